@@ -1,0 +1,107 @@
+"""The DuckDB store: every hand-off of the pipeline (taxonomy -> dataset -> answers -> metrics) is a table here.
+
+Column sets of the contract tables follow DESIGN.md section 4; extra columns are additions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from probe.errors import UserError
+
+DEFAULT_DB = Path("runs/probe.duckdb")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS onet_release (
+    release VARCHAR, source VARCHAR, imported_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS onet_occupations (
+    soc_code VARCHAR PRIMARY KEY, title VARCHAR, description VARCHAR
+);
+CREATE TABLE IF NOT EXISTS onet_alternate_titles (
+    soc_code VARCHAR, alternate_title VARCHAR
+);
+CREATE TABLE IF NOT EXISTS attribute_ratings (
+    soc_code VARCHAR, category VARCHAR, element_id VARCHAR, element_name VARCHAR,
+    importance DOUBLE, level DOUBLE
+);
+CREATE TABLE IF NOT EXISTS occupations (
+    occupation VARCHAR PRIMARY KEY, soc_code VARCHAR, onet_title VARCHAR, note VARCHAR
+);
+CREATE TABLE IF NOT EXISTS occupation_attributes (
+    occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,
+    element_name VARCHAR, importance DOUBLE, level DOUBLE
+);
+CREATE TABLE IF NOT EXISTS name_pairs (
+    pair_id INTEGER PRIMARY KEY, female VARCHAR, male VARCHAR
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR,
+    config_json VARCHAR, status VARCHAR, template_hash VARCHAR, package_version VARCHAR,
+    finished_at TIMESTAMP
+);
+-- The attributes each run used, frozen at run time so a later O*NET import cannot change a stored run.
+CREATE TABLE IF NOT EXISTS run_attributes (
+    run_id VARCHAR, occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,
+    element_name VARCHAR, importance DOUBLE, level DOUBLE
+);
+CREATE TABLE IF NOT EXISTS items (
+    run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
+    pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
+    attribute VARCHAR, category VARCHAR, prompt VARCHAR,
+    context VARCHAR, question VARCHAR, options_json VARCHAR,
+    PRIMARY KEY (run_id, item_id)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    run_id VARCHAR, item_id VARCHAR, raw VARCHAR, label VARCHAR, scores_json VARCHAR,
+    error VARCHAR, cached BOOLEAN, answered_at TIMESTAMP,
+    PRIMARY KEY (run_id, item_id)
+);
+-- Content-addressed: key = hash(model identity, decoding settings, prompt, options).
+CREATE TABLE IF NOT EXISTS answer_cache (
+    cache_key VARCHAR PRIMARY KEY, raw VARCHAR, label VARCHAR, scores_json VARCHAR, created_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id VARCHAR, condition VARCHAR, scope VARCHAR, key VARCHAR, metric VARCHAR,
+    value DOUBLE, ci_low DOUBLE, ci_high DOUBLE, n BIGINT
+);
+CREATE TABLE IF NOT EXISTS occupation_preference (
+    run_id VARCHAR, condition VARCHAR, occupation VARCHAR, n BIGINT, share_female DOUBLE,
+    ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, q_value DOUBLE, preferred VARCHAR
+);
+CREATE TABLE IF NOT EXISTS correlations (
+    run_id VARCHAR, condition VARCHAR, across VARCHAR, x VARCHAR, y VARCHAR, method VARCHAR,
+    r DOUBLE, p_value DOUBLE, n BIGINT
+);
+CREATE TABLE IF NOT EXISTS regression (
+    run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
+    ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT
+);
+"""
+
+
+def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the probe database, with the schema in place and the taxonomy seeded.
+
+    A new database is seeded from the taxonomy snapshot that ships with the package, so `probe run`
+    works without an O*NET import.
+    """
+    path = Path(db_path)
+    if read_only and not path.exists():
+        raise UserError(f"{path}: no such database")
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise UserError(f"{path}: the database is in use by another probe process; wait for it to finish") from exc
+        raise UserError(f"{path}: cannot open database ({exc})") from exc
+    if not read_only:
+        con.execute(SCHEMA)
+        from probe.taxonomy import seed_if_empty  # the store seeds itself from the shipped snapshot
+
+        seed_if_empty(con)
+    return con
