@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS name_pairs (
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR,
     config_json VARCHAR, status VARCHAR, template_hash VARCHAR, package_version VARCHAR,
-    finished_at TIMESTAMP
+    finished_at TIMESTAMP, backend_json VARCHAR, versions_json VARCHAR
 );
 -- The attributes each run used, frozen at run time so a later O*NET import cannot change a stored run.
 CREATE TABLE IF NOT EXISTS run_attributes (
@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS items (
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
     attribute VARCHAR, category VARCHAR, prompt VARCHAR,
     context VARCHAR, question VARCHAR, options_json VARCHAR,
+    first_name VARCHAR, second_name VARCHAR, seq INTEGER,
     PRIMARY KEY (run_id, item_id)
 );
 CREATE TABLE IF NOT EXISTS answers (

@@ -29,7 +29,10 @@ class Query:
     context: str  # base context + attribute sentences (extractive QA reads context and question apart)
     question: str
     options: tuple[Option, ...]
-    item: Mapping[str, object]  # the item's fields (stage, condition, pair_id, ...), for replay
+    # The item's fields (stage, qtype, condition, pair_id, name_order, occupation, subject, category, attribute)
+    # plus first_name, second_name and subject_name (the asked subject's name for attr/binary, else None):
+    # extractive QA answers attr/binary 'yes' when its span is subject_name.
+    item: Mapping[str, object]
 
 
 @dataclass(frozen=True)
