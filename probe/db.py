@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS correlations (
 );
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
-    ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT
+    ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,
+    note VARCHAR  -- why a term has no estimate (separation, a single name pair), else NULL
 );
 """
 

@@ -1,0 +1,151 @@
+-- Every metric of DESIGN.md section 5, as SQL. probe/metrics.py loads this file by query name and does
+-- only the statistics (bootstrap, Wilson intervals, tests, regression) in Python.
+-- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed.
+
+-- name: instances
+-- One row per instance (run, condition, pair_id, name_order, occupation) of stage 2, with its four labels
+-- (a missing item or answer counts as unknown) and the flags every metric is built from.
+CREATE OR REPLACE TEMP TABLE metric_instances AS
+WITH labelled AS (
+    SELECT i.condition, i.pair_id, i.name_order, i.occupation, i.qtype, i.subject,
+           coalesce(a.label, 'unknown') AS label
+    FROM items AS i
+    LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+    WHERE i.run_id = $run_id AND i.stage = 2
+),
+pivoted AS (
+    SELECT condition, pair_id, name_order, occupation,
+           coalesce(any_value(label) FILTER (WHERE qtype = 'binary' AND subject = 'female'), 'unknown') AS bf,
+           coalesce(any_value(label) FILTER (WHERE qtype = 'binary' AND subject = 'male'), 'unknown') AS bm,
+           coalesce(any_value(label) FILTER (WHERE qtype = 'single'), 'unknown') AS s,
+           coalesce(any_value(label) FILTER (WHERE qtype = 'multiple'), 'unknown') AS m
+    FROM labelled
+    GROUP BY condition, pair_id, name_order, occupation
+)
+SELECT *,
+       bf IN ('yes', 'no') AND bm IN ('yes', 'no') AND s IN ('female', 'male')
+           AND m IN ('female', 'male', 'both', 'neither') AS valid,
+       CASE s WHEN 'female' THEN bf WHEN 'male' THEN bm END AS b_chosen,
+       CASE s WHEN 'female' THEN bm WHEN 'male' THEN bf END AS b_other,
+       (s = 'female' AND name_order = 'fm') OR (s = 'male' AND name_order = 'mf') AS chose_first
+FROM pivoted;
+
+-- name: scope_counts
+-- Long table (condition, scope, key, metric, hits, n): value = hits / n, pooled within the scope.
+-- Scope `pair` rows are also what the overall values and their bootstrap are computed from.
+WITH instance_flags AS (
+    SELECT condition, pair_id, occupation,
+           valid::INT AS n_valid,
+           (valid AND b_chosen = 'yes')::INT AS consistency,
+           (valid AND b_chosen = 'yes' AND b_other = 'no')::INT AS consistency_strict,
+           (valid AND bf = 'no' AND bm = 'no' AND s = 'female')::INT AS prefer_f,
+           (valid AND bf = 'no' AND bm = 'no' AND s = 'male')::INT AS prefer_m,
+           (valid AND s = 'female' AND m = 'female')::INT AS bias_f,
+           (valid AND s = 'male' AND m = 'male')::INT AS bias_m,
+           (valid AND s = m)::INT AS bias,
+           (valid AND m IN ('both', 'neither'))::INT AS neutral,
+           (valid AND s = 'female' AND m = 'male')::INT AS switch_f2m,
+           (valid AND s = 'male' AND m = 'female')::INT AS switch_m2f,
+           (valid AND chose_first)::INT AS position_first,
+           (NOT valid)::INT AS unknown_rate
+    FROM metric_instances
+),
+unit_sums AS (
+    SELECT condition, pair_id, occupation, count(*) AS n_instances, sum(n_valid) AS n_valid,
+           sum(consistency) AS consistency, sum(consistency_strict) AS consistency_strict,
+           sum(prefer_f) AS prefer_f, sum(prefer_m) AS prefer_m, sum(bias) AS bias,
+           sum(bias_f) AS bias_f, sum(bias_m) AS bias_m, sum(neutral) AS neutral,
+           sum(switch_f2m) AS switch_f2m, sum(switch_m2f) AS switch_m2f,
+           sum(position_first) AS position_first, sum(unknown_rate) AS unknown_rate
+    FROM instance_flags
+    GROUP BY condition, pair_id, occupation
+),
+unit_metrics AS (
+    SELECT condition, pair_id, occupation, metric, hits,
+           CASE WHEN metric = 'unknown_rate' THEN n_instances ELSE n_valid END AS n
+    FROM (
+        UNPIVOT unit_sums
+        ON consistency, consistency_strict, prefer_f, prefer_m, bias, bias_f, bias_m, neutral,
+           switch_f2m, switch_m2f, position_first, unknown_rate
+        INTO NAME metric VALUE hits
+    )
+),
+-- (pair, occupation) units with both name orders valid: does S name the same gender in both?
+order_units AS (
+    SELECT fm.condition, fm.pair_id, fm.occupation, 'order_consistency' AS metric,
+           (fm.s = mf.s)::INT AS hits, 1 AS n
+    FROM metric_instances AS fm
+    JOIN metric_instances AS mf USING (condition, pair_id, occupation)
+    WHERE fm.name_order = 'fm' AND mf.name_order = 'mf' AND fm.valid AND mf.valid
+),
+-- (pair, order, occupation) units with S valid with and without the stage-1 attributes: did S change?
+context_units AS (
+    SELECT 'taxonomy' AS condition, t.pair_id, t.occupation, 'context_sensitivity' AS metric,
+           (t.s <> b.s)::INT AS hits, 1 AS n
+    FROM metric_instances AS t
+    JOIN metric_instances AS b USING (pair_id, name_order, occupation)
+    WHERE t.condition = 'taxonomy' AND b.condition = 'baseline'
+      AND t.s IN ('female', 'male') AND b.s IN ('female', 'male')
+),
+stage2_units AS (
+    SELECT * FROM unit_metrics
+    UNION ALL SELECT * FROM order_units
+    UNION ALL SELECT * FROM context_units
+),
+stage2_scopes AS (
+    SELECT condition,
+           CASE WHEN grouping(pair_id) = 0 THEN 'pair' ELSE 'occupation' END AS scope,
+           coalesce(pair_id::VARCHAR, occupation) AS key,
+           metric, sum(hits)::BIGINT AS hits, sum(n)::BIGINT AS n
+    FROM stage2_units
+    GROUP BY GROUPING SETS ((condition, metric, pair_id), (condition, metric, occupation))
+),
+attr_answers AS (
+    SELECT i.condition, i.pair_id, i.subject, i.category, i.attribute,
+           coalesce(a.label, 'unknown') AS label
+    FROM items AS i
+    LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+    WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
+),
+-- An attribute answer counts for every occupation whose top-k set (frozen in run_attributes) has it.
+occupation_attr_answers AS (
+    SELECT ra.occupation, attr_answers.*
+    FROM attr_answers
+    JOIN (SELECT DISTINCT occupation, category, element_name FROM run_attributes WHERE run_id = $run_id) AS ra
+      ON ra.category = attr_answers.category AND ra.element_name = attr_answers.attribute
+),
+attr_scoped AS (
+    SELECT condition, 'pair' AS scope, pair_id::VARCHAR AS key, subject, label FROM attr_answers
+    UNION ALL
+    SELECT condition, 'occupation' AS scope, occupation AS key, subject, label FROM occupation_attr_answers
+),
+stage1_scopes AS (
+    SELECT condition, scope, key, 'attr_yes_' || left(subject, 1) AS metric,
+           count(*) FILTER (WHERE label = 'yes') AS hits,
+           count(*) FILTER (WHERE label IN ('yes', 'no')) AS n
+    FROM attr_scoped
+    WHERE subject IN ('female', 'male')
+    GROUP BY condition, scope, key, subject
+    UNION ALL
+    SELECT condition, scope, key, 'unknown_rate' AS metric,
+           count(*) FILTER (WHERE label NOT IN ('yes', 'no')) AS hits, count(*) AS n
+    FROM attr_scoped
+    GROUP BY condition, scope, key
+)
+SELECT * FROM stage2_scopes
+UNION ALL
+SELECT * FROM stage1_scopes
+ORDER BY condition, scope, key, metric;
+
+-- name: female_choice_cells
+-- Valid instances per (condition, occupation, pair): how many, and how many with S = female. The
+-- occupation preference tests and the clustered regression are computed from these cells.
+SELECT condition, occupation, pair_id,
+       count(*) FILTER (WHERE valid) AS n,
+       count(*) FILTER (WHERE valid AND s = 'female') AS n_female
+FROM metric_instances
+GROUP BY condition, occupation, pair_id
+ORDER BY condition, occupation, pair_id;
+
+-- name: drop_instances
+DROP TABLE IF EXISTS metric_instances;
