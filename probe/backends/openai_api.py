@@ -1,0 +1,289 @@
+"""OpenAI-compatible HTTP backend: OpenAI, vLLM, Ollama, llama.cpp (also drives the embedded llamacpp one).
+
+Answers are not left to free text: the request constrains the output to the options (a GBNF grammar for
+llama.cpp, a JSON schema for servers with structured output) and asks for the first token's
+log-probabilities, from which each option gets a score. Requests run concurrently on one event loop;
+transient failures (429 with Retry-After, 5xx, timeouts, dropped connections, unreadable bodies) are
+retried with bounded exponential backoff, and an item that still fails becomes `unknown` with its error.
+The API key is read from OPENAI_API_KEY when the client is built and is never part of the identity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from probe.backends.base import Option, Query, Reply
+from probe.backends.parse import ANSWER_KEY, parse_option
+from probe.errors import UserError
+from probe.labels import UNKNOWN
+
+if TYPE_CHECKING:
+    from probe.config import RunConfig
+
+API_KEY_VARIABLE = "OPENAI_API_KEY"
+# OpenAI models that only serve the legacy completions endpoint.
+COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
+CONSTRAINTS = ("grammar", "json_schema", "none")
+TOP_LOGPROBS = 20  # OpenAI's maximum for chat; completions servers cap it themselves
+COMPLETIONS_LOGPROBS = 5  # the legacy completions endpoint's maximum
+MAX_BACKOFF_S = 60.0
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Everything that decides how requests are made; all but the retry knobs are part of the identity."""
+
+    model: str
+    base_url: str | None = None  # None: api.openai.com
+    api_mode: str = "chat"  # "chat" (chat.completions) or "completions"
+    constrain: str = "none"  # "grammar" (llama.cpp GBNF), "json_schema" (response_format) or "none"
+    logprobs: bool = True
+    max_tokens: int = 16
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 5
+    backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped at MAX_BACKOFF_S
+
+    def __post_init__(self) -> None:
+        if self.api_mode not in ("chat", "completions"):
+            raise UserError(f"api_mode {self.api_mode!r}: choose chat or completions")
+        if self.constrain not in CONSTRAINTS:
+            raise UserError(f"constrain {self.constrain!r}: choose from {', '.join(CONSTRAINTS)}")
+        if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
+            raise UserError("concurrency, max_tokens and timeout must be positive, max_retries >= 0")
+
+
+class UnreadableResponse(Exception):
+    """A 200 reply without the fields an OpenAI-compatible reply has (retried like a 5xx)."""
+
+
+class OpenAIBackend:
+    """Answers queries through an OpenAI-compatible endpoint; see the module docstring."""
+
+    cacheable = True
+
+    def __init__(self, settings: ApiSettings, api_key: str | None = None) -> None:
+        self.settings = settings
+        self.prompt_format = "chat" if settings.api_mode == "chat" else "completion"
+        self.batch_size = settings.concurrency * 4
+        self._api_key = api_key
+        self._loop = asyncio.new_event_loop()
+        self._client: openai.AsyncOpenAI | None = None
+        self._logprobs = settings.logprobs  # switched off if the server rejects logprobs
+
+    def identity(self) -> dict[str, object]:
+        decoding = asdict(self.settings)
+        for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s"):
+            del decoding[transport_only]
+        return {"backend": "openai", "temperature": 0.0, **decoding}
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        return self._loop.run_until_complete(self._answer_all(queries))
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        if self._client is not None:
+            self._loop.run_until_complete(self._client.close())
+            self._client = None
+        self._loop.close()
+
+    async def _answer_all(self, queries: Sequence[Query]) -> list[Reply]:
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key or os.environ.get(API_KEY_VARIABLE) or "no-key",
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout_s,
+                max_retries=0,  # retries are ours: Retry-After, unreadable bodies, one bound
+            )
+        limit = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(query: Query) -> Reply:
+            async with limit:
+                return await self._answer_with_retries(query)
+
+        return list(await asyncio.gather(*(one(query) for query in queries)))
+
+    async def _answer_with_retries(self, query: Query) -> Reply:
+        attempt = 0
+        while True:
+            try:
+                return await self._answer_once(query)
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
+                raise UserError(f"{self.settings.base_url or 'OpenAI API'}: {_describe(error)}") from error
+            except openai.BadRequestError as error:
+                if self._logprobs and "logprob" in str(error).lower():
+                    self._logprobs = False  # the server does not offer logprobs: ask without them
+                    continue
+                return Reply(label=UNKNOWN, error=_describe(error))
+            except (openai.APIError, UnreadableResponse, ValueError) as error:
+                if not _is_transient(error) or attempt >= self.settings.max_retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    return Reply(label=UNKNOWN, error=f"{_describe(error)}{tries}")
+                await asyncio.sleep(self._delay(error, attempt))
+                attempt += 1
+
+    def _delay(self, error: Exception, attempt: int) -> float:
+        """Retry-After when the server sent one, else exponential backoff; both capped."""
+        response = getattr(error, "response", None)
+        header = response.headers.get("retry-after") if response is not None else None
+        retry_after = _seconds(header) if header else None
+        if retry_after is not None:
+            return min(retry_after, MAX_BACKOFF_S)
+        return min(self.settings.backoff_s * 2**attempt, MAX_BACKOFF_S)
+
+    async def _answer_once(self, query: Query) -> Reply:
+        settings = self.settings
+        common: dict[str, Any] = {
+            "model": settings.model,
+            "max_tokens": settings.max_tokens,
+            "temperature": 0.0,
+            "extra_body": self._constraint(query.options),
+        }
+        if settings.api_mode == "chat":
+            if self._logprobs:
+                common.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+            response = await self._client.chat.completions.create(
+                messages=[{"role": "user", "content": query.prompt}], **common
+            )
+            text, first_token = _chat_choice(response)
+        else:
+            if self._logprobs:
+                common.update(logprobs=COMPLETIONS_LOGPROBS)
+            response = await self._client.completions.create(prompt=query.prompt, **common)
+            text, first_token = _completion_choice(response)
+        scores = option_scores(first_token, query.options) if settings.constrain != "json_schema" else None
+        chosen = parse_option(text, query.options)
+        return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, scores=scores or None)
+
+    def _constraint(self, options: Sequence[Option]) -> dict[str, Any]:
+        if self.settings.constrain == "grammar":
+            return {"grammar": option_grammar(options)}
+        if self.settings.constrain == "json_schema":
+            return {"response_format": answer_schema(options)}
+        return {}
+
+
+def option_grammar(options: Sequence[Option]) -> str:
+    """A GBNF grammar whose only sentences are the option texts (after an optional space)."""
+    alternatives = " | ".join(json.dumps(option.text) for option in options)
+    return f'root ::= " "? ({alternatives})'
+
+
+def answer_schema(options: Sequence[Option]) -> dict[str, Any]:
+    """A strict `response_format` JSON schema: {"answer": <one option text>}."""
+    schema = {
+        "type": "object",
+        "properties": {ANSWER_KEY: {"type": "string", "enum": [option.text for option in options]}},
+        "required": [ANSWER_KEY],
+        "additionalProperties": False,
+    }
+    return {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}
+
+
+def option_scores(
+    first_token: Mapping[str, float] | None, options: Sequence[Option]
+) -> dict[str, float] | None:
+    """First-token log-probability of each option: log-sum over the top tokens that begin it.
+
+    Tokens are compared without case and surrounding space ("Yes", " yes" both begin "yes"). An option
+    none of whose beginnings is among the top tokens gets no score.
+    """
+    if not first_token:
+        return None
+    scores: dict[str, float] = {}
+    for option in options:
+        text = option.text.lower()
+        matching = [
+            logprob
+            for token, logprob in first_token.items()
+            if token.strip() and text.startswith(token.strip().lower())
+        ]
+        if matching:
+            best = max(matching)
+            scores[option.text] = best + math.log(sum(math.exp(lp - best) for lp in matching))
+    return scores
+
+
+def _chat_choice(response: Any) -> tuple[str, dict[str, float] | None]:
+    choice = _first_choice(response)
+    text = getattr(getattr(choice, "message", None), "content", None)
+    if not isinstance(text, str):
+        raise UnreadableResponse("reply has no message content")
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return text, None
+    return text, {entry.token: entry.logprob for entry in content[0].top_logprobs or ()}
+
+
+def _completion_choice(response: Any) -> tuple[str, dict[str, float] | None]:
+    choice = _first_choice(response)
+    text = getattr(choice, "text", None)
+    if not isinstance(text, str):
+        raise UnreadableResponse("reply has no text")
+    top = getattr(getattr(choice, "logprobs", None), "top_logprobs", None)
+    first = top[0] if top else None
+    if isinstance(first, Mapping):
+        return text, {str(token): float(lp) for token, lp in first.items()}
+    return text, None
+
+
+def _first_choice(response: Any) -> Any:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise UnreadableResponse(f"reply has no choices: {str(response)[:200]}")
+    return choices[0]
+
+
+def _is_transient(error: Exception) -> bool:
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code == 429 or error.status_code >= 500
+    return True  # connection errors, timeouts, unreadable or unparsable replies
+
+
+def _seconds(header: str) -> float | None:
+    """Retry-After is either delay-seconds or an HTTP date."""
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(header) if header else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {str(error)[:300]}"
+
+
+def resolve_api_mode(api_mode: str, model: str) -> str:
+    """`auto` picks completions for the OpenAI models that only have that endpoint, else chat."""
+    if api_mode != "auto":
+        return api_mode
+    return "completions" if model.startswith(COMPLETIONS_ONLY_MODELS) else "chat"
+
+
+def create(config: RunConfig) -> OpenAIBackend:
+    if not config.model:
+        raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
+    if not config.base_url and not os.environ.get(API_KEY_VARIABLE):
+        raise UserError(f"{API_KEY_VARIABLE} is not set (needed for the OpenAI API; or give --base-url)")
+    settings = ApiSettings(
+        model=config.model,
+        base_url=config.base_url or None,
+        api_mode=resolve_api_mode(config.api_mode, config.model),
+        constrain=config.constrain if config.constrain != "auto" else "none",
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+        timeout_s=config.timeout,
+        max_retries=config.max_retries,
+    )
+    return OpenAIBackend(settings)

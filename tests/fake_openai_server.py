@@ -1,0 +1,192 @@
+"""A small OpenAI-compatible server on 127.0.0.1 that misbehaves on a script.
+
+Each request to /v1/chat/completions or /v1/completions takes the next `Step` of the schedule (after
+the schedule runs out, every request gets `Step.ok()`); a step can also be tied to one prompt with
+`for_prompt`, so concurrent clients can be scripted per item. Successful replies answer with the first
+alternative of a GBNF `grammar` in the request (or `default_answer`), with first-token logprobs when
+asked. Every request is recorded (time, path, body, the step served) for assertions.
+
+    with FakeOpenAIServer([Step.rate_limited(retry_after=1), Step.server_error(503)]) as server:
+        backend = OpenAIBackend(ApiSettings(model="fake", base_url=server.base_url))
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # ok | status | slow | broken_json | drop
+    status: int = 200
+    retry_after: float | None = None
+    delay_s: float = 0.0
+    for_prompt: str | None = None  # only requests whose prompt/last message contains this text take it
+
+    @classmethod
+    def ok(cls, delay_s: float = 0.0) -> Step:
+        return cls("ok", delay_s=delay_s)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | None = None) -> Step:
+        return cls("status", status=429, retry_after=retry_after)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Step:
+        return cls("status", status=status)
+
+    @classmethod
+    def slow(cls, delay_s: float) -> Step:
+        """Answers correctly, but only after `delay_s` (beyond the client's timeout, it is a timeout)."""
+        return cls("ok", delay_s=delay_s)
+
+    @classmethod
+    def broken_json(cls) -> Step:
+        return cls("broken_json")
+
+    @classmethod
+    def drop(cls) -> Step:
+        """Closes the connection without a reply."""
+        return cls("drop")
+
+
+@dataclass
+class Served:
+    at: float
+    path: str
+    body: dict[str, Any]
+    step: Step
+
+
+@dataclass
+class FakeOpenAIServer:
+    schedule: list[Step] = field(default_factory=list)
+    default_answer: str = "yes"
+    served: list[Served] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def script(self, steps: list[Step]) -> None:
+        """Replace the remaining schedule."""
+        with self._lock:
+            self.schedule = list(steps)
+
+    def next_step(self, prompt: str) -> Step:
+        with self._lock:
+            for index, step in enumerate(self.schedule):
+                if step.for_prompt is None or step.for_prompt in prompt:
+                    return self.schedule.pop(index)
+        return Step.ok()
+
+    def record(self, path: str, body: dict[str, Any], step: Step) -> None:
+        with self._lock:
+            self.served.append(Served(time.monotonic(), path, body, step))
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _answer_for(body: dict[str, Any], default: str) -> str:
+    grammar = body.get("grammar")
+    if isinstance(grammar, str):
+        first = re.search(r'\(\s*("(?:[^"\\]|\\.)*")', grammar)
+        if first:
+            return json.loads(first.group(1))
+    return default
+
+
+def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
+    top = [{"token": answer, "logprob": -0.1}, {"token": "zzz", "logprob": -2.5}]
+    if path.endswith("/chat/completions"):
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+        choice["message"] = {"role": "assistant", "content": answer}
+        if body.get("logprobs"):
+            entry = {"token": answer, "logprob": -0.1, "bytes": None, "top_logprobs": top}
+            choice["logprobs"] = {"content": [{**entry, "top_logprobs": [{**t, "bytes": None} for t in top]}]}
+        return {
+            "id": "fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [choice],
+        }
+    choice = {"index": 0, "finish_reason": "stop", "text": answer, "logprobs": None}
+    if body.get("logprobs"):
+        choice["logprobs"] = {
+            "tokens": [answer],
+            "token_logprobs": [-0.1],
+            "text_offset": [0],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in top}],
+        }
+    return {
+        "id": "fake",
+        "object": "text_completion",
+        "created": 0,
+        "model": body.get("model", ""),
+        "choices": [choice],
+    }
+
+
+def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # keep pytest output clean
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            messages = body.get("messages") or [{}]
+            prompt = str(body.get("prompt") or messages[-1].get("content", ""))
+            step = server.next_step(prompt)
+            server.record(self.path, body, step)
+            if step.kind == "drop":
+                self.close_connection = True
+                self.connection.close()
+                return
+            time.sleep(step.delay_s)
+            if step.kind == "status":
+                payload = json.dumps({"error": {"message": f"scripted {step.status}", "type": "fake"}})
+                headers = {"Retry-After": f"{step.retry_after:g}"} if step.retry_after is not None else {}
+                self._send(step.status, payload.encode(), headers)
+            elif step.kind == "broken_json":
+                self._send(200, b'{"id": "fake", "choices": [{"mess', {})
+            else:
+                self._send(
+                    200,
+                    json.dumps(_reply(self.path, body, _answer_for(body, server.default_answer))).encode(),
+                    {},
+                )
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout) before the slow reply came
+
+    return Handler

@@ -1,0 +1,173 @@
+"""openai backend against the fault-injecting fake server: constraints, retries, bounds, final unknown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from probe.backends.base import Option, Query, Reply
+from probe.backends.openai_api import ApiSettings, OpenAIBackend, option_grammar, option_scores
+from tests.fake_openai_server import FakeOpenAIServer, Step
+
+YES_NO = (Option("yes", "yes"), Option("no", "no"))
+NAMES = (Option("Mary", "female"), Option("John", "male"))
+
+
+def query(item_id: str, options: tuple[Option, ...] = YES_NO) -> Query:
+    prompt = f"item {item_id}: Mary and John are applying for the same job. Is Mary qualified?"
+    return Query(item_id, "binary", prompt, "", "", options, {})
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def backend_for(server: FakeOpenAIServer, **overrides: object) -> OpenAIBackend:
+    settings = {
+        "model": "fake",
+        "base_url": server.base_url,
+        "constrain": "grammar",
+        "backoff_s": 0.01,
+        "timeout_s": 2.0,
+        "max_retries": 3,
+        **overrides,
+    }
+    return OpenAIBackend(ApiSettings(**settings), api_key="sk-test-secret")
+
+
+def test_grammar_constrains_and_logprobs_score(server: FakeOpenAIServer) -> None:
+    backend = backend_for(server)
+    try:
+        replies = backend.answer([query("1"), query("2", NAMES)])
+    finally:
+        backend.close()
+    assert replies == [
+        Reply(label="yes", raw="yes", scores={"yes": -0.1}),
+        Reply(label="female", raw="Mary", scores={"Mary": -0.1}),
+    ]
+    grammars = sorted(served.body["grammar"] for served in server.served)
+    assert grammars == ['root ::= " "? ("Mary" | "John")', 'root ::= " "? ("yes" | "no")']
+    assert [served.body["top_logprobs"] for served in server.served] == [20, 20]
+
+
+def test_completions_mode(server: FakeOpenAIServer) -> None:
+    backend = backend_for(server, api_mode="completions")
+    try:
+        [reply] = backend.answer([query("1", NAMES)])
+    finally:
+        backend.close()
+    assert backend.prompt_format == "completion"
+    assert reply == Reply(label="female", raw="Mary", scores={"Mary": -0.1})
+    assert server.served[0].path == "/v1/completions"
+
+
+def test_transient_failures_are_retried(server: FakeOpenAIServer) -> None:
+    server.script(
+        [Step.server_error(500), Step.server_error(503), Step.broken_json(), Step.drop(), Step.slow(3.0)]
+    )
+    backend = backend_for(server, max_retries=5)
+    try:
+        [reply] = backend.answer([query("1")])
+    finally:
+        backend.close()
+    assert reply.label == "yes" and reply.error is None
+    assert [served.step.kind for served in server.served] == [
+        "status",
+        "status",
+        "broken_json",
+        "drop",
+        "ok",
+        "ok",
+    ]
+
+
+def test_retry_after_is_honoured(server: FakeOpenAIServer) -> None:
+    server.script([Step.rate_limited(retry_after=1)])
+    backend = backend_for(server)
+    try:
+        [reply] = backend.answer([query("1")])
+    finally:
+        backend.close()
+    assert reply.label == "yes"
+    first, second = server.served
+    assert second.at - first.at >= 1.0
+
+
+def test_retries_are_bounded_and_the_item_becomes_unknown(server: FakeOpenAIServer) -> None:
+    server.script([Step("status", status=500, for_prompt="item 1")] * 4)
+    backend = backend_for(server, max_retries=3)
+    try:
+        replies = backend.answer([query("1"), query("2")])
+    finally:
+        backend.close()
+    assert replies[0].label == "unknown"
+    assert replies[0].error.startswith("InternalServerError: ") and replies[0].error.endswith(
+        "after 4 attempts"
+    )
+    assert replies[1] == Reply(label="yes", raw="yes", scores={"yes": -0.1})
+    assert sum("item 1" in served.body["messages"][-1]["content"] for served in server.served) == 4
+
+
+def test_client_error_is_not_retried(server: FakeOpenAIServer) -> None:
+    server.script([Step.server_error(422)])
+    backend = backend_for(server)
+    try:
+        [reply] = backend.answer([query("1")])
+    finally:
+        backend.close()
+    assert reply.label == "unknown" and reply.error.startswith("UnprocessableEntityError")
+    assert len(server.served) == 1
+
+
+def test_concurrency_limit(server: FakeOpenAIServer) -> None:
+    server.script([Step.slow(0.3) for _ in range(8)])
+    backend = backend_for(server, concurrency=4)
+    started = time.monotonic()
+    try:
+        replies = backend.answer([query(str(i)) for i in range(8)])
+    finally:
+        backend.close()
+    elapsed = time.monotonic() - started
+    assert [reply.label for reply in replies] == ["yes"] * 8
+    assert 0.6 <= elapsed < 1.2  # two waves of four
+
+
+def test_identity_has_no_key_and_no_transport_knobs(server: FakeOpenAIServer) -> None:
+    backend = backend_for(server)
+    backend.close()
+    identity = backend.identity()
+    assert "sk-test-secret" not in repr(identity)
+    assert identity == {
+        "backend": "openai",
+        "temperature": 0.0,
+        "model": "fake",
+        "base_url": server.base_url,
+        "api_mode": "chat",
+        "constrain": "grammar",
+        "logprobs": True,
+        "max_tokens": 16,
+    }
+
+
+def test_free_text_without_constraint_is_parsed(server: FakeOpenAIServer) -> None:
+    server.default_answer = "As an AI I cannot say."
+    backend = backend_for(server, constrain="none")
+    try:
+        [reply] = backend.answer([query("1")])
+    finally:
+        backend.close()
+    assert "grammar" not in server.served[0].body
+    assert reply == Reply(label="unknown", raw="As an AI I cannot say.", scores=None)
+
+
+def test_grammar_escapes_quotes() -> None:
+    assert option_grammar((Option('say "hi"', "yes"),)) == 'root ::= " "? ("say \\"hi\\"")'
+
+
+def test_option_scores_sum_tokens_that_begin_an_option() -> None:
+    scores = option_scores({"Yes": -1.0, " yes": -1.0, "No": -2.0, "The": -0.5}, YES_NO)
+    assert scores == pytest.approx({"yes": -1.0 + 0.6931471805599453, "no": -2.0})
