@@ -1,0 +1,105 @@
+"""Rendering of the Jinja2 templates in prompts/: every word a model reads comes from there.
+
+Layout: prompts/<format>/<qtype>.j2 for the formats `qa` (extractive QA: context and question apart),
+`chat` (a user message that states the allowed answers) and `completion` (ends with an answer cue);
+prompts/context.j2 is the shared context c plus attribute sentences, prompts/phrases.j2 the shared
+wording. A question template sets `question` at top level, so one render gives both the full prompt and
+the question alone. Backends may keep auxiliary templates there too (e.g. prompts/chat/system.j2) and
+render them with `render_template`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import NoReturn
+
+import jinja2
+
+from probe.errors import UserError
+from probe.resources import resource_dir
+
+PROMPT_FORMATS = ("qa", "chat", "completion")
+QTYPES = ("attr", "binary", "single", "multiple")
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    prompt: str  # what the backend's format sends (chat: the user message)
+    question: str  # the question alone (extractive QA reads context and question apart)
+
+
+def _fail(message: str) -> NoReturn:
+    raise jinja2.TemplateRuntimeError(message)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    """One compiled environment per process: templates are parsed once, rendering stays cheap."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(resource_dir("prompts")),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        auto_reload=False,
+    )
+    env.globals["fail"] = _fail
+    return env
+
+
+def _template(name: str) -> jinja2.Template:
+    try:
+        return _environment().get_template(name)
+    except jinja2.TemplateNotFound as exc:
+        raise UserError(f"prompts/{name}: no such template") from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise UserError(f"prompts/{name}, line {exc.lineno}: {exc.message}") from exc
+
+
+def _render_module(name: str, variables: dict[str, object]) -> jinja2.environment.TemplateModule:
+    try:
+        return _template(name).make_module(variables)
+    except jinja2.UndefinedError as exc:
+        raise UserError(f"prompts/{name}: {exc.message}") from exc
+    except jinja2.TemplateRuntimeError as exc:
+        raise UserError(f"prompts/{name}: {exc}") from exc
+
+
+def render_template(name: str, **variables: object) -> str:
+    """Render any template under prompts/ (path relative to it), e.g. an auxiliary chat system prompt."""
+    return str(_render_module(name, variables))
+
+
+def render_prompt(prompt_format: str, qtype: str, **variables: object) -> RenderedPrompt:
+    """Render prompts/<prompt_format>/<qtype>.j2 into the full prompt and its question."""
+    if prompt_format not in PROMPT_FORMATS:
+        raise UserError(f"prompt format {prompt_format!r}: unknown (choose from {', '.join(PROMPT_FORMATS)})")
+    name = f"{prompt_format}/{qtype}.j2"
+    module = _render_module(name, variables)
+    question = getattr(module, "question", None)
+    if question is None:
+        raise UserError(f"prompts/{name}: the template must set `question`")
+    return RenderedPrompt(prompt=str(module), question=str(question))
+
+
+def render(prompt_format: str, qtype: str, **variables: object) -> str:
+    """The full prompt of one item; an undefined variable is a UserError naming the template."""
+    return render_prompt(prompt_format, qtype, **variables).prompt
+
+
+def render_context(first: str, second: str, attributes: Sequence[tuple[str, str, str]] = ()) -> str:
+    """Context c for the two subjects in name order, plus one sentence per (name, category, element)."""
+    return render_template("context.j2", first=first, second=second, attributes=list(attributes))
+
+
+def template_hash() -> str:
+    """sha256 over every template file (path and content): stored with each run to date its prompts."""
+    root = resource_dir("prompts")
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.j2")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
