@@ -1,0 +1,216 @@
+"""Run settings: one dataclass, filled from a preset, then a RUN.toml, then command-line flags.
+
+RUN.toml keys are the field names of `RunConfig` (the CLI flag is the name with dashes: top_k -> --top-k).
+To add a setting, add a field; its type annotation picks the parser (int, float, bool, str and their
+`| None` forms need nothing else); add it to OPERATIONAL_FIELDS if changing it cannot change answers, so a
+resumed run may use another value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from probe.db import DEFAULT_DB
+from probe.errors import UserError
+
+CONDITIONS = ("taxonomy", "baseline", "control")
+
+# Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
+OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet",
+                                "concurrency", "batch_size", "timeout", "max_retries"})
+
+
+@dataclass
+class RunConfig:
+    preset: str | None = None
+    pairs: int | tuple[int, ...] | None = None  # first N name pairs, or these pair_ids; None = all 70
+    occupations: tuple[str, ...] | str | None = None  # names, or a CSV file path; None = the paper's 62
+    top_k: int = 5
+    conditions: tuple[str, ...] = CONDITIONS
+    backend: str = "llamacpp"
+    model: str | None = None
+    base_url: str | None = None
+    # Backend knobs (probe/backends): openai/llamacpp request shape, hf batching and decoding.
+    api_mode: str = "auto"  # chat | completions | auto (completions for gpt-3.5-turbo-instruct & co)
+    constrain: str = "auto"  # grammar | json_schema | none | auto (llamacpp: grammar, openai: none)
+    max_tokens: int = 16
+    decoding: str = "score"  # hf-causal: score (option log-likelihood) | generate (greedy + parse)
+    concurrency: int | None = None  # parallel requests / llama.cpp slots; None = sized to the machine
+    batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
+    timeout: float = 60.0  # seconds per request
+    max_retries: int = 5
+    answers: str | None = None  # replay: CSV or Parquet of labels
+    run_id: str | None = None
+    db: str = str(DEFAULT_DB)
+    no_cache: bool = False
+    quiet: bool = False
+
+    def settings(self) -> dict[str, object]:
+        """JSON-ready settings (config_json of the run record)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def answer_settings(self) -> dict[str, object]:
+        """The settings a resumed run must share with the stored one."""
+        return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
+
+
+# Sized so the whole quick run (stage 1 included) takes a few minutes on SmolLM2-135M via llama.cpp
+# (~17 requests/s on 2 cores): all 62 occupations, top-5 per category as in the paper, 2 name pairs so
+# pair-level spread exists, and the two conditions that carry the bias question (taxonomy and control).
+# Items: stage 1 = 2 pairs x 2 orders x 2 subjects x 83 attributes = 664; stage 2 = 2 x 2 x 62 x 4 x 2 = 1984.
+PRESETS: dict[str, dict[str, object]] = {
+    "quick": {"pairs": 2, "occupations": None, "top_k": 5, "conditions": ("taxonomy", "control")},
+    "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
+}
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _parse_pairs(value: object) -> int | tuple[int, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError("expected a number of pairs or a list of pair ids")
+    if isinstance(value, int):
+        numbers: list[int] = [value]
+        single = True
+    elif isinstance(value, str):
+        parts = _split(value)
+        single = len(parts) == 1 and "," not in value
+        try:
+            numbers = [int(part) for part in parts]
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number or a comma list of pair ids") from None
+    elif isinstance(value, list | tuple) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        numbers, single = list(value), False
+    else:
+        raise ValueError("expected a number of pairs or a list of pair ids")
+    if not numbers or min(numbers) < 1:
+        raise ValueError("pair counts and pair ids start at 1")
+    return numbers[0] if single else tuple(numbers)
+
+
+def _parse_occupations(value: object, base_dir: Path | None = None) -> tuple[str, ...] | str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value)
+    if not isinstance(value, str):
+        raise ValueError("expected occupation names (a list or a comma list) or a CSV file")
+    if value.lower().endswith(".csv"):
+        path = Path(value)
+        return str(base_dir / path if base_dir and not path.is_absolute() else path)
+    return tuple(_split(value))
+
+
+def _parse_conditions(value: object) -> tuple[str, ...]:
+    names = _split(value) if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"expected a list of conditions from {', '.join(CONDITIONS)}")
+    unknown = [name for name in names if name not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition {unknown[0]!r} (choose from {', '.join(CONDITIONS)})")
+    return tuple(name for name in CONDITIONS if name in names)  # canonical order, no repeats
+
+
+def _parse_top_k(value: object) -> int:
+    number = _parse_simple("int", value)
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+def _parse_preset(value: object) -> str | None:
+    if value is not None and value not in PRESETS:
+        raise ValueError(f"unknown preset {value!r} (choose from {', '.join(PRESETS)})")
+    return value
+
+
+def _parse_simple(annotation: str, value: object):
+    """Parse by the field's annotation; strings from the command line are converted."""
+    optional = annotation.endswith("| None")
+    kind = annotation.removesuffix("| None").strip()
+    if value is None and optional:
+        return None
+    if kind == "str" and isinstance(value, str):
+        return value
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"true", "false"}:
+            return value.lower() == "true"
+    if kind == "int" and not isinstance(value, bool):
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+    if kind == "float" and not isinstance(value, bool):
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    raise ValueError(f"expected {kind}, got {value!r}")
+
+
+_SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
+    "preset": _parse_preset,
+    "pairs": _parse_pairs,
+    "conditions": _parse_conditions,
+    "top_k": _parse_top_k,
+}
+_FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
+
+
+def _parse_value(name: str, value: object, base_dir: Path | None) -> object:
+    if name == "occupations":
+        return _parse_occupations(value, base_dir)
+    if name in _SPECIAL_PARSERS:
+        return _SPECIAL_PARSERS[name](value)
+    return _parse_simple(str(_FIELDS[name].type), value)
+
+
+def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], base_dir: Path | None = None):
+    parsed = {}
+    for name, value in raw.items():
+        if name not in _FIELDS:
+            raise UserError(f"{describe(name)}: unknown setting (known: {', '.join(_FIELDS)})")
+        try:
+            parsed[name] = _parse_value(name, value, base_dir)
+        except ValueError as exc:
+            raise UserError(f"{describe(name)}: {exc}") from None
+    return parsed
+
+
+def read_toml(path: Path) -> dict[str, object]:
+    """Settings from a RUN.toml file (keys = RunConfig field names)."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML ({exc})") from None
+    return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
+
+
+def load_config(cli: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
+    """Preset < RUN.toml < flags. `cli` maps field names to flag values; None means the flag was not given."""
+    given = _parse_settings(
+        {name: value for name, value in cli.items() if value is not None},
+        lambda name: "--" + name.replace("_", "-"),
+    )
+    from_file = read_toml(config_file) if config_file else {}
+    preset = given.get("preset", from_file.get("preset"))
+    values = {**PRESETS.get(preset, {}), **from_file, **given}
+    return RunConfig(**values)

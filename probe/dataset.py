@@ -1,0 +1,347 @@
+"""The two-stage dataset (DESIGN sections 1 and 3): stage-1 attribute items and stage-2 decision items.
+
+Stage 1 asks, for every name pair, name order and subject, whether that subject has each attribute in the
+union of the selected occupations' top-k lists; its context never names an occupation, so one answer serves
+every occupation with that attribute. Stage 2 is built from the stored stage-1 answers: per (pair, name
+order, occupation) and condition, a binary question per subject, a single-subject and a multiple-subject
+question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from probe.backends.base import Option, Query
+from probe.prompts import render_context, render_prompt
+
+NAME_ORDERS = ("fm", "mf")
+SUBJECTS = ("female", "male")
+CATEGORIES = ("skill", "knowledge", "ability")  # the order attribute sentences are stated in
+YES_NO = (Option("yes", "yes"), Option("no", "no"))
+
+# Fields that identify an item within a run (hashed into item_id; replay files match on them).
+KEY_FIELDS = (
+    "stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category", "attribute",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question, rendered. Columns of the `items` table (less run_id and seq)."""
+
+    item_id: str
+    stage: int
+    qtype: str
+    condition: str
+    pair_id: int
+    name_order: str
+    occupation: str | None
+    subject: str | None
+    attribute: str | None
+    category: str | None
+    first_name: str
+    second_name: str
+    context: str
+    question: str
+    prompt: str
+    options: tuple[Option, ...]
+
+    @property
+    def subject_name(self) -> str | None:
+        """The asked subject's name (attr and binary items), None for single and multiple."""
+        if self.subject is None:
+            return None
+        return self.first_name if _gender_of_first(self.name_order) == self.subject else self.second_name
+
+    def fields(self) -> dict[str, object]:
+        """The item's identifying fields and names, as a backend's Query.item sees them."""
+        fields: dict[str, object] = {name: getattr(self, name) for name in KEY_FIELDS}
+        fields.update(
+            first_name=self.first_name, second_name=self.second_name, subject_name=self.subject_name
+        )
+        return fields
+
+    def query(self) -> Query:
+        return Query(
+            item_id=self.item_id,
+            qtype=self.qtype,
+            prompt=self.prompt,
+            context=self.context,
+            question=self.question,
+            options=self.options,
+            item=self.fields(),
+        )
+
+
+@dataclass(frozen=True)
+class Subjects:
+    """A name pair in one name order."""
+
+    pair_id: int
+    name_order: str
+    female: str
+    male: str
+
+    @property
+    def first(self) -> str:
+        return self.female if self.name_order == "fm" else self.male
+
+    @property
+    def second(self) -> str:
+        return self.male if self.name_order == "fm" else self.female
+
+    def name(self, subject: str) -> str:
+        return self.female if subject == "female" else self.male
+
+
+def _gender_of_first(name_order: str) -> str:
+    return "female" if name_order == "fm" else "male"
+
+
+def item_id(**key: object) -> str:
+    """Deterministic id from the item's key fields: the same settings give the same ids."""
+    text = json.dumps([key.get(name) for name in KEY_FIELDS])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _subject_options(subjects: Subjects, *, with_both_neither: bool) -> tuple[Option, ...]:
+    """Names in the order stated, labelled by gender: positions map to gender here, before any answer."""
+    first_gender = _gender_of_first(subjects.name_order)
+    second_gender = "male" if first_gender == "female" else "female"
+    options = (Option(subjects.first, first_gender), Option(subjects.second, second_gender))
+    if with_both_neither:
+        options += (Option("both", "both"), Option("neither", "neither"))
+    return options
+
+
+def _subjects(pairs: pd.DataFrame) -> Iterator[Subjects]:
+    for pair in pairs.itertuples(index=False):
+        for name_order in NAME_ORDERS:
+            yield Subjects(int(pair.pair_id), name_order, pair.female, pair.male)
+
+
+def _item(
+    prompt_format: str,
+    subjects: Subjects,
+    *,
+    stage: int,
+    qtype: str,
+    condition: str,
+    context: str,
+    options: tuple[Option, ...],
+    occupation: str | None = None,
+    subject: str | None = None,
+    category: str | None = None,
+    attribute: str | None = None,
+) -> Item:
+    rendered = render_prompt(
+        prompt_format,
+        qtype,
+        context=context,
+        first=subjects.first,
+        second=subjects.second,
+        subject_name=subjects.name(subject) if subject else None,
+        occupation=occupation,
+        category=category,
+        attribute=attribute,
+    )
+    key = dict(
+        stage=stage,
+        qtype=qtype,
+        condition=condition,
+        pair_id=subjects.pair_id,
+        name_order=subjects.name_order,
+        occupation=occupation,
+        subject=subject,
+        category=category,
+        attribute=attribute,
+    )
+    return Item(
+        item_id=item_id(**key),
+        **key,
+        first_name=subjects.first,
+        second_name=subjects.second,
+        context=context,
+        question=rendered.question,
+        prompt=rendered.prompt,
+        options=options,
+    )
+
+
+def ordered_attributes(attributes: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted category (skill, knowledge, ability) then rank: the order sentences are stated in."""
+    category_order = attributes["category"].map(CATEGORIES.index)
+    return attributes.assign(_order=category_order).sort_values(["_order", "rank"]).drop(columns="_order")
+
+
+def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
+    """Distinct (category, element) over all occupations' top-k, category then element name."""
+    distinct = attributes[["category", "element_name"]].drop_duplicates()
+    return sorted(
+        distinct.itertuples(index=False, name=None), key=lambda pair: (CATEGORIES.index(pair[0]), pair[1])
+    )
+
+
+def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str) -> list[Item]:
+    """Every (pair, name order, subject, category, attribute) over the union of top-k attributes."""
+    union = attribute_union(attributes)
+    items = []
+    for subjects in _subjects(pairs):
+        context = render_context(subjects.first, subjects.second)
+        for subject in SUBJECTS:
+            for category, element in union:
+                items.append(
+                    _item(
+                        prompt_format,
+                        subjects,
+                        stage=1,
+                        qtype="attr",
+                        condition="stage1",
+                        context=context,
+                        options=YES_NO,
+                        subject=subject,
+                        category=category,
+                        attribute=element,
+                    )
+                )
+    return items
+
+
+# (pair_id, name_order, subject, category, attribute) of every stage-1 "yes"
+Granted = Collection[tuple[int, str, str, str, str]]
+
+
+def build_stage2(
+    pairs: pd.DataFrame,
+    attributes: pd.DataFrame,
+    granted: Granted,
+    conditions: Sequence[str],
+    prompt_format: str,
+) -> list[Item]:
+    """Binary (per subject), single and multiple items per (pair, name order, occupation, condition).
+
+    Attributes stated per subject: taxonomy = the occupation's top-k that stage 1 granted that subject
+    (same pair and name order); baseline = none; control = the full top-k for both subjects.
+    """
+    top_k = {
+        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
+        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
+    }
+    items = []
+    for subjects in _subjects(pairs):
+        for occupation, occupation_top_k in top_k.items():
+            for condition in conditions:
+                stated = {
+                    subject: _stated_attributes(condition, occupation_top_k, granted, subjects, subject)
+                    for subject in SUBJECTS
+                }
+                items.extend(_stage2_items(prompt_format, subjects, occupation, condition, stated))
+    return items
+
+
+def _stated_attributes(
+    condition: str,
+    top_k: list[tuple[str, str]],
+    granted: Granted,
+    subjects: Subjects,
+    subject: str,
+) -> list[tuple[str, str, str]]:
+    """(name, category, element) sentences about `subject` under `condition`."""
+    if condition == "baseline":
+        chosen = []
+    elif condition == "control":
+        chosen = top_k
+    else:
+        chosen = [
+            (category, element)
+            for category, element in top_k
+            if (subjects.pair_id, subjects.name_order, subject, category, element) in granted
+        ]
+    name = subjects.name(subject)
+    return [(name, category, element) for category, element in chosen]
+
+
+def _stage2_items(
+    prompt_format: str,
+    subjects: Subjects,
+    occupation: str,
+    condition: str,
+    stated: dict[str, list[tuple[str, str, str]]],
+) -> list[Item]:
+    common = dict(stage=2, condition=condition, occupation=occupation)
+    items = [
+        _item(
+            prompt_format,
+            subjects,
+            **common,
+            qtype="binary",
+            subject=subject,
+            context=render_context(subjects.first, subjects.second, stated[subject]),
+            options=YES_NO,
+        )
+        for subject in SUBJECTS
+    ]
+    first_gender = _gender_of_first(subjects.name_order)
+    second_gender = "male" if first_gender == "female" else "female"
+    both_context = render_context(
+        subjects.first, subjects.second, stated[first_gender] + stated[second_gender]
+    )
+    for qtype in ("single", "multiple"):
+        items.append(
+            _item(
+                prompt_format,
+                subjects,
+                **common,
+                qtype=qtype,
+                context=both_context,
+                options=_subject_options(subjects, with_both_neither=qtype == "multiple"),
+            )
+        )
+    return items
+
+
+def options_json(options: Sequence[Option]) -> str:
+    return json.dumps([asdict(option) for option in options])
+
+
+def options_from_json(text: str) -> tuple[Option, ...]:
+    return tuple(Option(**option) for option in json.loads(text))
+
+
+ITEM_COLUMNS = (
+    "item_id", *KEY_FIELDS, "first_name", "second_name", "prompt", "context", "question", "options_json",
+)  # fmt: skip
+
+
+def items_frame(items: Sequence[Item], run_id: str, first_seq: int = 0) -> pd.DataFrame:
+    """Rows for the `items` table; seq keeps the build order (similar prompts stay adjacent)."""
+    frame = pd.DataFrame(
+        [
+            {
+                **{name: getattr(item, name) for name in ITEM_COLUMNS[:-1]},
+                "options_json": options_json(item.options),
+            }
+            for item in items
+        ],
+        columns=list(ITEM_COLUMNS),
+    )
+    frame.insert(0, "run_id", run_id)
+    frame["seq"] = range(first_seq, first_seq + len(frame))
+    return frame
+
+
+def item_from_row(row: dict[str, object]) -> Item:
+    """Rebuild an Item from an `items` row (resume reads pending items back from the database)."""
+    values = {name: _none_if_nan(row[name]) for name in ITEM_COLUMNS if name != "options_json"}
+    values["stage"] = int(values["stage"])
+    values["pair_id"] = int(values["pair_id"])
+    return Item(**values, options=options_from_json(str(row["options_json"])))
+
+
+def _none_if_nan(value: object) -> object:
+    return None if value is None or (isinstance(value, float) and value != value) else value
