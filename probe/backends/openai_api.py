@@ -37,6 +37,7 @@ CONSTRAINTS = ("grammar", "json_schema", "none")
 TOP_LOGPROBS = 20  # OpenAI's maximum for chat; completions servers cap it themselves
 COMPLETIONS_LOGPROBS = 5  # the legacy completions endpoint's maximum
 MAX_BACKOFF_S = 60.0
+DEFAULT_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,7 @@ def create(config: RunConfig) -> OpenAIBackend:
         api_mode=resolve_api_mode(config.api_mode, config.model),
         constrain=config.constrain if config.constrain != "auto" else "none",
         max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
+        concurrency=config.concurrency or DEFAULT_CONCURRENCY,
         timeout_s=config.timeout,
         max_retries=config.max_retries,
     )

