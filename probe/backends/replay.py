@@ -1,0 +1,110 @@
+"""`replay` backend: labels from a CSV or Parquet file, for answers collected elsewhere (DESIGN section 8).
+
+The file is keyed by the item fields (stage, qtype, condition, pair_id, name_order, occupation, subject,
+category, attribute; empty = NULL) and holds a canonical `label`. Items absent from the file are unknown.
+The whole file is checked when the backend is created, before the run writes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from probe.backends.base import Query, Reply
+from probe.config import RunConfig
+from probe.dataset import KEY_FIELDS
+from probe.errors import UserError
+from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+
+REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
+INTEGER_FIELDS = ("stage", "pair_id")
+
+ItemKey = tuple[object, ...]
+
+
+def _cell(value: object) -> str | None:
+    """A file cell as text; empty, NaN and None are NULL."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    text = str(value).strip()
+    if isinstance(value, float) and value.is_integer():
+        text = str(int(value))
+    return text or None
+
+
+def _key(fields: dict[str, object]) -> ItemKey:
+    return tuple(fields[name] for name in KEY_FIELDS)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: cannot read answers ({exc})") from None
+
+
+def load_answers(path: Path) -> dict[ItemKey, str]:
+    """Map item key -> canonical label; every row is checked (row numbers count data rows from 1)."""
+    table = _read_table(path)
+    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
+    labels: dict[ItemKey, str] = {}
+    for row_number, row in enumerate(table[list(REQUIRED_COLUMNS)].itertuples(index=False), start=1):
+        where = f"{path}, row {row_number}"
+        fields: dict[str, object] = {
+            name: _cell(value) for name, value in zip(REQUIRED_COLUMNS, row, strict=True)
+        }
+        for name in INTEGER_FIELDS:
+            try:
+                fields[name] = int(str(fields[name]))
+            except ValueError:
+                raise UserError(f"{where}: {name} {fields[name]!r} is not an integer") from None
+        qtype = fields["qtype"]
+        if qtype not in LABELS_BY_QTYPE:
+            raise UserError(f"{where}: qtype {qtype!r} is not one of {', '.join(LABELS_BY_QTYPE)}")
+        label = fields.pop("label") or UNKNOWN
+        if label not in LABELS_BY_QTYPE[qtype]:
+            allowed = ", ".join(LABELS_BY_QTYPE[qtype])
+            raise UserError(f"{where}: label {label!r} is not valid for qtype {qtype} ({allowed})")
+        key = _key(fields)
+        if labels.setdefault(key, label) != label:
+            raise UserError(f"{where}: a second, different label for the same item")
+    return labels
+
+
+class ReplayBackend:
+    prompt_format = "chat"  # prompts are rendered for the record only; labels come from the file
+    batch_size = 2048
+    cacheable = False  # answers depend on the file, not on the prompt
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.labels = load_answers(path)
+        self.file_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def identity(self) -> dict[str, object]:
+        return {"backend": "replay", "model": str(self.path), "sha256": self.file_sha256}
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        replies = []
+        for query in queries:
+            label = self.labels.get(_key(dict(query.item)), UNKNOWN)
+            replies.append(Reply(label=label, raw=label))
+        return replies
+
+    def close(self) -> None:
+        self.labels = {}
+
+
+def create(config: RunConfig) -> ReplayBackend:
+    if not config.answers:
+        raise UserError("--answers: the replay backend needs a CSV or Parquet file of answers")
+    return ReplayBackend(Path(config.answers))

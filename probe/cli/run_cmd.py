@@ -1,0 +1,139 @@
+"""`probe run`, `probe dataset preview` and `probe export` (DESIGN section 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from probe import runner
+from probe.cli.app import DbOption, app
+from probe.config import PRESETS, RunConfig, load_config
+from probe.db import DEFAULT_DB
+from probe.prompts import PROMPT_FORMATS
+
+dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
+app.add_typer(dataset_app, name="dataset")
+
+PresetOption = Annotated[str | None, typer.Option("--preset", help=f"Settings preset: {', '.join(PRESETS)}.")]
+PairsOption = Annotated[
+    str | None,
+    typer.Option("--pairs", help="First N name pairs (N), or these pair ids (1,4,9). Default: all 70."),
+]
+OccupationsOption = Annotated[
+    str | None,
+    typer.Option("--occupations", help="Occupation names (a,b) or a CSV file. Default: the paper's 62."),
+]
+TopKOption = Annotated[int | None, typer.Option("--top-k", help="Top attributes per category (default 5).")]
+ConditionsOption = Annotated[
+    str | None,
+    typer.Option("--conditions", help="Stage-2 conditions: taxonomy,baseline,control (default all)."),
+]
+BackendOption = Annotated[
+    str | None, typer.Option("--backend", help="llamacpp (default), hf-qa, hf-causal, openai or replay.")
+]
+ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
+BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")]
+AnswersOption = Annotated[
+    str | None, typer.Option("--answers", help="replay: CSV or Parquet file of labels.")
+]
+RunIdOption = Annotated[str | None, typer.Option("--run-id", help="Run id; an existing one is resumed.")]
+RunDbOption = Annotated[
+    str | None, typer.Option("--db", help="DuckDB database file (default runs/probe.duckdb).")
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="RUN.toml with the same settings (flags override it).")
+]
+
+
+def _config(config_file: Path | None, **flags: object) -> RunConfig:
+    """Flags not given are None, so RUN.toml and the preset fill them; --no-cache/--quiet only switch on."""
+    return load_config(
+        {name: (None if value is False else value) for name, value in flags.items()}, config_file
+    )
+
+
+@app.command("run")
+def run_command(
+    preset: PresetOption = None,
+    pairs: PairsOption = None,
+    occupations: OccupationsOption = None,
+    top_k: TopKOption = None,
+    conditions: ConditionsOption = None,
+    backend: BackendOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    answers: AnswersOption = None,
+    run_id: RunIdOption = None,
+    db: RunDbOption = None,
+    config: ConfigOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars; print only the run id.")] = False,
+) -> None:
+    """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
+    settings = _config(
+        config,
+        preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
+        backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
+        no_cache=no_cache, quiet=quiet,
+    )  # fmt: skip
+    finished_run_id = runner.run(settings)
+    typer.echo(finished_run_id)
+    # The analysis of the finished run (probe.metrics) is printed here.
+
+
+@dataset_app.command("preview")
+def preview_command(
+    preset: PresetOption = None,
+    pairs: PairsOption = None,
+    occupations: OccupationsOption = None,
+    top_k: TopKOption = None,
+    conditions: ConditionsOption = None,
+    backend: BackendOption = None,
+    db: RunDbOption = None,
+    config: ConfigOption = None,
+    prompt_format: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-format", help=f"{', '.join(PROMPT_FORMATS)} (default: qa for hf-qa, else chat)."
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Prompts shown per kind.", min=1)] = 2,
+) -> None:
+    """Print sample prompts of every kind (stage, qtype, condition) without a model."""
+    settings = _config(
+        config,
+        preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
+        backend=backend, db=db,
+    )  # fmt: skip
+    chosen_format = prompt_format or ("qa" if settings.backend == "hf-qa" else "chat")
+    items = runner.preview(settings, chosen_format)
+    typer.echo(
+        f"{len(items)} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
+        "attribute, so taxonomy prompts here equal control prompts; a real run states only the granted ones."
+    )
+    shown: dict[tuple[int, str, str], int] = {}
+    for item in items:
+        kind = (item.stage, item.qtype, item.condition)
+        if shown.get(kind, 0) >= limit:
+            continue
+        shown[kind] = shown.get(kind, 0) + 1
+        options = " | ".join(f"{option.text} -> {option.label}" for option in item.options)
+        where = f"occupation={item.occupation} " if item.occupation else ""
+        typer.echo(
+            f"\n--- stage {item.stage} {item.qtype} [{item.condition}] pair={item.pair_id} "
+            f"order={item.name_order} {where}subject={item.subject}\n{item.prompt}\n(options: {options})"
+        )
+
+
+@app.command("export")
+def export_command(
+    run_id: Annotated[str, typer.Argument(help="The run to export.")],
+    out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.", file_okay=False)],
+    file_format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write a run's items and answers (items.<format>, answers.<format>) to a folder."""
+    for path in runner.export_run(db, run_id, file_format, out_dir):
+        typer.echo(str(path))

