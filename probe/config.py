@@ -62,7 +62,9 @@ class RunConfig:
 # Sized so the whole quick run (stage 1 included) takes a few minutes on SmolLM2-135M via llama.cpp
 # (~17 requests/s on 2 cores): all 62 occupations, top-5 per category as in the paper, 2 name pairs so
 # pair-level spread exists, and the two conditions that carry the bias question (taxonomy and control).
-# Items: stage 1 = 2 pairs x 2 orders x 2 subjects x 83 attributes = 664; stage 2 = 2 x 2 x 62 x 4 x 2 = 1984.
+# Items: stage 1 = 2 pairs x 2 orders x 2 subjects x 95 attributes (the union at k=5) = 760;
+# stage 2 = 2 x 2 x 62 x 4 x 2 = 1984; 2744 in all (~2.7 minutes at 17 items/s). The third condition
+# (baseline) would add 992 more.
 PRESETS: dict[str, dict[str, object]] = {
     "quick": {"pairs": 2, "occupations": None, "top_k": 5, "conditions": ("taxonomy", "control")},
     "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
