@@ -38,6 +38,20 @@ HEADLINE_METRICS = (*FIGURE1_METRICS, "unknown_rate", "order_consistency", "cont
 CONDITION_ORDER = ("taxonomy", "baseline", "control")
 CORRELATED_WITH_CONSISTENCY = ("bias", "prefer_f", "prefer_m")
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
+STAGE2_METRICS = (
+    "consistency",
+    "consistency_strict",
+    "prefer_f",
+    "prefer_m",
+    "bias",
+    "bias_f",
+    "bias_m",
+    "neutral",
+    "switch_f2m",
+    "switch_m2f",
+    "position_first",
+    "unknown_rate",
+)
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
@@ -132,8 +146,9 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
-    metrics = list(wide["hits"].columns)
-    hits, n = wide["hits"].to_numpy(float), wide["n"][metrics].to_numpy(float)
+    metrics = sorted(set(wide["hits"].columns) | set(overall_metrics(condition)))
+    hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
+    n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n_pairs = len(wide)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -165,6 +180,15 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
             "n": n.sum(axis=0).astype(np.int64),
         }
     )
+
+
+def overall_metrics(condition: str) -> tuple[str, ...]:
+    """The metrics every condition has an overall row for (NULL when nothing to compute it from)."""
+    if condition == "stage1":
+        return ("attr_yes_f", "attr_yes_m", "unknown_rate")
+    if condition == "taxonomy":
+        return (*STAGE2_METRICS, "order_consistency", "context_sensitivity")
+    return (*STAGE2_METRICS, "order_consistency")
 
 
 def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
