@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from probe.backends.base import Option, Query
-from probe.backends.llamacpp import check_gguf, create, default_gguf, gguf_sha256
+from probe.backends.fingerprint import file_sha256
+from probe.backends.llamacpp import check_gguf, create, default_gguf
 from probe.config import RunConfig
 from probe.errors import UserError
 
@@ -99,9 +100,9 @@ def test_corrupt_gguf_is_a_user_error(tmp_path: Path, monkeypatch) -> None:
 def test_sha256_is_cached_by_path_mtime_and_size(tmp_path: Path) -> None:
     model, cache = tmp_path / "m.gguf", tmp_path / "sha.json"
     model.write_bytes(b"GGUF first")
-    assert gguf_sha256(model, cache) == hashlib.sha256(b"GGUF first").hexdigest()
+    assert file_sha256(model, cache) == hashlib.sha256(b"GGUF first").hexdigest()
     cache.write_text(cache.read_text().replace(hashlib.sha256(b"GGUF first").hexdigest(), "remembered"))
-    assert gguf_sha256(model, cache) == "remembered"
+    assert file_sha256(model, cache) == "remembered"
     model.write_bytes(b"GGUF other")
     os.utime(model, ns=(1, 1))
-    assert gguf_sha256(model, cache) == hashlib.sha256(b"GGUF other").hexdigest()
+    assert file_sha256(model, cache) == hashlib.sha256(b"GGUF other").hexdigest()

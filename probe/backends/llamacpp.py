@@ -10,9 +10,7 @@ the file and restarting the server.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
-import json
 import os
 import weakref
 from collections.abc import Sequence
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probe.backends.base import Query, Reply
+from probe.backends.fingerprint import file_sha256
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.errors import UserError
 
@@ -54,34 +53,6 @@ def check_gguf(path: Path) -> None:
     with path.open("rb") as file:
         if file.read(4) != GGUF_MAGIC:
             raise UserError(f"--model {path}: not a GGUF file (llama.cpp needs a .gguf model)")
-
-
-def gguf_sha256(path: Path, cache_file: Path | None = None) -> str:
-    """sha256 of the file, remembered by (path, mtime, size) so that hashing a GGUF happens once."""
-    cache_file = cache_file or _cache_dir() / "gguf-sha256.json"
-    stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
-    try:
-        known = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if key in known:
-        return known[key]
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    known[key] = digest.hexdigest()
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        cache_file.write_text(json.dumps(known, indent=1))
-    except OSError:
-        pass  # a read-only home only costs a re-hash next time
-    return known[key]
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taxonomy-probe"
 
 
 def machine_cores() -> int:
@@ -125,7 +96,7 @@ class LlamaCppBackend:
 
     def __init__(self, gguf: Path, settings: ApiSettings, slots: int, threads: int) -> None:
         check_gguf(gguf)
-        self._sha256 = gguf_sha256(gguf)
+        self._sha256 = file_sha256(gguf)
         self._gguf = gguf
         self._server = EmbeddedServer(gguf, slots=slots, threads=threads)
         self._client = OpenAIBackend(dataclasses.replace(settings, base_url=self._server.base_url))

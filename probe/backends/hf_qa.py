@@ -1,0 +1,187 @@
+"""Extractive QA backend (AutoModelForQuestionAnswering, e.g. deepset/roberta-large-squad2).
+
+transformers 5 has no question-answering pipeline, so spans are decoded here from the start/end logits
+and the tokenizer's offsets. Rather than trusting the single best free span, every allowed answer is
+scored as a candidate, and the best candidate is the label:
+
+- a name option: the best-scoring occurrence of that name in the context;
+- `both`: "A and B" (or "B and A") where the context has it;
+- `neither`: the SQuAD 2.0 null answer (the CLS token);
+- attr/binary, asked as "Who is qualified ...?" / "Who is skilled in ...?": `yes` = a span of the asked
+  subject (Query.item["subject_name"]); `no` = the null answer or a span of the other subject - selecting
+  the other person is read as "not this subject", as in the paper's rule that yes means selecting the
+  subject.
+
+A span score is start_logit + end_logit. The best free span (any context span up to MAX_ANSWER_TOKENS, or
+empty when the null answer beats it) is kept in `raw`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from probe.backends.base import Option, Query, Reply
+from probe.backends.fingerprint import model_fingerprint
+from probe.errors import UserError
+from probe.labels import UNKNOWN
+
+if TYPE_CHECKING:
+    from probe.config import RunConfig
+
+MAX_ANSWER_TOKENS = 30
+MAX_SEQUENCE_TOKENS = 512
+DEFAULT_BATCH_SIZE = 16
+NULL = None  # the candidate "span" that stands for the null answer
+
+CharSpan = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One query's logits and the char offsets of its context tokens (others are (-1, -1))."""
+
+    start: torch.Tensor
+    end: torch.Tensor
+    offsets: list[CharSpan]
+
+
+def candidate_spans(query: Query) -> dict[Option, list[CharSpan | None]]:
+    """For each option, the context spans (or NULL) that would mean it; see the module docstring."""
+    names = {option.label: option.text for option in query.options if option.label in ("female", "male")}
+    if query.qtype in ("attr", "binary"):
+        subject = str(query.item["subject_name"])
+        others = [str(query.item[key]) for key in ("first_name", "second_name") if query.item[key] != subject]
+        by_label = {"yes": _occurrences(query.context, subject)}
+        by_label["no"] = [NULL, *(span for other in others for span in _occurrences(query.context, other))]
+    else:
+        by_label = {label: _occurrences(query.context, name) for label, name in names.items()}
+        if len(names) == 2:
+            first, second = names.values()
+            pairs = (f"{first} and {second}", f"{second} and {first}")
+            by_label["both"] = [span for pair in pairs for span in _occurrences(query.context, pair)]
+        by_label["neither"] = [NULL]
+    return {option: by_label.get(option.label, []) for option in query.options}
+
+
+def _occurrences(context: str, phrase: str) -> list[CharSpan]:
+    return [match.span() for match in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", context)]
+
+
+def span_score(encoded: Encoded, span: CharSpan | None) -> float | None:
+    """start + end logit of the tokens covering `span` (NULL: the CLS token); None if truncated away."""
+    if span is NULL:
+        return float(encoded.start[0] + encoded.end[0])
+    begin, finish = span
+    covering = [i for i, (a, b) in enumerate(encoded.offsets) if 0 <= a < b and a < finish and b > begin]
+    if not covering:
+        return None
+    return float(encoded.start[covering[0]] + encoded.end[covering[-1]])
+
+
+def best_free_span(encoded: Encoded, context: str) -> str:
+    """The best context span, or "" when the null answer scores higher (SQuAD 2.0 decoding)."""
+    inside = torch.tensor([a >= 0 for a, _ in encoded.offsets])
+    pair = encoded.start[:, None] + encoded.end[None, :]
+    allowed = inside[:, None] & inside[None, :]
+    allowed &= torch.triu(torch.ones_like(allowed), 0) & ~torch.triu(
+        torch.ones_like(allowed), MAX_ANSWER_TOKENS
+    )
+    if not bool(allowed.any()):
+        return ""
+    flat = int(torch.where(allowed, pair, torch.finfo(pair.dtype).min).argmax())
+    start, end = divmod(flat, pair.shape[1])
+    if float(pair[start, end]) < float(encoded.start[0] + encoded.end[0]):
+        return ""
+    return context[encoded.offsets[start][0] : encoded.offsets[end][1]]
+
+
+def decide(query: Query, encoded: Encoded) -> Reply:
+    scores: dict[str, float] = {}
+    for option, spans in candidate_spans(query).items():
+        found = [score for span in spans if (score := span_score(encoded, span)) is not None]
+        if found:
+            scores[option.text] = max(found)
+    raw = best_free_span(encoded, query.context)
+    if not scores:
+        return Reply(label=UNKNOWN, raw=raw, error="no candidate answer is in the (truncated) context")
+    best = max(scores, key=scores.__getitem__)
+    label = next(option.label for option in query.options if option.text == best)
+    return Reply(label=label, raw=raw, scores=scores)
+
+
+class HFQABackend:
+    prompt_format = "qa"
+    cacheable = True
+
+    def __init__(self, model: str, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model)
+            self.model = AutoModelForQuestionAnswering.from_pretrained(model).eval()
+        except (OSError, ValueError) as error:
+            raise UserError(f"--model {model}: cannot load a question-answering model ({error})") from None
+        if not self.tokenizer.is_fast:
+            raise UserError(f"--model {model}: needs a fast tokenizer (for character offsets)")
+        self.model_name = model
+        self.batch_size = batch_size
+        self.max_length = min(
+            MAX_SEQUENCE_TOKENS,
+            self.tokenizer.model_max_length,
+            self.model.config.max_position_embeddings - 2,
+        )
+
+    def identity(self) -> dict[str, object]:
+        revision = getattr(self.model.config, "_commit_hash", None)
+        return {
+            "backend": "hf-qa",
+            "model": self.model_name,
+            **model_fingerprint(self.model_name, revision),
+            "max_length": self.max_length,
+            "max_answer_tokens": MAX_ANSWER_TOKENS,
+        }
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        replies: list[Reply] = []
+        for start in range(0, len(queries), self.batch_size):
+            chunk = queries[start : start + self.batch_size]
+            replies.extend(
+                decide(query, encoded) for query, encoded in zip(chunk, self._encode(chunk), strict=True)
+            )
+        return replies
+
+    @torch.inference_mode()
+    def _encode(self, queries: Sequence[Query]) -> list[Encoded]:
+        batch = self.tokenizer(
+            [query.question for query in queries],
+            [query.context for query in queries],
+            truncation="only_second",
+            max_length=self.max_length,
+            padding=True,
+            return_offsets_mapping=True,
+            return_tensors="pt",
+        )
+        offsets = batch.pop("offset_mapping").tolist()
+        output = self.model(**batch)
+        encoded = []
+        for row in range(len(queries)):
+            sequence_ids = batch.sequence_ids(row)
+            context_offsets = [
+                (a, b) if sequence_ids[i] == 1 else (-1, -1) for i, (a, b) in enumerate(offsets[row])
+            ]
+            encoded.append(Encoded(output.start_logits[row], output.end_logits[row], context_offsets))
+        return encoded
+
+    def close(self) -> None:
+        self.model = None  # the weights are the memory worth releasing
+
+
+def create(config: RunConfig) -> HFQABackend:
+    if not config.model:
+        raise UserError("--model: hf-qa needs a hub id or folder (e.g. deepset/roberta-large-squad2)")
+    return HFQABackend(config.model, batch_size=config.batch_size or DEFAULT_BATCH_SIZE)
