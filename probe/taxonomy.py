@@ -630,13 +630,19 @@ def search(con: duckdb.DuckDBPyConnection, text: str, limit: int = 20) -> pd.Dat
                     ORDER BY match_rank, is_alternate, length(matched_title), matched_title
                 ) = 1
             )
+            , rated AS (SELECT DISTINCT soc_code FROM attribute_ratings)
+            , curated AS (
+                SELECT soc_code, string_agg(occupation, ', ' ORDER BY occupation) AS curated_as
+                FROM occupations GROUP BY soc_code
+            )
             SELECT m.soc_code, o.title, m.matched_title,
                    ['exact', 'prefix', 'contains', 'words'][m.match_rank + 1] AS match,
-                   m.soc_code IN (SELECT soc_code FROM attribute_ratings) AS has_ratings,
-                   (SELECT string_agg(c.occupation, ', ' ORDER BY c.occupation) FROM occupations c
-                    WHERE c.soc_code = m.soc_code) AS curated_as
-            FROM matches m JOIN onet_occupations o USING (soc_code)
-            ORDER BY m.match_rank, m.is_alternate, curated_as IS NULL, NOT has_ratings, o.title
+                   r.soc_code IS NOT NULL AS has_ratings, c.curated_as
+            FROM matches m
+            JOIN onet_occupations o USING (soc_code)
+            LEFT JOIN rated r USING (soc_code)
+            LEFT JOIN curated c USING (soc_code)
+            ORDER BY m.match_rank, m.is_alternate, c.curated_as IS NULL, r.soc_code IS NULL, o.title
             LIMIT $limit""",
         {**{f"word{i}": word for i, word in enumerate(words)}, "query": query, "limit": limit},
     ).df()

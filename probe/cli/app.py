@@ -1,9 +1,27 @@
 """The typer application and the options every command shares."""
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
+
+from probe.errors import UserError
+
+
+class _OneLineUserErrors(TyperGroup):
+    """Prints a UserError as one line and exits 2, from the console script and typer's CliRunner alike.
+
+    typer vendors its own click, whose standalone mode does not catch UserError (a click.ClickException).
+    """
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        except UserError as error:
+            error.show()
+            sys.exit(error.exit_code)
 
 
 app = typer.Typer(
@@ -12,6 +30,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_OneLineUserErrors,
 )
 
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file.", dir_okay=False)]
