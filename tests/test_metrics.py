@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import duckdb
 import pytest
+from typer.testing import CliRunner
 
-from probe.db import SCHEMA
+from probe.cli import app
+from probe.db import SCHEMA, connect
 from probe.errors import UserError
 from probe.metrics import analyze
 
 Z95 = 1.959963984540054
+WIDE = {"COLUMNS": "200"}  # rich wraps table cells to the terminal width
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:
@@ -504,3 +508,53 @@ def test_regression_log_odds_with_pair_clustered_errors(con):
     # the intercept-only model uses every valid instance: 9 of 12 female -> log-odds log 3
     assert rows["overall"][0] == pytest.approx(math.log(3))
     assert rows["overall"][-3:] == (12, 3, None)
+
+
+@pytest.fixture
+def db_file(tmp_path):
+    path = tmp_path / "probe.duckdb"
+    connect(path).close()
+    return path
+
+
+def test_cli_analyze_show_prints_headline_and_preferred_occupations(db_file):
+    con = connect(db_file)
+    run = RunBuilder(con, "cli-run")
+    for pair_id, order in itertools.product(range(1, 6), ("fm", "mf")):
+        run.instance("taxonomy", pair_id, order, "astronaut", "yes", "no", "female", "female")
+    con.close()
+    result = CliRunner().invoke(app, ["analyze", "cli-run", "--db", str(db_file), "--show"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    # every pair has consistency 1 and prefer_f 0; 10 of 10 choose the woman: p = q = 2 / 1024
+    assert re.search(r"consistency\s+│\s+1\.000 \[1\.000, 1\.000\]", result.output)
+    assert re.search(r"prefer_f\s+│\s+0\.000 \[0\.000, 0\.000\]", result.output)
+    assert re.search(r"taxonomy\s+│\s+astronaut \(1\.00\)\s+│\s+-", result.output)
+
+
+def test_cli_analyze_errors_name_the_run_or_database(db_file, tmp_path):
+    result = CliRunner().invoke(app, ["analyze", "nope", "--db", str(db_file)])
+    assert (result.exit_code, result.output) == (2, "error: run 'nope': no such run in the database\n")
+    missing = tmp_path / "missing.duckdb"
+    result = CliRunner().invoke(app, ["analyze", "nope", "--db", str(missing)])
+    assert (result.exit_code, result.output) == (2, f"error: {missing}: no such database\n")
+    assert not missing.exists()
+
+
+def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
+    answers = tmp_path / "answers.csv"  # no answers: every item is unknown
+    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
+    result = CliRunner().invoke(
+        app,
+        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
+         "--top-k", "1", "--conditions", "control", "--run-id", "replayed", "--db", str(db_file)],
+        env=WIDE,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert re.search(r"unknown_rate\s+│\s+1\.000 \[1\.000, 1\.000\]", result.output)
+    con = connect(db_file)
+    # 2 pairs x 2 orders x 1 occupation = 4 control instances, none valid
+    assert con.execute(
+        "SELECT value, n FROM metrics WHERE run_id = 'replayed' AND condition = 'control' "
+        "AND scope = 'overall' AND metric IN ('consistency', 'unknown_rate') ORDER BY metric"
+    ).fetchall() == [(None, 0), (1.0, 4)]
+    con.close()

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from probe import runner
+from probe.cli.analyze_cmd import analyze_and_print
 from probe.cli.app import DbOption, app
 from probe.config import PRESETS, RunConfig, load_config
 from probe.db import DEFAULT_DB
@@ -80,7 +81,7 @@ def run_command(
     )  # fmt: skip
     finished_run_id = runner.run(settings)
     typer.echo(finished_run_id)
-    # The analysis of the finished run (probe.metrics) is printed here.
+    analyze_and_print(settings.db, finished_run_id, show=not settings.quiet)
 
 
 @dataset_app.command("preview")
