@@ -248,7 +248,8 @@ def regression_rows(cells: pd.DataFrame) -> pd.DataFrame:
     equal those of the instance-level fit (S only varies by occupation and pair). A term whose valid
     instances all chose the same gender has no finite estimate (separation), and one whose instances come
     from a single name pair has no clustered error; such terms get a row with NULL estimates and the
-    reason in `note`.
+    reason in `note`. Where every pair has the same female share the sandwich is 0: the estimate is kept,
+    the error, CI and p-value are NULL, with a note.
     """
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
@@ -312,6 +313,9 @@ def _fit_terms(cells: pd.DataFrame, terms: list[str]) -> pd.DataFrame:
         cr1 = groups / (groups - 1) * (n_obs - 1) / (n_obs - n_params)
         coef = np.asarray(fitted.params)
         std_err = np.sqrt(np.diag(fitted.cov_params()) * cr1)
+        # Every pair choosing the woman equally often leaves the sandwich nothing to measure: no inference.
+        no_spread = std_err < 1e-9
+        std_err[no_spread] = np.nan
         critical = stats.t.ppf(1 - (1 - CONFIDENCE) / 2, groups - 1)
         fit.loc[estimable, "coef"] = coef
         fit.loc[estimable, "std_err"] = std_err
@@ -319,6 +323,7 @@ def _fit_terms(cells: pd.DataFrame, terms: list[str]) -> pd.DataFrame:
         fit.loc[estimable, "ci_high"] = coef + critical * std_err
         fit.loc[estimable, "p_value"] = 2 * stats.t.sf(np.abs(coef / std_err), groups - 1)
         fit.loc[estimable, "odds_ratio"] = np.exp(coef)
+        fit.loc[estimable[no_spread], "note"] = "no variation between name pairs: clustered standard error 0"
     fit["note"] = fit["note"].replace("", None)
     return fit.drop(columns="n_female").rename_axis("term").reset_index()
 

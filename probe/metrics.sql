@@ -32,7 +32,8 @@ FROM pivoted;
 
 -- name: scope_counts
 -- Long table (condition, scope, key, metric, hits, n): value = hits / n, pooled within the scope.
--- Scope `pair` rows are also what the overall values and their bootstrap are computed from.
+-- Scope `pair` rows are also what the overall values and their bootstrap are computed from. Stage 1
+-- also has scope `category` (skill / knowledge / ability).
 WITH instance_flags AS (
     SELECT condition, pair_id, occupation,
            valid::INT AS n_valid,
@@ -116,6 +117,8 @@ occupation_attr_answers AS (
 ),
 attr_scoped AS (
     SELECT condition, 'pair' AS scope, pair_id::VARCHAR AS key, subject, label FROM attr_answers
+    UNION ALL
+    SELECT condition, 'category' AS scope, category AS key, subject, label FROM attr_answers
     UNION ALL
     SELECT condition, 'occupation' AS scope, occupation AS key, subject, label FROM occupation_attr_answers
 ),

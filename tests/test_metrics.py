@@ -280,6 +280,10 @@ def test_stage1_attr_yes_overall_pooled_and_per_occupation_top_k(con):
     assert metric(con, "stage1", "occupation", "nurse", "attr_yes_m")[::3] == (pytest.approx(1 / 2), 2)
     assert metric(con, "stage1", "occupation", "accountant", "attr_yes_f")[::3] == (0, 1)
     assert metric(con, "stage1", "occupation", "accountant", "unknown_rate")[::3] == (0, 2)
+    assert metric(con, "stage1", "category", "skill", "attr_yes_f")[::3] == (1.0, 2)
+    assert metric(con, "stage1", "category", "skill", "attr_yes_m")[::3] == (0.5, 2)
+    assert metric(con, "stage1", "category", "skill", "unknown_rate")[::3] == (pytest.approx(1 / 5), 5)
+    assert metric(con, "stage1", "category", "knowledge", "attr_yes_f")[::3] == (0, 1)
 
 
 def test_all_unknown_gives_null_values_and_no_crash(con):
@@ -558,3 +562,46 @@ def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
         "AND scope = 'overall' AND metric IN ('consistency', 'unknown_rate') ORDER BY metric"
     ).fetchall() == [(None, 0), (1.0, 4)]
     con.close()
+
+
+def test_regression_matches_the_instance_level_cluster_robust_fit(con):
+    # Reference: statsmodels' GLM on one row per valid instance, occupation indicators without intercept,
+    # cov_type='cluster' (its default correction is CR1 with N = instances).
+    import numpy as np
+    import statsmodels.api as sm
+
+    run = RunBuilder(con)
+    rows = []
+    occupation_names = ("cook", "judge", "pilot")
+    for pair_id, index, order in itertools.product(range(1, 7), range(3), ("fm", "mf")):
+        occupation = occupation_names[index]
+        female = (pair_id * 2 + index + pair_id**2 * index + (order == "mf")) % 5 < 3  # shares vary by pair
+        choice = "female" if female else "male"
+        run.instance("control", pair_id, order, occupation, "yes", "no", choice, "both")
+        rows.append((pair_id, occupation, int(female)))
+    analyze(con, "r1")
+    pair_ids, occupations, chose_female = map(np.array, zip(*rows, strict=True))
+    design = np.column_stack([occupations == name for name in occupation_names]).astype(float)
+    reference = sm.GLM(chose_female, design, family=sm.families.Binomial()).fit(
+        cov_type="cluster", cov_kwds={"groups": pair_ids}
+    )
+    stored = con.execute(
+        "SELECT coef, std_err FROM regression WHERE term LIKE 'occupation:%' ORDER BY term"
+    ).fetchall()
+    expected = [value for pair in zip(reference.params, reference.bse, strict=True) for value in pair]
+    assert [value for row in stored for value in row] == pytest.approx(expected)
+
+
+NO_PAIR_VARIATION = "no variation between name pairs: clustered standard error 0"
+
+
+def test_regression_without_between_pair_variation_keeps_the_estimate_but_no_inference(con):
+    run = RunBuilder(con)
+    for pair_id in (1, 2):  # each pair: one woman, one man chosen -> log-odds 0, every cluster score 0
+        run.instance("control", pair_id, "fm", "cook", "yes", "no", "female", "both")
+        run.instance("control", pair_id, "mf", "cook", "yes", "no", "male", "both")
+    analyze(con, "r1")
+    assert con.execute(
+        "SELECT coef, std_err, ci_low, ci_high, p_value, odds_ratio, n, n_clusters, note FROM regression "
+        "WHERE term = 'occupation:cook'"
+    ).fetchall() == [(0.0, None, None, None, None, 1.0, 4, 2, NO_PAIR_VARIATION)]
