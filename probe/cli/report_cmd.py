@@ -1,0 +1,70 @@
+"""`probe report RUN_ID` and `probe compare RUN_ID RUN_ID ...`: audit report and model comparison pages."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from probe.cli.app import DbOption, app
+from probe.db import DEFAULT_DB, connect
+from probe.errors import UserError
+from probe.report import ReportFiles, ensure_analysed, write_comparison, write_report
+
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "-o", "--output", help="HTML file to write; .md and .json summaries go beside it.", dir_okay=False
+    ),
+]
+
+
+def _open(db: Path):
+    if not db.exists():
+        raise UserError(f"{db}: no such database")
+    return connect(db)
+
+
+def _print_files(files: ReportFiles) -> None:
+    """Plain lines (no wrapping), so scripts can pick the paths up."""
+    typer.echo(f"report: {files.html}")
+    typer.echo(f"summaries: {files.markdown}, {files.json}")
+
+
+@app.command("report")
+def report_command(
+    run_id: Annotated[str, typer.Argument(help="The run to report on.")],
+    db: DbOption = DEFAULT_DB,
+    output: OutputOption = None,
+) -> None:
+    """Write a run's fairness audit report (HTML, Markdown and JSON); analyses the run first if needed.
+
+    Default output: <db folder>/<run id>/report.html (runs/<run id>/report.html for the default database).
+    """
+    con = _open(db)
+    try:
+        if ensure_analysed(con, run_id):
+            typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+        _print_files(write_report(con, run_id, output or db.parent / run_id / "report.html"))
+    finally:
+        con.close()
+
+
+@app.command("compare")
+def compare_command(
+    run_ids: Annotated[list[str], typer.Argument(help="Two or more runs; the first is the reference.")],
+    db: DbOption = DEFAULT_DB,
+    output: OutputOption = None,
+) -> None:
+    """Compare runs (models): metrics side by side, paired differences on shared instances, agreement.
+
+    Default output: <db folder>/compare-<id>-<id>....html.
+    """
+    con = _open(db)
+    try:
+        for run_id in run_ids:
+            if ensure_analysed(con, run_id):
+                typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+        default = db.parent / f"compare-{'-'.join(run_ids)}.html"
+        _print_files(write_comparison(con, run_ids, output or default))
+    finally:
+        con.close()

@@ -1,0 +1,300 @@
+"""Audit report and model comparison, built from replay runs analysed by probe.metrics.
+
+Two scripted "models" answer the same dataset: `steady` picks the woman for nurse, secretary and dancer,
+the man for pilot and butcher, and alternates by pair for accountant; `first` always picks whoever is
+named first. Their expected preferences, agreement and paired differences follow from those rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from probe import db, report, runner
+from probe.cli import app
+from probe.config import RunConfig
+from probe.errors import UserError
+
+OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")
+FEMALE_JOBS = ("nurse", "secretary", "dancer")
+MALE_JOBS = ("pilot", "butcher")
+PAIRS = 4
+CONDITIONS = ("taxonomy", "baseline", "control")
+KEY_COLUMNS = ["stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category",
+               "attribute"]  # fmt: skip
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def steady_choice(pair_id: int, name_order: str, occupation: str) -> str:
+    if occupation in FEMALE_JOBS:
+        return "female"
+    if occupation in MALE_JOBS:
+        return "male"
+    return "female" if pair_id % 2 else "male"
+
+
+def first_named_choice(pair_id: int, name_order: str, occupation: str) -> str:
+    return "female" if name_order == "fm" else "male"
+
+
+def replay_answers(
+    con: duckdb.DuckDBPyConnection, choose, occupations=OCCUPATIONS, top_k: int = 2
+) -> pd.DataFrame:
+    """Labels for every item of the dataset: stage 1 grants skills only; stage 2 follows `choose`.
+
+    Binary: the chosen subject is qualified, the other only for even pairs; multiple repeats the single
+    choice for pairs 1-2 and says "both" for pairs 3-4.
+    """
+    attributes = con.execute(
+        "SELECT DISTINCT category, element_name FROM occupation_attributes WHERE rank <= ? AND occupation IN "
+        f"({', '.join('?' for _ in occupations)})",
+        [top_k, *occupations],
+    ).fetchall()
+    rows = []
+    for pair_id in range(1, PAIRS + 1):
+        for order in ("fm", "mf"):
+            for subject in ("female", "male"):
+                for category, attribute in attributes:
+                    label = "yes" if category == "skill" else "no"
+                    rows.append(
+                        (1, "attr", "stage1", pair_id, order, None, subject, category, attribute, label)
+                    )
+            for occupation in occupations:
+                for condition in CONDITIONS:
+                    chosen = choose(pair_id, order, occupation)
+                    other_qualified = "yes" if pair_id % 2 == 0 else "no"
+                    for subject in ("female", "male"):
+                        label = "yes" if subject == chosen else other_qualified
+                        rows.append(
+                            (2, "binary", condition, pair_id, order, occupation, subject, None, None, label)
+                        )
+                    multiple = chosen if pair_id <= 2 else "both"
+                    rows.append(
+                        (2, "single", condition, pair_id, order, occupation, None, None, None, chosen)
+                    )
+                    rows.append(
+                        (2, "multiple", condition, pair_id, order, occupation, None, None, None, multiple)
+                    )
+    return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "label"])
+
+
+def replay_run(db_file: Path, tmp: Path, run_id: str, choose, occupations=OCCUPATIONS, top_k: int = 2) -> str:
+    con = db.connect(db_file)
+    try:
+        answers = replay_answers(con, choose, occupations, top_k)
+    finally:
+        con.close()
+    path = tmp / f"{run_id}.csv"
+    answers.to_csv(path, index=False)
+    settings = dict(pairs=PAIRS, occupations=tuple(occupations), top_k=top_k, conditions=CONDITIONS)
+    config = RunConfig(
+        backend="replay", answers=str(path), run_id=run_id, db=str(db_file), quiet=True, **settings
+    )
+    return runner.run(config)
+
+
+@pytest.fixture(scope="module")
+def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One database with three replay runs (not yet analysed): steady, first-named, and a narrower one."""
+    tmp = tmp_path_factory.mktemp("report")
+    db_file = tmp / "probe.duckdb"
+    replay_run(db_file, tmp, "steady", steady_choice)
+    replay_run(db_file, tmp, "first", first_named_choice)
+    replay_run(db_file, tmp, "narrow", steady_choice, occupations=("nurse", "pilot"), top_k=1)
+    return db_file
+
+
+@pytest.fixture
+def db_file(runs_db: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copy(runs_db, tmp_path / "probe.duckdb"))
+
+
+@pytest.fixture(scope="module")
+def written(runs_db: Path, tmp_path_factory: pytest.TempPathFactory) -> report.ReportFiles:
+    """The steady run's report, written once through the CLI into a copy of the database."""
+    folder = tmp_path_factory.mktemp("written")
+    db_copy = Path(shutil.copy(runs_db, folder / "probe.duckdb"))
+    result = CliRunner().invoke(app, ["report", "steady", "--db", str(db_copy), "-o", str(folder / "r.html")])
+    assert result.exit_code == 0, result.output
+    return report.ReportFiles(folder / "r.html", folder / "r.md", folder / "r.json")
+
+
+@pytest.fixture(scope="module")
+def compared(runs_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The comparison of steady (reference) and first, written once through the CLI."""
+    folder = tmp_path_factory.mktemp("compared")
+    db_copy = Path(shutil.copy(runs_db, folder / "probe.duckdb"))
+    out = folder / "cmp.html"
+    result = CliRunner().invoke(app, ["compare", "steady", "first", "--db", str(db_copy), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_cli_analyses_first_and_writes_three_files(db_file: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "steady", "--db", str(db_file)])
+    assert result.exit_code == 0, result.output
+    folder = db_file.parent / "steady"
+    assert result.output.splitlines() == [
+        "run steady had no metrics yet: analysed it first",
+        f"report: {folder / 'report.html'}",
+        f"summaries: {folder / 'report.md'}, {folder / 'report.json'}",
+    ]
+    again = CliRunner().invoke(app, ["report", "steady", "--db", str(db_file)])
+    assert again.output.splitlines()[0] == f"report: {folder / 'report.html'}"
+
+
+def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
+    html = written.html.read_text()
+    for section in ("summary", "run-card", "figure-1", "occupations", "stage1", "pairs", "sensitivity",
+                    "regression", "limitations", "attribution"):  # fmt: skip
+        assert f'id="{section}"' in html, section
+    figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
+    assert figures == ["fig-headline", "fig-occupations", "fig-stage1", "fig-pairs", "fig-sensitivity"]
+    assert html.count("How to read this.") == 6
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
+    assert "<script" not in html
+    assert "Used under the CC BY 4.0 license" in html
+    assert "Gender is treated as binary" in html
+
+
+def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
+    data = json.loads(written.json.read_text())
+    assert list(data) == ["schema_version", "run", "settings", "counts", "overall", "preferred_occupations",
+                          "correlations", "regression"]  # fmt: skip
+    assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
+                                 "template_hash", "package_version", "package_versions", "created_at",
+                                 "finished_at", "status"]  # fmt: skip
+    assert data["settings"] == {"pairs": 4, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS)}
+    assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
+    assert data["counts"]["by_qtype"]["single"] == {"items": 144, "unknown": 0, "unknown_rate": 0.0}
+    assert data["run"]["backend"] == "replay"
+    assert len(data["run"]["model_identity"]) == 64  # the replay file's sha256
+    taxonomy = data["preferred_occupations"]["taxonomy"]
+    assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6}
+    overall = data["overall"]["taxonomy"]
+    assert overall["consistency"]["value"] == 1.0
+    assert overall["position_first"]["value"] == 0.5
+    assert overall["bias"]["value"] == 0.5  # pairs 1-2 repeat the choice, pairs 3-4 say "both"
+    assert (
+        data["overall"]["stage1"]["attr_yes_f"]["value"] == data["overall"]["stage1"]["attr_yes_m"]["value"]
+    )
+
+
+def test_markdown_summary(written: report.ReportFiles) -> None:
+    markdown = written.markdown.read_text()
+    assert markdown.startswith("# Gender-bias audit of ")
+    assert "| consistency | 100.0%" in markdown
+    assert (
+        "- **taxonomy** (6 occupations tested): for women: dancer, nurse, secretary; for men: butcher, pilot."
+        in markdown
+    )
+    assert "Used under the CC BY 4.0 license" in markdown
+
+
+def test_unknown_run_is_a_user_error(db_file: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "nope", "--db", str(db_file)])
+    assert result.exit_code == 2
+    assert "run 'nope': no such run (recent runs:" in result.output
+
+
+def test_missing_database_is_a_user_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "x", "--db", str(tmp_path / "none.duckdb")])
+    assert (result.exit_code, result.output.strip()) == (
+        2,
+        f"error: {tmp_path / 'none.duckdb'}: no such database",
+    )
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_compare_paired_differences_and_agreement(compared: Path) -> None:
+    out = compared
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert list(data) == ["schema_version", "runs", "differences_in_settings", "shared", "leaderboard",
+                          "overall", "paired_differences", "preference_agreement"]  # fmt: skip
+    assert data["differences_in_settings"] == []
+    assert data["shared"] == {"pairs": 4, "occupations": 6, "conditions": list(CONDITIONS), "instances": 144}
+    position = next(
+        row for row in data["paired_differences"]
+        if (row["condition"], row["metric"]) == ("taxonomy", "position_first")
+    )  # fmt: skip
+    # steady picks the first-named person in exactly half of each pair's instances, first always does.
+    assert (position["value_a"], position["value_b"], position["difference"]) == (0.5, 1.0, 0.5)
+    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (0.5, 0.5, 4)
+    agreement = data["preference_agreement"][0]
+    # steady: 3 female, 2 male, 1 none; first: none everywhere -> agree on accountant only, kappa 0.
+    assert agreement == {"condition": "taxonomy", "run_a": "steady", "run_b": "first", "occupations": 6,
+                         "same_preferred": 1 / 6, "kappa": 0.0}  # fmt: skip
+    assert [row["run_id"] for row in data["leaderboard"]] == ["steady", "first"]
+    assert [row["preferred_female"] for row in data["leaderboard"]] == [3, 0]
+    html = out.read_text()
+    for section in ("runs", "scope", "leaderboard", "side-by-side", "differences", "agreement"):
+        assert f'id="{section}"' in html, section
+    assert html.count('<img src="data:image/svg+xml;base64,') == 2
+    assert 'class="sortable"' in html
+    assert out.with_suffix(".md").read_text().startswith("# Gender-bias comparison of 2 runs")
+
+
+def test_compare_runs_with_other_settings_says_so(db_file: Path, tmp_path: Path) -> None:
+    data, *_ = (report.compare_summary(con := db.connect(db_file), ["steady", "narrow"]),)
+    con.close()
+    assert data["shared"]["occupations"] == 2
+    assert data["differences_in_settings"] == [
+        "The runs cover different occupations (steady: 6, narrow: 2); they are compared on the 2 occupations "
+        "they share.",
+        "The runs use different top-k (steady: 2, narrow: 1); shared instances were asked with different "
+        "prompts, so differences mix model and prompt effects.",
+    ]
+
+
+def test_compare_needs_two_distinct_runs(db_file: Path) -> None:
+    con = db.connect(db_file)
+    try:
+        with pytest.raises(UserError, match="at least two run ids"):
+            report.compare_summary(con, ["steady"])
+        with pytest.raises(UserError, match="run ids repeat"):
+            report.compare_summary(con, ["steady", "steady"])
+    finally:
+        con.close()
+
+
+def test_cohens_kappa_worked_example() -> None:
+    # 4 items: agree on 3; p_o = 0.75, p_e = 0.5*0.25 + 0.5*0.75 = 0.5 -> kappa = 0.5.
+    assert report.cohens_kappa(["f", "f", "m", "m"], ["f", "m", "m", "m"]) == 0.5
+    assert report.cohens_kappa(["none", "none"], ["none", "none"]) is None
+
+
+def _chromium(html: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0", *extra,
+         html.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="headless Chromium not installed (apt-get install chromium)"
+)
+def test_pages_render_in_headless_chromium_without_console_errors(
+    written: report.ReportFiles, compared: Path, tmp_path: Path
+) -> None:
+    for page in (written.html, compared):
+        shot = tmp_path / f"{page.stem}.png"
+        rendered = _chromium(page, tmp_path, "--window-size=1280,2400", f"--screenshot={shot}")
+        assert rendered.returncode == 0, rendered.stderr[-2000:]
+        assert shot.stat().st_size > 50_000  # a blank page is a few kB
+        console_errors = [
+            line for line in rendered.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line
+        ]
+        assert console_errors == []
+        dom = _chromium(page, tmp_path, "--dump-dom")
+        assert dom.returncode == 0 and "</main>" in dom.stdout
