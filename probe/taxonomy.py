@@ -26,10 +26,11 @@ import pandas as pd
 from probe.errors import UserError
 from probe.resources import resource_dir
 
-CATEGORIES = ("skill", "knowledge", "ability")
 DEFAULT_TOP_K = 5
 
+# Category -> release file, in the order categories are listed everywhere (skill, knowledge, ability).
 RATING_FILES = {"skill": "Skills.txt", "knowledge": "Knowledge.txt", "ability": "Abilities.txt"}
+CATEGORIES = tuple(RATING_FILES)
 OCCUPATION_FILE = "Occupation Data.txt"
 ALTERNATE_TITLES_FILE = "Alternate Titles.txt"
 README_FILE = "Read Me.txt"
@@ -46,7 +47,6 @@ _RATING_COLUMNS = {
 _OCCUPATION_COLUMNS = {"O*NET-SOC Code": "soc_code", "Title": "title", "Description": "description"}
 _ALTERNATE_TITLE_COLUMNS = {"O*NET-SOC Code": "soc_code", "Alternate Title": "alternate_title"}
 OCCUPATIONS_CSV_COLUMNS = ("occupation", "soc_code", "onet_title", "note")
-_REQUIRED_OCCUPATIONS_CSV_COLUMNS = ("occupation", "soc_code")
 
 # The snapshot: one Parquet file per O*NET table, named after the table: (columns, sort order). Parquet
 # keeps the types and loads several times faster than compressed CSV (seeding runs for every new database).
@@ -75,7 +75,7 @@ WITH ranked AS (
 SELECT occupation, soc_code, category, rank, element_name, importance, level
 FROM ranked
 WHERE rank <= $k
-ORDER BY occupation, CASE category WHEN 'skill' THEN 1 WHEN 'knowledge' THEN 2 ELSE 3 END, rank
+ORDER BY occupation, list_position($categories, category), rank
 """
 
 
@@ -207,10 +207,9 @@ def _release_name(folder: Path, fallback: str) -> str:
 
 def _stage_release(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     """Read and validate every release file into temp tables; raises UserError naming file and line."""
-    occupations_path = folder / OCCUPATION_FILE
     _stage_file(
         con,
-        occupations_path,
+        folder / OCCUPATION_FILE,
         "_staging_occupations",
         _OCCUPATION_COLUMNS,
         delimiter="\t",
@@ -378,7 +377,7 @@ def _refresh_curated_occupations(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("DELETE FROM occupation_attributes")
     con.execute(
         "INSERT INTO occupation_attributes " + _TOP_ATTRIBUTES_SQL.format(occupations="occupations"),
-        {"k": DEFAULT_TOP_K},
+        {"k": DEFAULT_TOP_K, "categories": list(CATEGORIES)},
     )
     return len(curated)
 
@@ -452,7 +451,7 @@ def top_attributes(
     con.register("_requested_occupations", occupations[["occupation", "soc_code"]])
     try:
         sql = _TOP_ATTRIBUTES_SQL.format(occupations="_requested_occupations")
-        return con.execute(sql, {"k": k}).df()
+        return con.execute(sql, {"k": k, "categories": list(CATEGORIES)}).df()
     finally:
         con.unregister("_requested_occupations")
 
