@@ -13,7 +13,7 @@ from probe.errors import UserError
 class _OneLineUserErrors(TyperGroup):
     """Prints a UserError as one line and exits 2, from the console script and typer's CliRunner alike.
 
-    typer vendors its own click, whose standalone mode does not catch UserError (a click.ClickException).
+    Library code raises UserError without knowing about the CLI; this is the one place that turns it into output.
     """
 
     def main(self, *args, **kwargs):
