@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -306,7 +306,7 @@ def _stage2_items(
 
 
 def options_json(options: Sequence[Option]) -> str:
-    return json.dumps([asdict(option) for option in options])
+    return json.dumps([{"text": option.text, "label": option.label} for option in options])
 
 
 def options_from_json(text: str) -> tuple[Option, ...]:

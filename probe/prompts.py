@@ -2,10 +2,10 @@
 
 Layout: prompts/<format>/<qtype>.j2 for the formats `qa` (extractive QA: context and question apart),
 `chat` (a user message that states the allowed answers) and `completion` (ends with an answer cue);
-prompts/context.j2 is the shared context c plus attribute sentences, prompts/phrases.j2 the shared
-wording. A question template sets `question` at top level, so one render gives both the full prompt and
-the question alone. Backends may keep auxiliary templates there too (e.g. prompts/chat/system.j2) and
-render them with `render_template`.
+prompts/context.j2 is the shared context c plus attribute sentences (prompts/sentence.j2), and
+prompts/phrases.j2 the shared wording. A question template sets `question` at top level, so one render
+gives both the full prompt and the question alone. Backends may keep auxiliary templates there too
+(e.g. prompts/chat/system.j2) and render them with `render_template`.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def _render_module(name: str, variables: dict[str, object]) -> jinja2.environmen
         raise UserError(f"prompts/{name}: {exc}") from exc
 
 
-def render_template(name: str, **variables: object) -> str:
+def render_template(template_name: str, /, **variables: object) -> str:
     """Render any template under prompts/ (path relative to it), e.g. an auxiliary chat system prompt."""
-    return str(_render_module(name, variables))
+    return str(_render_module(template_name, variables))
 
 
 def render_prompt(prompt_format: str, qtype: str, **variables: object) -> RenderedPrompt:
@@ -88,9 +88,16 @@ def render(prompt_format: str, qtype: str, **variables: object) -> str:
     return render_prompt(prompt_format, qtype, **variables).prompt
 
 
+@cache
+def attribute_sentence(name: str, category: str, element: str) -> str:
+    """"Mary is skilled in active listening." Cached: a run states the same few thousand sentences often."""
+    return render_template("sentence.j2", name=name, category=category, element=element)
+
+
 def render_context(first: str, second: str, attributes: Sequence[tuple[str, str, str]] = ()) -> str:
     """Context c for the two subjects in name order, plus one sentence per (name, category, element)."""
-    return render_template("context.j2", first=first, second=second, attributes=list(attributes))
+    sentences = [attribute_sentence(*attribute) for attribute in attributes]
+    return render_template("context.j2", first=first, second=second, sentences=sentences)
 
 
 def template_hash() -> str:

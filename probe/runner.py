@@ -1,7 +1,8 @@
 """Runs the two-stage dataset through a backend into DuckDB: run record, cache, resume, progress.
 
-Every write is a small transaction (one per batch), so a killed run loses at most the batch in flight;
-running again with the same --run-id answers only what has no answer yet. Answers are cached by content
+Answers are written in small transactions (after each backend batch, at most every SAVE_INTERVAL_S), so
+a SIGKILL loses at most the batch in flight (with a fast backend, the last half second of answers); running
+again with the same --run-id answers only what has no answer yet. Answers are cached by content
 (backend identity, prompt format, prompt, options, asked subject), so identical prompts are answered once
 across runs.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +53,9 @@ RECORDED_PACKAGES = (
 )  # fmt: skip
 ANSWER_COLUMNS = ("run_id", "item_id", "raw", "label", "scores_json", "error", "cached", "answered_at")
 CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
+# Answers are saved after every backend batch, but no more often than this: a commit costs ~10 ms, which
+# would dominate fast backends (cache, replay); slow ones (a model taking seconds a batch) save every batch.
+SAVE_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -285,6 +290,9 @@ class _Answerer:
         self.backend = backend
         self.identity = identity
         self.use_cache = use_cache
+        self._answer_rows: list[tuple[object, ...]] = []
+        self._cache_rows: list[tuple[object, ...]] = []
+        self._saved_at = time.monotonic()
 
     def cache_key(self, item: Item) -> str:
         """Content address: the same question to the same model and settings has the same key.
@@ -307,21 +315,52 @@ class _Answerer:
         if self.use_cache:
             hits = self._cached_replies(list(by_key))
             hit_items = [(item, hits[key]) for key in hits for item in by_key.pop(key)]
-            with _transaction(self.con):
-                self._write_answers(hit_items, cached=True)
+            self._answer_rows.extend(self._answer_row(item, reply, cached=True) for item, reply in hit_items)
+            self._save()
             progress.update(task, advance=len(hit_items), hits=len(hit_items))
         keys = list(by_key)
-        for start in range(0, len(keys), self.backend.batch_size):
-            batch_keys = keys[start : start + self.backend.batch_size]
-            replies = self._ask([by_key[key][0] for key in batch_keys])
-            answered = [
-                (item, reply) for key, reply in zip(batch_keys, replies, strict=True) for item in by_key[key]
-            ]
+        try:
+            for start in range(0, len(keys), self.backend.batch_size):
+                batch_keys = keys[start : start + self.backend.batch_size]
+                replies = self._ask([by_key[key][0] for key in batch_keys])
+                for key, reply in zip(batch_keys, replies, strict=True):
+                    self._answer_rows.extend(
+                        self._answer_row(item, reply, cached=False) for item in by_key[key]
+                    )
+                    if self.use_cache and reply.error is None:  # a failed item is asked again next time
+                        self._cache_rows.append(
+                            (key, reply.raw, reply.label, _scores_json(reply), datetime.now())
+                        )
+                if time.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
+                    self._save()
+                progress.advance(task, sum(len(by_key[key]) for key in batch_keys))
+        finally:
+            self._save()  # on errors too: what was answered stays answered
+
+    def _answer_row(self, item: Item, reply: Reply, *, cached: bool) -> tuple[object, ...]:
+        return (
+            self.run_id,
+            item.item_id,
+            reply.raw,
+            reply.label,
+            _scores_json(reply),
+            reply.error,
+            cached,
+            datetime.now(),
+        )
+
+    def _save(self) -> None:
+        """Write the answers (and cache entries) gathered since the last save in one transaction."""
+        if self._answer_rows:
             with _transaction(self.con):
-                self._write_answers(answered, cached=False)
-                if self.use_cache:
-                    self._write_cache(batch_keys, replies)
-            progress.advance(task, len(answered))
+                _insert_frame(
+                    self.con, "answers", pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
+                )
+                if self._cache_rows:
+                    cache = pd.DataFrame(self._cache_rows, columns=list(CACHE_COLUMNS))
+                    _insert_frame(self.con, "answer_cache", cache, or_ignore=True)
+        self._answer_rows, self._cache_rows = [], []
+        self._saved_at = time.monotonic()
 
     def _ask(self, items: Sequence[Item]) -> list[Reply]:
         replies = self.backend.answer([item.query() for item in items])
@@ -342,41 +381,6 @@ class _Answerer:
             key: Reply(label=label, raw=raw or "", scores=json.loads(scores) if scores else None)
             for key, label, raw, scores in rows
         }
-
-    def _write_answers(self, answered: Sequence[tuple[Item, Reply]], *, cached: bool) -> None:
-        if not answered:
-            return
-        now = datetime.now()
-        frame = pd.DataFrame(
-            [
-                (
-                    self.run_id,
-                    item.item_id,
-                    reply.raw,
-                    reply.label,
-                    _scores_json(reply),
-                    reply.error,
-                    cached,
-                    now,
-                )
-                for item, reply in answered
-            ],
-            columns=list(ANSWER_COLUMNS),
-        )
-        _insert_frame(self.con, "answers", frame)
-
-    def _write_cache(self, keys: Sequence[str], replies: Sequence[Reply]) -> None:
-        """Cache only real answers: an item that failed (timeout, server error) is asked again next time."""
-        now = datetime.now()
-        rows = [
-            (key, reply.raw, reply.label, _scores_json(reply), now)
-            for key, reply in zip(keys, replies, strict=True)
-            if reply.error is None
-        ]
-        if rows:
-            _insert_frame(
-                self.con, "answer_cache", pd.DataFrame(rows, columns=list(CACHE_COLUMNS)), or_ignore=True
-            )
 
 
 def _checked(item: Item, reply: Reply) -> Reply:
