@@ -22,7 +22,7 @@ CONDITIONS = ("taxonomy", "baseline", "control")
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
 OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet",
-                                "concurrency", "batch_size", "timeout", "max_retries"})
+                                "concurrency", "batch_size", "timeout", "max_retries", "backoff"})
 
 
 @dataclass
@@ -44,6 +44,7 @@ class RunConfig:
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
     timeout: float = 60.0  # seconds per request
     max_retries: int = 5
+    backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
     answers: str | None = None  # replay: CSV or Parquet of labels
     run_id: str | None = None
     db: str = str(DEFAULT_DB)

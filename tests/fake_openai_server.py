@@ -4,7 +4,12 @@ Each request to /v1/chat/completions or /v1/completions takes the next `Step` of
 the schedule runs out, every request gets `Step.ok()`); a step can also be tied to one prompt with
 `for_prompt`, so concurrent clients can be scripted per item. Successful replies answer with the first
 alternative of a GBNF `grammar` in the request (or `default_answer`), with first-token logprobs when
-asked. Every request is recorded (time, path, body, the step served) for assertions.
+asked. Every request is recorded (time, path, body, the step served, its Authorization header) for
+assertions.
+
+For whole runs: `answer_by_hash=True` picks the grammar alternative by a hash of the prompt (deterministic,
+mixed labels, comparable across runs), and `fault_plan(prompt, attempt)` may return a failing `Step` for
+the attempt-th request (0-based) carrying that prompt, so faults follow items, not request order.
 
     with FakeOpenAIServer([Step.rate_limited(retry_after=1), Step.server_error(503)]) as server:
         backend = OpenAIBackend(ApiSettings(model="fake", base_url=server.base_url))
@@ -12,10 +17,12 @@ asked. Every request is recorded (time, path, body, the step served) for asserti
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -62,6 +69,7 @@ class Served:
     path: str
     body: dict[str, Any]
     step: Step
+    authorization: str | None = None
 
 
 @dataclass
@@ -69,12 +77,15 @@ class FakeOpenAIServer:
     schedule: list[Step] = field(default_factory=list)
     default_answer: str = "yes"
     served: list[Served] = field(default_factory=list)
+    answer_by_hash: bool = False
+    fault_plan: Callable[[str, int], Step | None] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._attempts: dict[str, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -90,11 +101,22 @@ class FakeOpenAIServer:
             for index, step in enumerate(self.schedule):
                 if step.for_prompt is None or step.for_prompt in prompt:
                     return self.schedule.pop(index)
-        return Step.ok()
+            attempt = self._attempts.get(prompt, 0)
+            self._attempts[prompt] = attempt + 1
+        planned = self.fault_plan(prompt, attempt) if self.fault_plan else None
+        return planned or Step.ok()
 
-    def record(self, path: str, body: dict[str, Any], step: Step) -> None:
+    def record(self, path: str, body: dict[str, Any], step: Step, authorization: str | None = None) -> None:
         with self._lock:
-            self.served.append(Served(time.monotonic(), path, body, step))
+            self.served.append(Served(time.monotonic(), path, body, step, authorization))
+
+    def answer(self, body: dict[str, Any], prompt: str) -> str:
+        alternatives = _grammar_alternatives(body)
+        if not alternatives:
+            return self.default_answer
+        if self.answer_by_hash:
+            return alternatives[prompt_hash(prompt) % len(alternatives)]
+        return alternatives[0]
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -105,13 +127,20 @@ class FakeOpenAIServer:
         self._httpd.server_close()
 
 
-def _answer_for(body: dict[str, Any], default: str) -> str:
+def prompt_hash(prompt: str) -> int:
+    """A stable number for a prompt (Python's hash() is salted per process)."""
+    return int(hashlib.sha256(prompt.encode()).hexdigest()[:12], 16)
+
+
+def _grammar_alternatives(body: dict[str, Any]) -> list[str]:
+    """The option texts of a `root ::= " "? ("a" | "b")` grammar, in order; [] without a grammar."""
     grammar = body.get("grammar")
-    if isinstance(grammar, str):
-        first = re.search(r'\(\s*("(?:[^"\\]|\\.)*")', grammar)
-        if first:
-            return json.loads(first.group(1))
-    return default
+    if not isinstance(grammar, str):
+        return []
+    group = re.search(r"\((.*)\)\s*$", grammar.strip())
+    if not group:
+        return []
+    return [json.loads(text) for text in re.findall(r'"(?:[^"\\]|\\.)*"', group.group(1))]
 
 
 def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
@@ -158,7 +187,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             messages = body.get("messages") or [{}]
             prompt = str(body.get("prompt") or messages[-1].get("content", ""))
             step = server.next_step(prompt)
-            server.record(self.path, body, step)
+            server.record(self.path, body, step, self.headers.get("Authorization"))
             if step.kind == "drop":
                 self.close_connection = True
                 self.connection.close()
@@ -173,7 +202,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(
                     200,
-                    json.dumps(_reply(self.path, body, _answer_for(body, server.default_answer))).encode(),
+                    json.dumps(_reply(self.path, body, server.answer(body, prompt))).encode(),
                     {},
                 )
 

@@ -127,5 +127,6 @@ def create(config: RunConfig) -> LlamaCppBackend:
         concurrency=slots,
         timeout_s=config.timeout,
         max_retries=config.max_retries,
+        backoff_s=config.backoff,
     )
     return LlamaCppBackend(gguf, settings, slots=slots, threads=cores)

@@ -286,5 +286,6 @@ def create(config: RunConfig) -> OpenAIBackend:
         concurrency=config.concurrency or DEFAULT_CONCURRENCY,
         timeout_s=config.timeout,
         max_retries=config.max_retries,
+        backoff_s=config.backoff,
     )
     return OpenAIBackend(settings)

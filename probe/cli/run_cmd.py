@@ -11,7 +11,7 @@ from probe import runner
 from probe.cli.analyze_cmd import analyze_and_print
 from probe.cli.app import DbOption, app
 from probe.config import PRESETS, RunConfig, load_config
-from probe.db import DEFAULT_DB
+from probe.db import DEFAULT_DB, connect
 from probe.prompts import PROMPT_FORMATS
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
@@ -81,7 +81,28 @@ def run_command(
     )  # fmt: skip
     finished_run_id = runner.run(settings)
     typer.echo(finished_run_id)
+    _warn_about_failed_items(settings.db, finished_run_id)
     analyze_and_print(settings.db, finished_run_id, show=not settings.quiet)
+
+
+def _warn_about_failed_items(db: str, run_id: str) -> None:
+    """Items the backend could not answer (after its retries) are stored as unknown with their error: say how many.
+
+    Printed to stderr, with --quiet too: the run id on stdout stays the only thing scripts read.
+    """
+    con = connect(db, read_only=True)
+    try:
+        failed, total = con.execute(
+            "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*) FROM answers WHERE run_id = ?", [run_id]
+        ).fetchone()
+    finally:
+        con.close()
+    if failed:
+        typer.echo(
+            f"warning: {failed} of {total} items could not be answered; they are stored as unknown "
+            "with their error (answers.error)",
+            err=True,
+        )
 
 
 @dataset_app.command("preview")
