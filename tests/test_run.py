@@ -2,7 +2,11 @@
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -102,9 +106,7 @@ def labels(db_file: Path, run_id: str) -> dict[str, str]:
 def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
     backend = use_backend(FakeBackend())
     run_id = runner.run(config(db_file))
-    union = query_df(
-        db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id]
-    )
+    union = query_df(db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id])
     counts = query_df(
         db_file,
         "SELECT stage, count(*) AS n FROM items WHERE run_id = ? GROUP BY stage ORDER BY stage",
@@ -137,9 +139,9 @@ def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use
     )
     stage1 = items[items["stage"] == 1]
     granted = set(
-        stage1.loc[
-            stage1["label"] == "yes", ["pair_id", "name_order", "subject", "category", "attribute"]
-        ].itertuples(index=False, name=None)
+        stage1.loc[stage1["label"] == "yes", ["pair_id", "name_order", "subject", "category", "attribute"]].itertuples(
+            index=False, name=None
+        )
     )
     assert 0 < len(granted) < len(stage1)
     top_k = query_df(
@@ -167,10 +169,7 @@ def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use
             for subject in subjects
             for category, element in occupation_top_k
             if item.condition == "control"
-            or (
-                item.condition == "taxonomy"
-                and (item.pair_id, item.name_order, subject, category, element) in granted
-            )
+            or (item.condition == "taxonomy" and (item.pair_id, item.name_order, subject, category, element) in granted)
         ]
         expected = render_context(first, second, sentences)
         assert item.context == expected
@@ -243,9 +242,7 @@ def test_cache_answers_identical_prompts_once_across_runs(db_file: Path, use_bac
     second_run = runner.run(config(db_file))
     assert (first.asked > 0, second.asked) == (True, 0)
     assert labels(db_file, second_run) == labels(db_file, first_run)
-    cached = query_df(
-        db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run]
-    )
+    cached = query_df(db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run])
     assert cached["all_cached"][0]
 
     bypass = use_backend(FakeBackend())
@@ -294,9 +291,7 @@ def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: P
 
 def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.csv"
-    answers.write_text(
-        "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
-    )
+    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
@@ -352,3 +347,38 @@ def test_bad_run_toml_names_file_and_key(tmp_path: Path, text: str, message: str
 def test_bad_flag_names_the_option() -> None:
     with pytest.raises(UserError, match=r"^--pairs: 'two' is not a number"):
         load_config({"pairs": "two"})
+
+
+KILLABLE_RUN = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from test_run import FakeBackend, config
+from probe import runner
+from pathlib import Path
+
+class Slow(FakeBackend):
+    def answer(self, queries):
+        time.sleep(float(os.environ["BATCH_SECONDS"]))  # > the runner's save interval: one commit a batch
+        print("batch", flush=True)
+        return super().answer(queries)
+
+runner.create_backend = lambda settings: Slow()
+runner.run(config(Path({db!r}), run_id="killed", no_cache=True, conditions=("baseline",)))
+"""
+
+
+def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
+    reference = runner.run(config(db_file, run_id="uninterrupted", no_cache=True, conditions=("baseline",)))
+    script = KILLABLE_RUN.format(tests=str(Path(__file__).parent), db=str(db_file))
+    slow = {**os.environ, "BATCH_SECONDS": "0.6"}
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)
+    for _ in range(4):  # the backend is asked its 4th batch: 3 are answered
+        assert process.stdout.readline() == "batch\n"
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL
+    partial = len(labels(db_file, "killed"))
+    assert 2 * FakeBackend.batch_size <= partial <= 3 * FakeBackend.batch_size
+    fast = {**os.environ, "BATCH_SECONDS": "0"}
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=fast)
+    assert labels(db_file, "killed") == labels(db_file, reference)
