@@ -379,7 +379,7 @@ def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     _grouped_bars(ax, FIGURE1_METRICS, series, CONDITION_COLOURS)
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of valid instances")
-    ax.legend(frameon=False, ncols=len(conditions), loc="upper right")
+    ax.legend(frameon=False, ncols=len(conditions), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return _figure_uri(fig)
 
 
@@ -453,7 +453,7 @@ def figure_stage1(stage1: pd.DataFrame) -> str | None:
     _grouped_bars(ax, groups, series, GENDER_COLOURS)
     ax.set_ylim(0, 1)
     ax.set_ylabel("share answered 'yes'")
-    ax.legend(frameon=False, ncols=2, loc="upper right")
+    ax.legend(frameon=False, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return _figure_uri(fig)
 
 
@@ -503,7 +503,7 @@ def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     ax.axhline(0.5, color="#444444", linewidth=0.8, linestyle="--")
     ax.set_ylim(0, 1)
     ax.set_ylabel("share")
-    ax.legend(frameon=False, ncols=len(conditions), loc="upper right")
+    ax.legend(frameon=False, ncols=len(conditions), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return _figure_uri(fig)
 
 
@@ -620,6 +620,32 @@ def _p_phrase(p_value: float | None) -> str:
     return "p < 0.001" if p_value is not None and p_value < 0.001 else f"p = {fmt_p(p_value)}"
 
 
+def _correlation_rows(correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (condition, across, x, y) with Pearson and Spearman side by side."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for c in correlations:
+        row = rows.setdefault(
+            (c["condition"], c["across"], c["x"], c["y"]),
+            {"condition": c["condition"], "across": c["across"], "x": c["x"], "y": c["y"], "n": c["n"]},
+        )
+        row[f"{c['method']}_r"], row[f"{c['method']}_p"] = c["r"], c["p_value"]
+    return [
+        {"pearson_r": None, "pearson_p": None, "spearman_r": None, "spearman_p": None, **row}
+        for row in rows.values()
+    ]
+
+
+def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (compared run, metric) with the conditions as cells."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for d in differences:
+        row = rows.setdefault(
+            (d["run_b"], d["metric"]), {"run_b": d["run_b"], "metric": d["metric"], "cells": {}}
+        )
+        row["cells"][d["condition"]] = d
+    return list(rows.values())
+
+
 def findings(data: Mapping[str, Any]) -> list[str]:
     """A few plain sentences for readers who stop after the first screen; all numbers come from `data`."""
     overall, sentences = data["overall"], []
@@ -689,6 +715,7 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
         "stage1_rows": _records(stage1),
         "regression": _regression_table(data["regression"]),
         "findings": findings(data),
+        "correlation_rows": _correlation_rows(data["correlations"]),
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
@@ -1008,7 +1035,7 @@ def figure_side_by_side(data: Mapping[str, Any]) -> str | None:
     _grouped_bars(ax, FIGURE1_METRICS, series, colours)
     ax.set_ylim(0, 1)
     ax.set_ylabel(f"share of valid instances ({lead})")
-    ax.legend(frameon=False, ncols=min(len(series), 4), loc="upper right")
+    ax.legend(frameon=False, ncols=min(len(series), 4), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return _figure_uri(fig)
 
 
@@ -1064,6 +1091,7 @@ def render_comparison(
         "reference": run_ids[0],
         "leaderboard_metrics": LEADERBOARD_METRICS,
         "side_by_side": _side_by_side_rows(data),
+        "differences": _difference_rows(data["paired_differences"]),
         "attribution": ONET_ATTRIBUTION,
     }
     figures = {"side_by_side": figure_side_by_side(data), "differences": figure_differences(data)}
