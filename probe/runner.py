@@ -2,9 +2,9 @@
 
 Answers are written in small transactions (after each backend batch, at most every SAVE_INTERVAL_S), so
 a SIGKILL loses at most the batch in flight (with a fast backend, the last half second of answers); running
-again with the same --run-id answers only what has no answer yet. Answers are cached by content
-(backend identity, prompt format, prompt, options, asked subject), so identical prompts are answered once
-across runs.
+again with the same --run-id answers only what has no answer yet or failed (a timeout, a server error).
+Answers are cached by content (backend identity, prompt format, prompt, options, asked subject), so
+identical prompts are answered once across runs.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def _run_with_backend(
         run_id = str(stored["run_id"])
         _check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
     else:
+        _check_templates(selection, config.conditions, backend.prompt_format)
         run_id = config.run_id or f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
         _record_run(con, run_id, config, backend, identity, selection.attributes)
     _set_status(con, run_id, "running")
@@ -120,14 +121,15 @@ def _run_with_backend(
                 _insert_items(
                     con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format)
                 )
-            answerer.answer_stage(1, progress)
+            # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
+            answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
             if not _has_items(con, run_id, stage=2):
                 granted = _granted_attributes(con, run_id)
                 items = build_stage2(
                     selection.pairs, selection.attributes, granted, config.conditions, backend.prompt_format
                 )
                 _insert_items(con, run_id, items)
-            answerer.answer_stage(2, progress)
+            answerer.answer_stage(2, progress, retry_failed=True)
     except BaseException as exc:
         _set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         raise
@@ -150,11 +152,8 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.commit()
 
 
-def _insert_frame(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, or_ignore: bool = False
-):
+def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, verb: str = "INSERT"):
     columns = ", ".join(frame.columns)
-    verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
     con.register("_rows", frame)
     try:
         con.execute(f"{verb} INTO {table} ({columns}) SELECT {columns} FROM _rows")
@@ -267,11 +266,13 @@ def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tupl
     return set(rows)
 
 
-def _pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
+def _pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int, *, retry_failed: bool) -> list[Item]:
+    """Items without an answer, and with `retry_failed` also those whose answer is a stored failure."""
     frame = con.execute(
         "SELECT i.* FROM items i WHERE i.run_id = ? AND i.stage = ? AND NOT EXISTS "
-        "(SELECT 1 FROM answers a WHERE a.run_id = i.run_id AND a.item_id = i.item_id) ORDER BY i.seq",
-        [run_id, stage],
+        "(SELECT 1 FROM answers a WHERE a.run_id = i.run_id AND a.item_id = i.item_id "
+        "AND NOT (? AND a.error IS NOT NULL)) ORDER BY i.seq",
+        [run_id, stage, retry_failed],
     ).df()
     return [item_from_row(row) for row in frame.to_dict("records")]
 
@@ -304,8 +305,8 @@ class _Answerer:
         content = [self.identity, self.backend.prompt_format, item.prompt, options, item.subject_name]
         return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
-    def answer_stage(self, stage: int, progress: Progress) -> None:
-        pending = _pending_items(self.con, self.run_id, stage)
+    def answer_stage(self, stage: int, progress: Progress, *, retry_failed: bool) -> None:
+        pending = _pending_items(self.con, self.run_id, stage, retry_failed=retry_failed)
         task = progress.add_task(f"stage {stage}", total=len(pending), hits=0)
         if not pending:
             return
@@ -353,12 +354,11 @@ class _Answerer:
         """Write the answers (and cache entries) gathered since the last save in one transaction."""
         if self._answer_rows:
             with _transaction(self.con):
-                _insert_frame(
-                    self.con, "answers", pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
-                )
+                answers = pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
+                _insert_frame(self.con, "answers", answers, verb="INSERT OR REPLACE")  # replaces retried failures
                 if self._cache_rows:
                     cache = pd.DataFrame(self._cache_rows, columns=list(CACHE_COLUMNS))
-                    _insert_frame(self.con, "answer_cache", cache, or_ignore=True)
+                    _insert_frame(self.con, "answer_cache", cache, verb="INSERT OR IGNORE")
         self._answer_rows, self._cache_rows = [], []
         self._saved_at = time.monotonic()
 
@@ -424,12 +424,31 @@ def preview(config: RunConfig, prompt_format: str) -> list[Item]:
         selection = select(con, config)
     finally:
         con.close()
+    return _dataset_granting_everything(selection, config.conditions, prompt_format)
+
+
+def _dataset_granting_everything(
+    selection: Selection, conditions: Sequence[str], prompt_format: str
+) -> list[Item]:
+    """Both stages as if stage 1 had granted every attribute: every kind of prompt, without a model."""
     stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
     granted = {
         (item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1
     }
-    stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.conditions, prompt_format)
-    return stage1 + stage2
+    return stage1 + build_stage2(selection.pairs, selection.attributes, granted, conditions, prompt_format)
+
+
+def _check_templates(selection: Selection, conditions: Sequence[str], prompt_format: str) -> None:
+    """Render every kind of prompt for one pair and one occupation before a new run writes anything.
+
+    A template error (say, a customised template naming an undefined variable) is the user's to fix; found
+    halfway, it would leave a failed run record and a half-built dataset behind.
+    """
+    first_occupation = selection.attributes["occupation"].head(1)
+    sample = Selection(
+        selection.pairs.head(1), selection.attributes[selection.attributes["occupation"].isin(first_occupation)]
+    )
+    _dataset_granting_everything(sample, conditions, prompt_format)
 
 
 EXPORT_FORMATS = ("parquet", "csv")

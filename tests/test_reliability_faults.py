@@ -108,22 +108,31 @@ def test_items_that_keep_failing_are_unknown_with_their_error_and_counted(
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=multiple_questions_always_fail) as server:
         code, stdout, stderr = probe_run(server, db_file, "failing")
-    stored = answers(db_file, "failing")
+        failing_requests = list(server.served)
+        stored = answers(db_file, "failing")
+        server.fault_plan = None  # the server is well again: the same command asks the failed items again
+        resumed = probe_run(server, db_file, "failing")
+        retried = server.served[len(failing_requests) :]
     failed = stored[stored["qtype"] == "multiple"]
     assert len(failed) == 4  # 2 orders x 2 conditions
     assert (code, stdout) == (0, "failing\n")
     assert stderr == (
         f"warning: 4 of {len(stored)} items could not be answered; they are stored as unknown with their "
-        "error (answers.error)\n"
+        "error (answers.error); `probe run --run-id failing` with the same settings asks them again\n"
     )
     assert set(failed["label"]) == {"unknown"}
     assert set(failed["error"]) == {
         f"InternalServerError: Error code: 503 - scripted 503 after {MAX_RETRIES + 1} attempts"
     }
-    requests_per_prompt = Counter(served.body["messages"][-1]["content"] for served in server.served)
+    requests_per_prompt = Counter(served.body["messages"][-1]["content"] for served in failing_requests)
     assert {requests_per_prompt[prompt] for prompt in failed["prompt"]} == {MAX_RETRIES + 1}
     answered = stored[stored["qtype"] != "multiple"]
     assert answered["error"].isna().all()
     assert dict(zip(answered["item_id"], answered["label"], strict=True)) == {
         item_id: label for item_id, label in clean_run[1].items() if item_id in set(answered["item_id"])
     }
+
+    assert resumed == (0, "failing\n", "")
+    assert sorted(served.body["messages"][-1]["content"] for served in retried) == sorted(failed["prompt"])
+    assert labels(db_file, "failing") == clean_run[1]
+    assert answers(db_file, "failing")["error"].isna().all()

@@ -100,7 +100,7 @@ def _warn_about_failed_items(db: str, run_id: str) -> None:
     if failed:
         typer.echo(
             f"warning: {failed} of {total} items could not be answered; they are stored as unknown "
-            "with their error (answers.error)",
+            f"with their error (answers.error); `probe run --run-id {run_id}` with the same settings asks them again",
             err=True,
         )
 
