@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,24 @@ class RunConfig:
     quiet: bool = False
 
     def settings(self) -> dict[str, object]:
-        """JSON-ready settings (config_json of the run record)."""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+        """JSON-ready settings (config_json of the run record); credentials in --base-url are masked."""
+        values = json.loads(json.dumps(dataclasses.asdict(self)))
+        return {**values, "base_url": without_credentials(self.base_url)}
 
     def answer_settings(self) -> dict[str, object]:
         """The settings a resumed run must share with the stored one."""
         return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
+
+
+def without_credentials(url: str | None) -> str | None:
+    """`https://user:key@host/v1` -> `https://***@host/v1`: a key given in a URL (sent as basic auth) must
+    never reach the database, logs or reports."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
 # Sized so the whole quick run (stage 1 included) takes a few minutes on SmolLM2-135M via llama.cpp

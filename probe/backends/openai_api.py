@@ -24,6 +24,7 @@ import openai
 
 from probe.backends.base import Option, Query, Reply
 from probe.backends.parse import ANSWER_KEY, parse_option
+from probe.config import without_credentials
 from probe.errors import UserError
 from probe.labels import UNKNOWN
 
@@ -86,6 +87,7 @@ class OpenAIBackend:
         decoding = asdict(self.settings)
         for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s"):
             del decoding[transport_only]
+        decoding["base_url"] = without_credentials(self.settings.base_url)
         return {"backend": "openai", "temperature": 0.0, **decoding}
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
@@ -121,7 +123,8 @@ class OpenAIBackend:
             try:
                 return await self._answer_once(query)
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise UserError(f"{self.settings.base_url or 'OpenAI API'}: {_describe(error)}") from error
+                server = without_credentials(self.settings.base_url) or "OpenAI API"
+                raise UserError(f"{server}: {_describe(error)}") from error
             except openai.BadRequestError as error:
                 if self._logprobs and "logprob" in str(error).lower():
                     self._logprobs = False  # the server does not offer logprobs: ask without them
