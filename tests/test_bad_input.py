@@ -157,6 +157,18 @@ def test_openai_without_a_key_or_server(db_file: Path, answers: Path, monkeypatc
     )
 
 
+def test_llamacpp_cannot_load_a_corrupt_gguf(
+    db_file: Path, answers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the GGUF hash cache
+    corrupt = write(tmp_path / "corrupt.gguf", "GGUF\x03\x00\x00\x00" + "garbage" * 50)
+    assert_refused(
+        db_file,
+        [*run_args(db_file, answers), "--backend", "llamacpp", "--model", str(corrupt)],
+        f"--model {corrupt}: llama.cpp could not load it (Failed to init server, please check the input params.)",
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
