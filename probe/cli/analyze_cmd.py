@@ -9,7 +9,6 @@ from rich.console import Console
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
-from probe.metrics import analyze, headline_table, preference_table
 
 
 def analyze_and_print(db: Path | str, run_id: str, *, show: bool) -> None:
@@ -17,6 +16,8 @@ def analyze_and_print(db: Path | str, run_id: str, *, show: bool) -> None:
 
     `probe run` calls this after its last answer, so a run always ends analysed.
     """
+    from probe.metrics import analyze, headline_table, preference_table  # statistics stack: load on use
+
     if not Path(db).exists():
         raise UserError(f"{db}: no such database")
     con = connect(db)

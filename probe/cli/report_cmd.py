@@ -1,14 +1,18 @@
 """`probe report RUN_ID` and `probe compare RUN_ID RUN_ID ...`: audit report and model comparison pages."""
 
+from __future__ import annotations
+
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
-from probe.report import ReportFiles, ensure_analysed, write_comparison, write_report
+
+if TYPE_CHECKING:
+    from probe.report import ReportFiles
 
 OutputOption = Annotated[
     Path | None,
@@ -40,6 +44,8 @@ def report_command(
 
     Default output: <db folder>/<run id>/report.html (runs/<run id>/report.html for the default database).
     """
+    from probe.report import ensure_analysed, write_report  # matplotlib and statistics: load on use
+
     con = _open(db)
     try:
         if ensure_analysed(con, run_id):
@@ -59,6 +65,8 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html.
     """
+    from probe.report import ensure_analysed, write_comparison
+
     con = _open(db)
     try:
         for run_id in run_ids:
