@@ -30,6 +30,10 @@ GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
 POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
 SLOTS_PER_CORE = 2  # slots beyond the core count keep the batch full while requests come and go
+# One core is left to the probe process itself (HTTP client, rendering, DuckDB). ggml's threads meet at
+# spinning barriers: when they outnumber the free cores, one preempted thread stalls the others. On the
+# shared 2-core machine (load ~4) 2 threads answered 0.3-0.6 requests/s, 1 thread 3.3-4.3 (bench/).
+CORES_LEFT_TO_CLIENT = 1
 
 
 def default_gguf() -> Path:
@@ -58,6 +62,15 @@ def check_gguf(path: Path) -> None:
 
 def machine_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_slots() -> int:
+    """Parallel slots (and concurrent requests) when --concurrency is not given."""
+    return SLOTS_PER_CORE * machine_cores()
+
+
+def server_threads() -> int:
+    return max(1, machine_cores() - CORES_LEFT_TO_CLIENT)
 
 
 class EmbeddedServer:
@@ -102,6 +115,7 @@ class LlamaCppBackend:
         self._sha256 = file_sha256(gguf)
         self._gguf = gguf
         self._server = EmbeddedServer(gguf, slots=slots, threads=threads)
+        self.server_address = self._server.base_url.removesuffix("/v1")  # http://127.0.0.1:PORT
         self._client = OpenAIBackend(dataclasses.replace(settings, base_url=self._server.base_url))
         self.prompt_format = self._client.prompt_format
         self.batch_size = self._client.batch_size
@@ -120,8 +134,7 @@ class LlamaCppBackend:
 
 def create(config: RunConfig) -> LlamaCppBackend:
     gguf = Path(config.model).expanduser() if config.model else default_gguf()
-    cores = machine_cores()
-    slots = config.concurrency or SLOTS_PER_CORE * cores
+    slots = config.concurrency or default_slots()
     settings = ApiSettings(
         model=gguf.stem,
         api_mode="completions" if config.api_mode == "completions" else "chat",
@@ -132,4 +145,4 @@ def create(config: RunConfig) -> LlamaCppBackend:
         max_retries=config.max_retries,
         backoff_s=config.backoff,
     )
-    return LlamaCppBackend(gguf, settings, slots=slots, threads=cores)
+    return LlamaCppBackend(gguf, settings, slots=slots, threads=server_threads())
