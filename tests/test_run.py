@@ -302,6 +302,25 @@ def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) ->
     assert list(pairs["pair_id"]) == [1, 3]
 
 
+def test_cli_run_with_report_writes_the_audit_report(db_file: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.csv"
+    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
+    result = CliRunner().invoke(
+        app,
+        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1", "--occupations", "nurse",
+         "--top-k", "1", "--conditions", "control", "--run-id", "with-report", "--db", str(db_file), "--quiet",
+         "--report"],
+    )  # fmt: skip
+    report_dir = db_file.parent / "with-report"
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "with-report",
+        f"report: {report_dir / 'report.html'}",
+        f"summaries: {report_dir / 'report.md'}, {report_dir / 'report.json'}",
+    ]
+    assert (report_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
 def test_dataset_preview_shows_every_kind(db_file: Path) -> None:
     result = CliRunner().invoke(
         app,

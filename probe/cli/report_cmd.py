@@ -44,6 +44,11 @@ def report_command(
 
     Default output: <db folder>/<run id>/report.html (runs/<run id>/report.html for the default database).
     """
+    report_run(db, run_id, output)
+
+
+def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
+    """Write the audit report of `run_id` and print where it went (shared by `probe report` and `probe run`)."""
     from probe.report import ensure_analysed, write_report  # matplotlib and statistics: load on use
 
     con = _open(db)

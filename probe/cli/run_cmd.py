@@ -10,6 +10,7 @@ import typer
 from probe import runner
 from probe.cli.analyze_cmd import analyze_and_print
 from probe.cli.app import DbOption, app
+from probe.cli.report_cmd import report_run
 from probe.config import PRESETS, RunConfig, load_config
 from probe.db import DEFAULT_DB, connect
 from probe.prompts import PROMPT_FORMATS
@@ -71,6 +72,9 @@ def run_command(
     config: ConfigOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars; print only the run id.")] = False,
+    report: Annotated[
+        bool, typer.Option("--report", help="Also write the audit report (runs/<run id>/report.html).")
+    ] = False,
 ) -> None:
     """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
     settings = _config(
@@ -83,6 +87,8 @@ def run_command(
     typer.echo(finished_run_id)
     _warn_about_failed_items(settings.db, finished_run_id)
     analyze_and_print(settings.db, finished_run_id, show=not settings.quiet)
+    if report:
+        report_run(Path(settings.db), finished_run_id)
 
 
 def _warn_about_failed_items(db: str, run_id: str) -> None:
