@@ -5,6 +5,8 @@ Column sets of the contract tables follow DESIGN.md section 4; extra columns are
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -82,6 +84,18 @@ CREATE TABLE IF NOT EXISTS regression (
     note VARCHAR  -- why a term has no estimate (separation, a single name pair), else NULL
 );
 """
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Everything inside commits together or not at all (a killed or failed step leaves no half-write)."""
+    con.begin()
+    try:
+        yield
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
 
 
 def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -19,6 +19,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from probe import db
 from probe.errors import UserError
 
 BOOTSTRAP_REPLICATES = 2000
@@ -89,18 +90,13 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
     for table, view in views.items():
         con.register(view, results[table])
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with db.transaction(con):
             for table, view in views.items():
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                 if not results[table].empty:
                     con.execute(
                         f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id]
                     )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         for view in views.values():
             con.unregister(view)

@@ -13,8 +13,7 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -141,17 +140,6 @@ def _use_cache(config: RunConfig, backend: Backend) -> bool:
     return backend.cacheable and not config.no_cache
 
 
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.begin()
-    try:
-        yield
-    except BaseException:
-        con.rollback()
-        raise
-    con.commit()
-
-
 def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, verb: str = "INSERT"):
     columns = ", ".join(frame.columns)
     con.register("_rows", frame)
@@ -215,7 +203,7 @@ def _record_run(
     """The runs row (settings, templates, versions, backend identity; never a key) and frozen attributes."""
     settings = {**config.settings(), "run_id": run_id}
     model = json.loads(identity).get("model") or config.model or ""
-    with _transaction(con):
+    with db.transaction(con):
         con.execute(
             "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
             "package_version, backend_json, versions_json) VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?)",
@@ -251,7 +239,7 @@ def _insert_items(con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[I
     first_seq = con.execute(
         "SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]
     ).fetchone()[0]
-    with _transaction(con):
+    with db.transaction(con):
         _insert_frame(con, "items", items_frame(items, run_id, first_seq))
 
 
@@ -353,7 +341,7 @@ class _Answerer:
     def _save(self) -> None:
         """Write the answers (and cache entries) gathered since the last save in one transaction."""
         if self._answer_rows:
-            with _transaction(self.con):
+            with db.transaction(self.con):
                 answers = pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
                 _insert_frame(self.con, "answers", answers, verb="INSERT OR REPLACE")  # replaces retried failures
                 if self._cache_rows:

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 import duckdb
 import pandas as pd
 
+from probe import db
 from probe.errors import UserError
 from probe.resources import resource_dir
 
@@ -77,18 +78,6 @@ FROM ranked
 WHERE rank <= $k
 ORDER BY occupation, list_position($categories, category), rank
 """
-
-
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Everything inside commits together or not at all."""
-    con.begin()
-    try:
-        yield
-    except BaseException:
-        con.rollback()
-        raise
-    con.commit()
 
 
 def _sql_string(text: str) -> str:
@@ -321,7 +310,7 @@ def import_release(con: duckdb.DuckDBPyConnection, path: Path) -> dict:
         with _release_folder(path) as folder:
             release = _release_name(folder, path.stem)
             _stage_release(con, folder)
-        with _transaction(con):
+        with db.transaction(con):
             con.execute("DELETE FROM onet_occupations")
             con.execute(
                 "INSERT INTO onet_occupations SELECT soc_code, title, description FROM _staging_occupations"
@@ -392,7 +381,7 @@ def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
     if not (onet_empty or pairs_empty):
         return
     folder = resource_dir("taxonomy")
-    with _transaction(con):
+    with db.transaction(con):
         if onet_empty:
             for table, (columns, _) in SNAPSHOT_TABLES.items():
                 con.execute(f"DELETE FROM {table}")
@@ -428,10 +417,8 @@ def write_snapshot(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
 
 def build_snapshot(release: Path, out_dir: Path) -> dict:
     """Import `release` into a scratch database and write its snapshot to `out_dir` (taxonomy/README.md)."""
-    from probe.db import SCHEMA
-
     con = duckdb.connect()
-    con.execute(SCHEMA)
+    con.execute(db.SCHEMA)
     summary = import_release(con, release)
     write_snapshot(con, out_dir)
     con.close()

@@ -315,7 +315,7 @@ def test_occupations_csv_errors_name_file_and_line(
     path = write(tmp_path / "mine.csv", text)
     with pytest.raises(UserError) as raised:
         taxonomy.resolve_occupations(con, path)
-    assert raised.value.message.startswith(message.format(path=path))
+    assert str(raised.value).startswith(message.format(path=path))
 
 
 # --- name pairs and search -------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def test_name_pairs(con: duckdb.DuckDBPyConnection) -> None:
     ]:
         with pytest.raises(UserError) as raised:
             taxonomy.select_name_pairs(con, bad)
-        assert raised.value.message == message
+        assert str(raised.value) == message
 
 
 @pytest.mark.skipif(not UNQOVER.is_dir(), reason="UnQover word lists not found")
