@@ -1,17 +1,12 @@
-"""Shared fixtures. Tests may read ../shared (the O*NET release and name lists); the product never does."""
+"""Shared fixtures."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    """A fresh database path; probe.db.connect creates and seeds it on first use."""
-    return tmp_path / "probe.duckdb"
+from probe import db
+from tests.support import ONET_RELEASE
 
 
 @pytest.fixture
@@ -19,3 +14,17 @@ def onet_release() -> Path:
     if not ONET_RELEASE.is_dir():
         pytest.skip(f"O*NET release not found at {ONET_RELEASE}")
     return ONET_RELEASE
+
+
+@pytest.fixture(scope="session")
+def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database seeded once from the shipped taxonomy snapshot; tests take copies of it."""
+    path = tmp_path_factory.mktemp("seed") / "probe.duckdb"
+    db.connect(path).close()
+    return path
+
+
+@pytest.fixture
+def db_file(seeded_db: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the seeded database (seeding once keeps the tests fast)."""
+    return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))

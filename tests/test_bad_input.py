@@ -19,10 +19,8 @@ from typer.testing import CliRunner
 from probe import prompts
 from probe.cli import app
 from probe.resources import resource_dir
-from tests.reliability_support import ANSWER_HEADER, assert_one_line_error, fingerprint, seeded_copy
+from tests.support import ANSWER_HEADER, ONET_RELEASE, assert_one_line_error, fingerprint, seeded_copy
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
 RUN_ID = "finished"
 SINGLE_ROW = "2,single,control,1,fm,nurse,,,,female\n"
 

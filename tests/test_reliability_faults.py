@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from probe.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, Step, prompt_hash
-from tests.reliability_support import labels, query, seeded_copy
+from tests.support import labels, query, seeded_copy
 
 TIMEOUT_S = 0.3
 MAX_RETRIES = 3

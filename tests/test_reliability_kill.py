@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from probe.cli import analyze_cmd, app
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.reliability_support import assert_one_line_error, query, seeded_copy
+from tests.support import assert_one_line_error, query, seeded_copy
 
 RUN_ID = "audit"
 REQUEST_DELAY_S = 0.03

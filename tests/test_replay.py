@@ -1,13 +1,12 @@
 """The replay backend: labels from CSV/Parquet keyed by item fields; bad files are errors before any write."""
 
-import shutil
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pytest
 
-from probe import db, runner
+from probe import runner
 from probe.config import RunConfig
 from probe.errors import UserError
 
@@ -22,18 +21,6 @@ COLUMNS = [
     "category",
     "attribute",
 ]
-
-
-@pytest.fixture(scope="module")
-def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seed") / "probe.duckdb"
-    db.connect(path).close()
-    return path
-
-
-@pytest.fixture
-def db_file(seeded_db: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
 
 
 def replay_config(db_file: Path, answers: Path | None, **changes: object) -> RunConfig:

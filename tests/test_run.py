@@ -3,42 +3,28 @@
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe import db, runner
+from probe import runner
 from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import UserError
 from probe.prompts import render_context
+from tests.support import query
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
 TOP_K = 2
 CONDITIONS = ("taxonomy", "baseline", "control")
-
-
-@pytest.fixture(scope="module")
-def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seed") / "probe.duckdb"
-    db.connect(path).close()
-    return path
-
-
-@pytest.fixture
-def db_file(seeded_db: Path, tmp_path: Path) -> Path:
-    """A fresh copy of a seeded database (seeding once keeps the tests fast)."""
-    return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
 
 
 def config(db_file: Path, **changes: object) -> RunConfig:
@@ -69,9 +55,9 @@ class FakeBackend:
         self.batches += 1
         self.asked += len(queries)
         replies = []
-        for query in queries:
-            digest = int(hashlib.sha256(query.prompt.encode()).hexdigest(), 16)
-            option = query.options[digest % len(query.options)]
+        for asked in queries:
+            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
+            option = asked.options[digest % len(asked.options)]
             replies.append(Reply(label=option.label, raw=option.text))
         return replies
 
@@ -90,24 +76,16 @@ def use_backend(monkeypatch: pytest.MonkeyPatch):
     return install
 
 
-def query_df(db_file: Path, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
-    con = duckdb.connect(str(db_file), read_only=True)
-    try:
-        return con.execute(sql, list(params)).df()
-    finally:
-        con.close()
-
-
 def labels(db_file: Path, run_id: str) -> dict[str, str]:
-    frame = query_df(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
+    frame = query(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
     return dict(zip(frame["item_id"], frame["label"], strict=True))
 
 
 def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
     backend = use_backend(FakeBackend())
     run_id = runner.run(config(db_file))
-    union = query_df(db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id])
-    counts = query_df(
+    union = query(db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id])
+    counts = query(
         db_file,
         "SELECT stage, count(*) AS n FROM items WHERE run_id = ? GROUP BY stage ORDER BY stage",
         [run_id],
@@ -118,21 +96,21 @@ def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
         PAIRS * 2 * len(OCCUPATIONS) * 4 * len(CONDITIONS),
     ]
     assert backend.asked == counts["n"].sum()
-    answered = query_df(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = ?", [run_id])
+    answered = query(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = ?", [run_id])
     assert answered["n"][0] == counts["n"].sum()
-    record = query_df(db_file, "SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
+    record = query(db_file, "SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
     assert (record["status"], record["backend"], record["model"]) == ("complete", "llamacpp", "hash-picker")
     assert json.loads(record["backend_json"]) == backend.identity()
     assert json.loads(record["config_json"])["top_k"] == TOP_K
     assert "duckdb" in json.loads(record["versions_json"])
-    frozen = query_df(db_file, "SELECT count(*) AS n FROM run_attributes WHERE run_id = ?", [run_id])
+    frozen = query(db_file, "SELECT count(*) AS n FROM run_attributes WHERE run_id = ?", [run_id])
     assert frozen["n"][0] == len(OCCUPATIONS) * 3 * TOP_K
 
 
 def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
     run_id = runner.run(config(db_file))
-    items = query_df(
+    items = query(
         db_file,
         "SELECT i.*, a.label FROM items i JOIN answers a USING (run_id, item_id) WHERE run_id = ?",
         [run_id],
@@ -144,13 +122,13 @@ def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use
         )
     )
     assert 0 < len(granted) < len(stage1)
-    top_k = query_df(
+    top_k = query(
         db_file,
         "SELECT occupation, category, element_name FROM run_attributes WHERE run_id = ? "
         "ORDER BY occupation, list_position(['skill', 'knowledge', 'ability'], category), rank",
         [run_id],
     )
-    names = query_df(db_file, "SELECT * FROM name_pairs").set_index("pair_id")
+    names = query(db_file, "SELECT * FROM name_pairs").set_index("pair_id")
     checked = 0
     for item in items[items["stage"] == 2].itertuples(index=False):
         female, male = names.loc[item.pair_id, "female"], names.loc[item.pair_id, "male"]
@@ -184,7 +162,7 @@ def test_labels_map_positions_through_name_order(db_file: Path, use_backend) -> 
 
     use_backend(FirstNamed())
     run_id = runner.run(config(db_file, conditions=("baseline",)))
-    stored = query_df(
+    stored = query(
         db_file,
         "SELECT DISTINCT i.qtype, i.name_order, a.label FROM items i JOIN answers a USING (run_id, item_id) "
         "WHERE run_id = ? AND i.qtype IN ('single', 'multiple') ORDER BY ALL",
@@ -202,7 +180,7 @@ def test_same_settings_give_same_item_ids(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
     first = runner.run(config(db_file, run_id="a"))
     second = runner.run(config(db_file, run_id="b"))
-    ids = query_df(db_file, "SELECT run_id, list(item_id ORDER BY item_id) AS ids FROM items GROUP BY run_id")
+    ids = query(db_file, "SELECT run_id, list(item_id ORDER BY item_id) AS ids FROM items GROUP BY run_id")
     by_run = dict(zip(ids["run_id"], ids["ids"], strict=True))
     assert list(by_run[first]) == list(by_run[second])
 
@@ -214,17 +192,17 @@ def test_resume_after_crash_gives_no_duplicates_and_same_labels(db_file: Path, u
     use_backend(FakeBackend(fail_after_batches=3))
     with pytest.raises(RuntimeError, match="simulated crash"):
         runner.run(config(db_file, run_id="crashed", no_cache=True))
-    partial = query_df(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = 'crashed'")["n"][0]
+    partial = query(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = 'crashed'")["n"][0]
     assert partial == 3 * FakeBackend.batch_size  # the batches before the crash were committed
-    status = query_df(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
+    status = query(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
     assert status == "failed"
 
     resumed_backend = use_backend(FakeBackend())
     assert runner.run(config(db_file, run_id="crashed", no_cache=True)) == "crashed"
-    total = query_df(db_file, "SELECT count(*) AS n FROM items WHERE run_id = 'crashed'")["n"][0]
+    total = query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = 'crashed'")["n"][0]
     assert resumed_backend.asked == total - partial
     assert labels(db_file, "crashed") == labels(db_file, reference)
-    status = query_df(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
+    status = query(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
     assert status == "complete"
 
 
@@ -242,7 +220,7 @@ def test_cache_answers_identical_prompts_once_across_runs(db_file: Path, use_bac
     second_run = runner.run(config(db_file))
     assert (first.asked > 0, second.asked) == (True, 0)
     assert labels(db_file, second_run) == labels(db_file, first_run)
-    cached = query_df(db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run])
+    cached = query(db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run])
     assert cached["all_cached"][0]
 
     bypass = use_backend(FakeBackend())
@@ -259,7 +237,7 @@ def test_not_cacheable_backend_is_always_asked(db_file: Path, use_backend) -> No
     again = use_backend(Uncacheable())
     runner.run(config(db_file))
     assert again.asked > 0
-    assert query_df(db_file, "SELECT count(*) AS n FROM answer_cache")["n"][0] == 0
+    assert query(db_file, "SELECT count(*) AS n FROM answer_cache")["n"][0] == 0
 
 
 def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) -> None:
@@ -269,14 +247,14 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
 
     use_backend(Sloppy())
     run_id = runner.run(config(db_file, conditions=("baseline",)))
-    stored = query_df(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = ?", [run_id])
+    stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = ?", [run_id])
     assert list(stored.itertuples(index=False, name=None)) == [("unknown", "invalid label 'maybe'")]
 
 
 def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: Path) -> None:
     use_backend(FakeBackend())
     run_id = runner.run(config(db_file, conditions=("control",)))
-    n_items = query_df(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [run_id])["n"][0]
+    n_items = query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [run_id])["n"][0]
     for file_format, read in (("csv", pd.read_csv), ("parquet", pd.read_parquet)):
         out = tmp_path / file_format
         result = CliRunner().invoke(
@@ -298,7 +276,7 @@ def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) ->
          "--top-k", "1", "--conditions", "control", "--run-id", "cli-run", "--db", str(db_file), "--quiet"],
     )  # fmt: skip
     assert (result.exit_code, result.output) == (0, "cli-run\n")
-    pairs = query_df(db_file, "SELECT DISTINCT pair_id FROM items WHERE run_id = 'cli-run' ORDER BY 1")
+    pairs = query(db_file, "SELECT DISTINCT pair_id FROM items WHERE run_id = 'cli-run' ORDER BY 1")
     assert list(pairs["pair_id"]) == [1, 3]
 
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from probe.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.reliability_support import seeded_copy
+from tests.support import seeded_copy
 
 ENV_KEY = f"sk-test-PLANTED-env-{secrets.token_hex(8)}"
 URL_KEY = f"sk-test-PLANTED-url-{secrets.token_hex(8)}"

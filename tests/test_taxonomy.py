@@ -12,9 +12,8 @@ from probe import db, taxonomy
 from probe.cli import app
 from probe.errors import UserError
 from probe.resources import resource_dir
+from tests.support import ONET_RELEASE, SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
 UNQOVER = SHARED / "data" / "names_occupations" / "unqover" / "word_lists"
 STORE_TABLES = (
     "onet_occupations",
@@ -33,7 +32,7 @@ RELEASE_SUMMARY = {
     "curated_occupations": 62,
 }
 
-needs_release = pytest.mark.skipif(not RELEASE.is_dir(), reason=f"O*NET release not found at {RELEASE}")
+needs_release = pytest.mark.skipif(not ONET_RELEASE.is_dir(), reason=f"O*NET release not found at {ONET_RELEASE}")
 
 
 def tables(path: Path) -> dict[str, pd.DataFrame]:
@@ -58,12 +57,12 @@ def invoke(*args: str) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """A database with the shared release imported, and the import's summary (shared by this module)."""
-    if not RELEASE.is_dir():
-        pytest.skip(f"O*NET release not found at {RELEASE}")
+    if not ONET_RELEASE.is_dir():
+        pytest.skip(f"O*NET release not found at {ONET_RELEASE}")
     path = tmp_path_factory.mktemp("imported") / "probe.duckdb"
     con = db.connect(path)
     try:
-        return path, taxonomy.import_release(con, RELEASE)
+        return path, taxonomy.import_release(con, ONET_RELEASE)
     finally:
         con.close()
 
@@ -90,7 +89,7 @@ def broken_release(tmp_path: Path, name: str, text: str | None) -> Path:
     """The shared release with file `name` replaced by `text` (None: the file is left out)."""
     folder = tmp_path / "release"
     folder.mkdir()
-    for source in RELEASE.iterdir():
+    for source in ONET_RELEASE.iterdir():
         if source.name != name:
             (folder / source.name).symlink_to(source)
     if text is not None:
@@ -106,7 +105,7 @@ def test_import_loads_the_release_and_records_it(imported: tuple[Path, dict]) ->
     assert summary == RELEASE_SUMMARY
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT release, source FROM onet_release").fetchall() == [
-        ("O*NET 29.0 Database, August 2024 Release", str(RELEASE))
+        ("O*NET 29.0 Database, August 2024 Release", str(ONET_RELEASE))
     ]
     assert con.execute(
         "SELECT category, count(DISTINCT element_id) FROM attribute_ratings GROUP BY ALL ORDER BY ALL"
@@ -122,7 +121,7 @@ def test_import_loads_the_release_and_records_it(imported: tuple[Path, dict]) ->
 def test_zip_import_gives_identical_tables(tmp_path: Path, imported_tables: dict[str, pd.DataFrame]) -> None:
     archive = tmp_path / "db_30_0_text.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as writer:
-        for source in sorted(RELEASE.iterdir()):
+        for source in sorted(ONET_RELEASE.iterdir()):
             writer.write(source, f"db_30_0_text/{source.name}")
     zipped_db = tmp_path / "zipped.duckdb"
     code, output = invoke("taxonomy", "import", str(archive), "--db", str(zipped_db))
@@ -193,10 +192,10 @@ def test_curated_occupations_follow_the_unqover_list_minus_eight(con: duckdb.Duc
 @needs_release
 def test_every_mapped_code_exists_and_has_ratings_in_the_release() -> None:
     curated = pd.read_csv(resource_dir("taxonomy") / "occupations.csv")
-    occupation_data = pd.read_csv(RELEASE / "Occupation Data.txt", sep="\t")
+    occupation_data = pd.read_csv(ONET_RELEASE / "Occupation Data.txt", sep="\t")
     titles = dict(zip(occupation_data["O*NET-SOC Code"], occupation_data["Title"], strict=True))
     for file_name in taxonomy.RATING_FILES.values():
-        rated = set(pd.read_csv(RELEASE / file_name, sep="\t", usecols=["O*NET-SOC Code"])["O*NET-SOC Code"])
+        rated = set(pd.read_csv(ONET_RELEASE / file_name, sep="\t", usecols=["O*NET-SOC Code"])["O*NET-SOC Code"])
         assert set(curated["soc_code"]) <= rated, file_name
     assert [titles[code] for code in curated["soc_code"]] == list(curated["onet_title"])
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the reliability tests: database fingerprints, one-line CLI errors, stored labels."""
+"""Helpers shared by the tests: seeded database copies, queries, database fingerprints, one-line CLI errors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import pandas as pd
 
 from probe import db
 
+# Tests may read ../shared (the O*NET release and name lists); the product never does.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
 
 
