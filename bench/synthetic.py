@@ -5,7 +5,7 @@ stage-2 binary/single/multiple items for every (condition, pair, order, occupati
 from a deterministic hash so the same arguments always give the same run. The female share of S varies by
 occupation (0.2 to 0.8) so the preference tests and the regression have something to find.
 
-    .venv/bin/python bench/synthetic.py --answers 1000000 --db runs/bench.duckdb
+    .venv/bin/python -m bench.synthetic --answers 1000000 --db runs/bench.duckdb
 """
 
 from __future__ import annotations

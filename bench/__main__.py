@@ -1,0 +1,83 @@
+"""Print one `name=value` line per benchmark figure; BENCHMARKS.md explains each and the targets.
+
+    .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
+    .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
+    .venv/bin/python -m bench --only calls,analyze
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ANALYZE_ANSWERS = 1_000_000
+
+
+def _calls(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.calls import paper_call_counts
+
+    return paper_call_counts()
+
+
+def _analyze(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.analyze_speed import cli_analyze_seconds, in_process_analyze_seconds, synthetic_database
+
+    path = folder / "analyze.duckdb"
+    answers = synthetic_database(path, ANALYZE_ANSWERS)
+    return {
+        "analyze_answers": answers,
+        "analyze_1m_seconds": round(cli_analyze_seconds(path), 2),
+        "analyze_1m_in_process_seconds": round(in_process_analyze_seconds(path), 2),
+    }
+
+
+def _qa(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.qa_batch import measure
+
+    return measure(items_timed=32 if quick else 128)
+
+
+def _llm(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.calls import paper_call_counts
+    from bench.llm import measure
+
+    counts = paper_call_counts()
+    paper_stage_items = {"1": counts["stage1_items_paper"], "2": counts["stage2_items_paper"]}
+    return measure(quick, folder, paper_stage_items)
+
+
+BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
+    "calls": _calls,
+    "analyze": _analyze,
+    "qa": _qa,
+    "llm": _llm,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller slices, under 10 minutes")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma list of {', '.join(BENCHMARKS)}")
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")
+    started = time.perf_counter()
+    print(f"cores={len(os.sched_getaffinity(0))}", flush=True)
+    for name in chosen:
+        with tempfile.TemporaryDirectory() as folder:
+            load_before = os.getloadavg()[0]
+            figures = BENCHMARKS[name](args.quick, Path(folder))
+            print(f"{name}_load_average_1m={load_before:.2f}", flush=True)
+            for figure, value in figures.items():
+                print(f"{figure}={value}", flush=True)
+    print(f"bench_seconds={time.perf_counter() - started:.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Model calls of the paper preset, counted from the real dataset builder (no model is asked).
+
+`stage1_call_ratio`: stage 1 asks each (pair, order, subject, category, attribute) once over the union of
+the occupations' top-k lists, and the answer cache asks an identical prompt once; a naive design asks
+every occupation's 3k attributes anew for every (pair, order, subject). `total_calls_paper` adds the
+distinct stage-2 prompts. Stage 2 depends on what stage 1 granted: it is built here with a fixed,
+hash-drawn half of the attributes granted (all granted would make taxonomy prompts equal control ones,
+none granted equal to baseline ones, and the cache would ask those once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from probe import db, runner
+from probe.config import load_config
+from probe.dataset import Item, build_stage1, build_stage2
+
+PROMPT_FORMAT = "chat"  # the default llamacpp backend's format
+
+
+def distinct_calls(items: Sequence[Item]) -> int:
+    """Items the runner sends to a model: one per distinct cache content (prompt, options, asked subject)."""
+    return len({(item.prompt, item.options, item.subject_name) for item in items})
+
+
+def _half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]:
+    return {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
+        for item in stage1
+        if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
+    }
+
+
+@cache
+def paper_call_counts() -> dict[str, float]:
+    """Call counts of the paper preset: with reuse and cache, and of the naive stage-1 design."""
+    config = load_config({"preset": "paper"})
+    with tempfile.TemporaryDirectory() as folder:
+        con = db.connect(Path(folder) / "calls.duckdb")
+        try:
+            selection = runner.select(con, config)
+        finally:
+            con.close()
+    stage1 = build_stage1(selection.pairs, selection.attributes, PROMPT_FORMAT)
+    stage2 = build_stage2(
+        selection.pairs, selection.attributes, _half_granted(stage1), config.conditions, PROMPT_FORMAT
+    )
+    pairs = len(selection.pairs)
+    attributes_per_occupation_sum = len(selection.attributes)  # sum over occupations of their 3k rows
+    naive_stage1 = pairs * 2 * 2 * attributes_per_occupation_sum
+    stage1_calls = distinct_calls(stage1)
+    return {
+        "stage1_calls_paper": stage1_calls,
+        "stage1_calls_naive": naive_stage1,
+        "stage1_call_ratio": round(stage1_calls / naive_stage1, 4),
+        "stage1_items_paper": len(stage1),
+        "stage2_items_paper": len(stage2),
+        "total_calls_paper": distinct_calls(stage1 + stage2),
+    }

@@ -1,0 +1,104 @@
+"""hf-qa: the batched candidate scorer against answering one item at a time, same outputs.
+
+The model has roberta-base's shape (12 layers, hidden 768, 12 heads, feed-forward 3072) with random
+weights, built here (no download); its byte-level BPE tokenizer is trained with `tokenizers` on the
+prompts themselves, as tests/tiny_models.py does on a smaller corpus. The items are the quick preset's
+qa-format items (stage 2 built with a fixed half of the attributes granted), taken evenly spaced so the
+mix of stage-1 and stage-2 items (short and long contexts) is the preset's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import AutoModelForQuestionAnswering, PreTrainedTokenizerFast, RobertaConfig
+
+from probe import db, runner
+from probe.backends.base import Query, Reply
+from probe.backends.hf_qa import HFQABackend
+from probe.config import load_config
+from probe.dataset import Item, build_stage1, build_stage2
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's order: bos=0, pad=1, eos=2
+VOCAB_SIZE = 8000
+SCORE_TOLERANCE = 1e-3  # padding in a batch changes logits in the last float bits
+
+
+def quick_preset_items() -> list[Item]:
+    config = load_config({"preset": "quick"})
+    with tempfile.TemporaryDirectory() as folder:
+        con = db.connect(Path(folder) / "qa.duckdb")
+        try:
+            selection = runner.select(con, config)
+        finally:
+            con.close()
+    stage1 = build_stage1(selection.pairs, selection.attributes, "qa")
+    granted = {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
+        for item in stage1
+        if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
+    }
+    return stage1 + build_stage2(selection.pairs, selection.attributes, granted, config.conditions, "qa")
+
+
+def build_roberta_base_qa(folder: Path, corpus: Sequence[str]) -> Path:
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+        mask_token="<mask>", model_max_length=512,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    config = RobertaConfig(
+        vocab_size=len(wrapped), hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+        intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
+    )  # fmt: skip
+    AutoModelForQuestionAnswering.from_config(config).save_pretrained(folder)
+    wrapped.save_pretrained(folder)
+    return folder
+
+
+def _same(batched: Sequence[Reply], single: Sequence[Reply]) -> None:
+    for one, other in zip(batched, single, strict=True):
+        assert (one.label, one.raw, one.error) == (other.label, other.raw, other.error), (one, other)
+        assert one.scores is not None and other.scores is not None and one.scores.keys() == other.scores.keys()
+        for text, score in one.scores.items():
+            assert math.isclose(score, other.scores[text], abs_tol=SCORE_TOLERANCE), (text, one, other)
+
+
+def measure(items_timed: int) -> dict[str, float]:
+    items = quick_preset_items()
+    step = max(1, len(items) // items_timed)
+    queries: list[Query] = [item.query() for item in items[::step][:items_timed]]
+    with tempfile.TemporaryDirectory() as folder:
+        model = build_roberta_base_qa(Path(folder), [f"{item.question} {item.context}" for item in items])
+        backend = HFQABackend(str(model))
+        backend.answer(queries[:2])  # warm-up: first-call allocations are not the scorer's speed
+        started = time.perf_counter()
+        single = [reply for query in queries for reply in backend.answer([query])]
+        single_s = time.perf_counter() - started
+        started = time.perf_counter()
+        batched = backend.answer(queries)
+        batched_s = time.perf_counter() - started
+        backend.close()
+    _same(batched, single)
+    return {
+        "qa_items": len(queries),
+        "qa_single_items_per_s": round(len(queries) / single_s, 2),
+        "qa_batched_items_per_s": round(len(queries) / batched_s, 2),
+        "qa_batch_speedup": round(single_s / batched_s, 2),
+    }
