@@ -31,8 +31,8 @@ from probe.backends import llamacpp
 from probe.config import RunConfig
 
 # The slice of the paper preset timed by `--quick`: the first name pair, these occupations (office,
-# manual and care work), all three conditions: 160 stage-1 and 72 stage-2 items.
-QUICK_OCCUPATIONS = ("accountant", "carpenter", "nurse")
+# manual, care, transport, science and teaching work, dance), all three conditions.
+QUICK_OCCUPATIONS = ("accountant", "carpenter", "dancer", "nurse", "pilot", "scientist", "teacher")
 
 
 @dataclass(frozen=True)
