@@ -9,6 +9,7 @@ mix of stage-1 and stage-2 items (short and long contexts) is the preset's.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import tempfile
@@ -80,25 +81,52 @@ def _same(batched: Sequence[Reply], single: Sequence[Reply]) -> None:
             assert math.isclose(score, other.scores[text], abs_tol=SCORE_TOLERANCE), (text, one, other)
 
 
+def _timed(model: Path, calls: Sequence[Sequence[Query]]) -> tuple[list[Reply], float, int]:
+    """Replies, seconds and rows run through the model, on a fresh backend (nothing remembered yet)."""
+    backend = HFQABackend(str(model))
+    rows: list[int] = []
+    backend.model.register_forward_pre_hook(
+        lambda _model, _args, kwargs: rows.append(len(kwargs["input_ids"])), with_kwargs=True
+    )
+    warm_up = dataclasses.replace(calls[0][0], context=calls[0][0].context + " ")  # an input not timed
+    backend.answer([warm_up])  # first-call allocations are not the scorer's speed
+    rows.clear()
+    started = time.perf_counter()
+    replies = [reply for call in calls for reply in backend.answer(call)]
+    seconds = time.perf_counter() - started
+    backend.close()
+    return replies, seconds, sum(rows)
+
+
 def measure(items_timed: int) -> dict[str, float]:
+    """Batched vs one at a time on items spread over the preset; and one stage-1 block in run order.
+
+    The spread sample has no two items with the same model input, so its speedup is batching alone. The
+    stage-1 block (one pair and name order: every attribute asked about each subject, in the runner's
+    order and call size) also shows the forward passes saved by reusing the logits of a repeated input.
+    """
     items = quick_preset_items()
     step = max(1, len(items) // items_timed)
     queries: list[Query] = [item.query() for item in items[::step][:items_timed]]
+    block_key = (items[0].pair_id, items[0].name_order)
+    block = [item.query() for item in items if item.stage == 1 and (item.pair_id, item.name_order) == block_key]
     with tempfile.TemporaryDirectory() as folder:
         model = build_roberta_base_qa(Path(folder), [f"{item.question} {item.context}" for item in items])
-        backend = HFQABackend(str(model))
-        backend.answer(queries[:2])  # warm-up: first-call allocations are not the scorer's speed
-        started = time.perf_counter()
-        single = [reply for query in queries for reply in backend.answer([query])]
-        single_s = time.perf_counter() - started
-        started = time.perf_counter()
-        batched = backend.answer(queries)
-        batched_s = time.perf_counter() - started
-        backend.close()
+        single, single_s, _ = _timed(model, [[query] for query in queries])
+        batched, batched_s, _ = _timed(model, [queries])
+        call_size = HFQABackend(str(model)).batch_size
+        block_calls = [block[start : start + call_size] for start in range(0, len(block), call_size)]
+        block_single, block_single_s, _ = _timed(model, [[query] for query in block])
+        block_batched, block_batched_s, block_rows = _timed(model, block_calls)
     _same(batched, single)
+    _same(block_batched, block_single)
     return {
         "qa_items": len(queries),
         "qa_single_items_per_s": round(len(queries) / single_s, 2),
         "qa_batched_items_per_s": round(len(queries) / batched_s, 2),
         "qa_batch_speedup": round(single_s / batched_s, 2),
+        "qa_stage1_block_items": len(block),
+        "qa_stage1_block_forward_rows": block_rows,
+        "qa_stage1_block_single_items_per_s": round(len(block) / block_single_s, 2),
+        "qa_stage1_block_batched_items_per_s": round(len(block) / block_batched_s, 2),
     }

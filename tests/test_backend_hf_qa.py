@@ -118,6 +118,32 @@ def test_tiny_model_batched_equals_one_by_one(tiny_qa: Path) -> None:
     assert identity["backend"] == "hf-qa" and list(identity["weights_sha256"]) == ["model.safetensors"]
 
 
+def test_each_model_input_runs_once_across_calls(tiny_qa: Path) -> None:
+    """Queries differing only in the asked subject or the options share one forward row, in and across calls."""
+    other = "Linda and James are applying for the same job."
+    queries = [
+        query("binary", YES_NO, subject="Mary"),
+        query("binary", YES_NO, subject="John"),
+        query("single", SINGLE),
+        query("multiple", MULTIPLE),
+        query("multiple", MULTIPLE, context=other),
+    ]
+    backend = HFQABackend(str(tiny_qa), batch_size=8)
+    rows: list[int] = []
+    backend.model.register_forward_pre_hook(
+        lambda _model, _args, kwargs: rows.append(len(kwargs["input_ids"])), with_kwargs=True
+    )
+    together = backend.answer(queries)
+    assert rows == [2]  # CONTEXT and `other`, each with the one question
+    assert backend.answer([query("attr", YES_NO, subject="John", context=other)])[0].label == "no"
+    assert rows == [2]  # remembered from the first call
+    separately = [HFQABackend(str(tiny_qa), batch_size=8).answer([one])[0] for one in queries]
+    assert [(r.label, r.raw) for r in together] == [(r.label, r.raw) for r in separately]
+    for one, alone in zip(together, separately, strict=True):
+        assert one.scores == pytest.approx(alone.scores, abs=1e-4)
+    assert together[0].label != together[1].label  # the same logits, read for Mary and for John
+
+
 def test_unloadable_model_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot load a question-answering model"):
         HFQABackend(str(tmp_path / "absent"))

@@ -19,6 +19,7 @@ empty when the null answer beats it) is kept in `raw`.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,9 +39,14 @@ MAX_SEQUENCE_TOKENS = 512
 DEFAULT_BATCH_SIZE = 16
 # The runner hands over this many forward batches at once, sorted by length together (see answer()).
 BATCHES_PER_CALL = 4
+# Logits kept for model inputs already seen (least recently added dropped first): a few KB each.
+INPUTS_REMEMBERED = 4096
+# Padded tokens per forward pass at most: short stage-1 inputs go in larger batches than long stage-2 ones.
+TOKENS_PER_FORWARD = 2048
 NULL = None  # the candidate "span" that stands for the null answer
 
 CharSpan = tuple[int, int]
+ModelInput = tuple[str, str]  # (question, context): what the model sees; the options only read its logits
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,7 @@ class HFQABackend:
         if not self.tokenizer.is_fast:
             raise UserError(f"--model {model}: needs a fast tokenizer (for character offsets)")
         self.model_name = model
+        self._remembered: OrderedDict[ModelInput, Encoded] = OrderedDict()
         self.forward_batch_size = batch_size
         self.batch_size = batch_size * BATCHES_PER_CALL
         self.max_length = min(
@@ -150,41 +157,68 @@ class HFQABackend:
         }
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
-        """Forward passes over queries of similar length, so little of a batch is padding.
+        """Decide every query from the logits of its (question, context), each input run through the model once.
+
+        Stage 1 asks the same "Who is skilled in ...?" about the same context for both subjects (only the
+        reading of the answer differs), |attribute union| items apart, so those logits are kept across
+        calls (`INPUTS_REMEMBERED`); that halves stage 1's forward passes.
+        """
+        inputs = dict.fromkeys((query.question, query.context) for query in queries)
+        known = {key: self._remembered[key] for key in inputs if key in self._remembered}
+        new = [key for key in inputs if key not in known]
+        known.update(zip(new, self._encode(new), strict=True))
+        for key in new:
+            self._remember(key, known[key])
+        return [decide(query, known[(query.question, query.context)]) for query in queries]
+
+    def _remember(self, key: ModelInput, encoded: Encoded) -> None:
+        self._remembered[key] = encoded
+        if len(self._remembered) > INPUTS_REMEMBERED:
+            self._remembered.popitem(last=False)
+
+    @torch.inference_mode()
+    def _encode(self, inputs: Sequence[ModelInput]) -> list[Encoded]:
+        """Forward passes over inputs of similar token length, so little of a batch is padding.
 
         A batch is padded to its longest sequence, and stage-1 contexts are a few times shorter than
         stage-2 ones: in input order, a 16-query batch of the quick preset's mix was mostly padding.
         """
-        by_length = sorted(range(len(queries)), key=lambda i: len(queries[i].question) + len(queries[i].context))
-        replies: list[Reply | None] = [None] * len(queries)
-        for start in range(0, len(queries), self.forward_batch_size):
-            chunk = by_length[start : start + self.forward_batch_size]
-            chunk_queries = [queries[i] for i in chunk]
-            for index, query, encoded in zip(chunk, chunk_queries, self._encode(chunk_queries), strict=True):
-                replies[index] = decide(query, encoded)
-        return replies
-
-    @torch.inference_mode()
-    def _encode(self, queries: Sequence[Query]) -> list[Encoded]:
-        batch = self.tokenizer(
-            [query.question for query in queries],
-            [query.context for query in queries],
+        if not inputs:
+            return []
+        tokens = self.tokenizer(
+            [question for question, _ in inputs],
+            [context for _, context in inputs],
             truncation="only_second",
             max_length=self.max_length,
-            padding=True,
             return_offsets_mapping=True,
-            return_tensors="pt",
         )
-        offsets = batch.pop("offset_mapping").tolist()
-        output = self.model(**batch)
-        encoded = []
-        for row in range(len(queries)):
-            sequence_ids = batch.sequence_ids(row)
-            context_offsets = [
-                (a, b) if sequence_ids[i] == 1 else (-1, -1) for i, (a, b) in enumerate(offsets[row])
-            ]
-            encoded.append(Encoded(output.start_logits[row], output.end_logits[row], context_offsets))
+        by_length = sorted(range(len(inputs)), key=lambda i: len(tokens["input_ids"][i]))
+        encoded: list[Encoded | None] = [None] * len(inputs)
+        for rows in self._forward_batches(by_length, [len(ids) for ids in tokens["input_ids"]]):
+            batch = self.tokenizer.pad(
+                {name: [tokens[name][row] for row in rows] for name in ("input_ids", "attention_mask")},
+                return_tensors="pt",
+            )
+            output = self.model(**batch)
+            for position, row in enumerate(rows):
+                sequence_ids = tokens.sequence_ids(row)
+                offsets = tokens["offset_mapping"][row]
+                context_offsets = [span if sequence_ids[i] == 1 else (-1, -1) for i, span in enumerate(offsets)]
+                length = len(offsets)  # the row without its padding; a copy, so the batch's logits can go
+                start = output.start_logits[position, :length].clone()
+                encoded[row] = Encoded(start, output.end_logits[position, :length].clone(), context_offsets)
         return encoded
+
+    def _forward_batches(self, by_length: list[int], lengths: list[int]) -> list[list[int]]:
+        """Consecutive rows (shortest first), at most forward_batch_size and TOKENS_PER_FORWARD padded tokens."""
+        batches: list[list[int]] = []
+        for row in by_length:
+            last = batches[-1] if batches else []
+            if 0 < len(last) < self.forward_batch_size and (len(last) + 1) * lengths[row] <= TOKENS_PER_FORWARD:
+                last.append(row)
+            else:
+                batches.append([row])
+        return batches
 
     def close(self) -> None:
         self.model = None  # the weights are the memory worth releasing
