@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/probe taxonomy show accountant
+	$(VENV)/bin/probe run --preset quick --report
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

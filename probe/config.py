@@ -73,14 +73,12 @@ def without_credentials(url: str | None) -> str | None:
     return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
-# Sized so the whole quick run (stage 1 included) takes a few minutes on SmolLM2-135M via llama.cpp
-# (~17 requests/s on 2 cores): all 62 occupations, top-5 per category as in the paper, 2 name pairs so
-# pair-level spread exists, and the two conditions that carry the bias question (taxonomy and control).
-# Items: stage 1 = 2 pairs x 2 orders x 2 subjects x 95 attributes (the union at k=5) = 760;
-# stage 2 = 2 x 2 x 62 x 4 x 2 = 1984; 2744 in all (~2.7 minutes at 17 items/s). The third condition
-# (baseline) would add 992 more.
+# quick is the README's demo: all 62 occupations on the bundled SmolLM2-135M in under 5 minutes on a
+# 2-core CPU, where llama.cpp evaluates ~100 prompt tokens/s (BENCHMARKS.md). Items: stage 1 = 1 pair x 2
+# orders x 2 subjects x 81 attributes (the union at k=3) = 324; stage 2 = 1 x 2 x 62 x 4 x 1 = 496.
+# One pair gives no spread over pairs (no bootstrap CI); the paper preset is the real audit.
 PRESETS: dict[str, dict[str, object]] = {
-    "quick": {"pairs": 2, "occupations": None, "top_k": 5, "conditions": ("taxonomy", "control")},
+    "quick": {"pairs": 1, "occupations": None, "top_k": 3, "conditions": ("taxonomy",)},
     "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
 }
 
