@@ -34,10 +34,11 @@ POLL = 0  # threads sleep instead of spinning between batches: the cores are sha
 # shared 2-core machine, 36 stage-2 items in build order ran at 1.56-1.67 items/s with 1 slot, 1.28-1.41
 # with 2, 1.05-1.15 with 4 (three alternating runs each).
 CORES_PER_SLOT = 2
-# One core is left to the probe process itself (HTTP client, rendering, DuckDB). ggml's threads meet at
-# spinning barriers: when they outnumber the free cores, one preempted thread stalls the others. On the
-# shared 2-core machine (load ~4) 2 threads answered 0.3-0.6 requests/s, 1 thread 3.3-4.3 (bench/).
-CORES_LEFT_TO_CLIENT = 1
+# ggml's threads meet at barriers: when they outnumber the free cores, one preempted thread stalls the
+# others. So the server gets the cores that are idle when it starts.
+# Measured on this 2-core machine with 146 new prompt tokens per request: idle, 2 threads 579 ms and
+# 1 thread 1130 ms a request; under load ~4 from other processes, 2 threads answered 0.3-0.6 requests/s
+# and 1 thread 3.3-4.3. The probe process itself waits while the server computes (one request in flight).
 
 
 def default_gguf() -> Path:
@@ -74,7 +75,11 @@ def default_slots() -> int:
 
 
 def server_threads() -> int:
-    return max(1, machine_cores() - CORES_LEFT_TO_CLIENT)
+    """The cores idle right now (at least one), sampled for a moment: the load average lags a minute."""
+    import psutil
+
+    busy_share = psutil.cpu_percent(interval=0.25) / 100
+    return max(1, round(machine_cores() * (1 - busy_share)))
 
 
 class EmbeddedServer:
