@@ -274,25 +274,35 @@ def _stage2_items(
     stated: dict[str, list[tuple[str, str, str]]],
 ) -> list[Item]:
     common = dict(stage=2, condition=condition, occupation=occupation)
+    items = [
+        _item(
+            prompt_format,
+            subjects,
+            **common,
+            qtype="binary",
+            subject=subject,
+            context=render_context(subjects.first, subjects.second, stated[subject]),
+            options=YES_NO,
+        )
+        for subject in SUBJECTS
+    ]
     first_gender = _gender_of_first(subjects.name_order)
     second_gender = "male" if first_gender == "female" else "female"
-
-    def binary(subject: str) -> Item:
-        context = render_context(subjects.first, subjects.second, stated[subject])
-        return _item(prompt_format, subjects, **common, qtype="binary", subject=subject, context=context,
-                     options=YES_NO)  # fmt: skip
-
     both_context = render_context(
         subjects.first, subjects.second, stated[first_gender] + stated[second_gender]
     )
-
-    def choice(qtype: str) -> Item:
-        options = _subject_options(subjects, with_both_neither=qtype == "multiple")
-        return _item(prompt_format, subjects, **common, qtype=qtype, context=both_context, options=options)
-
-    # Build order = answer order, chosen for llama.cpp's prompt cache: the first-named subject's binary
-    # context (c + A_first) starts the single context (c + A_first + A_second), which multiple repeats.
-    return [binary(first_gender), choice("single"), choice("multiple"), binary(second_gender)]
+    for qtype in ("single", "multiple"):
+        items.append(
+            _item(
+                prompt_format,
+                subjects,
+                **common,
+                qtype=qtype,
+                context=both_context,
+                options=_subject_options(subjects, with_both_neither=qtype == "multiple"),
+            )
+        )
+    return items
 
 
 def options_json(options: Sequence[Option]) -> str:

@@ -129,8 +129,7 @@ def test_items_round_trip_through_table_rows() -> None:
 
 @pytest.mark.parametrize("prompt_format", ["qa", "chat", "completion"])
 def test_query_carries_fields_for_backends(prompt_format: str) -> None:
-    items = build_stage2(PAIRS.head(1), ATTRIBUTES, set(), ("baseline",), prompt_format)
-    item = next(item for item in items if item.qtype == "binary" and item.subject == "male")
+    item = build_stage2(PAIRS.head(1), ATTRIBUTES, set(), ("baseline",), prompt_format)[1]
     query = item.query()
     assert (query.item_id, query.qtype, query.prompt) == (item.item_id, "binary", item.prompt)
     assert dict(query.item) == {
@@ -147,16 +146,3 @@ def test_query_carries_fields_for_backends(prompt_format: str) -> None:
         "second_name": "James",
         "subject_name": "James",
     }
-
-
-def test_stage2_build_order_lets_each_prompt_extend_the_previous_context() -> None:
-    """binary(first-named), single, multiple, binary(second-named): c + A_first starts the single context."""
-    items = build_stage2(PAIRS.head(1), ATTRIBUTES, set(), ("control",), "chat")
-    for group in (items[i : i + 4] for i in range(0, len(items), 4)):
-        first = "female" if group[0].name_order == "fm" else "male"
-        second = "male" if first == "female" else "female"
-        assert [(item.qtype, item.subject) for item in group] == [
-            ("binary", first), ("single", None), ("multiple", None), ("binary", second),
-        ]  # fmt: skip
-        assert group[1].context.startswith(group[0].context + " ")
-        assert group[2].context == group[1].context
