@@ -315,9 +315,11 @@ def test_dataset_preview_shows_every_kind(db_file: Path) -> None:
 
 def test_settings_precedence_preset_toml_flags(tmp_path: Path) -> None:
     run_toml = tmp_path / "RUN.toml"
-    run_toml.write_text('preset = "quick"\ntop_k = 3\noccupations = "mine.csv"\nbackend = "replay"\n')
+    run_toml.write_text('preset = "quick"\ntop_k = 2\noccupations = "mine.csv"\nbackend = "replay"\n')
     settings = load_config({"top_k": "4", "conditions": "control,taxonomy"}, run_toml)
-    assert (settings.pairs, settings.top_k, settings.conditions) == (2, 4, ("taxonomy", "control"))
+    # pairs from the quick preset, top_k and conditions from the flags
+    assert (settings.pairs, settings.top_k, settings.conditions) == (1, 4, ("taxonomy", "control"))
+    assert load_config({}, run_toml).top_k == 2  # RUN.toml over the preset's 3
     assert (settings.backend, settings.occupations) == ("replay", str(tmp_path / "mine.csv"))
     assert load_config({"preset": "paper"}, run_toml).pairs == 70
     assert load_config({"pairs": "1,4,9"}).pairs == (1, 4, 9)
