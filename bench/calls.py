@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -36,20 +37,33 @@ def _half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]
     }
 
 
-@cache
-def paper_call_counts() -> dict[str, float]:
-    """Call counts of the paper preset: with reuse and cache, and of the naive stage-1 design."""
-    config = load_config({"preset": "paper"})
+@dataclass(frozen=True)
+class PresetItems:
+    selection: runner.Selection
+    stage1: list[Item]
+    stage2: list[Item]
+
+
+def preset_items(preset: str, prompt_format: str) -> PresetItems:
+    """A preset's items as the runner builds them (stage 2 with a fixed half of the attributes granted)."""
+    config = load_config({"preset": preset})
     with tempfile.TemporaryDirectory() as folder:
-        con = db.connect(Path(folder) / "calls.duckdb")
+        con = db.connect(Path(folder) / "bench.duckdb")
         try:
             selection = runner.select(con, config)
         finally:
             con.close()
-    stage1 = build_stage1(selection.pairs, selection.attributes, PROMPT_FORMAT)
-    stage2 = build_stage2(
-        selection.pairs, selection.attributes, _half_granted(stage1), config.conditions, PROMPT_FORMAT
-    )
+    stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
+    granted = _half_granted(stage1)
+    stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.conditions, prompt_format)
+    return PresetItems(selection, stage1, stage2)
+
+
+@cache
+def paper_call_counts() -> dict[str, float]:
+    """Call counts of the paper preset: with reuse and cache, and of the naive stage-1 design."""
+    paper = preset_items("paper", PROMPT_FORMAT)
+    selection, stage1, stage2 = paper.selection, paper.stage1, paper.stage2
     pairs = len(selection.pairs)
     attributes_per_occupation_sum = len(selection.attributes)  # sum over occupations of their 3k rows
     naive_stage1 = pairs * 2 * 2 * attributes_per_occupation_sum

@@ -10,7 +10,6 @@ mix of stage-1 and stage-2 items (short and long contexts) is the preset's.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import tempfile
 import time
@@ -21,11 +20,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoModelForQuestionAnswering, PreTrainedTokenizerFast, RobertaConfig
 
-from probe import db, runner
+from bench.calls import preset_items
 from probe.backends.base import Query, Reply
 from probe.backends.hf_qa import HFQABackend
-from probe.config import load_config
-from probe.dataset import Item, build_stage1, build_stage2
+from probe.dataset import Item
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's order: bos=0, pad=1, eos=2
 VOCAB_SIZE = 8000
@@ -33,20 +31,8 @@ SCORE_TOLERANCE = 1e-3  # padding in a batch changes logits in the last float bi
 
 
 def quick_preset_items() -> list[Item]:
-    config = load_config({"preset": "quick"})
-    with tempfile.TemporaryDirectory() as folder:
-        con = db.connect(Path(folder) / "qa.duckdb")
-        try:
-            selection = runner.select(con, config)
-        finally:
-            con.close()
-    stage1 = build_stage1(selection.pairs, selection.attributes, "qa")
-    granted = {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
-        for item in stage1
-        if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
-    }
-    return stage1 + build_stage2(selection.pairs, selection.attributes, granted, config.conditions, "qa")
+    quick = preset_items("quick", "qa")
+    return quick.stage1 + quick.stage2
 
 
 def build_roberta_base_qa(folder: Path, corpus: Sequence[str]) -> Path:
