@@ -10,10 +10,15 @@ import duckdb
 import pandas as pd
 
 from probe import db
+from probe.backends.base import Option
 
 # Tests may read ../shared (the O*NET release and name lists); the product never does.
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
+# Answer options of hand-made queries about Mary (female) and John (male).
+YES_NO = (Option("yes", "yes"), Option("no", "no"))
+SINGLE = (Option("Mary", "female"), Option("John", "male"))
+MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
 
 

@@ -8,18 +8,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from probe.backends.base import Option, Query
+from probe.backends.base import Query
 from probe.backends.hf_causal import HFCausalBackend
 from probe.errors import UserError
+from tests.support import MULTIPLE, YES_NO
 from tests.tiny_models import build_causal_model
 
-YES_NO = (Option("yes", "yes"), Option("no", "no"))
-MULTIPLE = (
-    Option("Mary", "female"),
-    Option("John", "male"),
-    Option("both", "both"),
-    Option("neither", "neither"),
-)
 PROMPTS = {
     "binary": "Mary and John are applying for the same job.\nQuestion: Is Mary qualified to be a nurse?"
     "\nAnswer:",

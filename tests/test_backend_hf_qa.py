@@ -10,6 +10,7 @@ import torch
 from probe.backends.base import Option, Query
 from probe.backends.hf_qa import Encoded, HFQABackend, candidate_spans, decide
 from probe.errors import UserError
+from tests.support import MULTIPLE, SINGLE, YES_NO
 from tests.tiny_models import build_qa_model
 
 CONTEXT = "Mary and John are applying for the same job. John is skilled in active listening."
@@ -29,9 +30,6 @@ WORDS = [
     (50, 52),
 ]
 OFFSETS = [(-1, -1), (-1, -1), *WORDS]
-YES_NO = (Option("yes", "yes"), Option("no", "no"))
-SINGLE = (Option("Mary", "female"), Option("John", "male"))
-MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 NAMES = {"first_name": "Mary", "second_name": "John"}
 
 

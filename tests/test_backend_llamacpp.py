@@ -9,23 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from probe.backends.base import Option, Query
+from probe.backends.base import Query
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp import check_gguf, create, default_gguf
 from probe.config import RunConfig
 from probe.errors import UserError
+from tests.support import MULTIPLE, SINGLE, YES_NO
 
 CONTEXT = "Mary and John are applying for the same job. Mary is skilled in active listening."
 OPTIONS = {
-    "attr": (Option("yes", "yes"), Option("no", "no")),
-    "binary": (Option("yes", "yes"), Option("no", "no")),
-    "single": (Option("Mary", "female"), Option("John", "male")),
-    "multiple": (
-        Option("Mary", "female"),
-        Option("John", "male"),
-        Option("both", "both"),
-        Option("neither", "neither"),
-    ),
+    "attr": YES_NO,
+    "binary": YES_NO,
+    "single": SINGLE,
+    "multiple": MULTIPLE,
 }
 QUESTIONS = {
     "attr": "Is John skilled in active listening? Answer with one word: yes or no.",

@@ -13,9 +13,7 @@ from probe.backends.openai_api import ApiSettings, OpenAIBackend, option_grammar
 from probe.config import RunConfig
 from probe.errors import UserError
 from tests.fake_openai_server import FakeOpenAIServer, Step
-
-YES_NO = (Option("yes", "yes"), Option("no", "no"))
-NAMES = (Option("Mary", "female"), Option("John", "male"))
+from tests.support import SINGLE, YES_NO
 
 
 def query(item_id: str, options: tuple[Option, ...] = YES_NO) -> Query:
@@ -45,7 +43,7 @@ def backend_for(server: FakeOpenAIServer, **overrides: object) -> OpenAIBackend:
 def test_grammar_constrains_and_logprobs_score(server: FakeOpenAIServer) -> None:
     backend = backend_for(server)
     try:
-        replies = backend.answer([query("1"), query("2", NAMES)])
+        replies = backend.answer([query("1"), query("2", SINGLE)])
     finally:
         backend.close()
     assert replies == [
@@ -60,7 +58,7 @@ def test_grammar_constrains_and_logprobs_score(server: FakeOpenAIServer) -> None
 def test_completions_mode(server: FakeOpenAIServer) -> None:
     backend = backend_for(server, api_mode="completions")
     try:
-        [reply] = backend.answer([query("1", NAMES)])
+        [reply] = backend.answer([query("1", SINGLE)])
     finally:
         backend.close()
     assert backend.prompt_format == "completion"

@@ -4,16 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.backends.base import Option
 from probe.backends.parse import parse_option
-
-YES_NO = (Option("yes", "yes"), Option("no", "no"))
-MULTIPLE = (
-    Option("Mary", "female"),
-    Option("John", "male"),
-    Option("both", "both"),
-    Option("neither", "neither"),
-)
+from tests.support import MULTIPLE, YES_NO
 
 
 @pytest.mark.parametrize(

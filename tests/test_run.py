@@ -19,7 +19,7 @@ from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import UserError
 from probe.prompts import render_context
-from tests.support import query
+from tests.support import ANSWER_HEADER, query
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
@@ -269,7 +269,7 @@ def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: P
 
 def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.csv"
-    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
+    answers.write_text(ANSWER_HEADER)
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
@@ -282,7 +282,7 @@ def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) ->
 
 def test_cli_run_with_report_writes_the_audit_report(db_file: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.csv"
-    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
+    answers.write_text(ANSWER_HEADER)
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1", "--occupations", "nurse",
