@@ -45,6 +45,7 @@ from typing import Any
 
 import duckdb
 import jinja2
+import markupsafe
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -66,11 +67,12 @@ ONET_ATTRIBUTION = (
     "Training Administration (USDOL/ETA). Used under the CC BY 4.0 license. O*NET\u00ae is a trademark of "
     "USDOL/ETA."
 )
-_STYLE = (_TEMPLATE_DIR / "style.css").read_text(encoding="utf-8")  # inlined: the page needs no other file
+# Our own stylesheet, inlined (the page needs no other file) and marked safe: autoescape would mangle its quotes.
+_STYLE = markupsafe.Markup((_TEMPLATE_DIR / "style.css").read_text(encoding="utf-8"))
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(_TEMPLATE_DIR),
-    autoescape=jinja2.select_autoescape(["html"]),
+    autoescape=jinja2.select_autoescape(["html", "html.j2"]),  # every user string escaped
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,

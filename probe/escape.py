@@ -1,0 +1,89 @@
+"""Escaping user strings for each output, and writing output files atomically.
+
+Names, occupations, model ids, run ids and server error texts come from users or from servers we do not
+control, so each output escapes them for its own syntax: HTML through Jinja autoescape (report
+templates), Markdown with `markdown_text`, CSV with `csv_cell`, the terminal with `terminal_text`.
+Files are written whole or not at all (`atomic_path`), so a crash never leaves half a report or export.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+from rich.text import Text
+
+# Characters with a meaning in CommonMark (emphasis, links, code, headings, tables, raw HTML, entities).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
+# A spreadsheet runs a cell starting with these as a formula (=HYPERLINK(...), +cmd, @SUM, tab/CR tricks).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: mkstemp makes 0600 files, an output file gets the usual umask-based mode
+
+
+def markdown_text(value: object) -> str:
+    """`value` as literal Markdown text on one line: every special character backslash-escaped.
+
+    Escaping `<` and `&` as well keeps raw HTML (`<script>`, `<img onerror>`) from reaching renderers that
+    pass inline HTML through; newlines become spaces so a value cannot end a table row or start a heading.
+    """
+    one_line = " ".join(str(value).splitlines())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
+
+
+def csv_cell(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula gets a leading `'`; other values are unchanged.
+
+    OWASP's CSV-injection advice: the quote makes Excel, LibreOffice and Sheets show the text as typed.
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` with `csv_cell` applied to every text column, ready for `to_csv`."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(csv_cell)
+    return safe
+
+
+def terminal_text(value: object, style: str = "") -> Text:
+    """`value` as a rich Text printed literally: `[bold red]x[/` in a name is shown, never parsed as markup."""
+    return Text(str(value), style=style)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; when the block succeeds, rename it onto `path`.
+
+    The temporary file is in the same directory, so `os.replace` is an atomic rename on the same file
+    system: readers see the old file or the whole new one. If the block raises, the temporary file is
+    removed and `path` is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        os.chmod(temporary, 0o666 & ~_UMASK)
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write `content` (text as UTF-8) to `path` whole or not at all."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(data)

@@ -1,0 +1,80 @@
+"""Escaping helpers and the atomic write: hostile strings come out literal, files appear whole or not at all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from probe.escape import atomic_path, csv_cell, csv_safe, markdown_text, terminal_text, write_atomic
+
+
+def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:
+    assert markdown_text("<img src=x onerror=alert(1)>") == r"\<img src=x onerror=alert\(1\)\>"
+    assert markdown_text("*a* | [b](c) `d` #e") == r"\*a\* \| \[b\]\(c\) \`d\` \#e"
+    assert markdown_text("a\nb\r\n# c") == r"a b \# c"
+    assert markdown_text("&amp; x_y") == r"\&amp; x\_y"
+    assert markdown_text("nurse") == "nurse"
+    assert markdown_text(3) == "3"
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ('=HYPERLINK("http://x","y")', '\'=HYPERLINK("http://x","y")'),
+        ("+1+1", "'+1+1"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("nurse", "nurse"),
+        ("a=b", "a=b"),
+        ("", ""),
+        (-1.5, -1.5),
+        (None, None),
+    ],
+)
+def test_csv_cell_neutralises_formula_starts_only(cell: object, expected: object) -> None:
+    assert csv_cell(cell) == expected
+
+
+def test_csv_safe_neutralises_text_columns_and_keeps_numbers(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"occupation": ["=1+1", "pilot", None], "value": [-1, 2, 3]})
+    safe = csv_safe(frame)
+    assert safe["occupation"].tolist()[:2] == ["'=1+1", "pilot"]
+    assert pd.isna(safe["occupation"].iloc[2])
+    assert safe["value"].tolist() == [-1, 2, 3]
+    assert frame["occupation"].iloc[0] == "=1+1"  # the input is not modified
+    safe.to_csv(tmp_path / "x.csv", index=False)
+    assert (tmp_path / "x.csv").read_text().splitlines() == ["occupation,value", "'=1+1,-1", "pilot,2", ",3"]
+
+
+def test_terminal_text_prints_markup_literally() -> None:
+    console = Console(record=True, width=80, color_system=None)
+    console.print(terminal_text("[bold red]x[/"))
+    console.print(terminal_text("[link=http://evil]click[/link]"))
+    assert console.export_text() == "[bold red]x[/\n[link=http://evil]click[/link]\n"
+
+
+def test_write_atomic_replaces_whole_file_with_umask_mode(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "report.html"
+    write_atomic(target, "first")
+    write_atomic(target, "second é")
+    assert target.read_text(encoding="utf-8") == "second é"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
+
+
+def test_atomic_path_leaves_old_file_and_no_temporary_when_writer_fails(tmp_path: Path) -> None:
+    target = tmp_path / "answers.csv"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
+        temporary.write_text("half a fi")
+        raise RuntimeError("crash mid-write")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.csv"]
