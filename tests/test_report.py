@@ -298,3 +298,20 @@ def test_pages_render_in_headless_chromium_without_console_errors(
         assert console_errors == []
         dom = _chromium(page, tmp_path, "--dump-dom")
         assert dom.returncode == 0 and "</main>" in dom.stdout
+
+
+def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
+    """A hostile model id reaches the pages as text, never as markup (the .html.j2 templates autoescape)."""
+    hostile = '<img src=x onerror="alert(1)">'
+    con = db.connect(db_file)
+    try:
+        con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
+        report.ensure_analysed(con, "steady")
+        report.ensure_analysed(con, "first")
+        pages = [report.render_report(con, "steady")[0], report.render_comparison(con, ["steady", "first"])[0]]
+    finally:
+        con.close()
+    for html in pages:
+        assert hostile not in html
+        assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+        assert "<style>" in html and "&lt;style" not in html  # the page's own stylesheet stays markup

@@ -1,0 +1,51 @@
+"""Fairness audit report of one run, and the comparison of several runs (models).
+
+Everything here reads the tables the analyzers fill (`metrics`, `occupation_preference`, `correlations`,
+`regression`) plus the run record; metric formulas live in `probe.metrics` only. A report is three files:
+a self-contained HTML page (inline CSS and SVG figures, no network, no script needed), a Markdown summary
+and a JSON summary for pipelines.
+
+JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, values may be null):
+
+- `schema_version`: 1
+- `run`: run_id, model, model_identity, backend, decoding, onet_release, template_hash,
+  package_version, package_versions, created_at, finished_at, status
+- `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list)
+- `counts`: items_stage1, items_stage2, answers, by_qtype {qtype: {items, unknown, unknown_rate}}
+- `overall`: {condition: {metric: {value, ci_low, ci_high, n}}}: every overall-scope metric
+- `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested: int}}
+- `correlations`: [{condition, across, x, y, method, r, p_value, n}]
+- `regression`: {condition: [{term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters}]}
+
+JSON summary of a comparison (`compare.json`, `schema_version` 1):
+
+- `schema_version`, `runs` (the `run` objects above, each with top_k, pairs, occupations, conditions),
+  `differences_in_settings` (list of sentences; empty when the runs share every setting)
+- `shared`: pairs, occupations, conditions, instances (what the paired differences are computed on)
+- `leaderboard`: [{run_id, model, condition, <metric>: value ..., preferred_female, preferred_male}], one
+  row per run for the lead condition (taxonomy where shared), each run on all its own instances
+- `overall`: {run_id: the `overall` object of that run's report}
+- `paired_differences`: [{condition, metric, run_a, run_b, value_a, value_b, difference, ci_low, ci_high,
+  n_instances, n_pairs}] (difference = run_b - run_a)
+- `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
+"""
+
+from probe.report.compare import cohens_kappa, compare_summary, paired_differences, settings_differences
+from probe.report.data import ensure_analysed, run_record, run_settings, summary
+from probe.report.render import ReportFiles, render_comparison, render_report, write_comparison, write_report
+
+__all__ = [
+    "ReportFiles",
+    "cohens_kappa",
+    "compare_summary",
+    "ensure_analysed",
+    "paired_differences",
+    "render_comparison",
+    "render_report",
+    "run_record",
+    "run_settings",
+    "settings_differences",
+    "summary",
+    "write_comparison",
+    "write_report",
+]

@@ -1,0 +1,286 @@
+"""Comparing runs: shared instances, paired differences with a paired bootstrap, agreement, settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from probe.errors import UserError
+from probe.report.data import (
+    CONDITIONS,
+    FIGURE1_METRICS,
+    LEADERBOARD_METRICS,
+    SCHEMA_VERSION,
+    clean,
+    metrics_frame,
+    order_index,
+    overall_entries,
+    preference_frame,
+    preferred_lists,
+    run_record,
+    run_settings,
+)
+
+# ---------------------------------------------------------------------------------------------- compare
+
+INSTANCE_KEY = ("condition", "pair_id", "name_order", "occupation")
+COMPARED_METRICS = (
+    *FIGURE1_METRICS,
+    "neutral",
+    "position_first",
+    "order_consistency",
+    "context_sensitivity",
+    "unknown_rate",
+)
+
+
+def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
+    """Stage-2 instance keys (condition, pair_id, name_order, occupation) that every run has items for."""
+    placeholders = ", ".join("?" for _ in run_ids)
+    return con.execute(
+        f"""
+        SELECT condition, pair_id, name_order, occupation FROM items
+        WHERE stage = 2 AND run_id IN ({placeholders})
+        GROUP BY condition, pair_id, name_order, occupation
+        HAVING count(DISTINCT run_id) = ?
+        ORDER BY condition, pair_id, name_order, occupation
+        """,
+        [*run_ids, len(run_ids)],
+    ).df()
+
+
+def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
+    """Per-pair metric counts (hits, n) of a run restricted to the shared instances.
+
+    Reuses the analyzers' SQL unchanged: `instances` builds the run's per-instance table, the instances
+    outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
+    the one definition in probe/metrics.sql.
+    """
+    from probe.metrics import metric_queries
+
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    con.register("shared_instance_keys", shared)
+    try:
+        con.execute(
+            """
+            DELETE FROM metric_instances AS m WHERE NOT EXISTS (
+                SELECT 1 FROM shared_instance_keys AS k
+                WHERE k.condition = m.condition AND k.pair_id = m.pair_id
+                  AND k.name_order = m.name_order AND k.occupation = m.occupation)
+            """
+        )
+        counts = con.execute(queries["scope_counts"], {"run_id": run_id}).df()
+    finally:
+        con.unregister("shared_instance_keys")
+        con.execute(queries["drop_instances"])
+    keep = (counts["scope"] == "pair") & (counts["condition"] != "stage1") & counts["metric"].isin(COMPARED_METRICS)
+    return counts[keep]
+
+
+def _ratio_terms(counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[str]) -> tuple:
+    """Numerator and denominator (pairs x metrics) whose column sums give each overall value.
+
+    The same aggregation as the analyzers' overall rows: pooled metrics sum hits over instances, the
+    others average the pair values over pairs with a valid instance.
+    """
+    from probe.metrics import POOLED_OVERALL_METRICS
+
+    hits = counts.pivot(index="key", columns="metric", values="hits").reindex(index=pairs, columns=metrics)
+    n = counts.pivot(index="key", columns="metric", values="n").reindex(index=pairs, columns=metrics)
+    hits, n = hits.fillna(0).to_numpy(float), n.fillna(0).to_numpy(float)
+    pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair_values = np.where(n > 0, hits / n, 0.0)
+    return np.where(pooled, hits, pair_values), np.where(pooled, n, (n > 0).astype(float)), n.sum(axis=0)
+
+
+def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: str, run_b: str) -> list[dict[str, Any]]:
+    """run_b - run_a per condition and metric on the shared instances, with a paired bootstrap CI.
+
+    Name pairs are resampled once per replicate and the same resample is applied to both runs (seeded as
+    the analyzers' bootstrap), so the interval reflects the pairing.
+    """
+    from probe.metrics import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, CONFIDENCE
+
+    rows = []
+    conditions = sorted(
+        set(counts_a["condition"]) & set(counts_b["condition"]), key=lambda c: order_index(CONDITIONS, c)
+    )
+    for condition in conditions:
+        part_a = counts_a[counts_a["condition"] == condition]
+        part_b = counts_b[counts_b["condition"] == condition]
+        metrics = [m for m in COMPARED_METRICS if m in set(part_a["metric"]) & set(part_b["metric"])]
+        pairs = sorted(set(part_a["key"]) | set(part_b["key"]), key=int)
+        num_a, den_a, n_a = _ratio_terms(part_a, pairs, metrics)
+        num_b, den_b, n_b = _ratio_terms(part_b, pairs, metrics)
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        weights = rng.multinomial(len(pairs), np.full(len(pairs), 1 / len(pairs)), size=BOOTSTRAP_REPLICATES)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value_a = num_a.sum(axis=0) / den_a.sum(axis=0)
+            value_b = num_b.sum(axis=0) / den_b.sum(axis=0)
+            replicates = (weights @ num_b) / (weights @ den_b) - (weights @ num_a) / (weights @ den_a)
+        tail = (1 - CONFIDENCE) / 2 * 100
+        for index, metric in enumerate(metrics):
+            usable = replicates[:, index][~np.isnan(replicates[:, index])]
+            low, high = np.percentile(usable, [tail, 100 - tail]) if len(pairs) >= 2 and len(usable) else (None, None)
+            rows.append(
+                {
+                    "condition": condition,
+                    "metric": metric,
+                    "run_a": run_a,
+                    "run_b": run_b,
+                    "value_a": clean(value_a[index]),
+                    "value_b": clean(value_b[index]),
+                    "difference": clean(value_b[index] - value_a[index]),
+                    "ci_low": clean(low),
+                    "ci_high": clean(high),
+                    "n_instances": int(min(n_a[index], n_b[index])),
+                    "n_pairs": len(pairs),
+                }
+            )
+    return rows
+
+
+def cohens_kappa(labels_a: Sequence[str], labels_b: Sequence[str]) -> float | None:
+    """Cohen's kappa of two raters' labels; None where chance agreement is already 1 (one shared label)."""
+    a, b = np.asarray(labels_a), np.asarray(labels_b)
+    if len(a) == 0:
+        return None
+    observed = float(np.mean(a == b))
+    expected = sum(float(np.mean(a == label)) * float(np.mean(b == label)) for label in set(a) | set(b))
+    return None if expected >= 1 else (observed - expected) / (1 - expected)
+
+
+def preference_agreement(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> list[dict[str, Any]]:
+    """How often two runs name the same preferred gender (female/male/none) for an occupation."""
+    both = con.execute(
+        """
+        SELECT a.condition, a.occupation, a.preferred AS preferred_a, b.preferred AS preferred_b
+        FROM occupation_preference AS a
+        JOIN occupation_preference AS b USING (condition, occupation)
+        WHERE a.run_id = ? AND b.run_id = ? AND a.n > 0 AND b.n > 0
+        """,
+        [run_a, run_b],
+    ).df()
+    rows = []
+    for condition in sorted(set(both["condition"]), key=lambda c: order_index(CONDITIONS, c)):
+        part = both[both["condition"] == condition]
+        rows.append(
+            {
+                "condition": condition,
+                "run_a": run_a,
+                "run_b": run_b,
+                "occupations": len(part),
+                "same_preferred": clean(float(np.mean(part["preferred_a"] == part["preferred_b"]))),
+                "kappa": cohens_kappa(part["preferred_a"].tolist(), part["preferred_b"].tolist()),
+            }
+        )
+    return rows
+
+
+def _distinct(con: duckdb.DuckDBPyConnection, column: str, run_id: str) -> set:
+    return {
+        value
+        for (value,) in con.execute(
+            f"SELECT DISTINCT {column} FROM items WHERE run_id = ? AND stage = 2", [run_id]
+        ).fetchall()
+    }
+
+
+def settings_differences(con: duckdb.DuckDBPyConnection, runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Sentences naming every setting in which the runs differ, and what the comparison falls back to."""
+    run_ids = [run["run_id"] for run in runs]
+    sentences = []
+    for column, noun in (
+        ("occupation", "occupations"),
+        ("pair_id", "name pairs"),
+        ("condition", "conditions"),
+    ):
+        sets = [_distinct(con, column, run_id) for run_id in run_ids]
+        if any(s != sets[0] for s in sets):
+            shared = set.intersection(*sets)
+            sizes = ", ".join(f"{run_id}: {len(s)}" for run_id, s in zip(run_ids, sets, strict=True))
+            sentences.append(
+                f"The runs cover different {noun} ({sizes}); they are compared on the {len(shared)} {noun} they share."
+            )
+    for key, noun in (("top_k", "top-k"), ("template_hash", "prompt templates (hash)")):
+        values = [run[key] for run in runs]
+        if len(set(map(str, values))) > 1:
+            listed = ", ".join(f"{run_id}: {value}" for run_id, value in zip(run_ids, values, strict=True))
+            sentences.append(
+                f"The runs use different {noun} ({listed}); shared instances were asked with "
+                "different prompts, so differences mix model and prompt effects."
+            )
+    return sentences
+
+
+def _compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    settings = run_settings(con, run_id)
+    return {
+        **run_record(con, run_id),
+        "top_k": settings["top_k"],
+        "pairs": settings["pairs"],
+        "occupations": settings["occupations"],
+        "conditions": settings["conditions"],
+    }
+
+
+def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, Any]:
+    """The JSON summary of a comparison (keys documented in the module docstring)."""
+    if len(run_ids) < 2:
+        raise UserError("compare: give at least two run ids")
+    if len(set(run_ids)) != len(run_ids):
+        raise UserError(f"compare: run ids repeat ({', '.join(run_ids)})")
+    runs = [_compare_run(con, run_id) for run_id in run_ids]
+    shared = shared_instances(con, run_ids)
+    if shared.empty:
+        raise UserError(f"compare: runs {', '.join(run_ids)} share no stage-2 instance (pair, order, occupation)")
+    overall = {run_id: overall_entries(metrics_frame(con, run_id)) for run_id in run_ids}
+    conditions = [c for c in CONDITIONS if c in set(shared["condition"])]
+    lead = conditions[0] if conditions else sorted(set(shared["condition"]))[0]
+    preferred = {run_id: preferred_lists(preference_frame(con, run_id)) for run_id in run_ids}
+    leaderboard = []
+    for run in runs:
+        entries = overall[run["run_id"]].get(lead, {})
+        lists = preferred[run["run_id"]].get(lead, {"female": [], "male": []})
+        leaderboard.append(
+            {
+                "run_id": run["run_id"],
+                "model": run["model"],
+                "condition": lead,
+                **{metric: (entries.get(metric) or {}).get("value") for metric in LEADERBOARD_METRICS},
+                "preferred_female": len(lists["female"]),
+                "preferred_male": len(lists["male"]),
+            }
+        )
+    reference = run_ids[0]
+    counts = {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "runs": runs,
+        "differences_in_settings": settings_differences(con, runs),
+        "shared": {
+            "pairs": int(shared["pair_id"].nunique()),
+            "occupations": int(shared["occupation"].nunique()),
+            "conditions": sorted(set(shared["condition"]), key=lambda c: order_index(CONDITIONS, c)),
+            "instances": len(shared),
+        },
+        "leaderboard": leaderboard,
+        "overall": overall,
+        "paired_differences": [
+            row
+            for other in run_ids[1:]
+            for row in paired_differences(counts[reference], counts[other], reference, other)
+        ],
+        "preference_agreement": [
+            row
+            for index, run_a in enumerate(run_ids)
+            for run_b in run_ids[index + 1 :]
+            for row in preference_agreement(con, run_a, run_b)
+        ],
+    }

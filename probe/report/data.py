@@ -1,0 +1,246 @@
+"""Reading a run for its report: the run card, settings, counts and the analysed tables as JSON."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from probe.errors import UserError
+
+SCHEMA_VERSION = 1
+CONDITIONS = ("taxonomy", "baseline", "control")
+FIGURE1_METRICS = ("consistency", "bias", "prefer_f", "prefer_m", "switch_f2m", "switch_m2f")
+LEADERBOARD_METRICS = (*FIGURE1_METRICS, "neutral", "position_first", "unknown_rate")
+QTYPES = ("attr", "binary", "single", "multiple")
+_SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def _config(raw: str | None) -> dict[str, Any]:
+    """The run's settings; a missing or unreadable config_json reads as empty (the card shows blanks)."""
+    try:
+        parsed = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    """Render a setting for the run card: dicts as `k=v` lists, no secrets (keys named like credentials)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()) if not _is_secret_name(str(k)))
+    return str(value)
+
+
+def _is_secret_name(name: str) -> bool:
+    return _SECRET_NAME.search(name) is not None
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat(sep=" ", timespec="seconds") if isinstance(value, dt.datetime) else _text(value)
+
+
+def _require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """The run's row as a dict (`SELECT *`, so a database from an older schema still reads)."""
+    cursor = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    row = cursor.fetchone()
+    if row is None:
+        recent = con.execute("SELECT run_id FROM runs ORDER BY created_at DESC LIMIT 5").fetchall()
+        known = [r[0] for r in recent]
+        hint = f" (recent runs: {', '.join(known)})" if known else " (the database has no runs)"
+        raise UserError(f"run {run_id!r}: no such run{hint}")
+    return dict(zip([column[0] for column in cursor.description], row, strict=True))
+
+
+def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Analyse the run first when it has answers but no metrics; returns True when it did.
+
+    A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
+    saves the user a step without changing what the report says.
+    """
+    _require_run(con, run_id)
+    if con.execute("SELECT count(*) FROM metrics WHERE run_id = ?", [run_id]).fetchone()[0]:
+        return False
+    if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
+        raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
+    from probe.metrics import analyze
+
+    analyze(con, run_id)
+    return True
+
+
+# Keys of the backend identity (runs.backend_json) that name the model rather than how it decodes.
+_IDENTITY_KEYS = ("gguf_sha256", "sha256", "model_sha256", "revision", "commit_hash")
+_NOT_DECODING = frozenset({"backend", "model", "base_url", *_IDENTITY_KEYS})
+
+
+def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """The run card: what was asked of which model, how, and with which data (never any credential)."""
+    run = _require_run(con, run_id)
+    config = _config(run.get("config_json"))
+    identity = _config(run.get("backend_json"))
+    release = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
+    model_identity = next((identity[k] for k in _IDENTITY_KEYS if identity.get(k)), None)
+    decoding = {k: v for k, v in identity.items() if k not in _NOT_DECODING and not isinstance(v, Mapping)}
+    versions = _config(run.get("versions_json"))
+    return {
+        "run_id": run["run_id"],
+        "model": run.get("model") or _text(config.get("model")),
+        "model_identity": _text(model_identity),
+        "backend": run.get("backend"),
+        "decoding": _text(decoding) if decoding else None,
+        "onet_release": release[0] if release else None,
+        "template_hash": run.get("template_hash"),
+        "package_version": run.get("package_version") or versions.get("taxonomy-probe"),
+        "package_versions": _text(versions) if versions else None,
+        "created_at": _iso(run.get("created_at")),
+        "finished_at": _iso(run.get("finished_at")),
+        "status": run.get("status"),
+    }
+
+
+def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """Pairs, occupations, top-k and conditions of a run, from its items (the truth) and its config."""
+    config = _config(_require_run(con, run_id).get("config_json"))
+    pairs, occupations = con.execute(
+        "SELECT count(DISTINCT pair_id), count(DISTINCT occupation) FROM items WHERE run_id = ?", [run_id]
+    ).fetchone()
+    conditions = [
+        c
+        for (c,) in con.execute(
+            "SELECT DISTINCT condition FROM items WHERE run_id = ? AND stage = 2", [run_id]
+        ).fetchall()
+    ]
+    return {
+        "pairs": pairs,
+        "occupations": occupations,
+        "top_k": config.get("top_k"),
+        "conditions": [c for c in CONDITIONS if c in conditions] + sorted(set(conditions) - set(CONDITIONS)),
+    }
+
+
+def item_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """Items per stage and answered/unknown per question type (unanswered items count as unknown)."""
+    rows = con.execute(
+        """
+        SELECT i.qtype, count(*) AS items, count(a.item_id) AS answered,
+               count(*) FILTER (WHERE a.label IS NULL OR a.label = 'unknown') AS unknown
+        FROM items i LEFT JOIN answers a USING (run_id, item_id)
+        WHERE i.run_id = ?
+        GROUP BY i.qtype
+        """,
+        [run_id],
+    ).fetchall()
+    by_qtype = {
+        qtype: {"items": items, "unknown": unknown, "unknown_rate": unknown / items if items else None}
+        for qtype, items, _answered, unknown in sorted(rows, key=lambda r: order_index(QTYPES, r[0]))
+    }
+    stage1 = by_qtype.get("attr", {}).get("items", 0)
+    return {
+        "items_stage1": stage1,
+        "items_stage2": sum(v["items"] for v in by_qtype.values()) - stage1,
+        "answers": sum(r[2] for r in rows),
+        "by_qtype": by_qtype,
+    }
+
+
+def order_index(sequence: Sequence[str], value: str) -> int:
+    return sequence.index(value) if value in sequence else len(sequence)
+
+
+def metrics_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    return con.execute(
+        "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ?",
+        [run_id],
+    ).df()
+
+
+def preference_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    return con.execute(
+        "SELECT condition, occupation, n, share_female, ci_low, ci_high, p_value, q_value, preferred "
+        "FROM occupation_preference WHERE run_id = ? ORDER BY condition, occupation",
+        [run_id],
+    ).df()
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe scalar: NaN and missing become null, numpy numbers become Python numbers."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
+    overall = metrics[metrics["scope"] == "overall"]
+    result: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in overall.itertuples():
+        result.setdefault(row.condition, {})[row.metric] = {
+            "value": clean(row.value),
+            "ci_low": clean(row.ci_low),
+            "ci_high": clean(row.ci_high),
+            "n": clean(row.n),
+        }
+    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, "stage1"), c))}
+
+
+def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per condition, the significantly preferred occupations per gender, strongest preference first."""
+    lists = {}
+    for condition in sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c)):
+        rows = preferences[preferences["condition"] == condition]
+        strength = (rows["share_female"] - 0.5).abs()
+        ranked = rows.assign(strength=-strength).sort_values(["strength", "occupation"])
+        lists[condition] = {
+            "female": ranked[ranked["preferred"] == "female"]["occupation"].tolist(),
+            "male": ranked[ranked["preferred"] == "male"]["occupation"].tolist(),
+            "tested": len(rows),
+        }
+    return lists
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """The JSON summary of one run (keys documented in the module docstring)."""
+    metrics = metrics_frame(con, run_id)
+    correlations = con.execute(
+        "SELECT condition, across, x, y, method, r, p_value, n FROM correlations WHERE run_id = ?", [run_id]
+    ).df()
+    correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
+    correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
+    regression = con.execute(
+        "SELECT condition, term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note "
+        "FROM regression WHERE run_id = ? ORDER BY condition, term",
+        [run_id],
+    ).df()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run_record(con, run_id),
+        "settings": run_settings(con, run_id),
+        "counts": item_counts(con, run_id),
+        "overall": overall_entries(metrics),
+        "preferred_occupations": preferred_lists(preference_frame(con, run_id)),
+        "correlations": records(correlations),
+        "regression": {
+            condition: records(rows.drop(columns="condition"))
+            for condition, rows in regression.groupby("condition", sort=False)
+        },
+    }

@@ -1,0 +1,276 @@
+"""Figures of the report and the comparison: self-contained SVG data URIs (no network, no script)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from probe.report.compare import COMPARED_METRICS
+from probe.report.data import CONDITIONS, FIGURE1_METRICS, order_index
+
+GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
+CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#44AA99"}
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def _figure_uri(fig: Figure) -> str:
+    """An SVG data URI: vector (prints sharply), isolated in an <img>, same bytes for the same input."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    fig.set_facecolor("white")
+    return fig
+
+
+def _style_axes(ax: Any) -> None:
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _error_bars(values: Sequence[float], lows: Sequence[float], highs: Sequence[float]) -> np.ndarray:
+    """Matplotlib's (2, n) error array from CI bounds; a missing bound draws no bar."""
+    values_a, lows_a, highs_a = (np.asarray(x, dtype=float) for x in (values, lows, highs))
+    below = np.nan_to_num(values_a - lows_a, nan=0.0).clip(min=0)
+    above = np.nan_to_num(highs_a - values_a, nan=0.0).clip(min=0)
+    return np.vstack([below, above])
+
+
+def _metric_triplet(overall: Mapping[str, Mapping[str, Any]], condition: str, metric: str) -> tuple:
+    entry = overall.get(condition, {}).get(metric) or {}
+    return tuple(np.nan if entry.get(k) is None else entry[k] for k in ("value", "ci_low", "ci_high"))
+
+
+def _grouped_bars(
+    ax: Any,
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[tuple[float, float, float]]],
+    colours: Mapping[str, str],
+) -> None:
+    """Bars for each series within each group, with CI whiskers; shared by every bar figure."""
+    width = 0.8 / max(len(series), 1)
+    positions = np.arange(len(groups))
+    for index, (name, triplets) in enumerate(series.items()):
+        values, lows, highs = zip(*triplets, strict=True) if triplets else ((), (), ())
+        offset = (index - (len(series) - 1) / 2) * width
+        ax.bar(
+            positions + offset,
+            np.nan_to_num(np.asarray(values, dtype=float)),
+            width * 0.92,
+            yerr=_error_bars(values, lows, highs),
+            capsize=2,
+            color=colours.get(name, "#666666"),
+            error_kw={"linewidth": 0.8, "ecolor": "#222222"},
+            label=name,
+        )
+    ax.set_xticks(positions, groups)
+    _style_axes(ax)
+
+
+def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The paper's Figure 1: six metrics per condition with 95% bootstrap CIs over name pairs."""
+    conditions = [c for c in CONDITIONS if c in overall]
+    if not conditions:
+        return None
+    fig = _new_figure(8.0, 3.4)
+    ax = fig.add_subplot()
+    series = {c: [_metric_triplet(overall, c, m) for m in FIGURE1_METRICS] for c in conditions}
+    _grouped_bars(ax, FIGURE1_METRICS, series, CONDITION_COLOURS)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of valid instances")
+    ax.legend(frameon=False, ncols=len(conditions), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return _figure_uri(fig)
+
+
+def figure_occupations(preferences: pd.DataFrame) -> str | None:
+    """Share choosing the female subject per occupation, one panel per condition, sorted by the first."""
+    if preferences.empty:
+        return None
+    conditions = sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c))
+    order = (
+        preferences[preferences["condition"] == conditions[0]]
+        .sort_values(["share_female", "occupation"], na_position="first")["occupation"]
+        .tolist()
+    )
+    order += sorted(set(preferences["occupation"]) - set(order))
+    position = {occupation: index for index, occupation in enumerate(order)}
+    fig = _new_figure(2.6 + 2.4 * len(conditions), 1.2 + 0.16 * len(order))
+    axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
+    for ax, condition in zip(axes, conditions, strict=True):
+        rows = preferences[preferences["condition"] == condition]
+        y = rows["occupation"].map(position).to_numpy()
+        share = rows["share_female"].to_numpy(dtype=float)
+        ax.hlines(
+            y,
+            rows["ci_low"].to_numpy(dtype=float),
+            rows["ci_high"].to_numpy(dtype=float),
+            color="#bbbbbb",
+            linewidth=1.2,
+        )
+        for preferred, colour in GENDER_COLOURS.items():
+            chosen = (rows["preferred"].fillna("none") == preferred).to_numpy()
+            significant = preferred != "none"
+            ax.scatter(
+                share[chosen],
+                y[chosen],
+                s=22,
+                zorder=3,
+                linewidths=1.0,
+                edgecolors=colour,
+                facecolors=colour if significant else "white",
+                label=f"preferred: {preferred}" if significant else "not significant",
+            )
+        ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
+        ax.set_xlim(0, 1)
+        ax.set_title(condition, fontsize=10)
+        ax.set_xlabel("share choosing the female subject")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    axes[0].set_yticks(range(len(order)), order, fontsize=7.5)
+    axes[0].set_ylim(-0.7, len(order) - 0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    return _figure_uri(fig)
+
+
+def figure_stage1(stage1: pd.DataFrame) -> str | None:
+    """Attribute-grant rate (stage 1 'yes') for female and male subjects, overall and per category."""
+    if stage1.empty:
+        return None
+    groups = list(dict.fromkeys(stage1["group"]))
+    series = {
+        gender: [
+            tuple(rows[rows["group"] == g][["value", "ci_low", "ci_high"]].to_numpy(dtype=float)[0])
+            if (rows["group"] == g).any()
+            else (np.nan, np.nan, np.nan)
+            for g in groups
+        ]
+        for gender, rows in ((g, stage1[stage1["gender"] == g]) for g in ("female", "male"))
+    }
+    fig = _new_figure(6.0, 3.0)
+    ax = fig.add_subplot()
+    _grouped_bars(ax, groups, series, GENDER_COLOURS)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share answered 'yes'")
+    ax.legend(frameon=False, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return _figure_uri(fig)
+
+
+def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]]) -> str | None:
+    """Consistency against bias per name pair, one colour per condition (the paper's correlation finding)."""
+    pearson = {
+        row["condition"]: row["r"]
+        for row in correlations
+        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", "consistency", "bias", "pearson")
+    }
+    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(["consistency", "bias"])]
+    wide = pairs.pivot_table(index=["condition", "key"], columns="metric", values="value").dropna()
+    if wide.empty or not {"consistency", "bias"} <= set(wide.columns):
+        return None
+    fig = _new_figure(5.2, 3.8)
+    ax = fig.add_subplot()
+    for condition in sorted(set(wide.index.get_level_values(0)), key=lambda c: order_index(CONDITIONS, c)):
+        rows = wide.loc[condition]
+        label = condition if pearson.get(condition) is None else f"{condition} (r = {pearson[condition]:.2f})"
+        ax.scatter(
+            rows["consistency"],
+            rows["bias"],
+            s=18,
+            alpha=0.8,
+            label=label,
+            color=CONDITION_COLOURS.get(condition, "#666666"),
+        )
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("consistency (per name pair)")
+    ax.set_ylabel("bias (per name pair)")
+    ax.legend(frameon=False)
+    _style_axes(ax)
+    return _figure_uri(fig)
+
+
+def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Order consistency and first-position choice per condition, and the taxonomy-vs-baseline switch rate."""
+    metrics = ("order_consistency", "position_first", "context_sensitivity")
+    conditions = [c for c in CONDITIONS if any(m in overall.get(c, {}) for m in metrics)]
+    if not conditions:
+        return None
+    fig = _new_figure(6.5, 3.0)
+    ax = fig.add_subplot()
+    series = {c: [_metric_triplet(overall, c, m) for m in metrics] for c in conditions}
+    _grouped_bars(ax, metrics, series, CONDITION_COLOURS)
+    ax.axhline(0.5, color="#444444", linewidth=0.8, linestyle="--")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share")
+    ax.legend(frameon=False, ncols=len(conditions), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return _figure_uri(fig)
+
+
+RUN_COLOURS = ("#332288", "#DDAA33", "#BB5566", "#44AA99", "#88CCEE", "#999933", "#AA4499", "#666666")
+
+
+def figure_side_by_side(data: Mapping[str, Any]) -> str | None:
+    """Figure 1 metrics of the lead condition, one bar per run, each on all of that run's instances."""
+    lead = data["leaderboard"][0]["condition"]
+    fig = _new_figure(8.0, 3.4)
+    ax = fig.add_subplot()
+    series = {
+        run["run_id"]: [_metric_triplet(data["overall"][run["run_id"]], lead, m) for m in FIGURE1_METRICS]
+        for run in data["runs"]
+    }
+    colours = dict(zip(series, RUN_COLOURS * len(series), strict=False))
+    _grouped_bars(ax, FIGURE1_METRICS, series, colours)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(f"share of valid instances ({lead})")
+    ax.legend(frameon=False, ncols=min(len(series), 4), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return _figure_uri(fig)
+
+
+def figure_differences(data: Mapping[str, Any]) -> str | None:
+    """Paired differences (run - reference) with bootstrap CIs: a forest plot per shared condition."""
+    rows = pd.DataFrame(data["paired_differences"])
+    if rows.empty:
+        return None
+    conditions = [c for c in data["shared"]["conditions"] if c in set(rows["condition"])]
+    others = list(dict.fromkeys(rows["run_b"]))
+    fig = _new_figure(2.4 + 2.6 * len(conditions), 0.9 + 0.32 * len(COMPARED_METRICS))
+    axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
+    for ax, condition in zip(axes, conditions, strict=True):
+        for index, other in enumerate(others):
+            part = rows[(rows["condition"] == condition) & (rows["run_b"] == other)]
+            y = part["metric"].map(lambda m: COMPARED_METRICS.index(m)).to_numpy() + 0.18 * (
+                index - (len(others) - 1) / 2
+            )
+            values = part["difference"].to_numpy(dtype=float)
+            ax.errorbar(
+                values,
+                y,
+                xerr=_error_bars(values, part["ci_low"].to_numpy(dtype=float), part["ci_high"].to_numpy(dtype=float)),
+                fmt="o",
+                markersize=4,
+                capsize=2,
+                color=RUN_COLOURS[(index + 1) % len(RUN_COLOURS)],
+                label=f"{other} \u2212 {part['run_a'].iloc[0]}" if len(part) else other,
+            )
+        ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
+        ax.set_title(condition, fontsize=10)
+        ax.set_xlabel("difference (share)")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    axes[0].set_yticks(range(len(COMPARED_METRICS)), COMPARED_METRICS)
+    axes[0].invert_yaxis()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(others), 3), frameon=False, fontsize=8)
+    return _figure_uri(fig)

@@ -1,0 +1,48 @@
+"""How numbers read in the report pages: percentages, intervals, p-values (one place for all)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from probe.report.data import clean
+
+MISSING = "\u2013"  # an en dash where a value is missing
+_MINUS = "\u2212"
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+
+def fmt_pct(value: Any, digits: int = 1) -> str:
+    return MISSING if clean(value) is None else f"{100 * value:.{digits}f}%"
+
+
+def fmt_num(value: Any, digits: int = 3) -> str:
+    return MISSING if clean(value) is None else f"{value:.{digits}f}"
+
+
+def fmt_p(value: Any) -> str:
+    if clean(value) is None:
+        return MISSING
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def fmt_ci(entry: Mapping[str, Any] | None) -> str:
+    """`62.3% [55.1, 70.0]`: a share with its 95% interval, in percent."""
+    if not entry or entry.get("value") is None:
+        return MISSING
+    if entry.get("ci_low") is None or entry.get("ci_high") is None:
+        return fmt_pct(entry["value"])
+    return f"{fmt_pct(entry['value'])} [{100 * entry['ci_low']:.1f}, {100 * entry['ci_high']:.1f}]"
+
+
+def fmt_signed(value: Any) -> str:
+    """A difference of shares in percentage points with its sign: `+3.2`, `-1.0` (typeset minus)."""
+    if clean(value) is None:
+        return MISSING
+    return f"{100 * value:+.1f}".replace("-", _MINUS)
+
+
+def fmt_show(value: Any) -> str:
+    return MISSING if value in (None, "") else str(value)

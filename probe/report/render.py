@@ -1,0 +1,298 @@
+"""Rendering: the HTML and Markdown pages from the JSON summary, and writing the three files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import jinja2
+import markupsafe
+import numpy as np
+import pandas as pd
+
+from probe.report.compare import COMPARED_METRICS, compare_summary
+from probe.report.data import (
+    CONDITIONS,
+    FIGURE1_METRICS,
+    LEADERBOARD_METRICS,
+    metrics_frame,
+    order_index,
+    preference_frame,
+    records,
+    summary,
+)
+from probe.report.figures import (
+    figure_differences,
+    figure_headline,
+    figure_occupations,
+    figure_pairs,
+    figure_sensitivity,
+    figure_side_by_side,
+    figure_stage1,
+)
+from probe.report.formatting import MISSING, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+
+_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+ONET_ATTRIBUTION = (
+    "This includes information from the O*NET Database by the U.S. Department of Labor, Employment and "
+    "Training Administration (USDOL/ETA). Used under the CC BY 4.0 license. O*NET\u00ae is a trademark of "
+    "USDOL/ETA."
+)
+# Inlined (the page needs no other file); our own stylesheet, so marked safe for the escaping HTML templates.
+_STYLE = markupsafe.Markup((_TEMPLATE_DIR / "style.css").read_text(encoding="utf-8"))
+
+
+def _is_html_template(name: str | None) -> bool:
+    """Autoescape every `*.html.j2` page (select_autoescape(["html"]) would not match the `.j2` suffix)."""
+    return name is not None and name.endswith(".html.j2")
+
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(_TEMPLATE_DIR),
+    autoescape=_is_html_template,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    html: Path
+    markdown: Path
+    json: Path
+
+
+_TEMPLATES.filters.update(pct=fmt_pct, num=fmt_num, pvalue=fmt_p, ci=fmt_ci, show=fmt_show, signed=fmt_signed)
+
+LIMITATIONS = (
+    "Gender is treated as binary and is signalled only by first names; names also carry ethnicity, age "
+    "and class, which this design does not separate from gender.",
+    "The taxonomy (O*NET) and the name lists are US-centred; occupations, their attributes and the "
+    "names' gender associations differ across countries and languages.",
+    "A model's answers depend on the prompt wording, the answer format and decoding; another template "
+    "may give other numbers. The template hash on the run card identifies the wording used here.",
+    "Small models answer many questions near chance or not at all; read high unknown rates and wide "
+    "intervals as 'not measured', not as 'unbiased'.",
+    "The questions are hypothetical hiring-style decisions between two people; they do not measure "
+    "harms in any deployed use of the model.",
+)
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
+    rows = metrics[
+        (metrics["condition"] == "stage1")
+        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["scope"].isin(["overall", "category"])
+    ].copy()
+    rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
+    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["rank"] = rows["group"].map(lambda g: order_index(("all", "skill", "knowledge", "ability"), g))
+    return rows.sort_values(["rank", "group"])[["group", "gender", "value", "ci_low", "ci_high", "n"]]
+
+
+def _headline(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    conditions = [c for c in overall if c in CONDITIONS]
+    extra = ("consistency_strict", "bias_f", "bias_m", "neutral", "unknown_rate")
+    rows = [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in (*FIGURE1_METRICS, *extra)]
+    counts = [fmt_show((overall[c].get("consistency") or {}).get("n")) for c in conditions]
+    rows.append(("valid instances", counts))
+    return {"conditions": conditions, "rows": rows}
+
+
+def _short_term(term: str) -> str:
+    """The analyzers' `occupation:nurse` -> `nurse`, `overall` -> `all occupations`."""
+    return "all occupations" if term == "overall" else term.removeprefix("occupation:")
+
+
+def _regression_table(regression: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Terms as rows, conditions as columns; intercept first, then by the first condition's odds ratio."""
+    conditions = sorted(regression, key=lambda c: order_index(CONDITIONS, c))
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for condition in conditions:
+        for row in regression[condition]:
+            cells.setdefault(_short_term(row["term"]), {})[condition] = row
+
+    def sort_key(term: str) -> tuple:
+        first = cells[term].get(conditions[0], {}) if conditions else {}
+        ratio = first.get("odds_ratio")
+        return (term != "all occupations", ratio is None, -(ratio or 0.0), term)
+
+    return {
+        "conditions": conditions,
+        "rows": [{"term": term, "cells": cells[term]} for term in sorted(cells, key=sort_key)],
+    }
+
+
+def _examples(names: Sequence[str], limit: int = 5) -> str:
+    """` (a, b, c, ...)`: the first few names, for a sentence."""
+    if not names:
+        return ""
+    return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})"
+
+
+def _p_phrase(p_value: float | None) -> str:
+    return "p < 0.001" if p_value is not None and p_value < 0.001 else f"p = {fmt_p(p_value)}"
+
+
+def _correlation_rows(correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (condition, across, x, y) with Pearson and Spearman side by side."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for c in correlations:
+        row = rows.setdefault(
+            (c["condition"], c["across"], c["x"], c["y"]),
+            {"condition": c["condition"], "across": c["across"], "x": c["x"], "y": c["y"], "n": c["n"]},
+        )
+        row[f"{c['method']}_r"], row[f"{c['method']}_p"] = c["r"], c["p_value"]
+    return [
+        {"pearson_r": None, "pearson_p": None, "spearman_r": None, "spearman_p": None, **row} for row in rows.values()
+    ]
+
+
+def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (compared run, metric) with the conditions as cells."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for d in differences:
+        row = rows.setdefault((d["run_b"], d["metric"]), {"run_b": d["run_b"], "metric": d["metric"], "cells": {}})
+        row["cells"][d["condition"]] = d
+    return list(rows.values())
+
+
+def findings(data: Mapping[str, Any]) -> list[str]:
+    """A few plain sentences for readers who stop after the first screen; all numbers come from `data`."""
+    overall, sentences = data["overall"], []
+    lead = next((c for c in CONDITIONS if c in overall), None)
+    if lead is not None:
+        entry = overall[lead]
+        sentences.append(
+            f"{lead.capitalize()} condition: consistency {fmt_ci(entry.get('consistency'))}, "
+            f"bias {fmt_ci(entry.get('bias'))}, prefer_f {fmt_ci(entry.get('prefer_f'))}, "
+            f"prefer_m {fmt_ci(entry.get('prefer_m'))} (mean over name pairs, 95% CI; "
+            f"{fmt_show((entry.get('consistency') or {}).get('n'))} valid instances)."
+        )
+    if "control" in overall:
+        control = overall["control"]
+        sentences.append(
+            "Control condition (both people have identical attributes): bias "
+            f"{fmt_ci(control.get('bias'))}, of which the woman was picked twice in "
+            f"{fmt_pct((control.get('bias_f') or {}).get('value'))} and the man in "
+            f"{fmt_pct((control.get('bias_m') or {}).get('value'))} of instances."
+        )
+    lists = data["preferred_occupations"].get(lead)
+    if lists:
+        women, men = lists["female"], lists["male"]
+        sentences.append(
+            f"{len(women) + len(men)} of {lists['tested']} occupations show a significant preference in the "
+            f"{lead} condition (q < 0.05): {len(women)} for women{_examples(women)}, "
+            f"{len(men)} for men{_examples(men)}."
+        )
+    for row in data["correlations"]:
+        if (row["condition"], row["across"], row["x"], row["y"], row["method"]) == (
+            lead,
+            "pair",
+            "consistency",
+            "bias",
+            "pearson",
+        ) and row["r"] is not None:
+            sentences.append(
+                f"Across {fmt_show(row['n'])} name pairs, consistency and bias correlate with Pearson "
+                f"r = {fmt_num(row['r'], 2)} ({_p_phrase(row['p_value'])})."
+            )
+    stage2 = [v for qtype, v in data["counts"]["by_qtype"].items() if qtype != "attr"]
+    items = sum(v["items"] for v in stage2)
+    if items:
+        unknown = sum(v["unknown"] for v in stage2) / items
+        caution = " Read the metrics with care." if unknown > 0.05 else ""
+        sentences.append(f"{fmt_pct(unknown)} of stage-2 answers were unknown (refused or unreadable).{caution}")
+    return sentences
+
+
+def _status_warning(run: Mapping[str, Any]) -> str | None:
+    if run["status"] in (None, "done", "finished", "complete", "completed", "analysed", "analyzed"):
+        return None
+    return f"This run's status is '{run['status']}': it may be incomplete, and its numbers may change."
+
+
+def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str, dict[str, Any]]:
+    """HTML page, Markdown summary and JSON summary of an analysed run."""
+    data = summary(con, run_id)
+    metrics = metrics_frame(con, run_id)
+    stage1 = stage1_rates(metrics)
+    context = {
+        **data,
+        "headline": _headline(data["overall"]),
+        "preferred": data["preferred_occupations"],
+        "stage1_rows": records(stage1),
+        "regression": _regression_table(data["regression"]),
+        "findings": findings(data),
+        "correlation_rows": _correlation_rows(data["correlations"]),
+        "status_warning": _status_warning(data["run"]),
+        "limitations": LIMITATIONS,
+        "attribution": ONET_ATTRIBUTION,
+    }
+    figures = {
+        "headline": figure_headline(data["overall"]),
+        "occupations": figure_occupations(preference_frame(con, run_id)),
+        "stage1": figure_stage1(stage1),
+        "pairs": figure_pairs(metrics, data["correlations"]),
+        "sensitivity": figure_sensitivity(data["overall"]),
+    }
+    html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
+    markdown = _TEMPLATES.get_template("report.md.j2").render(**context)
+    return html, markdown, data
+
+
+def write_report(con: duckdb.DuckDBPyConnection, run_id: str, html_path: Path | None = None) -> ReportFiles:
+    """Write report.html (or `html_path`), with report.md and report.json beside it."""
+    return _write_files(html_path or Path("runs") / run_id / "report.html", *render_report(con, run_id))
+
+
+def _write_files(html_path: Path, html: str, markdown: str, data: Mapping[str, Any]) -> ReportFiles:
+    """The page and, beside it with the same stem, its Markdown and JSON summaries."""
+    files = ReportFiles(html_path, html_path.with_suffix(".md"), html_path.with_suffix(".json"))
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    files.html.write_text(html, encoding="utf-8")
+    files.markdown.write_text(markdown, encoding="utf-8")
+    files.json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return files
+
+
+def render_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> tuple[str, str, dict[str, Any]]:
+    """HTML page, Markdown summary and JSON summary of a comparison of analysed runs."""
+    data = compare_summary(con, run_ids)
+    context = {
+        **data,
+        "reference": run_ids[0],
+        "leaderboard_metrics": LEADERBOARD_METRICS,
+        "side_by_side": _side_by_side_rows(data),
+        "differences": _difference_rows(data["paired_differences"]),
+        "attribution": ONET_ATTRIBUTION,
+    }
+    figures = {"side_by_side": figure_side_by_side(data), "differences": figure_differences(data)}
+    html = _TEMPLATES.get_template("compare.html.j2").render(**context, figures=figures, css=_STYLE)
+    markdown = _TEMPLATES.get_template("compare.md.j2").render(**context)
+    return html, markdown, data
+
+
+def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """(condition, metric) rows with each run's own overall value and CI, formatted."""
+    rows = []
+    for condition in data["shared"]["conditions"]:
+        for metric in COMPARED_METRICS:
+            cells = [fmt_ci(data["overall"][run["run_id"]].get(condition, {}).get(metric)) for run in data["runs"]]
+            if any(cell != MISSING for cell in cells):
+                rows.append({"condition": condition, "metric": metric, "cells": cells})
+    return rows
+
+
+def write_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path) -> ReportFiles:
+    """Write the comparison page with its Markdown and JSON summaries beside it."""
+    return _write_files(html_path, *render_comparison(con, run_ids))
