@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from probe import db, runner
+from probe import db
 from probe.config import load_config
 from probe.dataset import Item, build_stage1, build_stage2
+from probe.selection import Selection, select
 
 PROMPT_FORMAT = "chat"  # the default llamacpp backend's format
 
@@ -39,7 +40,7 @@ def _half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]
 
 @dataclass(frozen=True)
 class PresetItems:
-    selection: runner.Selection
+    selection: Selection
     stage1: list[Item]
     stage2: list[Item]
 
@@ -50,7 +51,7 @@ def preset_items(preset: str, prompt_format: str) -> PresetItems:
     with tempfile.TemporaryDirectory() as folder:
         con = db.connect(Path(folder) / "bench.duckdb")
         try:
-            selection = runner.select(con, config)
+            selection = select(con, config)
         finally:
             con.close()
     stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)

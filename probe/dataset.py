@@ -345,3 +345,14 @@ def item_from_row(row: dict[str, object]) -> Item:
 
 def _none_if_nan(value: object) -> object:
     return None if value is None or (isinstance(value, float) and value != value) else value
+
+
+def build_as_if_all_granted(
+    pairs: pd.DataFrame, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
+) -> list[Item]:
+    """Both stages as if stage 1 had granted every attribute: every kind of prompt, without a model."""
+    stage1 = build_stage1(pairs, attributes, prompt_format)
+    granted = {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1
+    }
+    return stage1 + build_stage2(pairs, attributes, granted, conditions, prompt_format)

@@ -10,8 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from probe.errors import UserError
+from probe.snapshot import seed_if_empty  # imports nothing that imports db
 
 DEFAULT_DB = Path("runs/probe.duckdb")
 
@@ -98,6 +100,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.commit()
 
 
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, verb: str = "INSERT") -> None:
+    """Insert a DataFrame's columns into `table` (verb: INSERT, INSERT OR REPLACE, INSERT OR IGNORE)."""
+    columns = ", ".join(frame.columns)
+    con.register("_rows", frame)
+    try:
+        con.execute(f"{verb} INTO {table} ({columns}) SELECT {columns} FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
 def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the probe database, with the schema in place and the taxonomy seeded.
 
@@ -117,7 +129,6 @@ def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duc
         raise UserError(f"{path}: cannot open database ({exc})") from exc
     if not read_only:
         con.execute(SCHEMA)
-        from probe.taxonomy import seed_if_empty  # the store seeds itself from the shipped snapshot
-
-        seed_if_empty(con)
+        with transaction(con):
+            seed_if_empty(con)
     return con

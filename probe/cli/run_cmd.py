@@ -13,6 +13,8 @@ from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
 from probe.config import PRESETS, RunConfig, load_config
 from probe.db import DEFAULT_DB, connect
+from probe.export import export_run
+from probe.preview import preview
 from probe.prompts import PROMPT_FORMATS
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
@@ -136,7 +138,7 @@ def preview_command(
         backend=backend, db=db,
     )  # fmt: skip
     chosen_format = prompt_format or ("qa" if settings.backend == "hf-qa" else "chat")
-    items = runner.preview(settings, chosen_format)
+    items = preview(settings, chosen_format)
     typer.echo(
         f"{len(items)} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
         "attribute, so taxonomy prompts here equal control prompts; a real run states only the granted ones."
@@ -163,5 +165,5 @@ def export_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a run's items and answers (items.<format>, answers.<format>) to a folder."""
-    for path in runner.export_run(db, run_id, file_format, out_dir):
+    for path in export_run(db, run_id, file_format, out_dir):
         typer.echo(str(path))

@@ -7,7 +7,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from probe import taxonomy
+from probe import onet_import, taxonomy
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
 
@@ -23,7 +23,7 @@ def import_command(
     """Replace the O*NET ratings and titles with a release; all or nothing."""
     con = connect(db)
     try:
-        summary = taxonomy.import_release(con, path)
+        summary = onet_import.import_release(con, path)
     finally:
         con.close()
     Console().print(

