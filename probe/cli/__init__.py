@@ -4,6 +4,7 @@ from probe.cli import (
     analyze_cmd,  # noqa: F401  (registers commands)
     report_cmd,  # noqa: F401  (registers commands)
     run_cmd,  # noqa: F401  (registers commands)
+    runs_cmd,  # noqa: F401  (registers commands)
     taxonomy_cmd,  # noqa: F401  (registers commands)
 )
 from probe.cli.app import app

@@ -6,27 +6,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
-from probe.errors import UserError
 
 
-def analyze_and_print(db: Path | str, run_id: str, *, show: bool) -> None:
-    """Analyse a stored run; with `show`, print the headline metrics and the preferred occupations.
+def print_headline(db: Path | str, run_id: str) -> None:
+    """Print an analysed run's headline metrics and preferred occupations (`probe run` ends with this)."""
+    from probe.metrics import headline_table, preference_table  # statistics stack: load on use
 
-    `probe run` calls this after its last answer, so a run always ends analysed.
-    """
-    from probe.metrics import analyze, headline_table, preference_table  # statistics stack: load on use
-
-    if not Path(db).exists():
-        raise UserError(f"{db}: no such database")
-    con = connect(db)
+    con = connect(db, read_only=True)
     try:
-        analyze(con, run_id)
-        if show:
-            console = Console()
-            console.print(headline_table(con, run_id))
-            console.print(preference_table(con, run_id))
+        console = Console()
+        console.print(headline_table(con, run_id))
+        console.print(preference_table(con, run_id))
     finally:
         con.close()
 
@@ -40,6 +33,8 @@ def analyze_command(
     ] = False,
 ) -> None:
     """Compute a run's metrics, occupation preferences, correlations and regression (replacing old ones)."""
-    analyze_and_print(db, run_id, show=show)
-    if not show:
+    pipeline.analyze(db, run_id)
+    if show:
+        print_headline(db, run_id)
+    else:
         typer.echo(f"analysed run {run_id}; `probe analyze {run_id} --show` prints the headline")

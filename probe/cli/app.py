@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from probe import __version__
 from probe.errors import UserError
 
 
@@ -32,5 +33,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_OneLineUserErrors,
 )
+
+
+
+def _print_version(show: bool) -> None:
+    if show:
+        typer.echo(f"probe (taxonomy-probe) {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Probe language models for gender bias with O*NET-grounded question answering."""
+
 
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file.", dir_okay=False)]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from probe import runner
-from probe.cli.analyze_cmd import analyze_and_print
+from probe import pipeline
+from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
-from probe.config import PRESETS, RunConfig, load_config
+from probe.config import PRESETS, RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.export import export_run
 from probe.preview import preview
@@ -52,8 +53,9 @@ ConfigOption = Annotated[
 
 
 def _config(config_file: Path | None, **flags: object) -> RunConfig:
-    """Flags not given are None, so RUN.toml and the preset fill them; --no-cache/--quiet only switch on."""
-    return load_config(
+    """Flags not given are None, so a stored run, RUN.toml and the preset fill them; --no-cache/--quiet only
+    switch on."""
+    return pipeline.settings(
         {name: (None if value is False else value) for name, value in flags.items()}, config_file
     )
 
@@ -85,12 +87,46 @@ def run_command(
         backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
         no_cache=no_cache, quiet=quiet,
     )  # fmt: skip
-    finished_run_id = runner.run(settings)
+    finished_run_id = _run_telling_how_to_resume(settings)
     typer.echo(finished_run_id)
     _warn_about_failed_items(settings.db, finished_run_id)
-    analyze_and_print(settings.db, finished_run_id, show=not settings.quiet)
+    if not settings.quiet:
+        print_headline(settings.db, finished_run_id)
     if report:
         report_run(Path(settings.db), finished_run_id)
+
+
+def resume_command(run_id: str, db: str) -> str:
+    """The exact command that resumes a run, quoted for a POSIX shell."""
+    return shlex.join(["probe", "run", "--run-id", run_id, "--db", db])
+
+
+def _run_telling_how_to_resume(settings: RunConfig) -> str:
+    """Run the pipeline; print the run id as soon as it exists, and on Ctrl-C or a failure how to resume.
+
+    Messages go to stderr: stdout carries only the finished run id, for scripts (with --quiet, only the
+    resume hint after a failure is printed).
+    """
+    started: list[str] = []
+
+    def announce(run_id: str) -> None:
+        started.append(run_id)
+        if settings.quiet:  # --quiet: the finished run id is the only output
+            return
+        how = resume_command(run_id, settings.db)
+        typer.echo(f"run {run_id} in {settings.db}; if it stops, resume it with: {how}", err=True)
+
+    try:
+        return pipeline.run(settings, on_start=announce)
+    except KeyboardInterrupt:
+        if started:
+            typer.echo(f"\ninterrupted; resume it with: {resume_command(started[0], settings.db)}", err=True)
+        raise typer.Exit(130) from None
+    except BaseException:
+        if started:
+            how = resume_command(started[0], settings.db)
+            typer.echo(f"run {started[0]} stopped; resume it with: {how}", err=True)
+        raise
 
 
 def _warn_about_failed_items(db: str, run_id: str) -> None:

@@ -1,0 +1,41 @@
+"""`probe runs`: the runs in a database, with how far each got."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from probe import runs
+from probe.cli.app import DbOption, app
+from probe.db import DEFAULT_DB, connect
+
+
+@app.command("runs")
+def runs_command(db: DbOption = DEFAULT_DB) -> None:
+    """List the runs in a database, newest first: id, created, model, backend, preset, items answered, status."""
+    con = connect(db, read_only=True)
+    try:
+        frame = runs.list_runs(con)
+    finally:
+        con.close()
+    if frame.empty:
+        typer.echo(f"no runs in {db}")
+        return
+    table = Table(title=f"runs in {db}")
+    for column in ("run id", "created", "model", "backend", "preset", "answered/items", "status"):
+        table.add_column(column, no_wrap=column in ("run id", "created"))
+    stopped = False
+    for row in frame.itertuples():
+        # The database opened, so no process is writing it: a run still marked running was killed.
+        status = "stopped" if row.status == "running" else str(row.status)
+        stopped = stopped or status in ("stopped", "interrupted", "failed")
+        items = f"{row.answered:,}/{row.items:,}" + (" (stage 1 only)" if row.stage == 1 else "")
+        cells = (row.run_id, f"{row.created_at:%Y-%m-%d %H:%M}", row.model, row.backend, row.preset or "")
+        # Text(): model ids and run ids are the user's strings, never rich markup.
+        table.add_row(*(Text(str(cell)) for cell in (*cells, items, status)))
+    console = Console()
+    console.print(table)
+    if stopped:
+        typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {db}")

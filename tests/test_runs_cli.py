@@ -1,0 +1,119 @@
+"""Living with runs: `probe --version`, `probe runs`, the run id shown at start, resume by id alone."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from probe import __version__, runner
+from probe.cli import app
+from tests.fake_openai_server import FakeOpenAIServer, Step
+from tests.support import query
+from tests.test_run import FakeBackend
+
+RUN_TOML = 'constrain = "grammar"\nconcurrency = 1\ntimeout = 10\n'
+STARTED = re.compile(r"^run (\S+) in (.+); if it stops, resume it with: (.+)$")
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.output) == (0, f"probe (taxonomy-probe) {__version__}\n")
+
+
+def test_runs_on_a_database_without_runs(db_file: Path) -> None:
+    result = CliRunner().invoke(app, ["runs", "--db", str(db_file)])
+    assert (result.exit_code, result.output) == (0, f"no runs in {db_file}\n")
+
+
+def _slow(prompt: str, attempt: int) -> Step:
+    return Step.ok(delay_s=0.05)
+
+
+def test_a_run_killed_with_sigkill_is_listed_and_resumed_by_its_id_alone(db_file: Path) -> None:
+    """The id printed at start is enough: `probe runs` shows the killed run, `--run-id ID --db DB` finishes it."""
+    run_toml = db_file.parent / "RUN.toml"
+    run_toml.write_text(RUN_TOML)
+    with FakeOpenAIServer(answer_by_hash=True, fault_plan=_slow) as server:
+        args = [
+            "run", "--backend", "openai", "--base-url", server.base_url, "--model", "fake-model",
+            "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy",
+            "--config", str(run_toml), "--db", str(db_file),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from probe.cli import main; main()", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        try:
+            line = process.stderr.readline().strip()
+            started = STARTED.match(line)
+            assert started, line
+            run_id = started.group(1)
+            assert started.group(3) == f"probe run --run-id {run_id} --db {db_file}"
+            deadline = time.monotonic() + 60
+            while len(server.served) < 5:  # killed mid stage 1, after some answers
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.01)
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(30)
+            process.stderr.close()
+        listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
+        assert listed.exit_code == 0
+        row = next(line for line in listed.output.splitlines() if run_id in line)
+        assert [cell.strip() for cell in row.strip("│ ").split("│")][2:5] == ["fake-model", "openai", ""]
+        assert row.rstrip(" │").endswith("stopped")
+        assert f"probe run --run-id RUN_ID --db {db_file}" in listed.output
+
+        resumed = CliRunner().invoke(app, ["run", "--run-id", run_id, "--db", str(db_file)])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.output.splitlines()[0] == line and run_id in resumed.output.splitlines()
+    counts = query(
+        db_file,
+        "SELECT (SELECT count(*) FROM items WHERE run_id = ?1), "
+        "(SELECT count(*) FROM answers WHERE run_id = ?1 AND error IS NULL), "
+        "(SELECT status FROM runs WHERE run_id = ?1), (SELECT count(*) FROM runs)",
+        [run_id],
+    ).iloc[0]
+    # nurse, top-2 of 3 categories: stage 1 = 1 pair x 2 orders x 2 subjects x 6 attributes; stage 2 >= 1
+    assert counts.iloc[0] > 24 and counts.iloc[1] == counts.iloc[0]
+    assert (counts.iloc[2], counts.iloc[3]) == ("complete", 1)
+    listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
+    assert f"{counts.iloc[0]}/{counts.iloc[0]}" in listed.output and "complete" in listed.output
+
+
+def test_resume_with_a_changed_answer_setting_is_refused(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "create_backend", lambda config: FakeBackend())
+    common = ["--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--db", str(db_file), "--quiet"]
+    first = CliRunner().invoke(app, ["run", *common, "--run-id", "r1"])
+    assert (first.exit_code, first.output) == (0, "r1\n")
+    changed = CliRunner().invoke(app, ["run", "--run-id", "r1", "--db", str(db_file), "--top-k", "2"])
+    assert changed.exit_code == 2
+    assert changed.output.startswith("error: --top-k: run r1 was started with 1, not 2")
+
+
+def test_ctrl_c_prints_the_command_that_resumes(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Interrupted(FakeBackend):
+        def answer(self, queries):
+            if self.batches == 1:
+                raise KeyboardInterrupt
+            return super().answer(queries)
+
+    monkeypatch.setattr(runner, "create_backend", lambda config: Interrupted())
+    args = ["run", "--pairs", "1", "--occupations", "nurse", "--top-k", "3", "--run-id", "r2", "--db", str(db_file)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 130
+    resume = f"probe run --run-id r2 --db {db_file}"
+    assert result.output.splitlines()[0] == f"run r2 in {db_file}; if it stops, resume it with: {resume}"
+    assert result.output.splitlines()[-1] == f"interrupted; resume it with: {resume}"
+    assert list(query(db_file, "SELECT status FROM runs")["status"]) == ["interrupted"]
