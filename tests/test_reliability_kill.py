@@ -165,7 +165,9 @@ def test_sigkill_inside_the_analysis_then_resume(
 
     def pause_in_analysis() -> None:
         real_connect = pipeline.connect
-        pipeline.connect = lambda path: _PausesInsideTheAnalysisTransaction(real_connect(path), marker)
+        pipeline.connect = lambda path, **options: _PausesInsideTheAnalysisTransaction(
+            real_connect(path, **options), marker
+        )
 
     with FakeOpenAIServer(answer_by_hash=True) as server:
         process = start_probe(run_args(server, db_file), before=pause_in_analysis)

@@ -14,6 +14,7 @@ from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
 from probe.config import PRESETS, RunConfig
 from probe.db import DEFAULT_DB, connect
+from probe.errors import UserError
 from probe.export import export_run
 from probe.preview import preview
 from probe.prompts import PROMPT_FORMATS
@@ -122,6 +123,8 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         if started:
             typer.echo(f"\ninterrupted; resume it with: {resume_command(started[0], settings.db)}", err=True)
         raise typer.Exit(130) from None
+    except UserError:
+        raise  # the user's to fix, then run the same command again: one line, as for any bad input
     except BaseException:
         if started:
             how = resume_command(started[0], settings.db)
