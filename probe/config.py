@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tomllib
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from probe.db import DEFAULT_DB
 from probe.errors import UserError
+from probe.redact import safe_url
 
 CONDITIONS = ("taxonomy", "baseline", "control")
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
-OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet",
-                                "concurrency", "batch_size", "timeout", "max_retries", "backoff"})
+OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "batch_size",
+                                "timeout", "max_retries", "backoff", "max_failed_share"})
 
 
 @dataclass
@@ -46,6 +47,7 @@ class RunConfig:
     timeout: float = 60.0  # seconds per request
     max_retries: int = 5
     backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
+    max_failed_share: float = 0.1  # more failed answers than this share: the run ends failed, not complete
     answers: str | None = None  # replay: CSV or Parquet of labels
     run_id: str | None = None
     db: str = str(DEFAULT_DB)
@@ -53,24 +55,13 @@ class RunConfig:
     quiet: bool = False
 
     def settings(self) -> dict[str, object]:
-        """JSON-ready settings (config_json of the run record); credentials in --base-url are masked."""
+        """JSON-ready settings (config_json of the run record); credentials and query values in --base-url masked."""
         values = json.loads(json.dumps(dataclasses.asdict(self)))
-        return {**values, "base_url": without_credentials(self.base_url)}
+        return {**values, "base_url": safe_url(self.base_url)}
 
     def answer_settings(self) -> dict[str, object]:
         """The settings a resumed run must share with the stored one."""
         return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
-
-
-def without_credentials(url: str | None) -> str | None:
-    """`https://user:key@host/v1` -> `https://***@host/v1`: a key given in a URL (sent as basic auth) must
-    never reach the database, logs or reports."""
-    if not url:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
 # quick is the README's demo: all 62 occupations on the bundled SmolLM2-135M in under 5 minutes on a
@@ -143,6 +134,42 @@ def _parse_top_k(value: object) -> int:
     return number
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_RETRIES_LIMIT = 20
+MAX_SECONDS = 3600.0
+
+
+def _parse_run_id(value: object) -> str | None:
+    """A run id names a folder (runs/<id>/report.html): no path separators, no leading dot, 64 at most."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not RUN_ID.fullmatch(value):
+        raise ValueError(f"{value!r} is not a run id: letters, digits, '.', '_', '-', starting with a letter or digit, "
+                         "at most 64")
+    return value
+
+
+def _parse_seconds(value: object) -> float:
+    seconds = _parse_simple("float", value)
+    if not 0 < seconds <= MAX_SECONDS:  # also refuses nan and inf
+        raise ValueError(f"expected seconds above 0 and at most {MAX_SECONDS:g}, got {value!r}")
+    return seconds
+
+
+def _parse_max_retries(value: object) -> int:
+    number = _parse_simple("int", value)
+    if not 0 <= number <= MAX_RETRIES_LIMIT:
+        raise ValueError(f"expected 0 to {MAX_RETRIES_LIMIT}, got {value!r}")
+    return number
+
+
+def _parse_share(value: object) -> float:
+    share = _parse_simple("float", value)
+    if not 0 <= share <= 1:  # also refuses nan
+        raise ValueError(f"expected a share from 0 to 1 (0.1 = 10%), got {value!r}")
+    return share
+
+
 def _parse_preset(value: object) -> str | None:
     if value is not None and value not in PRESETS:
         raise ValueError(f"unknown preset {value!r} (choose from {', '.join(PRESETS)})")
@@ -183,6 +210,11 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "pairs": _parse_pairs,
     "conditions": _parse_conditions,
     "top_k": _parse_top_k,
+    "run_id": _parse_run_id,
+    "timeout": _parse_seconds,
+    "backoff": _parse_seconds,
+    "max_retries": _parse_max_retries,
+    "max_failed_share": _parse_share,
 }
 _FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
 

@@ -1,6 +1,8 @@
-"""User-facing errors: one line, exit code 2, no traceback."""
+"""User-facing errors: one line, no traceback, no secret."""
 
 import sys
+
+from probe.redact import scrub
 
 
 class UserError(Exception):
@@ -9,4 +11,22 @@ class UserError(Exception):
     exit_code = 2
 
     def show(self) -> None:
-        print(f"error: {self}", file=sys.stderr)
+        # The message may quote a server's reply, which may echo a key.
+        print(f"error: {scrub(' '.join(str(self).splitlines()))}", file=sys.stderr)
+
+
+class RunFailed(UserError):
+    """The run cannot go on (server unreachable, key or model rejected, too many failed answers): exit 1.
+
+    The run is marked failed and keeps its answers; the same command resumes it.
+    """
+
+    exit_code = 1
+
+
+class RunInterrupted(RunFailed):
+    """SIGTERM or SIGHUP: the batch in flight was saved, the run is marked interrupted; exit 128 + signal."""
+
+    def __init__(self, signal_number: int, message: str) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signal_number

@@ -9,6 +9,7 @@ identical prompts are answered once across runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -28,7 +29,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe import db, runs
+from probe import db, runs, stopping
 from probe.backends import create_backend
 from probe.backends.base import Backend, Reply
 from probe.config import RunConfig
@@ -40,7 +41,9 @@ from probe.dataset import (
     item_from_row,
     items_frame,
 )
+from probe.errors import RunFailed, RunInterrupted
 from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+from probe.redact import scrub
 from probe.selection import Selection, select, stored_selection
 
 ANSWER_COLUMNS = ("run_id", "item_id", "raw", "label", "scores_json", "error", "cached", "answered_at")
@@ -66,7 +69,8 @@ def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str
             selection = select(con, config)
         backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
         try:
-            return _run_with_backend(con, config, backend, selection, stored, on_start)
+            with stopping.on_signals():
+                return _run_with_backend(con, config, backend, selection, stored, on_start)
         finally:
             backend.close()
     finally:
@@ -101,6 +105,7 @@ def _run_with_backend(
                 )
             # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
             answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
+            _check_failed_share(con, run_id, config.max_failed_share)  # stage 2 is built from these answers
             if not _has_items(con, run_id, stage=2):
                 granted = _granted_attributes(con, run_id)
                 items = build_stage2(
@@ -108,11 +113,26 @@ def _run_with_backend(
                 )
                 _insert_items(con, run_id, items)
             answerer.answer_stage(2, progress, retry_failed=True)
+            _check_failed_share(con, run_id, config.max_failed_share)
     except BaseException as exc:
-        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
         raise
     runs.set_status(con, run_id, "complete")
     return run_id
+
+
+def _check_failed_share(con: duckdb.DuckDBPyConnection, run_id: str, max_share: float) -> None:
+    """A run where more than `max_share` of the answers are failures (or all of them) is not complete."""
+    failed, total, example = con.execute(
+        "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*), min(error) FROM answers WHERE run_id = ?",
+        [run_id],
+    ).fetchone()
+    if failed and (failed > max_share * total or failed == total):
+        raise RunFailed(
+            f"{failed} of {total} answers failed ({failed / total:.0%}, more than --max-failed-share "
+            f"{max_share:.0%}), e.g. {example}; the run is marked failed: `probe run --run-id {run_id}` with "
+            "the same settings asks the failed ones again"
+        )
 
 
 def _use_cache(config: RunConfig, backend: Backend) -> bool:
@@ -187,6 +207,7 @@ class _Answerer:
         return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
     def answer_stage(self, stage: int, progress: Progress, *, retry_failed: bool) -> None:
+        stopping.raise_if_requested()
         pending = _pending_items(self.con, self.run_id, stage, retry_failed=retry_failed)
         task = progress.add_task(f"stage {stage}", total=len(pending), hits=0)
         if not pending:
@@ -216,6 +237,7 @@ class _Answerer:
                 if time.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
                     self._save()
                 progress.advance(task, sum(len(by_key[key]) for key in batch_keys))
+                stopping.raise_if_requested()  # SIGTERM/SIGHUP: this batch is saved (finally), then stop
         finally:
             self._save()  # on errors too: what was answered stays answered
 
@@ -247,7 +269,7 @@ class _Answerer:
         replies = self.backend.answer([item.query() for item in items])
         if len(replies) != len(items):
             raise RuntimeError(f"backend returned {len(replies)} replies for {len(items)} queries")
-        return [_checked(item, reply) for item, reply in zip(items, replies, strict=True)]
+        return [_checked(item, _scrubbed(reply)) for item, reply in zip(items, replies, strict=True)]
 
     def _cached_replies(self, keys: list[str]) -> dict[str, Reply]:
         self.con.register("_keys", pd.DataFrame({"cache_key": keys}))
@@ -269,6 +291,13 @@ def _checked(item: Item, reply: Reply) -> Reply:
     if reply.label in LABELS_BY_QTYPE[item.qtype]:
         return reply
     return Reply(label=UNKNOWN, raw=reply.raw, scores=reply.scores, error=f"invalid label {reply.label!r}")
+
+
+def _scrubbed(reply: Reply) -> Reply:
+    """No key in what is stored or cached, even if a server echoes it in its reply or error body."""
+    return dataclasses.replace(
+        reply, raw=scrub(reply.raw) if reply.raw else reply.raw, error=scrub(reply.error) if reply.error else None
+    )
 
 
 def _scores_json(reply: Reply) -> str | None:

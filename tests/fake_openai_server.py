@@ -31,8 +31,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # ok | status | slow | broken_json | drop
+    kind: str  # ok | status | slow | broken_json | drop | echo | huge | huge_chunked
     status: int = 200
+    size: int = 0  # huge: the reply body's length in bytes
     retry_after: float | None = None
     delay_s: float = 0.0
     for_prompt: str | None = None  # only requests whose prompt/last message contains this text take it
@@ -57,6 +58,17 @@ class Step:
     @classmethod
     def broken_json(cls) -> Step:
         return cls("broken_json")
+
+    @classmethod
+    def echo_credentials(cls, status: int) -> Step:
+        """An error whose body quotes the request's Authorization header, its token and its path with query,
+        as careless servers and proxies do."""
+        return cls("echo", status=status)
+
+    @classmethod
+    def huge(cls, size: int, chunked: bool = False) -> Step:
+        """A 200 reply of `size` bytes (JSON padded with spaces); `chunked` sends no Content-Length."""
+        return cls("huge_chunked" if chunked else "huge", size=size)
 
     @classmethod
     def drop(cls) -> Step:
@@ -146,7 +158,7 @@ def _grammar_alternatives(body: dict[str, Any]) -> list[str]:
 
 def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
     top = [{"token": answer, "logprob": -0.1}, {"token": "zzz", "logprob": -2.5}]
-    if path.endswith("/chat/completions"):
+    if path.partition("?")[0].endswith("/chat/completions"):
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
         choice["message"] = {"role": "assistant", "content": answer}
         if body.get("logprobs"):
@@ -203,6 +215,16 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 payload = json.dumps({"error": {"message": f"scripted {step.status}", "type": "fake"}})
                 headers = {"Retry-After": f"{step.retry_after:g}"} if step.retry_after is not None else {}
                 self._send(step.status, payload.encode(), headers)
+            elif step.kind == "echo":
+                authorization = self.headers.get("Authorization") or ""
+                message = (
+                    f"invalid request {self.path}: Authorization: {authorization}; "
+                    f"token={authorization.rpartition(' ')[2]}"
+                )
+                payload = json.dumps({"error": {"message": message, "type": "fake", "header": authorization}})
+                self._send(step.status, payload.encode(), {})
+            elif step.kind in ("huge", "huge_chunked"):
+                self._send_huge(step)
             elif step.kind == "broken_json":
                 self._send(200, b'{"id": "fake", "choices": [{"mess', {})
             else:
@@ -211,6 +233,33 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     json.dumps(_reply(self.path, body, server.answer(body, prompt))).encode(),
                     {},
                 )
+
+        def _send_huge(self, step: Step) -> None:
+            head = json.dumps(_reply(self.path, {}, server.default_answer)).encode()
+            block = b" " * 65536
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if step.kind == "huge":
+                    self.send_header("Content-Length", str(step.size))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                remaining = step.size - len(head)
+                chunks = [head]
+                while remaining > 0:
+                    chunks.append(block[: min(remaining, len(block))])
+                    remaining -= len(chunks[-1])
+                for chunk in chunks:
+                    if step.kind == "huge":
+                        self.wfile.write(chunk)
+                    else:
+                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                if step.kind != "huge":
+                    self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading (size cap)
+            self.close_connection = True
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
             try:

@@ -104,6 +104,28 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         lambda tmp: ["--config", str(write(tmp / "RUN.toml", 'max_retries = "many"\n'))],
         "{tmp}/RUN.toml: max_retries: expected int, got 'many'",
     ),
+    "run id with a path": (
+        lambda tmp: ["--run-id", "../../x"],
+        "--run-id: '../../x' is not a run id: letters, digits, '.', '_', '-', starting with a letter or digit, "
+        "at most 64",
+    ),
+    "run id of 65 characters": (lambda tmp: ["--run-id", "r" * 65], f"--run-id: '{'r' * 65}' is not a run id"),
+    "timeout 0": (
+        lambda tmp: ["--config", str(write(tmp / "RUN.toml", "timeout = 0\n"))],
+        "{tmp}/RUN.toml: timeout: expected seconds above 0 and at most 3600, got 0",
+    ),
+    "backoff nan": (
+        lambda tmp: ["--config", str(write(tmp / "RUN.toml", "backoff = nan\n"))],
+        "{tmp}/RUN.toml: backoff: expected seconds above 0 and at most 3600, got nan",
+    ),
+    "max_retries 1000": (
+        lambda tmp: ["--config", str(write(tmp / "RUN.toml", "max_retries = 1000\n"))],
+        "{tmp}/RUN.toml: max_retries: expected 0 to 20, got 1000",
+    ),
+    "max failed share 2": (
+        lambda tmp: ["--max-failed-share", "2"],
+        "--max-failed-share: expected a share from 0 to 1 (0.1 = 10%), got '2'",
+    ),
     "missing RUN.toml": (lambda tmp: ["--config", str(tmp / "none.toml")], "{tmp}/none.toml: no such file"),
     "replay file without the key columns": (
         lambda tmp: ["--answers", str(write(tmp / "a.csv", "stage,qtype,label\n1,attr,yes\n"))],

@@ -139,6 +139,32 @@ def test_sigkill_mid_stage_then_resume(
         resume_and_compare(server, db_file, reference)
 
 
+@pytest.mark.parametrize(("stop_signal", "stage", "seed_value"), [(signal.SIGTERM, 1, 21), (signal.SIGHUP, 2, 22)])
+def test_sigterm_or_sighup_saves_the_batch_marks_the_run_interrupted_and_resume_finishes_it(
+    stop_signal: signal.Signals, stage: int, seed_value: int, seed: Path, tmp_path: Path,
+    reference: dict[str, pd.DataFrame],
+) -> None:  # fmt: skip
+    items = reference["items"]
+    stage1 = int((items["stage"] == 1).sum())
+    low, high = (3, stage1 - 10) if stage == 1 else (stage1 + 3, stage1 + 8)
+    signal_after = random.Random(seed_value).randint(low, high)
+
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    with FakeOpenAIServer(answer_by_hash=True, fault_plan=slow_answers) as server:
+        process = start_probe(run_args(server, db_file))
+        wait_for(lambda: len(server.served) >= signal_after, f"{signal_after} requests")
+        os.kill(process.pid, stop_signal)
+        process.join(WAIT_S)
+        asked = len(server.served)
+        assert process.exitcode == 128 + stop_signal
+        stopped = results(db_file)
+        status = query(db_file, "SELECT status FROM runs WHERE run_id = ?", [RUN_ID])["status"]
+        assert list(status) == ["interrupted"]
+        assert asked - len(stopped["answers"]) < 8  # the batch in flight (concurrency 2 x 4) was saved
+        assert len(stopped["answers"]) < len(reference["answers"])
+        resume_and_compare(server, db_file, reference)
+
+
 class _PausesInsideTheAnalysisTransaction:
     """A connection that stops (for the kill) right after the first metric rows are inserted, uncommitted."""
 

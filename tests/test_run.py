@@ -17,7 +17,7 @@ from probe import runner
 from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.config import RunConfig, load_config
-from probe.errors import UserError
+from probe.errors import RunFailed, UserError
 from probe.export import export_run
 from probe.prompts import render_context
 from tests.support import ANSWER_HEADER, query
@@ -247,9 +247,11 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
             return [Reply(label="maybe", raw="maybe") for _ in queries]
 
     use_backend(Sloppy())
-    run_id = runner.run(config(db_file, conditions=("baseline",)))
-    stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = ?", [run_id])
+    with pytest.raises(RunFailed, match=r"^88 of 88 answers failed \(100%, more than --max-failed-share 10%\)"):
+        runner.run(config(db_file, conditions=("baseline",), run_id="sloppy"))  # stage 1 all failed: no stage 2
+    stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = 'sloppy'")
     assert list(stored.itertuples(index=False, name=None)) == [("unknown", "invalid label 'maybe'")]
+    assert query(db_file, "SELECT status FROM runs WHERE run_id = 'sloppy'")["status"].tolist() == ["failed"]
 
 
 def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: Path) -> None:

@@ -5,7 +5,10 @@ llama.cpp, a JSON schema for servers with structured output) and asks for the fi
 log-probabilities, from which each option gets a score. Requests run concurrently on one event loop;
 transient failures (429 with Retry-After, 5xx, timeouts, dropped connections, unreadable bodies) are
 retried with bounded exponential backoff, and an item that still fails becomes `unknown` with its error.
-The API key is read from OPENAI_API_KEY when the client is built and is never part of the identity.
+Failures that every other request would repeat (connection refused, unknown host, 401, 403, unknown
+model) stop the run at once with `RunFailed` naming host:port. Reply bodies are read with a size cap
+(backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
+identity, and is scrubbed (probe/redact.py) from every error text, even when a server echoes it back.
 """
 
 from __future__ import annotations
@@ -15,23 +18,26 @@ import email.utils
 import json
 import math
 import os
+import re
 import time
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import openai
 
 from probe.backends.base import Option, Query, Reply
+from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
-from probe.config import without_credentials
-from probe.errors import UserError
+from probe.errors import RunFailed, UserError
 from probe.labels import UNKNOWN
+from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-API_KEY_VARIABLE = "OPENAI_API_KEY"
 # OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
@@ -39,6 +45,7 @@ TOP_LOGPROBS = 20  # OpenAI's maximum for chat; completions servers cap it thems
 COMPLETIONS_LOGPROBS = 5  # the legacy completions endpoint's maximum
 MAX_BACKOFF_S = 60.0
 DEFAULT_CONCURRENCY = 8
+_UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class OpenAIBackend:
         self.prompt_format = "chat" if settings.api_mode == "chat" else "completion"
         self.batch_size = settings.concurrency * 4
         self._api_key = api_key
+        register_secret(api_key)
+        register_url_secrets(settings.base_url)
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
         self._logprobs = settings.logprobs  # switched off if the server rejects logprobs
@@ -87,7 +96,7 @@ class OpenAIBackend:
         decoding = asdict(self.settings)
         for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s"):
             del decoding[transport_only]
-        decoding["base_url"] = without_credentials(self.settings.base_url)
+        decoding["base_url"] = safe_url(self.settings.base_url)
         return {"backend": "openai", "temperature": 0.0, **decoding}
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
@@ -105,9 +114,11 @@ class OpenAIBackend:
         if self._client is None:
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key or os.environ.get(API_KEY_VARIABLE) or "no-key",
-                base_url=self.settings.base_url,
+                base_url=_without_query(self.settings.base_url),
+                default_query=_query(self.settings.base_url),  # ?api-key=... (Azure-style) on every request
                 timeout=self.settings.timeout_s,
                 max_retries=0,  # retries are ours: Retry-After, unreadable bodies, one bound
+                http_client=capped_client(self.settings.timeout_s),
             )
         limit = asyncio.Semaphore(self.settings.concurrency)
 
@@ -115,7 +126,13 @@ class OpenAIBackend:
             async with limit:
                 return await self._answer_with_retries(query)
 
-        return list(await asyncio.gather(*(one(query) for query in queries)))
+        tasks = [asyncio.ensure_future(one(query)) for query in queries]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:  # a RunFailed stops the batch: the requests still waiting are not sent
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _answer_with_retries(self, query: Query) -> Reply:
         attempt = 0
@@ -123,14 +140,23 @@ class OpenAIBackend:
             try:
                 return await self._answer_once(query)
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                server = without_credentials(self.settings.base_url) or "OpenAI API"
-                raise UserError(f"{server}: {_describe(error)}") from error
+                raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
+            except ReplyTooLarge as error:
+                return Reply(label=UNKNOWN, error=f"ReplyTooLarge: {error}")
             except openai.BadRequestError as error:
+                if _UNKNOWN_MODEL.search(str(error)):
+                    raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
                 if self._logprobs and "logprob" in str(error).lower():
                     self._logprobs = False  # the server does not offer logprobs: ask without them
                     continue
                 return Reply(label=UNKNOWN, error=_describe(error))
             except (openai.APIError, UnreadableResponse, ValueError) as error:
+                if isinstance(error, openai.APIConnectionError) and _cannot_connect(error):
+                    # Refused or unknown host: every other request would fail the same way.
+                    raise RunFailed(
+                        f"{host_port(self.settings.base_url)}: cannot connect ({_root_cause(error)}); "
+                        "is the server running and the --base-url right?"
+                    ) from None
                 if not _is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     return Reply(label=UNKNOWN, error=f"{_describe(error)}{tries}")
@@ -245,7 +271,7 @@ def _completion_choice(response: Any) -> tuple[str, dict[str, float] | None]:
 def _first_choice(response: Any) -> Any:
     choices = getattr(response, "choices", None)
     if not choices:
-        raise UnreadableResponse(f"reply has no choices: {str(response)[:200]}")
+        raise UnreadableResponse(f"reply has no choices: {scrub(response)[:200]}")
     return choices[0]
 
 
@@ -264,8 +290,35 @@ def _seconds(header: str) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+def _without_query(url: str | None) -> str | None:
+    return urllib.parse.urlsplit(url)._replace(query="").geturl() if url else url
+
+
+def _query(url: str | None) -> dict[str, str] | None:
+    """The base URL's query parameters: the client would otherwise paste them into the middle of the path."""
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) or None if url else None
+
+
+def _cannot_connect(error: Exception) -> bool:
+    """Connection refused or name not resolved (not a timeout, not a connection dropped mid-reply)."""
+    cause = error.__cause__
+    while cause is not None:
+        if isinstance(cause, httpx.ConnectError) or type(cause).__name__ == "ConnectError":
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _root_cause(error: BaseException) -> str:
+    while error.__cause__ is not None or error.__context__ is not None:
+        error = error.__cause__ or error.__context__
+    return scrub(str(error) or type(error).__name__)[:200]
+
+
 def _describe(error: Exception) -> str:
-    return f"{type(error).__name__}: {str(error)[:300]}"
+    """One line, at most 300 characters of it from the server, with every secret scrubbed."""
+    text = " ".join(scrub(error).split())
+    return f"{type(error).__name__}: {text[:300]}"
 
 
 def resolve_api_mode(api_mode: str, model: str) -> str:

@@ -23,6 +23,10 @@ class _OneLineUserErrors(TyperGroup):
         except UserError as error:
             error.show()
             sys.exit(error.exit_code)
+        except OSError as error:  # an output path that cannot be written (no folder, no permission, full disk)
+            where = f"{error.filename}: " if error.filename else ""
+            UserError(f"{where}{error.strerror or error}").show()
+            sys.exit(UserError.exit_code)
 
 
 app = typer.Typer(

@@ -80,13 +80,17 @@ def run_command(
     report: Annotated[
         bool, typer.Option("--report", help="Also write the audit report (runs/<run id>/report.html).")
     ] = False,
+    max_failed_share: Annotated[
+        str | None,
+        typer.Option("--max-failed-share", help="Fail the run if more answers than this share fail (default 0.1)."),
+    ] = None,
 ) -> None:
     """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
     settings = _config(
         config,
         preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
-        no_cache=no_cache, quiet=quiet,
+        no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
     )  # fmt: skip
     finished_run_id = _run_telling_how_to_resume(settings)
     typer.echo(finished_run_id)

@@ -1,0 +1,100 @@
+"""Keys never leave the process: scrub secrets from every text before it is stored, printed or exported.
+
+A key reaches us from OPENAI_API_KEY or inside a --base-url (`user:key@host`, `?api-key=...`), and can come
+back in a server's error body (some servers echo the Authorization header). `scrub` removes every known
+key value wherever it appears (also base64-encoded as HTTP basic auth), plus anything shaped like an
+Authorization header or a secret query parameter; `safe_url` masks a URL's credentials and query values.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import urllib.parse
+
+MASK = "***"
+API_KEY_VARIABLE = "OPENAI_API_KEY"
+_MIN_SECRET_LENGTH = 4  # shorter "keys" (e.g. "x" for a local server) would blank out ordinary text
+_known_secrets: set[str] = set()
+
+_HEADER = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)(?:(?:bearer|basic)\s+)?[^\s\",;}']+"
+)
+_SCHEME = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
+_QUERY_SECRET = re.compile(r"(?i)([?&;](?:api[-_]?key|key|token|access[-_]?token|secret|password|sig)=)[^&#\s\"']+")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"']*@")
+_OPENAI_KEY_SHAPE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so `scrub` removes it from any later text (and its basic-auth base64 forms)."""
+    if value and len(value) >= _MIN_SECRET_LENGTH:
+        _known_secrets.add(value)
+
+
+def register_url_secrets(url: str | None) -> None:
+    """A URL's userinfo password (or a lone user, `https://KEY@host`) and its query values are secrets.
+
+    The user name beside a password is not (it may be a word like "user" that ordinary text contains).
+    """
+    if not url:
+        return
+    parts = urllib.parse.urlsplit(url)
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    for value in (parts.password, password) if parts.password is not None else (parts.username, user):
+        register_secret(value)
+    if user or password:
+        register_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
+    for _, value in urllib.parse.parse_qsl(parts.query):
+        register_secret(value)
+
+
+def _secrets() -> list[str]:
+    register_secret(os.environ.get(API_KEY_VARIABLE))
+    return sorted(_known_secrets, key=len, reverse=True)  # longest first: a key containing another
+
+
+def scrub(text: object) -> str:
+    """`text` with every known secret and every credential-shaped substring replaced by ***."""
+    clean = str(text)
+    for secret in _secrets():
+        clean = clean.replace(secret, MASK)
+    clean = _USERINFO.sub(rf"\1{MASK}@", clean)
+    clean = _HEADER.sub(rf"\1\2{MASK}", clean)
+    clean = _SCHEME.sub(rf"\1 {MASK}", clean)
+    clean = _QUERY_SECRET.sub(rf"\1{MASK}", clean)
+    return _OPENAI_KEY_SHAPE.sub(MASK, clean)
+
+
+def safe_url(url: str | None) -> str | None:
+    """`https://user:key@host/v1?api-key=k&v=2` -> `https://***@host/v1?api-key=***&v=***`.
+
+    Every query value is masked, not only known names: servers invent their own (`?code=`, `?sig=`).
+    """
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@" + netloc.rpartition("@")[2]
+    query = "&".join(
+        f"{name}={MASK}" if value else name
+        for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def host_port(url: str | None) -> str:
+    """`host:port` of a URL (the default port of its scheme when none is given); never its credentials."""
+    if not url:
+        return "api.openai.com:443"
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    port = port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

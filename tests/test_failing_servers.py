@@ -1,0 +1,157 @@
+"""Failing servers stop a run fast and say where; huge replies are cut; a run that mostly failed is not complete.
+
+Fatal failures (401, 403, unknown model, connection refused) would repeat for every request: the run stops
+with one line naming host:port and exit 1, marked failed and resumable. Replies are read with a size cap.
+The CLI runs as a real process where exit codes, stderr or memory are the point.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from probe.backends.base import Query
+from probe.backends.http import MAX_REPLY_BYTES
+from probe.backends.openai_api import ApiSettings, OpenAIBackend
+from probe.cli import app
+from probe.errors import RunFailed
+from tests.fake_openai_server import FakeOpenAIServer, Step, prompt_hash
+from tests.support import YES_NO, query, seeded_copy
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
+
+
+def ask(prompt: str) -> Query:
+    return Query(prompt, "binary", prompt, "", "", YES_NO, {})
+
+
+def run_args(base_url: str, db_file: Path, run_id: str = "failing") -> list[str]:
+    return [
+        "run", "--backend", "openai", "--base-url", base_url, "--model", "fake-model", "--pairs", "1",
+        "--occupations", "nurse", "--top-k", "1", "--conditions", "control", "--run-id", run_id,
+        "--db", str(db_file), "--quiet",
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("seed") / "probe.duckdb"
+
+
+@pytest.mark.parametrize(
+    ("step", "error"),
+    [
+        (Step.server_error(401), "AuthenticationError: Error code: 401 - scripted 401"),
+        (Step.server_error(403), "PermissionDeniedError: Error code: 403 - scripted 403"),
+        (Step.server_error(404), "NotFoundError: Error code: 404 - scripted 404"),
+    ],
+)
+def test_rejected_key_or_unknown_model_stops_at_the_first_reply(step: Step, error: str) -> None:
+    with FakeOpenAIServer(fault_plan=lambda prompt, attempt: step) as server:
+        backend = OpenAIBackend(ApiSettings(model="m", base_url=server.base_url, concurrency=2, max_retries=5))
+        try:
+            with pytest.raises(RunFailed) as raised:
+                backend.answer([ask(f"item {n}") for n in range(20)])
+        finally:
+            backend.close()
+    host = server.base_url.removeprefix("http://").removesuffix("/v1")
+    assert str(raised.value) == f"{host}: {error}"
+    assert len(server.served) <= 2  # the requests in flight; nothing retried, the other 18 never sent
+
+
+def test_a_plain_400_is_the_items_error_and_the_run_goes_on() -> None:
+    with FakeOpenAIServer() as server:
+        server.script([Step("status", status=400)])
+        backend = OpenAIBackend(ApiSettings(model="m", base_url=server.base_url, concurrency=1))
+        try:
+            [reply] = backend.answer([ask("a")])
+        finally:
+            backend.close()
+    assert reply.error == "BadRequestError: Error code: 400 - scripted 400"
+
+
+def test_connection_refused_names_host_and_port() -> None:
+    with FakeOpenAIServer() as server:
+        base_url = server.base_url
+    backend = OpenAIBackend(ApiSettings(model="m", base_url=base_url, max_retries=5, backoff_s=30))
+    try:
+        with pytest.raises(RunFailed, match=r"^127\.0\.0\.1:\d+: cannot connect \(.*\); is the server running"):
+            backend.answer([ask("a"), ask("b")])
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_huge_reply_is_cut_and_recorded_as_the_items_error(chunked: bool) -> None:
+    with FakeOpenAIServer() as server:
+        server.script([Step.huge(10_000_000, chunked=chunked)])
+        backend = OpenAIBackend(ApiSettings(model="m", base_url=server.base_url, concurrency=1, max_retries=3))
+        try:
+            huge, normal = backend.answer([ask("a"), ask("b")])
+        finally:
+            backend.close()
+    expected = (
+        f"ReplyTooLarge: reply larger than {MAX_REPLY_BYTES:,} bytes; not read further"
+        if chunked
+        else f"ReplyTooLarge: reply of 10,000,000 bytes is over the {MAX_REPLY_BYTES:,}-byte limit"
+    )
+    assert (huge.label, huge.error) == ("unknown", expected)
+    assert (normal.label, normal.error) == ("yes", None)
+    assert len(server.served) == 2  # not retried: the same reply would come again
+
+
+def test_dead_server_exits_1_within_a_minute_naming_it_and_the_run_is_failed(seed: Path, tmp_path: Path) -> None:
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(2):  # the same command again resumes the failed run (and fails the same way)
+        done = subprocess.run(
+            [*CLI, *run_args("http://127.0.0.1:9/v1", db_file)],
+            capture_output=True, text=True, timeout=60, env=env, check=False,
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr.startswith("error: 127.0.0.1:9: cannot connect (") and done.stderr.count("\n") == 1
+    assert query(db_file, "SELECT run_id, status FROM runs").values.tolist() == [["failing", "failed"]]
+
+
+def test_a_rejected_run_is_failed_and_the_same_command_resumes_it(seed: Path, tmp_path: Path) -> None:
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    with FakeOpenAIServer(answer_by_hash=True) as server:
+        server.fault_plan = lambda prompt, attempt: Step.server_error(401)
+        rejected = CliRunner().invoke(app, run_args(server.base_url, db_file))
+        server.fault_plan = None  # the key is fixed
+        resumed = CliRunner().invoke(app, run_args(server.base_url, db_file))
+    assert rejected.exit_code == 1 and rejected.output.endswith("AuthenticationError: Error code: 401 - scripted 401\n")
+    assert (resumed.exit_code, resumed.output) == (0, "failing\n")
+    assert query(db_file, "SELECT status FROM runs").values.tolist() == [["complete"]]
+
+
+def test_a_run_with_too_many_failed_answers_is_failed_not_complete(seed: Path, tmp_path: Path) -> None:
+    """Every reply is 10 MB (declared or chunked): each is cut, so the process stays small, and the run fails."""
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def huge(prompt: str, attempt: int) -> Step:
+        return Step.huge(10_000_000, chunked=prompt_hash(prompt) % 2 == 1)
+
+    with FakeOpenAIServer(fault_plan=huge) as server:
+        process = subprocess.Popen(
+            [*CLI, *run_args(server.base_url, db_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        stdout, stderr = process.stdout.read().decode(), process.stderr.read().decode()
+        process.stdout.close(), process.stderr.close()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        served = Counter(served.body["messages"][-1]["content"] for served in server.served)
+    peak_mb = usage.ru_maxrss / 1024 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
+    assert (process.returncode, stdout) == (1, "")
+    assert stderr.startswith("error: 12 of 12 answers failed (100%, more than --max-failed-share 10%), e.g. ")
+    assert "ReplyTooLarge" in stderr and stderr.count("\n") == 1
+    assert set(served.values()) == {1}  # a huge reply is not asked for again
+    assert peak_mb < 600, f"peak RSS {peak_mb:.0f} MB"
