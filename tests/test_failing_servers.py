@@ -26,6 +26,18 @@ from tests.support import YES_NO, query, seeded_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
+# The CLI, writing its own peak RSS (VmHWM, kB) to argv[1] as it exits. Measured inside: a child's ru_maxrss
+# from wait4 counts the pytest process it was forked from.
+CLI_WITH_PEAK_RSS = [sys.executable, "-c", """
+import pathlib, sys
+from probe.cli import app
+try:
+    app(sys.argv[2:], prog_name="probe")
+finally:
+    status = pathlib.Path("/proc/self/status").read_text().splitlines()
+    peak = next(line for line in status if line.startswith("VmHWM:")).split()[1]
+    pathlib.Path(sys.argv[1]).write_text(peak)
+"""]
 
 
 def ask(prompt: str) -> Query:
@@ -132,6 +144,7 @@ def test_a_rejected_run_is_failed_and_the_same_command_resumes_it(seed: Path, tm
     assert query(db_file, "SELECT status FROM runs").values.tolist() == [["complete"]]
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read from Linux's /proc")
 def test_a_run_with_too_many_failed_answers_is_failed_not_complete(seed: Path, tmp_path: Path) -> None:
     """Every reply is 10 MB (declared or chunked): each is cut, so the process stays small, and the run fails."""
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
@@ -141,16 +154,14 @@ def test_a_run_with_too_many_failed_answers_is_failed_not_complete(seed: Path, t
         return Step.huge(10_000_000, chunked=prompt_hash(prompt) % 2 == 1)
 
     with FakeOpenAIServer(fault_plan=huge) as server:
-        process = subprocess.Popen(
-            [*CLI, *run_args(server.base_url, db_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        stdout, stderr = process.stdout.read().decode(), process.stderr.read().decode()
-        process.stdout.close(), process.stderr.close()
-        process.returncode = os.waitstatus_to_exitcode(status)
+        done = subprocess.run(
+            [*CLI_WITH_PEAK_RSS, str(tmp_path / "peak_kb"), *run_args(server.base_url, db_file)],
+            capture_output=True, text=True, timeout=120, env=env, check=False,
+        )  # fmt: skip
         served = Counter(served.body["messages"][-1]["content"] for served in server.served)
-    peak_mb = usage.ru_maxrss / 1024 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
-    assert (process.returncode, stdout) == (1, "")
+    peak_mb = int((tmp_path / "peak_kb").read_text()) / 1024
+    stdout, stderr = done.stdout, done.stderr
+    assert (done.returncode, stdout) == (1, "")
     assert stderr.startswith("error: 12 of 12 answers failed (100%, more than --max-failed-share 10%), e.g. ")
     assert "ReplyTooLarge" in stderr and stderr.count("\n") == 1
     assert set(served.values()) == {1}  # a huge reply is not asked for again
