@@ -10,9 +10,7 @@ none granted equal to baseline ones, and the cache would ask those once).
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -20,22 +18,10 @@ from pathlib import Path
 from probe import db
 from probe.config import load_config
 from probe.dataset import Item, build_stage1, build_stage2
+from probe.plan import distinct_calls, half_granted
 from probe.selection import Selection, select
 
 PROMPT_FORMAT = "chat"  # the default llamacpp backend's format
-
-
-def distinct_calls(items: Sequence[Item]) -> int:
-    """Items the runner sends to a model: one per distinct cache content (prompt, options, asked subject)."""
-    return len({(item.prompt, item.options, item.subject_name) for item in items})
-
-
-def _half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]:
-    return {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
-        for item in stage1
-        if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
-    }
 
 
 @dataclass(frozen=True)
@@ -55,7 +41,7 @@ def preset_items(preset: str, prompt_format: str) -> PresetItems:
         finally:
             con.close()
     stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
-    granted = _half_granted(stage1)
+    granted = half_granted(stage1)
     stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.conditions, prompt_format)
     return PresetItems(selection, stage1, stage2)
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from probe import pipeline
+from probe import pipeline, plan
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
@@ -84,6 +85,10 @@ def run_command(
         str | None,
         typer.Option("--max-failed-share", help="Fail the run if more answers than this share fail (default 0.1)."),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print items, model calls and an estimated time; write nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Start a run estimated over 30 minutes without asking.")] = False,
 ) -> None:
     """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
     settings = _config(
@@ -92,6 +97,12 @@ def run_command(
         backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
         no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
     )  # fmt: skip
+    if dry_run:
+        for line in plan.describe(plan.plan(settings), settings):
+            typer.echo(line)
+        return
+    if not yes:
+        _confirm_long_run(settings)
     finished_run_id = _run_telling_how_to_resume(settings)
     typer.echo(finished_run_id)
     _warn_about_failed_items(settings.db, finished_run_id)
@@ -99,6 +110,18 @@ def run_command(
         print_headline(settings.db, finished_run_id)
     if report:
         report_run(Path(settings.db), finished_run_id)
+
+
+def _confirm_long_run(settings: RunConfig) -> None:
+    """A run estimated over 30 minutes starts only when confirmed: asked on a terminal, else refused."""
+    estimate = plan.plan(settings)
+    if estimate.seconds <= plan.CONFIRM_OVER_S:
+        return
+    took = plan.duration(estimate.seconds)
+    what = f"{estimate.calls_left:,} model calls, estimated at {took} with {settings.backend}"
+    if not sys.stdin.isatty():
+        raise UserError(f"this run needs {what}; pass --yes to start it (or --dry-run to see the plan)")
+    typer.confirm(f"This run needs {what}. Start it?", abort=True, err=True)
 
 
 def resume_command(run_id: str, db: str) -> str:
@@ -180,7 +203,7 @@ def preview_command(
         preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, db=db,
     )  # fmt: skip
-    chosen_format = prompt_format or ("qa" if settings.backend == "hf-qa" else "chat")
+    chosen_format = prompt_format or plan.prompt_format_of(settings.backend)
     items = preview(settings, chosen_format)
     typer.echo(
         f"{len(items)} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "

@@ -1,0 +1,174 @@
+"""What a run will cost before it starts: items per stage and condition, model calls, an estimated time.
+
+`probe run --dry-run` prints the plan and writes nothing; a run estimated over CONFIRM_OVER_S asks first.
+Items come from the real dataset builder. Stage 2 depends on stage 1's answers (a taxonomy prompt states
+only the granted attributes), so it is built with a fixed, hash-drawn half of the attributes granted: all
+granted would make taxonomy prompts equal control ones, none granted equal baseline ones.
+Model calls count distinct prompts (the runner asks an identical prompt once per run) less the items a
+resumed run has already answered; answers cached by earlier runs are not subtracted (their key needs the
+loaded model's identity), so the count is an upper bound when the cache holds some.
+
+The time estimate uses, in order: the speed of this backend and model in this database (the newest run with
+at least MIN_MEASURED_CALLS answers that were not cached: its answering time per call, per stage), else
+the rates measured for BENCHMARKS.md (DOCUMENTED_RATES).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from probe import db
+from probe.config import RunConfig
+from probe.dataset import Item, build_stage1, build_stage2
+from probe.selection import select
+
+CONFIRM_OVER_S = 30 * 60
+MIN_MEASURED_CALLS = 20
+# Calls per second (stage 1, stage 2) on the machine BENCHMARKS.md was measured on (2 cores, no GPU):
+# llamacpp with the bundled SmolLM2-135M (stage 1 4.7, stage 2 1.09 items/s: "What each optimization
+# bought", 1); hf-qa (3.34 items/s, item 5 there); hf-causal with SmolLM2-135M scoring options (5.3 items/s
+# a forward batch, item 4). openai depends on the server: 1 call/s is a placeholder for a remote API.
+# replay reads labels from a file (thousands a second).
+DOCUMENTED_RATES: dict[str, tuple[float, float]] = {
+    "llamacpp": (4.7, 1.09),
+    "hf-qa": (3.34, 3.34),
+    "hf-causal": (5.3, 5.3),
+    "openai": (1.0, 1.0),
+    "replay": (2000.0, 2000.0),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    stage1_items: int
+    stage2_items: dict[str, int]  # condition -> items
+    stage1_calls: int
+    stage2_calls: int
+    already_answered: int  # items a resumed run has answered (not asked again)
+    seconds: float
+    rates: tuple[float, float]  # calls per second, stage 1 and stage 2
+    rate_source: str
+
+    @property
+    def calls(self) -> int:
+        return self.stage1_calls + self.stage2_calls
+
+    @property
+    def calls_left(self) -> int:
+        return max(self.calls - self.already_answered, 0)
+
+
+def prompt_format_of(backend: str) -> str:
+    """The prompt format a backend is asked in without loading it (hf-qa reads a context; others chat)."""
+    return "qa" if backend == "hf-qa" else "chat"
+
+
+def half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]:
+    """A fixed half of the stage-1 attributes, drawn by item id: a stand-in for stage 1's answers."""
+    return {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
+        for item in stage1
+        if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
+    }
+
+
+def distinct_calls(items: Sequence[Item]) -> int:
+    """Items the runner sends to a model: one per distinct cache content (prompt, options, asked subject)."""
+    return len({(item.prompt, item.options, item.subject_name) for item in items})
+
+
+def plan(config: RunConfig) -> Plan:
+    """The plan of `config` (a new run, or what a resumed one has left); reads the database, writes nothing."""
+    existing = Path(config.db).exists()
+    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")  # seeded, in memory
+    try:
+        selection = select(con, config)
+        prompt_format = prompt_format_of(config.backend)
+        stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
+        stage2 = build_stage2(
+            selection.pairs, selection.attributes, half_granted(stage1), config.conditions, prompt_format
+        )
+        answered = _answered(con, config.run_id) if existing and config.run_id else 0
+        stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
+        rates, source = _rates(con, config) if existing else (None, "")
+    finally:
+        con.close()
+    if rates is None:
+        rates = DOCUMENTED_RATES.get(config.backend, (1.0, 1.0))
+        source = "as measured for BENCHMARKS.md: 2 cores, the bundled SmolLM2 for local backends"
+    left1 = max(stage1_calls - answered, 0)
+    left2 = stage2_calls - max(answered - stage1_calls, 0)
+    by_condition = {condition: sum(item.condition == condition for item in stage2) for condition in config.conditions}
+    return Plan(
+        stage1_items=len(stage1),
+        stage2_items=by_condition,
+        stage1_calls=stage1_calls,
+        stage2_calls=stage2_calls,
+        already_answered=answered,
+        seconds=left1 / rates[0] + left2 / rates[1],
+        rates=rates,
+        rate_source=source,
+    )
+
+
+def _answered(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    query = "SELECT count(*) FROM answers WHERE run_id = ? AND error IS NULL"
+    return con.execute(query, [run_id]).fetchone()[0]
+
+
+def _rates(con: duckdb.DuckDBPyConnection, config: RunConfig) -> tuple[tuple[float, float] | None, str]:
+    """Calls per second per stage of the newest run here with this backend and model, from answer times."""
+    rows = con.execute(
+        """WITH asked AS (
+               SELECT r.run_id, r.created_at, i.stage, a.answered_at FROM runs r
+               JOIN answers a USING (run_id) JOIN items i USING (run_id, item_id)
+               WHERE r.backend = ? AND (? IS NULL OR r.model = ?) AND NOT a.cached AND a.error IS NULL
+           ), speed AS (
+               SELECT run_id, any_value(created_at) AS created_at, stage, count(*) AS calls,
+                      epoch(max(answered_at) - min(answered_at)) AS seconds
+               FROM asked GROUP BY run_id, stage
+               HAVING count(*) >= ? AND epoch(max(answered_at) - min(answered_at)) > 0
+           )
+           SELECT run_id, stage, calls / seconds FROM speed
+           WHERE run_id = (SELECT run_id FROM speed ORDER BY created_at DESC LIMIT 1)""",
+        [config.backend, config.model, config.model, MIN_MEASURED_CALLS],
+    ).fetchall()
+    if not rows:
+        return None, ""
+    by_stage = {stage: rate for _, stage, rate in rows}
+    rate1 = by_stage.get(1, by_stage.get(2))
+    rate2 = by_stage.get(2, rate1)
+    return (rate1, rate2), f"measured in this database (run {rows[0][0]})"
+
+
+def duration(seconds: float) -> str:
+    """3 h 05 min, 12 min, 40 s."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def describe(plan_: Plan, config: RunConfig) -> list[str]:
+    """The dry-run report, one statement a line."""
+    conditions = ", ".join(f"{condition} {count:,}" for condition, count in plan_.stage2_items.items())
+    lines = [
+        f"stage 1: {plan_.stage1_items:,} items (yes/no: is this person skilled in ...)",
+        f"stage 2: {sum(plan_.stage2_items.values()):,} items ({conditions}); taxonomy prompts depend on "
+        "stage 1's answers: counted with half the attributes granted",
+        f"model calls after reuse (an identical prompt is asked once): {plan_.calls:,} "
+        f"(stage 1 {plan_.stage1_calls:,}, stage 2 {plan_.stage2_calls:,})",
+    ]
+    if plan_.already_answered:
+        lines.append(f"already answered in run {config.run_id}: {plan_.already_answered:,}; left: {plan_.calls_left:,}")
+    rate1, rate2 = plan_.rates
+    lines.append(
+        f"estimated time with {config.backend}: {duration(plan_.seconds)} at {rate1:.3g} calls/s in stage 1 and "
+        f"{rate2:.3g} in stage 2 ({plan_.rate_source}); answers cached by earlier runs are not subtracted"
+    )
+    return lines
