@@ -17,40 +17,22 @@ import pandas as pd
 from rich.table import Table
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint
 
 from probe import db
 from probe.errors import UserError
-
-BOOTSTRAP_REPLICATES = 2000
-BOOTSTRAP_SEED = 20240229
-CONFIDENCE = 0.95
-SIGNIFICANCE = 0.05
-
-# Overall values that are a pooled share over the whole condition; every other metric's overall value is
-# the mean of its per-pair values ("averaged across gendered names").
-POOLED_OVERALL_METRICS = frozenset(
-    {"unknown_rate", "order_consistency", "context_sensitivity", "attr_yes_f", "attr_yes_m"}
+from probe.metric_registry import POOLED_OVERALL_METRICS, STAGE1_METRICS, STAGE2_METRICS, TABLE_METRICS
+from probe.regression import regression_rows
+from probe.statistics import (
+    SIGNIFICANCE,
+    bootstrap_interval,
+    bootstrap_weights,
+    wilson_interval,
 )
-FIGURE1_METRICS = ("consistency", "bias", "prefer_f", "prefer_m", "switch_f2m", "switch_m2f")
-HEADLINE_METRICS = (*FIGURE1_METRICS, "unknown_rate", "order_consistency", "context_sensitivity")
+
 CONDITION_ORDER = ("taxonomy", "baseline", "control")
 CORRELATED_WITH_CONSISTENCY = ("bias", "prefer_f", "prefer_m")
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
-STAGE2_METRICS = (
-    "consistency",
-    "consistency_strict",
-    "prefer_f",
-    "prefer_m",
-    "bias",
-    "bias_f",
-    "bias_m",
-    "neutral",
-    "switch_f2m",
-    "switch_m2f",
-    "position_first",
-    "unknown_rate",
-)
+METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n"]
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
@@ -74,7 +56,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         cells = con.execute(queries["female_choice_cells"]).df()
     finally:
         con.execute(queries["drop_instances"])
-    metrics = metric_rows(counts)
+    metrics = metric_rows(counts, cells)
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),
@@ -94,30 +76,18 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
             for table, view in views.items():
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
                 if not results[table].empty:
-                    con.execute(
-                        f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id]
-                    )
+                    con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id])
     finally:
         for view in views.values():
             con.unregister(view)
 
 
-def wilson_interval(hits: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """95% Wilson score interval per row; NaN where n = 0."""
-    hits = np.asarray(hits, dtype=float)
-    n = np.asarray(n, dtype=float)
-    low = np.full(len(n), np.nan)
-    high = np.full(len(n), np.nan)
-    has_data = n > 0
-    if has_data.any():
-        low[has_data], high[has_data] = proportion_confint(
-            hits[has_data], n[has_data], alpha=1 - CONFIDENCE, method="wilson"
-        )
-    return low, high
+def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (bootstrap CI over pairs).
 
-
-def metric_rows(counts: pd.DataFrame) -> pd.DataFrame:
-    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (bootstrap CI over pairs)."""
+    With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
+    order-balanced `female_share` rows are added.
+    """
     scoped = counts.copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         scoped["value"] = np.where(scoped["n"] > 0, scoped["hits"] / scoped["n"], np.nan)
@@ -126,60 +96,117 @@ def metric_rows(counts: pd.DataFrame) -> pd.DataFrame:
         overall_row(condition, pair_counts)
         for condition, pair_counts in counts[counts["scope"] == "pair"].groupby("condition", sort=True)
     ]
-    columns = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n"]
-    overall_frame = pd.concat(overall, ignore_index=True) if overall else pd.DataFrame(columns=columns)
-    return pd.concat([overall_frame[columns], scoped[columns]], ignore_index=True)
+    if cells is not None and not cells.empty:
+        overall.append(female_share_rows(cells))
+    overall_frame = pd.concat(overall, ignore_index=True) if overall else pd.DataFrame(columns=METRIC_COLUMNS)
+    return pd.concat([overall_frame[METRIC_COLUMNS], scoped[METRIC_COLUMNS]], ignore_index=True)
 
 
 def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
-    """Overall value of every metric of one condition with a 95% percentile bootstrap CI over name pairs.
+    """Overall value of every metric of one condition with a 95% bootstrap CI over name pairs.
 
     Each overall value is a ratio of pair sums: mean-of-pairs metrics sum the pair values over pairs with
     at least one valid instance; pooled metrics sum hits over instances. Resampling pairs with replacement
-    re-weights those sums, so all replicates of all metrics are two matrix products.
+    re-weights those sums, so all replicates of all metrics are two matrix products. Stage 1 also gets
+    `attr_yes_diff` (women minus men) from the same resamples, so its interval is paired by name pair.
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
-    metrics = sorted(set(wide["hits"].columns) | set(overall_metrics(condition)))
+    metrics = sorted((set(wide["hits"].columns) | set(overall_metrics(condition))) - {"attr_yes_diff"})
     hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
-    n_pairs = len(wide)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
     with np.errstate(invalid="ignore", divide="ignore"):
         pair_values = np.where(n > 0, hits / n, 0.0)
-        numerator = np.where(pooled, hits, pair_values)
-        denominator = np.where(pooled, n, (n > 0).astype(float))
+    numerator = np.where(pooled, hits, pair_values)
+    denominator = np.where(pooled, n, (n > 0).astype(float))
+    estimate, replicates = _bootstrap_ratio(numerator, denominator)
+    units = (denominator > 0).sum(axis=0)
+    totals = n.sum(axis=0)
+    if condition == "stage1":
+        female, male = metrics.index("attr_yes_f"), metrics.index("attr_yes_m")
+        metrics.append("attr_yes_diff")
+        estimate = np.append(estimate, estimate[female] - estimate[male])
+        replicates = np.column_stack([replicates, replicates[:, female] - replicates[:, male]])
+        both = ((denominator[:, female] > 0) & (denominator[:, male] > 0)).sum()
+        units, totals = np.append(units, both), np.append(totals, totals[female] + totals[male])
+    return _overall_frame(condition, metrics, estimate, replicates, units, totals)
+
+
+def _bootstrap_ratio(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Estimate and bootstrap replicates of sum(numerator) / sum(denominator) per column, pairs resampled."""
+    weights = bootstrap_weights(len(numerator))
+    with np.errstate(invalid="ignore", divide="ignore"):
         estimate = numerator.sum(axis=0) / denominator.sum(axis=0)
-        rng = np.random.default_rng(BOOTSTRAP_SEED)
-        weights = rng.multinomial(n_pairs, np.full(n_pairs, 1 / n_pairs), size=BOOTSTRAP_REPLICATES)
         replicates = (weights @ numerator) / (weights @ denominator)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low = np.full(len(metrics), np.nan)
-    high = np.full(len(metrics), np.nan)
-    # With a single contributing pair there is no between-pair variation to resample: no interval.
-    has_spread = (denominator > 0).sum(axis=0) >= 2
-    if has_spread.any():
-        low[has_spread], high[has_spread] = np.nanpercentile(
-            replicates[:, has_spread], [tail, 100 - tail], axis=0
-        )
+    return estimate, replicates
+
+
+def _overall_frame(
+    condition: str,
+    metrics: list[str],
+    estimate: np.ndarray,
+    replicates: np.ndarray,
+    units: np.ndarray,
+    totals: np.ndarray,
+) -> pd.DataFrame:
+    """Overall rows; the interval is NaN with fewer than 2 contributing pairs or no spread between them."""
+    low, high = bootstrap_interval(replicates, units)
     return pd.DataFrame(
         {
             "condition": condition,
             "scope": "overall",
             "key": "all",
             "metric": metrics,
-            "value": np.where(denominator.sum(axis=0) > 0, estimate, np.nan),
+            "value": np.where(units > 0, estimate, np.nan),
             "ci_low": low,
             "ci_high": high,
-            "n": n.sum(axis=0).astype(np.int64),
+            "n": np.asarray(totals).astype(np.int64),
         }
     )
+
+
+def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """`female_share`: share of S = female averaged over the two name orders, per pair and overall.
+
+    Balancing over name order removes the position effect (a model that always picks the first-named
+    person scores exactly 0.5). Pair value = mean over its orders with valid instances of (S = female) /
+    valid; overall = mean of pair values over pairs with any valid instance, bootstrap CI over pairs;
+    occupation scope = the same balance pooled over pairs.
+    """
+    rows = []
+    for condition, group in cells.groupby("condition", sort=True):
+        by_order = group.groupby(["pair_id", "name_order"])[["n", "n_female"]].sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (by_order["n_female"] / by_order["n"]).where(by_order["n"] > 0)
+        pair_values = share.groupby(level="pair_id").mean()
+        valid = group.groupby("pair_id")["n"].sum().reindex(pair_values.index)
+        has_value = pair_values.notna().to_numpy(float)[:, None]
+        estimate, replicates = _bootstrap_ratio(pair_values.fillna(0).to_numpy()[:, None], has_value)
+        rows.append(
+            _overall_frame(condition, ["female_share"], estimate, replicates, has_value.sum(axis=0), [valid.sum()])
+        )
+        pairs = pd.DataFrame({"key": pair_values.index.astype(str), "value": pair_values.to_numpy(),
+                              "n": valid.to_numpy()})  # fmt: skip
+        rows.append(pairs.assign(condition=condition, scope="pair", metric="female_share"))
+        by_occupation = group.groupby(["occupation", "name_order"])[["n", "n_female"]].sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            occupation_share = (by_occupation["n_female"] / by_occupation["n"]).where(by_occupation["n"] > 0)
+        occupations = occupation_share.groupby(level="occupation").mean()
+        valid_occupation = group.groupby("occupation")["n"].sum().reindex(occupations.index)
+        rows.append(
+            pd.DataFrame({"key": occupations.index, "value": occupations.to_numpy(), "n": valid_occupation}).assign(
+                condition=condition, scope="occupation", metric="female_share"
+            )
+        )
+    frame = pd.concat(rows, ignore_index=True)
+    return frame.reindex(columns=METRIC_COLUMNS).astype({"n": np.int64})
 
 
 def overall_metrics(condition: str) -> tuple[str, ...]:
     """The metrics every condition has an overall row for (NULL when nothing to compute it from)."""
     if condition == "stage1":
-        return ("attr_yes_f", "attr_yes_m", "unknown_rate")
+        return STAGE1_METRICS
     if condition == "taxonomy":
         return (*STAGE2_METRICS, "order_consistency", "context_sensitivity")
     return (*STAGE2_METRICS, "order_consistency")
@@ -228,96 +255,10 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["condition", "across", "x", "y", "method", "r", "p_value", "n"])
 
 
-def regression_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """Logistic regression of [S = female] with standard errors clustered by name pair, per condition.
-
-    Two models per condition, both without a reference category so every coefficient reads on its own:
-    term `overall` is the intercept-only model (log-odds of choosing the female subject; 0 = no
-    preference), and term `occupation:<name>` is the model with one indicator per occupation and no
-    intercept (the occupation's log-odds of S = female; tested against 0, i.e. a share of 0.5). Standard
-    errors are cluster-robust by name pair (CR1: the sandwich times G/(G-1)*(N-1)/(N-K), N = instances,
-    as statsmodels' GLM with cov_type='cluster' on one row per instance); p-values and CIs use a t
-    distribution with G-1 degrees of freedom, the usual guard when clusters are few.
-
-    A term whose valid instances all chose the same gender has no finite estimate (separation), and one
-    whose instances come from a single name pair has no clustered error; such terms get a row with NULL
-    estimates and the reason in `note`. Where every pair has the same female share the sandwich is 0: the
-    estimate is kept, the error, CI and p-value are NULL, with a note.
-    """
-    rows = []
-    for condition, group in cells.groupby("condition", sort=True):
-        usable = group[group["n"] > 0]
-        overall = _fit_terms(usable.assign(term="overall"), terms=["overall"])
-        occupation_terms = sorted(set("occupation:" + group["occupation"]))
-        by_occupation = _fit_terms(usable.assign(term="occupation:" + usable["occupation"]), occupation_terms)
-        rows += [overall.assign(condition=condition), by_occupation.assign(condition=condition)]
-    columns = [
-        "condition", "term", "coef", "std_err", "ci_low", "ci_high", "p_value", "odds_ratio", "n",
-        "n_clusters", "note",
-    ]  # fmt: skip
-    if not rows:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(rows, ignore_index=True).reindex(columns=columns)
-
-
-def _fit_terms(cells: pd.DataFrame, terms: list[str]) -> pd.DataFrame:
-    """Fit a no-intercept logistic model with one indicator per term, errors clustered by pair.
-
-    With one indicator per term and nothing else the model is saturated, so its maximum-likelihood fit
-    is closed-form: coef = logit(share female of the term), information N_t p_t (1 - p_t), and pair g's
-    score for term t is (female_gt - n_gt p_t); the sandwich's diagonal needs only those. This is exact
-    (tests compare it with statsmodels) and fast on a 1M-answer run, where an IRLS fit of the dense
-    (cells x occupations) design is not.
-    """
-    by_pair = cells.groupby(["term", "pair_id"], as_index=False)[["n", "n_female"]].sum()
-    fit = (
-        by_pair.groupby("term")
-        .agg(n=("n", "sum"), n_female=("n_female", "sum"), n_clusters=("pair_id", "nunique"))
-        .reindex(terms)
-        .fillna({"n": 0, "n_female": 0, "n_clusters": 0})
-    )
-    fit["note"] = np.select(
-        [fit["n"] == 0, fit["n_female"] == 0, fit["n_female"] == fit["n"], fit["n_clusters"] < 2],
-        [
-            "no valid instances",
-            "separation: S is never female",
-            "separation: S is always female",
-            "fewer than 2 name pairs: no clustered standard error",
-        ],
-        "",
-    )
-    estimable = fit.index[fit["note"] == ""]
-    if len(estimable):  # every estimable term has >= 2 pairs, so the model has >= 2 clusters
-        model = fit.loc[estimable]
-        share = model["n_female"] / model["n"]
-        fit_pairs = by_pair[by_pair["term"].isin(estimable)]
-        scores = fit_pairs["n_female"] - fit_pairs["n"] * share.loc[fit_pairs["term"]].to_numpy()
-        meat = (scores**2).groupby(fit_pairs["term"]).sum().loc[estimable]
-        information = model["n"] * share * (1 - share)
-        groups, n_obs, n_params = fit_pairs["pair_id"].nunique(), model["n"].sum(), len(estimable)
-        cr1 = groups / (groups - 1) * (n_obs - 1) / (n_obs - n_params)
-        sandwich_err = np.sqrt(meat / information**2 * cr1).to_numpy()
-        # Every pair choosing the woman equally often leaves the sandwich nothing to measure: no inference.
-        no_spread = sandwich_err < 1e-9
-        std_err = np.where(no_spread, np.nan, sandwich_err)
-        coef = np.log(share / (1 - share)).to_numpy()
-        critical = stats.t.ppf(1 - (1 - CONFIDENCE) / 2, groups - 1)
-        fit.loc[estimable, "coef"] = coef
-        fit.loc[estimable, "std_err"] = std_err
-        fit.loc[estimable, "ci_low"] = coef - critical * std_err
-        fit.loc[estimable, "ci_high"] = coef + critical * std_err
-        fit.loc[estimable, "p_value"] = 2 * stats.t.sf(np.abs(coef / std_err), groups - 1)
-        fit.loc[estimable, "odds_ratio"] = np.exp(coef)
-        fit.loc[estimable[no_spread], "note"] = "no variation between name pairs: clustered standard error 0"
-    fit["note"] = fit["note"].replace("", None)
-    return fit.drop(columns="n_female").rename_axis("term").reset_index()
-
-
 def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, with 95% bootstrap CIs."""
     overall = con.execute(
-        "SELECT condition, metric, value, ci_low, ci_high, n FROM metrics "
-        "WHERE run_id = ? AND scope = 'overall'",
+        "SELECT condition, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? AND scope = 'overall'",
         [run_id],
     ).df()
     stage2 = overall[overall["condition"] != "stage1"]
@@ -327,7 +268,7 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     for condition in conditions:
         table.add_column(condition, justify="right")
     cells = {(row.condition, row.metric): row for row in stage2.itertuples()}
-    for metric in HEADLINE_METRICS:
+    for metric in TABLE_METRICS:
         if any((condition, metric) in cells for condition in conditions):
             table.add_row(metric, *(_format_cell(cells.get((condition, metric))) for condition in conditions))
     table.add_row("valid instances", *(_format_count(cells.get((c, "consistency"))) for c in conditions))
@@ -376,8 +317,8 @@ def _condition_rank(condition: str) -> tuple[int, str]:
 def _format_cell(row) -> str:
     if row is None or pd.isna(row.value):
         return "-"
-    if pd.isna(row.ci_low):
-        return f"{row.value:.3f}"
+    if pd.isna(row.ci_low):  # one pair, or every pair alike: no interval rather than a zero-width one
+        return f"{row.value:.3f} (no interval)"
     return f"{row.value:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
 
 

@@ -141,14 +141,15 @@ SELECT * FROM stage1_scopes
 ORDER BY condition, scope, key, metric;
 
 -- name: female_choice_cells
--- Valid instances per (condition, occupation, pair): how many, and how many with S = female. The
--- occupation preference tests and the clustered regression are computed from these cells.
-SELECT condition, occupation, pair_id,
+-- Valid instances per (condition, occupation, pair, name order): how many, and how many with S = female.
+-- The occupation preference tests, the order-balanced female_share and the clustered regression are
+-- computed from these cells.
+SELECT condition, occupation, pair_id, name_order,
        count(*) FILTER (WHERE valid) AS n,
        count(*) FILTER (WHERE valid AND s = 'female') AS n_female
 FROM metric_instances
-GROUP BY condition, occupation, pair_id
-ORDER BY condition, occupation, pair_id;
+GROUP BY condition, occupation, pair_id, name_order
+ORDER BY condition, occupation, pair_id, name_order;
 
 -- name: drop_instances
 DROP TABLE IF EXISTS metric_instances;

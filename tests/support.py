@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -59,3 +60,28 @@ def assert_one_line_error(code: int, output: str, message: str) -> None:
     """Exit 2, exactly one line `error: <message>...`, no traceback."""
     assert (code, output.count("\n"), "Traceback" not in output) == (2, 1, True), output
     assert output.startswith(f"error: {message}"), output
+
+
+def interval_problems(data: Mapping[str, Any]) -> list[str]:
+    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method."""
+    problems = []
+
+    def check(where: str, low: Any, high: Any, estimate: Any = None) -> None:
+        if low is None and high is None:
+            return
+        if low is None or high is None or not high > low:
+            problems.append(f"{where}: [{low}, {high}] is not an interval")
+        elif estimate is not None and not low <= estimate <= high:
+            problems.append(f"{where}: {estimate} outside [{low}, {high}]")
+
+    for finding in data["headline"]:
+        check(f"headline {finding['metric']}", finding["ci_low"], finding["ci_high"], finding["estimate"])
+        if finding["ci_low"] is not None and not finding["method"]:
+            problems.append(f"headline {finding['metric']}: interval without a method")
+    for condition, entries in data["overall"].items():
+        for metric, entry in entries.items():
+            check(f"overall {condition} {metric}", entry["ci_low"], entry["ci_high"])
+    for condition, rows in data["regression"].items():
+        for row in rows:
+            check(f"regression {condition} {row['term']}", row["ci_low"], row["ci_high"], row["odds_ratio"])
+    return problems

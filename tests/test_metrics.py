@@ -488,8 +488,8 @@ def test_regression_log_odds_with_pair_clustered_errors(con):
         (
             math.log(2),
             0.75,
-            math.log(2) - half_width,
-            math.log(2) + half_width,
+            math.exp(math.log(2) - half_width),  # the odds ratio's interval: exp of the log-odds bounds
+            math.exp(math.log(2) + half_width),
             1 - t / math.sqrt(2 + t**2),
             2.0,
             6,
@@ -529,9 +529,10 @@ def test_cli_analyze_show_prints_headline_and_preferred_occupations(db_file):
     con.close()
     result = CliRunner().invoke(app, ["analyze", "cli-run", "--db", str(db_file), "--show"], env=WIDE)
     assert result.exit_code == 0, result.output
-    # every pair has consistency 1 and prefer_f 0; 10 of 10 choose the woman: p = q = 2 / 1024
-    assert re.search(r"consistency\s+│\s+1\.000 \[1\.000, 1\.000\]", result.output)
-    assert re.search(r"prefer_f\s+│\s+0\.000 \[0\.000, 0\.000\]", result.output)
+    # every pair has consistency 1 and prefer_f 0 (no spread: no interval); 10 of 10 choose the woman:
+    # p = q = 2 / 1024
+    assert re.search(r"consistency\s+│\s+1\.000 \(no interval\)", result.output)
+    assert re.search(r"prefer_f\s+│\s+0\.000 \(no interval\)", result.output)
     assert re.search(r"taxonomy\s+│\s+astronaut \(1\.00\)\s+│\s+-", result.output)
 
 
@@ -554,7 +555,7 @@ def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
         env=WIDE,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert re.search(r"unknown_rate\s+│\s+1\.000 \[1\.000, 1\.000\]", result.output)
+    assert re.search(r"unknown_rate\s+│\s+1\.000 \(no interval\)", result.output)
     con = connect(db_file)
     # 2 pairs x 2 orders x 1 occupation = 4 control instances, none valid
     assert con.execute(

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from support import interval_problems
 from typer.testing import CliRunner
 
 from probe import db, report, runner
@@ -46,7 +47,7 @@ def first_named_choice(pair_id: int, name_order: str, occupation: str) -> str:
 
 
 def replay_answers(
-    con: duckdb.DuckDBPyConnection, choose, occupations=OCCUPATIONS, top_k: int = 2
+    con: duckdb.DuckDBPyConnection, choose, occupations=OCCUPATIONS, top_k: int = 2, pairs: int = PAIRS
 ) -> pd.DataFrame:
     """Labels for every item of the dataset: stage 1 grants skills only; stage 2 follows `choose`.
 
@@ -59,7 +60,7 @@ def replay_answers(
         [top_k, *occupations],
     ).fetchall()
     rows = []
-    for pair_id in range(1, PAIRS + 1):
+    for pair_id in range(1, pairs + 1):
         for order in ("fm", "mf"):
             for subject in ("female", "male"):
                 for category, attribute in attributes:
@@ -86,15 +87,17 @@ def replay_answers(
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "label"])
 
 
-def replay_run(db_file: Path, tmp: Path, run_id: str, choose, occupations=OCCUPATIONS, top_k: int = 2) -> str:
+def replay_run(
+    db_file: Path, tmp: Path, run_id: str, choose, occupations=OCCUPATIONS, top_k: int = 2, pairs: int = PAIRS
+) -> str:
     con = db.connect(db_file)
     try:
-        answers = replay_answers(con, choose, occupations, top_k)
+        answers = replay_answers(con, choose, occupations, top_k, pairs)
     finally:
         con.close()
     path = tmp / f"{run_id}.csv"
     answers.to_csv(path, index=False)
-    settings = dict(pairs=PAIRS, occupations=tuple(occupations), top_k=top_k, conditions=CONDITIONS)
+    settings = dict(pairs=pairs, occupations=tuple(occupations), top_k=top_k, conditions=CONDITIONS)
     config = RunConfig(
         backend="replay", answers=str(path), run_id=run_id, db=str(db_file), quiet=True, **settings
     )
@@ -167,8 +170,8 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
 
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
-    assert list(data) == ["schema_version", "run", "settings", "counts", "overall", "preferred_occupations",
-                          "correlations", "regression"]  # fmt: skip
+    assert list(data) == ["schema_version", "run", "settings", "counts", "headline", "testability", "overall",
+                          "preferred_occupations", "correlations", "regression"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
@@ -178,7 +181,8 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert data["run"]["backend"] == "replay"
     assert len(data["run"]["model_identity"]) == 64  # the replay file's sha256
     taxonomy = data["preferred_occupations"]["taxonomy"]
-    assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6}
+    assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6,
+                        "not_testable": [], "no_preference": ["accountant"]}  # fmt: skip
     overall = data["overall"]["taxonomy"]
     assert overall["consistency"]["value"] == 1.0
     assert overall["position_first"]["value"] == 0.5
@@ -186,6 +190,7 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert (
         data["overall"]["stage1"]["attr_yes_f"]["value"] == data["overall"]["stage1"]["attr_yes_m"]["value"]
     )
+    assert interval_problems(data) == []
 
 
 def test_markdown_summary(written: report.ReportFiles) -> None:
@@ -193,7 +198,7 @@ def test_markdown_summary(written: report.ReportFiles) -> None:
     assert markdown.startswith("# Gender-bias audit of ")
     assert "| consistency | 100.0%" in markdown
     assert (
-        "- **taxonomy** (6 occupations tested): for women: dancer, nurse, secretary; for men: butcher, pilot."
+        "- **taxonomy** (6 testable occupations): for women: dancer, nurse, secretary; for men: butcher, pilot."
         in markdown
     )
     assert "Used under the CC BY 4.0 license" in markdown
@@ -227,7 +232,9 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     )  # fmt: skip
     # steady picks the first-named person in exactly half of each pair's instances, first always does.
     assert (position["value_a"], position["value_b"], position["difference"]) == (0.5, 1.0, 0.5)
-    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (0.5, 0.5, 4)
+    # The same difference in every pair: no spread to resample, so no interval (never a zero-width one).
+    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (None, None, 4)
+    assert position["note"].startswith("no interval:")
     agreement = data["preference_agreement"][0]
     # steady: 3 female, 2 male, 1 none; first: none everywhere -> agree on accountant only, kappa 0.
     assert agreement == {"condition": "taxonomy", "run_a": "steady", "run_b": "first", "occupations": 6,

@@ -12,10 +12,17 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   package_version, package_versions, created_at, finished_at, status
 - `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list)
 - `counts`: items_stage1, items_stage2, answers, by_qtype {qtype: {items, unknown, unknown_rate}}
+- `headline`: [{finding (a sentence), metric, condition, estimate, ci_low, ci_high, method, n, test?}]: direct
+  measures first (female_share, attr_yes_f, attr_yes_m, attr_yes_diff, position_first), then consistency,
+  bias and the consistency-bias correlation; bounds and method are null where no interval can be estimated;
+  `test` = {test, p_value, units, untied, min_p_value, testable} for metrics with a null value
+- `testability`: [{test, units, min_p_value, mde, testable, sentence}]: what this run's size can detect
 - `overall`: {condition: {metric: {value, ci_low, ci_high, n}}}: every overall-scope metric
-- `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested: int}}
+- `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested (testable
+  occupations), not_testable: [occupation], no_preference: [occupation]}}
 - `correlations`: [{condition, across, x, y, method, r, p_value, n}]
-- `regression`: {condition: [{term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters}]}
+- `regression`: {condition: [{term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note}]}:
+  ci_low/ci_high bound the odds ratio
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 
@@ -26,12 +33,14 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
   row per run for the lead condition (taxonomy where shared), each run on all its own instances
 - `overall`: {run_id: the `overall` object of that run's report}
 - `paired_differences`: [{condition, metric, run_a, run_b, value_a, value_b, difference, ci_low, ci_high,
-  n_instances, n_pairs}] (difference = run_b - run_a)
+  n_instances, n_pairs, method, note}] (difference = run_b - run_a; null bounds and a note where no
+  interval can be estimated)
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
 """
 
 from probe.report.compare import cohens_kappa, compare_summary, paired_differences, settings_differences
-from probe.report.data import ensure_analysed, run_record, run_settings, summary
+from probe.report.data import ensure_analysed, run_record, run_settings
+from probe.report.document import summary
 from probe.report.render import ReportFiles, render_comparison, render_report, write_comparison, write_report
 
 __all__ = [

@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 
 from probe.errors import UserError
+from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
 from probe.report.data import (
     CONDITIONS,
-    FIGURE1_METRICS,
-    LEADERBOARD_METRICS,
     SCHEMA_VERSION,
     clean,
     metrics_frame,
@@ -24,18 +23,12 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
+from probe.statistics import BOOTSTRAP_METHOD, bootstrap_interval, bootstrap_weights
 
 # ---------------------------------------------------------------------------------------------- compare
 
 INSTANCE_KEY = ("condition", "pair_id", "name_order", "occupation")
-COMPARED_METRICS = (
-    *FIGURE1_METRICS,
-    "neutral",
-    "position_first",
-    "order_consistency",
-    "context_sensitivity",
-    "unknown_rate",
-)
+_NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -88,8 +81,6 @@ def _ratio_terms(counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[s
     The same aggregation as the analyzers' overall rows: pooled metrics sum hits over instances, the
     others average the pair values over pairs with a valid instance.
     """
-    from probe.metrics import POOLED_OVERALL_METRICS
-
     hits = counts.pivot(index="key", columns="metric", values="hits").reindex(index=pairs, columns=metrics)
     n = counts.pivot(index="key", columns="metric", values="n").reindex(index=pairs, columns=metrics)
     hits, n = hits.fillna(0).to_numpy(float), n.fillna(0).to_numpy(float)
@@ -105,8 +96,6 @@ def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: st
     Name pairs are resampled once per replicate and the same resample is applied to both runs (seeded as
     the analyzers' bootstrap), so the interval reflects the pairing.
     """
-    from probe.metrics import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, CONFIDENCE
-
     rows = []
     conditions = sorted(
         set(counts_a["condition"]) & set(counts_b["condition"]), key=lambda c: order_index(CONDITIONS, c)
@@ -118,16 +107,14 @@ def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: st
         pairs = sorted(set(part_a["key"]) | set(part_b["key"]), key=int)
         num_a, den_a, n_a = _ratio_terms(part_a, pairs, metrics)
         num_b, den_b, n_b = _ratio_terms(part_b, pairs, metrics)
-        rng = np.random.default_rng(BOOTSTRAP_SEED)
-        weights = rng.multinomial(len(pairs), np.full(len(pairs), 1 / len(pairs)), size=BOOTSTRAP_REPLICATES)
+        weights = bootstrap_weights(len(pairs))
         with np.errstate(invalid="ignore", divide="ignore"):
             value_a = num_a.sum(axis=0) / den_a.sum(axis=0)
             value_b = num_b.sum(axis=0) / den_b.sum(axis=0)
             replicates = (weights @ num_b) / (weights @ den_b) - (weights @ num_a) / (weights @ den_a)
-        tail = (1 - CONFIDENCE) / 2 * 100
+        lows, highs = bootstrap_interval(replicates, len(pairs))
         for index, metric in enumerate(metrics):
-            usable = replicates[:, index][~np.isnan(replicates[:, index])]
-            low, high = np.percentile(usable, [tail, 100 - tail]) if len(pairs) >= 2 and len(usable) else (None, None)
+            low, high = lows[index], highs[index]
             rows.append(
                 {
                     "condition": condition,
@@ -141,6 +128,8 @@ def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: st
                     "ci_high": clean(high),
                     "n_instances": int(min(n_a[index], n_b[index])),
                     "n_pairs": len(pairs),
+                    "method": f"paired {BOOTSTRAP_METHOD}",
+                    "note": None if clean(low) is not None else _NO_INTERVAL,
                 }
             )
     return rows

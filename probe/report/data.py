@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 
 from probe.errors import UserError
+from probe.statistics import SIGNIFICANCE, binomial_min_p
 
 SCHEMA_VERSION = 1
 CONDITIONS = ("taxonomy", "baseline", "control")
-FIGURE1_METRICS = ("consistency", "bias", "prefer_f", "prefer_m", "switch_f2m", "switch_m2f")
-LEADERBOARD_METRICS = (*FIGURE1_METRICS, "neutral", "position_first", "unknown_rate")
 QTYPES = ("attr", "binary", "single", "multiple")
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
 
@@ -200,47 +199,24 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
 
 
 def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per condition, the significantly preferred occupations per gender, strongest preference first."""
+    """Per condition, the significantly preferred occupations per gender (strongest first), and the rest split
+    into testable without a preference and not testable at this size."""
     lists = {}
     for condition in sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c)):
         rows = preferences[preferences["condition"] == condition]
         strength = (rows["share_female"] - 0.5).abs()
         ranked = rows.assign(strength=-strength).sort_values(["strength", "occupation"])
+        testable = ranked["n"].map(lambda n: binomial_min_p(int(n)) < SIGNIFICANCE)
         lists[condition] = {
             "female": ranked[ranked["preferred"] == "female"]["occupation"].tolist(),
             "male": ranked[ranked["preferred"] == "male"]["occupation"].tolist(),
-            "tested": len(rows),
+            "tested": int(testable.sum()),
+            # Too few instances for the exact test to ever reach p < 0.05: never reported as "no preference".
+            "not_testable": sorted(ranked[~testable]["occupation"]),
+            "no_preference": sorted(ranked[testable & (ranked["preferred"] == "none")]["occupation"]),
         }
     return lists
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
-
-
-def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    """The JSON summary of one run (keys documented in the module docstring)."""
-    metrics = metrics_frame(con, run_id)
-    correlations = con.execute(
-        "SELECT condition, across, x, y, method, r, p_value, n FROM correlations WHERE run_id = ?", [run_id]
-    ).df()
-    correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
-    correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
-    regression = con.execute(
-        "SELECT condition, term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note "
-        "FROM regression WHERE run_id = ? ORDER BY condition, term",
-        [run_id],
-    ).df()
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run": run_record(con, run_id),
-        "settings": run_settings(con, run_id),
-        "counts": item_counts(con, run_id),
-        "overall": overall_entries(metrics),
-        "preferred_occupations": preferred_lists(preference_frame(con, run_id)),
-        "correlations": records(correlations),
-        "regression": {
-            condition: records(rows.drop(columns="condition"))
-            for condition, rows in regression.groupby("condition", sort=False)
-        },
-    }

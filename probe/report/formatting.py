@@ -33,8 +33,25 @@ def fmt_ci(entry: Mapping[str, Any] | None) -> str:
     if not entry or entry.get("value") is None:
         return MISSING
     if entry.get("ci_low") is None or entry.get("ci_high") is None:
-        return fmt_pct(entry["value"])
+        return f"{fmt_pct(entry['value'])} (no interval)"
     return f"{fmt_pct(entry['value'])} [{100 * entry['ci_low']:.1f}, {100 * entry['ci_high']:.1f}]"
+
+
+def fmt_estimate(finding: Mapping[str, Any]) -> str:
+    """A headline finding's estimate and interval: shares in %, differences in points, correlations as r."""
+    value, low, high = finding["estimate"], finding.get("ci_low"), finding.get("ci_high")
+    if value is None:
+        return MISSING
+    if finding["metric"].startswith("pearson_r"):
+        shown = f"r = {fmt_num(value, 2)}"
+        interval = f" [{fmt_num(low, 2)}, {fmt_num(high, 2)}]"
+    elif finding["metric"].endswith("_diff"):
+        shown = f"{fmt_signed(value)} pts"
+        interval = f" [{fmt_signed(low)}, {fmt_signed(high)}]"
+    else:
+        shown = fmt_pct(value)
+        interval = f" [{100 * low:.1f}, {100 * high:.1f}]" if low is not None else ""
+    return shown + (interval if low is not None else " (no interval)")
 
 
 def fmt_signed(value: Any) -> str:

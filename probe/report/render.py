@@ -14,17 +14,17 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
-from probe.report.compare import COMPARED_METRICS, compare_summary
+from probe.escape import markdown_text
+from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, TABLE_METRICS
+from probe.report.compare import compare_summary
 from probe.report.data import (
     CONDITIONS,
-    FIGURE1_METRICS,
-    LEADERBOARD_METRICS,
     metrics_frame,
     order_index,
     preference_frame,
     records,
-    summary,
 )
+from probe.report.document import summary
 from probe.report.figures import (
     figure_differences,
     figure_headline,
@@ -34,7 +34,7 @@ from probe.report.figures import (
     figure_side_by_side,
     figure_stage1,
 )
-from probe.report.formatting import MISSING, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ONET_ATTRIBUTION = (
@@ -67,7 +67,16 @@ class ReportFiles:
     json: Path
 
 
-_TEMPLATES.filters.update(pct=fmt_pct, num=fmt_num, pvalue=fmt_p, ci=fmt_ci, show=fmt_show, signed=fmt_signed)
+_TEMPLATES.filters.update(
+    pct=fmt_pct,
+    num=fmt_num,
+    pvalue=fmt_p,
+    ci=fmt_ci,
+    show=fmt_show,
+    signed=fmt_signed,
+    estimate=fmt_estimate,
+    md=markdown_text,
+)
 
 LIMITATIONS = (
     "Gender is treated as binary and is signalled only by first names; names also carry ethnicity, age "
@@ -99,10 +108,9 @@ def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
     return rows.sort_values(["rank", "group"])[["group", "gender", "value", "ci_low", "ci_high", "n"]]
 
 
-def _headline(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _metric_table(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     conditions = [c for c in overall if c in CONDITIONS]
-    extra = ("consistency_strict", "bias_f", "bias_m", "neutral", "unknown_rate")
-    rows = [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in (*FIGURE1_METRICS, *extra)]
+    rows = [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in TABLE_METRICS]
     counts = [fmt_show((overall[c].get("consistency") or {}).get("n")) for c in conditions]
     rows.append(("valid instances", counts))
     return {"conditions": conditions, "rows": rows}
@@ -166,18 +174,10 @@ def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str,
     return list(rows.values())
 
 
-def findings(data: Mapping[str, Any]) -> list[str]:
-    """A few plain sentences for readers who stop after the first screen; all numbers come from `data`."""
+def other_findings(data: Mapping[str, Any]) -> list[str]:
+    """Sentences after the headline findings: control bias, occupation preferences, unknown answers."""
     overall, sentences = data["overall"], []
     lead = next((c for c in CONDITIONS if c in overall), None)
-    if lead is not None:
-        entry = overall[lead]
-        sentences.append(
-            f"{lead.capitalize()} condition: consistency {fmt_ci(entry.get('consistency'))}, "
-            f"bias {fmt_ci(entry.get('bias'))}, prefer_f {fmt_ci(entry.get('prefer_f'))}, "
-            f"prefer_m {fmt_ci(entry.get('prefer_m'))} (mean over name pairs, 95% CI; "
-            f"{fmt_show((entry.get('consistency') or {}).get('n'))} valid instances)."
-        )
     if "control" in overall:
         control = overall["control"]
         sentences.append(
@@ -188,24 +188,13 @@ def findings(data: Mapping[str, Any]) -> list[str]:
         )
     lists = data["preferred_occupations"].get(lead)
     if lists:
-        women, men = lists["female"], lists["male"]
+        women, men, untestable = lists["female"], lists["male"], lists["not_testable"]
         sentences.append(
-            f"{len(women) + len(men)} of {lists['tested']} occupations show a significant preference in the "
-            f"{lead} condition (q < 0.05): {len(women)} for women{_examples(women)}, "
+            f"{len(women) + len(men)} of {lists['tested']} testable occupations show a significant preference "
+            f"in the {lead} condition (q < 0.05): {len(women)} for women{_examples(women)}, "
             f"{len(men)} for men{_examples(men)}."
+            + (f" {len(untestable)} are not testable at this size (too few instances)." if untestable else "")
         )
-    for row in data["correlations"]:
-        if (row["condition"], row["across"], row["x"], row["y"], row["method"]) == (
-            lead,
-            "pair",
-            "consistency",
-            "bias",
-            "pearson",
-        ) and row["r"] is not None:
-            sentences.append(
-                f"Across {fmt_show(row['n'])} name pairs, consistency and bias correlate with Pearson "
-                f"r = {fmt_num(row['r'], 2)} ({_p_phrase(row['p_value'])})."
-            )
     stage2 = [v for qtype, v in data["counts"]["by_qtype"].items() if qtype != "attr"]
     items = sum(v["items"] for v in stage2)
     if items:
@@ -228,11 +217,11 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
     stage1 = stage1_rates(metrics)
     context = {
         **data,
-        "headline": _headline(data["overall"]),
+        "metric_table": _metric_table(data["overall"]),
         "preferred": data["preferred_occupations"],
         "stage1_rows": records(stage1),
         "regression": _regression_table(data["regression"]),
-        "findings": findings(data),
+        "findings": other_findings(data),
         "correlation_rows": _correlation_rows(data["correlations"]),
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,

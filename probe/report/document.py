@@ -1,0 +1,57 @@
+"""report.json: the JSON summary of one run, assembled from the stored analysis and the findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from probe.report.data import (
+    CONDITIONS,
+    SCHEMA_VERSION,
+    item_counts,
+    metrics_frame,
+    order_index,
+    overall_entries,
+    preference_frame,
+    preferred_lists,
+    records,
+    run_record,
+    run_settings,
+)
+from probe.report.findings import headline, occupation_testability, testability
+
+
+def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """The JSON summary of one run (keys documented in the module docstring)."""
+    metrics = metrics_frame(con, run_id)
+    correlations = con.execute(
+        "SELECT condition, across, x, y, method, r, p_value, n FROM correlations WHERE run_id = ?", [run_id]
+    ).df()
+    correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
+    correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
+    regression = con.execute(
+        "SELECT condition, term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note "
+        "FROM regression WHERE run_id = ? ORDER BY condition, term",
+        [run_id],
+    ).df()
+    overall = overall_entries(metrics)
+    correlation_records = records(correlations)
+    settings = run_settings(con, run_id)
+    preferences = preference_frame(con, run_id)
+    findings = headline(overall, metrics, correlation_records)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run_record(con, run_id),
+        "settings": settings,
+        "counts": item_counts(con, run_id),
+        "headline": findings,
+        "testability": testability(findings, occupation_testability(preferences), settings),
+        "overall": overall,
+        "preferred_occupations": preferred_lists(preferences),
+        "correlations": correlation_records,
+        "regression": {
+            condition: records(rows.drop(columns="condition"))
+            for condition, rows in regression.groupby("condition", sort=False)
+        },
+    }

@@ -1,0 +1,107 @@
+"""Findings a reviewer can trust: planted preferences are found exactly, every report.json keeps the interval
+rules (method named, no zero-width interval, odds ratios inside their own intervals), untestable tests say so.
+
+The planted run: 6 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
+coins (a seeded generator picks S per instance). Binary and multiple answers follow the report tests' rules.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import interval_problems
+from test_report import replay_run
+from typer.testing import CliRunner
+
+from probe import db
+from probe.cli import app
+
+FEMALE_PLANTED = ("nurse", "secretary", "dancer")
+MALE_PLANTED = ("pilot", "butcher", "firefighter")
+FAIR = ("accountant", "cook", "teacher", "lawyer", "writer", "banker")
+PLANTED_PAIRS = 6
+
+
+def planted_choice():
+    coins = random.Random(20240229)
+
+    def choose(pair_id: int, name_order: str, occupation: str) -> str:
+        if occupation in FEMALE_PLANTED:
+            return "female"
+        if occupation in MALE_PLANTED:
+            return "male"
+        return coins.choice(("female", "male"))
+
+    return choose
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("planted")
+    db_file = tmp / "probe.duckdb"
+    occupations = (*FEMALE_PLANTED, *MALE_PLANTED, *FAIR)
+    replay_run(db_file, tmp, "planted", planted_choice(), occupations=occupations, top_k=1, pairs=PLANTED_PAIRS)
+    result = CliRunner().invoke(app, ["report", "planted", "--db", str(db_file), "-o", str(tmp / "r.html")])
+    assert result.exit_code == 0, result.output
+    return db_file, json.loads((tmp / "r.json").read_text())
+
+
+def test_planted_preferences_are_found_exactly(planted: tuple[Path, dict[str, Any]]) -> None:
+    db_file, _ = planted
+    con = db.connect(db_file)
+    try:
+        rows = con.execute(
+            "SELECT occupation, preferred FROM occupation_preference "
+            "WHERE run_id = 'planted' AND condition = 'taxonomy' AND preferred <> 'none' ORDER BY occupation"
+        ).fetchall()
+    finally:
+        con.close()
+    found = dict(rows)
+    assert {o for o, p in found.items() if p == "female"} - set(FAIR) == set(FEMALE_PLANTED)
+    assert {o for o, p in found.items() if p == "male"} - set(FAIR) == set(MALE_PLANTED)
+    assert len(set(found) & set(FAIR)) <= 1
+
+
+def test_planted_report_leads_with_direct_measures_with_intervals(planted: tuple[Path, dict[str, Any]]) -> None:
+    _, data = planted
+    metrics = [finding["metric"] for finding in data["headline"]]
+    assert metrics[:5] == ["female_share", "attr_yes_f", "attr_yes_m", "attr_yes_diff", "position_first"]
+    assert metrics[5:] == ["consistency", "bias", "pearson_r(consistency, bias) across pairs"]
+    with_interval = [f for f in data["headline"] if f["ci_low"] is not None and f["method"]]
+    assert len(with_interval) >= 3
+    assert all(
+        set(f) >= {"finding", "metric", "estimate", "ci_low", "ci_high", "method", "n"} for f in data["headline"]
+    )
+    female_share = data["headline"][0]
+    assert female_share["n"] == PLANTED_PAIRS * 2 * 12 and female_share["test"]["min_p_value"] == 0.03125
+    assert female_share["test"]["testable"] is True
+
+
+def test_every_report_json_keeps_the_interval_rules(planted: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    _, data = planted
+    assert interval_problems(data) == []
+    odds = [row for rows in data["regression"].values() for row in rows if row["odds_ratio"] is not None]
+    assert odds and all(row["ci_low"] <= row["odds_ratio"] <= row["ci_high"] for row in odds)
+
+
+def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> None:
+    """1 pair = 2 instances per occupation: the exact test cannot go below p = 0.5."""
+    db_file = tmp_path / "probe.duckdb"
+    replay_run(db_file, tmp_path, "tiny", planted_choice(), occupations=("nurse", "pilot"), top_k=1, pairs=1)
+    result = CliRunner().invoke(app, ["report", "tiny", "--db", str(db_file), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["preferred_occupations"]["taxonomy"] == {
+        "female": [], "male": [], "tested": 0, "not_testable": ["nurse", "pilot"], "no_preference": []
+    }  # fmt: skip
+    occupation_test = next(t for t in data["testability"] if t["test"].startswith("occupation preference (taxonomy)"))
+    assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (2, 0.5, False)
+    assert occupation_test["sentence"].startswith("Not testable at this size: with 2 instances per occupation")
+    assert interval_problems(data) == []
+    assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
+    markdown = (tmp_path / "r.md").read_text()
+    assert "Not testable at this size: nurse, pilot." in markdown
