@@ -2,7 +2,7 @@
 
 Names, occupations, model ids, run ids and server error texts come from users or from servers we do not
 control, so each output escapes them for its own syntax: HTML through Jinja autoescape (report
-templates), Markdown with `markdown_text`, CSV with `csv_cell`, the terminal with `terminal_text`.
+templates), Markdown with `markdown_text`, CSV with `csv_cell`, the terminal through a `literal_console`.
 Files are written whole or not at all (`atomic_path`), so a crash never leaves half a report or export.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-from rich.text import Text
+from rich.console import Console
 
 # Characters with a meaning in CommonMark (emphasis, links, code, headings, tables, raw HTML, entities).
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
@@ -55,9 +55,11 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def terminal_text(value: object, style: str = "") -> Text:
-    """`value` as a rich Text printed literally: `[bold red]x[/` in a name is shown, never parsed as markup."""
-    return Text(str(value), style=style)
+def literal_console() -> Console:
+    """A rich Console that prints every string as typed: no markup (`[bold]`), no emoji codes (`:x:`), no
+    highlighting. For output holding user strings (occupations, model ids, run ids), which may contain any of them.
+    """
+    return Console(markup=False, emoji=False, highlight=False)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,8 @@
-"""`probe export`: a run's items and answers as Parquet or CSV files."""
+"""`probe export`: a run's items and answers as Parquet or CSV files.
+
+CSV cells that a spreadsheet would run as formulas (=, +, -, @, tab, CR first) get a leading `'`; Parquet
+keeps the stored values exactly.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 
 from probe import db
 from probe.errors import UserError
+from probe.escape import atomic_path, csv_safe
 from probe.runs import stored_run
 
 EXPORT_FORMATS = ("parquet", "csv")
@@ -25,10 +30,11 @@ def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> l
             path = out_dir / f"{table}.{file_format}"
             order = "seq" if table == "items" else "item_id"
             frame = con.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id]).df()
-            if file_format == "csv":
-                frame.to_csv(path, index=False)
-            else:
-                frame.to_parquet(path, index=False)
+            with atomic_path(path) as temporary:  # whole or not at all
+                if file_format == "csv":  # a cell like =HYPERLINK(...) must not run in a spreadsheet
+                    csv_safe(frame).to_csv(temporary, index=False)
+                else:
+                    frame.to_parquet(temporary, index=False)
             written.append(path)
         return written
     finally:

@@ -16,6 +16,7 @@ import pandas as pd
 from probe.errors import UserError
 from probe.resources import resource_dir
 from probe.staging import read_header, sql_string, stage_file
+from probe.user_text import checked_text
 
 DEFAULT_TOP_K = 5
 # The order categories are listed everywhere (skill, knowledge, ability).
@@ -88,6 +89,7 @@ def read_occupations_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataF
         where = f"{path} line {row.line}"
         if pd.isna(row.occupation) or not row.occupation:
             raise UserError(f"{where}: empty occupation")
+        rows.loc[row.Index, "occupation"] = checked_text(row.occupation, where)
         if pd.isna(row.soc_code) or not row.soc_code:
             raise UserError(f"{where}: empty soc_code for {row.occupation!r}")
         if row.copies > 1:

@@ -25,6 +25,7 @@ from probe.snapshot import (
     read_occupations_csv,
 )
 from probe.staging import first_row
+from probe.user_text import checked_text
 
 _SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
 
@@ -64,7 +65,8 @@ def resolve_occupations(
         isinstance(spec, str) and (spec.lower().endswith(".csv") or Path(spec).is_file())
     ):
         return read_occupations_csv(con, Path(spec))
-    names = [name.strip() for name in (spec.split(",") if isinstance(spec, str) else spec) if name.strip()]
+    given = spec.split(",") if isinstance(spec, str) else spec
+    names = [checked_text(name.strip(), "--occupations") for name in given if name.strip()]
     if not names:
         raise UserError("no occupations given")
     rows = [_lookup_occupation(con, name) for name in dict.fromkeys(names)]

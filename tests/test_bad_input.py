@@ -126,6 +126,18 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         lambda tmp: ["--max-failed-share", "2"],
         "--max-failed-share: expected a share from 0 to 1 (0.1 = 10%), got '2'",
     ),
+    "zero-width space in an occupations CSV": (
+        lambda tmp: [
+            "--occupations", str(write(tmp / "occ.csv", "occupation,soc_code\nac\u200bcountant,13-2011.00\n"))
+        ],
+        "{tmp}/occ.csv line 2: 'ac\\u200bcountant' contains an invisible format character, U+200B ZERO WIDTH SPACE; "
+        "remove it",
+    ),
+    "bidi override in --occupations": (
+        lambda tmp: ["--occupations", "nurse,\u202eresruN"],
+        "--occupations: '\\u202eresruN' contains an invisible format character, U+202E RIGHT-TO-LEFT OVERRIDE; "
+        "remove it",
+    ),
     "missing RUN.toml": (lambda tmp: ["--config", str(tmp / "none.toml")], "{tmp}/none.toml: no such file"),
     "replay file without the key columns": (
         lambda tmp: ["--answers", str(write(tmp / "a.csv", "stage,qtype,label\n1,attr,yes\n"))],

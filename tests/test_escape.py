@@ -1,15 +1,19 @@
-"""Escaping helpers and the atomic write: hostile strings come out literal, files appear whole or not at all."""
+"""Escaping helpers, the atomic write and user-text checks: hostile strings come out literal or are refused,
+files appear whole or not at all."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from rich.console import Console
+from rich.table import Table
 
-from probe.escape import atomic_path, csv_cell, csv_safe, markdown_text, terminal_text, write_atomic
+from probe.errors import UserError
+from probe.escape import atomic_path, csv_cell, csv_safe, literal_console, markdown_text, write_atomic
+from probe.user_text import checked_text
 
 
 def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:
@@ -52,11 +56,23 @@ def test_csv_safe_neutralises_text_columns_and_keeps_numbers(tmp_path: Path) -> 
     assert (tmp_path / "x.csv").read_text().splitlines() == ["occupation,value", "'=1+1,-1", "pilot,2", ",3"]
 
 
-def test_terminal_text_prints_markup_literally() -> None:
-    console = Console(record=True, width=80, color_system=None)
-    console.print(terminal_text("[bold red]x[/"))
-    console.print(terminal_text("[link=http://evil]click[/link]"))
-    assert console.export_text() == "[bold red]x[/\n[link=http://evil]click[/link]\n"
+def test_literal_console_prints_markup_emoji_codes_and_tables_as_typed() -> None:
+    console = literal_console()
+    console.file, console.record, console.width = io.StringIO(), True, 60
+    console.print("[bold red]x[/ :smile:")
+    table = Table(title="[i]run[/i]")
+    table.add_column("occupation")
+    table.add_row("[bold red]x[/")
+    console.print(table)
+    assert console.export_text().splitlines() == [
+        "[bold red]x[/ :smile:",
+        "   [i]run[/i]    ",
+        "┏━━━━━━━━━━━━━━━┓",
+        "┃ occupation    ┃",
+        "┡━━━━━━━━━━━━━━━┩",
+        "│ [bold red]x[/ │",
+        "└───────────────┘",
+    ]
 
 
 def test_write_atomic_replaces_whole_file_with_umask_mode(tmp_path: Path) -> None:
@@ -78,3 +94,17 @@ def test_atomic_path_leaves_old_file_and_no_temporary_when_writer_fails(tmp_path
         raise RuntimeError("crash mid-write")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.csv"]
+
+
+def test_checked_text_normalises_to_nfc_and_refuses_invisible_characters() -> None:
+    decomposed = "Cafe\u0301 owner"
+    assert checked_text(decomposed, "x") == "Caf\u00e9 owner"
+    assert checked_text("Zo\u00eb", "x") == "Zo\u00eb"
+    for invisible, name in (("\u200d", "ZERO WIDTH JOINER"), ("\u2066", "LEFT-TO-RIGHT ISOLATE"), ("\x07", "unnamed")):
+        # the message shows the character escaped (repr), so the error line itself is not reordered or hidden
+        kind = "a control character" if invisible == "\x07" else "an invisible format character"
+        with pytest.raises(UserError) as raised:
+            checked_text(f"Ann{invisible}a", "names.csv line 3")
+        assert str(raised.value) == (
+            f"names.csv line 3: {f'Ann{invisible}a'!r} contains {kind}, U+{ord(invisible):04X} {name}; remove it"
+        )

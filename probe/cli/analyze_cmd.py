@@ -4,11 +4,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
+from probe.escape import literal_console
 
 
 def print_headline(db: Path | str, run_id: str) -> None:
@@ -17,7 +17,7 @@ def print_headline(db: Path | str, run_id: str) -> None:
 
     con = connect(db, read_only=True)
     try:
-        console = Console()
+        console = literal_console()
         console.print(headline_table(con, run_id))
         console.print(preference_table(con, run_id))
     finally:

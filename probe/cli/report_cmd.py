@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 OutputOption = Annotated[
     Path | None,
     typer.Option(
-        "-o", "--output", help="HTML file to write; .md and .json summaries go beside it.", dir_okay=False
+        "-o", "--output", help=".html page or .md summary to write; the other formats go beside it.", dir_okay=False
     ),
 ]
 

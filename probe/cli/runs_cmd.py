@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from probe import runs
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
+from probe.escape import literal_console
 
 
 @app.command("runs")
@@ -35,7 +35,7 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         cells = (row.run_id, f"{row.created_at:%Y-%m-%d %H:%M}", row.model, row.backend, row.preset or "")
         # Text(): model ids and run ids are the user's strings, never rich markup.
         table.add_row(*(Text(str(cell)) for cell in (*cells, items, status)))
-    console = Console()
+    console = literal_console()
     console.print(table)
     if stopped:
         typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {db}")

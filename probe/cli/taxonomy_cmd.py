@@ -4,12 +4,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from probe import onet_import, taxonomy
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
+from probe.escape import literal_console
 
 taxonomy_app = typer.Typer(help="The O*NET occupation-attribute store.", no_args_is_help=True)
 app.add_typer(taxonomy_app, name="taxonomy")
@@ -26,7 +26,7 @@ def import_command(
         summary = onet_import.import_release(con, path)
     finally:
         con.close()
-    Console().print(
+    literal_console().print(
         f"imported {summary['release']} from {path} into {db}: {summary['occupations']:,} occupations "
         f"({summary['rated_occupations']:,} rated), {summary['alternate_titles']:,} alternate titles, "
         f"{summary['attribute_ratings']:,} attribute ratings; {summary['curated_occupations']} curated "
@@ -71,7 +71,7 @@ def show_command(
                 f"{item.level:.2f}",
                 end_section=position == len(group) - 1,
             )
-    Console().print(table)
+    literal_console().print(table)
 
 
 def _release_line(release: list[tuple]) -> str:
@@ -91,7 +91,7 @@ def search_command(
     finally:
         con.close()
     if found.empty:
-        Console().print(f"no O*NET title or alternate title contains {text!r}")
+        literal_console().print(f"no O*NET title or alternate title contains {text!r}")
         return
     table = Table(title=f"O*NET occupations matching {text!r}")
     for column in ("soc_code", "title", "matched title", "match", "ratings", "curated as"):
@@ -105,4 +105,4 @@ def search_command(
             "yes" if item.has_ratings else "no",
             item.curated_as if isinstance(item.curated_as, str) else "",
         )
-    Console().print(table)
+    literal_console().print(table)

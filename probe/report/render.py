@@ -14,7 +14,8 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
-from probe.escape import markdown_text
+from probe.errors import UserError
+from probe.escape import markdown_text, write_atomic
 from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
 from probe.report.data import (
@@ -240,17 +241,28 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
 
 
 def write_report(con: duckdb.DuckDBPyConnection, run_id: str, html_path: Path | None = None) -> ReportFiles:
-    """Write report.html (or `html_path`), with report.md and report.json beside it."""
-    return _write_files(html_path or Path("runs") / run_id / "report.html", *render_report(con, run_id))
+    """Write report.html (or `html_path`: a .html page, or a .md summary), the other two files beside it."""
+    files = _output_files(html_path or Path("runs") / run_id / "report.html")
+    return _write_files(files, *render_report(con, run_id))
 
 
-def _write_files(html_path: Path, html: str, markdown: str, data: Mapping[str, Any]) -> ReportFiles:
-    """The page and, beside it with the same stem, its Markdown and JSON summaries."""
-    files = ReportFiles(html_path, html_path.with_suffix(".md"), html_path.with_suffix(".json"))
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    files.html.write_text(html, encoding="utf-8")
-    files.markdown.write_text(markdown, encoding="utf-8")
-    files.json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def _output_files(path: Path) -> ReportFiles:
+    """`-o` picks by suffix: the page (.html) or the Markdown summary (.md); the others go beside it."""
+    if path.suffix.lower() not in (".html", ".htm", ".md"):
+        raise UserError(f"-o {path}: choose a .html or .md file (the other formats are written beside it)")
+    markdown_asked = path.suffix.lower() == ".md"
+    return ReportFiles(
+        path.with_suffix(".html") if markdown_asked else path,
+        path if markdown_asked else path.with_suffix(".md"),
+        path.with_suffix(".json"),
+    )
+
+
+def _write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str, Any]) -> ReportFiles:
+    """Each file whole or not at all: a crash never leaves half a report."""
+    write_atomic(files.html, html)
+    write_atomic(files.markdown, markdown)
+    write_atomic(files.json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return files
 
 
@@ -284,4 +296,5 @@ def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def write_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path) -> ReportFiles:
     """Write the comparison page with its Markdown and JSON summaries beside it."""
-    return _write_files(html_path, *render_comparison(con, run_ids))
+    files = _output_files(html_path)
+    return _write_files(files, *render_comparison(con, run_ids))

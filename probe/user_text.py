@@ -1,0 +1,26 @@
+"""Names and occupations from users: one Unicode form, no invisible characters.
+
+"Café" typed on two systems can be two different strings (composed é, or e + combining accent); NFC makes
+them one, so lookups and comparisons agree. Zero-width, bidi-override and other format or control
+characters (Unicode categories Cf, Cc) are refused: invisible in a report, they can make two names look
+alike or reorder the text around them ("Trojan Source").
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from probe.errors import UserError
+
+_REFUSED_CATEGORIES = {"Cf": "an invisible format character", "Cc": "a control character"}
+
+
+def checked_text(value: str, where: str) -> str:
+    """`value` in NFC; a UserError naming `where` (file and row, or option) if it holds an invisible character."""
+    text = unicodedata.normalize("NFC", value)
+    for character in text:
+        kind = _REFUSED_CATEGORIES.get(unicodedata.category(character))
+        if kind:
+            name = unicodedata.name(character, "unnamed")
+            raise UserError(f"{where}: {text!r} contains {kind}, U+{ord(character):04X} {name}; remove it")
+    return text
