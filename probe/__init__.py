@@ -6,3 +6,14 @@ try:
     __version__ = version("taxonomy-probe")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+source"
+
+__all__ = ["Run", "__version__", "open_run", "run"]
+
+
+def __getattr__(name: str) -> object:
+    """probe.run, probe.open_run, probe.Run (probe/api.py), imported on first use: `import probe` stays light."""
+    if name in ("Run", "open_run", "run"):
+        from probe import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'probe' has no attribute {name!r}")

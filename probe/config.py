@@ -32,6 +32,7 @@ class RunConfig:
     preset: str | None = None
     pairs: int | tuple[int, ...] | None = None  # first N name pairs, or these pair_ids; None = all 70
     occupations: tuple[str, ...] | str | None = None  # names, or a CSV file path; None = the paper's 62
+    names: str | None = None  # CSV of name pairs (columns female, male) instead of the shipped 70
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
     backend: str = "llamacpp"
@@ -219,9 +220,20 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
 _FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
 
 
+def _parse_names(value: object, base_dir: Path | None = None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected the path of a CSV file with columns female, male")
+    path = Path(value)
+    return str(base_dir / path if base_dir and not path.is_absolute() else path)
+
+
 def _parse_value(name: str, value: object, base_dir: Path | None) -> object:
     if name == "occupations":
         return _parse_occupations(value, base_dir)
+    if name == "names":
+        return _parse_names(value, base_dir)
     if name in _SPECIAL_PARSERS:
         return _SPECIAL_PARSERS[name](value)
     return _parse_simple(str(_FIELDS[name].type), value)

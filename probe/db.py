@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS run_attributes (
     run_id VARCHAR, occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,
     element_name VARCHAR, importance DOUBLE, level DOUBLE
 );
+-- The name pairs each run used (the shipped ones or a --names file), frozen with it like its attributes.
+CREATE TABLE IF NOT EXISTS run_name_pairs (
+    run_id VARCHAR, pair_id INTEGER, female VARCHAR, male VARCHAR
+);
 CREATE TABLE IF NOT EXISTS items (
     run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from probe import runner, runs
 from probe.config import RunConfig, load_config
 from probe.db import connect
 from probe.errors import UserError
+
+if TYPE_CHECKING:
+    from probe.report import ReportFiles
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -49,5 +53,36 @@ def analyze(db: Path | str, run_id: str) -> None:
     con = connect(db)
     try:
         analyze_run(con, run_id)
+    finally:
+        con.close()
+
+
+def analyze_if_needed(db: Path | str, run_id: str) -> None:
+    """Analyse a run if it has no metrics yet (a run stopped before its analysis)."""
+    from probe.report import ensure_analysed
+
+    con = connect(db)
+    try:
+        ensure_analysed(con, run_id)
+    finally:
+        con.close()
+
+
+def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tuple[ReportFiles, bool]:
+    """Write a run's report: HTML, with its Markdown and JSON summaries beside it (same stem).
+
+    `output`: a .html page or a .md summary (the other files beside it); default
+    <db folder>/<run id>/report.html. Analyses the run first if it has no metrics; returns the
+    files and whether it did.
+    """
+    from probe.report import ensure_analysed, write_report  # matplotlib and statistics: load on use
+
+    db = Path(db)
+    if not db.exists():
+        raise UserError(f"{db}: no such database")
+    con = connect(db)
+    try:
+        analysed_now = ensure_analysed(con, run_id)
+        return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now
     finally:
         con.close()

@@ -92,7 +92,7 @@ def _run_with_backend(
     else:
         _check_templates(selection, config.conditions, backend.prompt_format)
         run_id = config.run_id or runs.new_run_id()
-        runs.record_run(con, run_id, config, backend, identity, selection.attributes)
+        runs.record_run(con, run_id, config, backend, identity, selection)
     runs.set_status(con, run_id, "running")
     if on_start is not None:
         on_start(run_id)

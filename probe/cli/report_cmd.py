@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
@@ -49,15 +50,10 @@ def report_command(
 
 def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
     """Write the audit report of `run_id` and print where it went (shared by `probe report` and `probe run`)."""
-    from probe.report import ensure_analysed, write_report  # matplotlib and statistics: load on use
-
-    con = _open(db)
-    try:
-        if ensure_analysed(con, run_id):
-            typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-        _print_files(write_report(con, run_id, output or db.parent / run_id / "report.html"))
-    finally:
-        con.close()
+    files, analysed_now = pipeline.report(db, run_id, output)
+    if analysed_now:
+        typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+    _print_files(files)
 
 
 @app.command("compare")

@@ -32,6 +32,9 @@ OccupationsOption = Annotated[
     str | None,
     typer.Option("--occupations", help="Occupation names (a,b) or a CSV file. Default: the paper's 62."),
 ]
+NamesOption = Annotated[
+    str | None, typer.Option("--names", help="CSV of name pairs (columns female, male) instead of the shipped 70.")
+]
 TopKOption = Annotated[int | None, typer.Option("--top-k", help="Top attributes per category (default 5).")]
 ConditionsOption = Annotated[
     str | None,
@@ -66,6 +69,7 @@ def _config(config_file: Path | None, **flags: object) -> RunConfig:
 def run_command(
     preset: PresetOption = None,
     pairs: PairsOption = None,
+    names: NamesOption = None,
     occupations: OccupationsOption = None,
     top_k: TopKOption = None,
     conditions: ConditionsOption = None,
@@ -93,7 +97,7 @@ def run_command(
     """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
     settings = _config(
         config,
-        preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
+        preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
         no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
     )  # fmt: skip
@@ -183,6 +187,7 @@ def _warn_about_failed_items(db: str, run_id: str) -> None:
 def preview_command(
     preset: PresetOption = None,
     pairs: PairsOption = None,
+    names: NamesOption = None,
     occupations: OccupationsOption = None,
     top_k: TopKOption = None,
     conditions: ConditionsOption = None,
@@ -200,7 +205,7 @@ def preview_command(
     """Print sample prompts of every kind (stage, qtype, condition) without a model."""
     settings = _config(
         config,
-        preset=preset, pairs=pairs, occupations=occupations, top_k=top_k, conditions=conditions,
+        preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, db=db,
     )  # fmt: skip
     chosen_format = prompt_format or plan.prompt_format_of(settings.backend)
