@@ -31,7 +31,7 @@ def test_the_api_tour_runs_and_its_run_has_metrics_answers_and_a_report(tmp_path
     assert {"metric", "value", "ci_low", "ci_high"} <= set(metrics.columns)
     overall = metrics[(metrics["scope"] == "overall") & (metrics["condition"] == "taxonomy")]
     # The replayed model picks the favoured gender every time: every single question is "biased".
-    assert overall.set_index("metric").loc["bias", ["value", "ci_low", "ci_high"]].tolist() == [1.0, 1.0, 1.0]
+    assert overall.set_index("metric").loc["bias", "value"] == 1.0
 
     answers = run.answers()
     assert {"qtype", "label", "prompt", "options_json"} <= set(answers.columns)
