@@ -3,6 +3,7 @@
     .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
+    .venv/bin/python -m bench --coverage # interval coverage and occupation FDR by simulation (~3 minutes)
 """
 
 from __future__ import annotations
@@ -50,11 +51,18 @@ def _llm(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick, folder, paper_stage_items)
 
 
+def _coverage(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.coverage import measure
+
+    return measure(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "calls": _calls,
     "analyze": _analyze,
     "qa": _qa,
     "llm": _llm,
+    "coverage": _coverage,
 }
 
 
@@ -62,8 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller slices, under 10 minutes")
     parser.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma list of {', '.join(BENCHMARKS)}")
+    parser.add_argument("--coverage", action="store_true", help="only the coverage simulation (--only coverage)")
     args = parser.parse_args()
-    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    chosen = ["coverage"] if args.coverage else [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")

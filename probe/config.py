@@ -65,12 +65,15 @@ class RunConfig:
         return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
 
 
-# quick is the README's demo: all 62 occupations on the bundled SmolLM2-135M in under 5 minutes on a
-# 2-core CPU, where llama.cpp evaluates ~100 prompt tokens/s (BENCHMARKS.md). Items: stage 1 = 1 pair x 2
-# orders x 2 subjects x 81 attributes (the union at k=3) = 324; stage 2 = 1 x 2 x 62 x 4 x 1 = 496.
-# One pair gives no spread over pairs (no bootstrap CI); the paper preset is the real audit.
+# quick is the README's demo on the bundled SmolLM2-135M in under 5 minutes on a 2-core CPU (BENCHMARKS.md).
+# 6 name pairs: the fewest at which an exact sign test over pairs can reach p < 0.05 (2 * 0.5**6 = 0.031;
+# 5 pairs stop at 0.0625) and the bootstrap over pairs gives intervals; 8 occupations, 4 held by more women
+# and 4 by more men in the US, each asked 12 times (6 pairs x 2 orders), so an exact binomial test per
+# occupation can reach p = 0.0005. Items: stage 1 = 6 x 2 x 2 x 18 attributes (top-1 per category, union)
+# = 432; stage 2 = 6 x 2 x 8 x 4 = 384 (816 in all, as many as the 1-pair, 62-occupation preset it replaces).
+QUICK_OCCUPATIONS = ("nurse", "secretary", "dancer", "babysitter", "pilot", "firefighter", "mechanic", "plumber")
 PRESETS: dict[str, dict[str, object]] = {
-    "quick": {"pairs": 1, "occupations": None, "top_k": 3, "conditions": ("taxonomy",)},
+    "quick": {"pairs": 6, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",)},
     "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
 }
 

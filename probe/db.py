@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS runs (
     config_json VARCHAR, status VARCHAR, template_hash VARCHAR, package_version VARCHAR,
     finished_at TIMESTAMP, backend_json VARCHAR, versions_json VARCHAR
 );
+-- The O*NET release the run's attributes came from (added later: older databases gain the column here).
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS onet_release VARCHAR;
 -- The attributes each run used, frozen at run time so a later O*NET import cannot change a stored run.
 CREATE TABLE IF NOT EXISTS run_attributes (
     run_id VARCHAR, occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,

@@ -24,8 +24,10 @@ from probe.metric_registry import POOLED_OVERALL_METRICS, STAGE1_METRICS, STAGE2
 from probe.regression import regression_rows
 from probe.statistics import (
     SIGNIFICANCE,
-    bootstrap_interval,
     bootstrap_weights,
+    cluster_standard_error,
+    ratio_influence,
+    studentized_interval,
     wilson_interval,
 )
 
@@ -103,12 +105,12 @@ def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.D
 
 
 def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
-    """Overall value of every metric of one condition with a 95% bootstrap CI over name pairs.
+    """Overall value of every metric of one condition with a 95% bootstrap-t CI over name pairs.
 
     Each overall value is a ratio of pair sums: mean-of-pairs metrics sum the pair values over pairs with
     at least one valid instance; pooled metrics sum hits over instances. Resampling pairs with replacement
-    re-weights those sums, so all replicates of all metrics are two matrix products. Stage 1 also gets
-    `attr_yes_diff` (women minus men) from the same resamples, so its interval is paired by name pair.
+    re-weights those sums (matrix products), and each resample's cluster-robust error studentizes it.
+    Stage 1 also gets `attr_yes_diff` (women minus men) from the same resamples, paired by name pair.
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
@@ -120,45 +122,57 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
         pair_values = np.where(n > 0, hits / n, 0.0)
     numerator = np.where(pooled, hits, pair_values)
     denominator = np.where(pooled, n, (n > 0).astype(float))
-    estimate, replicates = _bootstrap_ratio(numerator, denominator)
-    units = (denominator > 0).sum(axis=0)
     totals = n.sum(axis=0)
+    difference = None
     if condition == "stage1":
-        female, male = metrics.index("attr_yes_f"), metrics.index("attr_yes_m")
+        difference = (metrics.index("attr_yes_f"), metrics.index("attr_yes_m"))
         metrics.append("attr_yes_diff")
-        estimate = np.append(estimate, estimate[female] - estimate[male])
-        replicates = np.column_stack([replicates, replicates[:, female] - replicates[:, male]])
-        both = ((denominator[:, female] > 0) & (denominator[:, male] > 0)).sum()
-        units, totals = np.append(units, both), np.append(totals, totals[female] + totals[male])
-    return _overall_frame(condition, metrics, estimate, replicates, units, totals)
+        totals = np.append(totals, totals[difference[0]] + totals[difference[1]])
+    return _overall_frame(condition, metrics, *_studentized(numerator, denominator, difference), totals)
 
 
-def _bootstrap_ratio(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Estimate and bootstrap replicates of sum(numerator) / sum(denominator) per column, pairs resampled."""
-    weights = bootstrap_weights(len(numerator))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = numerator.sum(axis=0) / denominator.sum(axis=0)
-        replicates = (weights @ numerator) / (weights @ denominator)
-    return estimate, replicates
+def _studentized(
+    numerator: np.ndarray, denominator: np.ndarray, difference: tuple[int, int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate, bootstrap-t bounds and n of sum(numerator) / sum(denominator) per column, pairs resampled.
+
+    With `difference` = (i, j), a column for ratio i minus ratio j is appended, its influence values the
+    difference of theirs, so its interval is paired by name pair.
+    """
+    pairs = len(numerator)
+    weights = np.vstack([np.ones(pairs), bootstrap_weights(pairs)])
+    ratio, psi = ratio_influence(numerator, denominator, weights)
+    if difference is not None:
+        first, second = difference
+        ratio = np.column_stack([ratio, ratio[:, first] - ratio[:, second]])
+        psi = np.concatenate([psi, psi[:, :, first : first + 1] - psi[:, :, second : second + 1]], axis=2)
+    errors = cluster_standard_error(psi, weights)
+    units = (denominator > 0).sum(axis=0)
+    if difference is not None:
+        units = np.append(units, min(units[difference[0]], units[difference[1]]))
+    # Every overall metric is a share (0 to 1) but the difference (-1 to 1).
+    lowest = np.zeros(len(units)) if difference is None else np.append(np.zeros(len(units) - 1), -1.0)
+    low, high = studentized_interval(ratio[0], errors[0], ratio[1:], errors[1:], units, (lowest, 1.0))
+    return ratio[0], low, high, units
 
 
 def _overall_frame(
     condition: str,
     metrics: list[str],
     estimate: np.ndarray,
-    replicates: np.ndarray,
-    units: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    estimable: np.ndarray,
     totals: np.ndarray,
 ) -> pd.DataFrame:
     """Overall rows; the interval is NaN with fewer than 2 contributing pairs or no spread between them."""
-    low, high = bootstrap_interval(replicates, units)
     return pd.DataFrame(
         {
             "condition": condition,
             "scope": "overall",
             "key": "all",
             "metric": metrics,
-            "value": np.where(units > 0, estimate, np.nan),
+            "value": np.where(estimable > 0, estimate, np.nan),
             "ci_low": low,
             "ci_high": high,
             "n": np.asarray(totals).astype(np.int64),
@@ -182,10 +196,8 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
         pair_values = share.groupby(level="pair_id").mean()
         valid = group.groupby("pair_id")["n"].sum().reindex(pair_values.index)
         has_value = pair_values.notna().to_numpy(float)[:, None]
-        estimate, replicates = _bootstrap_ratio(pair_values.fillna(0).to_numpy()[:, None], has_value)
-        rows.append(
-            _overall_frame(condition, ["female_share"], estimate, replicates, has_value.sum(axis=0), [valid.sum()])
-        )
+        estimate, low, high, units = _studentized(pair_values.fillna(0).to_numpy()[:, None], has_value)
+        rows.append(_overall_frame(condition, ["female_share"], estimate, low, high, units, [valid.sum()]))
         pairs = pd.DataFrame({"key": pair_values.index.astype(str), "value": pair_values.to_numpy(),
                               "n": valid.to_numpy()})  # fmt: skip
         rows.append(pairs.assign(condition=condition, scope="pair", metric="female_share"))

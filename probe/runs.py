@@ -86,10 +86,12 @@ def record_run(
     """The runs row (settings, templates, versions, backend identity; never a key), frozen pairs and attributes."""
     settings = {**config.settings(), "run_id": run_id}
     model = json.loads(identity).get("model") or config.model or ""
+    release = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     with db.transaction(con):
         con.execute(
             "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
-            "package_version, backend_json, versions_json) VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?)",
+            "package_version, backend_json, versions_json, onet_release) "
+            "VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
             [
                 run_id,
                 str(model),
@@ -99,6 +101,7 @@ def record_run(
                 __version__,
                 identity,
                 json.dumps(package_versions()),
+                release[0] if release else None,
             ],
         )
         db.insert_frame(con, "run_attributes", selection.attributes.assign(run_id=run_id))

@@ -175,10 +175,12 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
-    assert data["settings"] == {"pairs": 4, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS)}
+    assert data["settings"] == {"pairs": 4, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS),
+                                "preset": None}  # fmt: skip
     assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
     assert data["counts"]["by_qtype"]["single"] == {"items": 144, "unknown": 0, "unknown_rate": 0.0}
     assert data["run"]["backend"] == "replay"
+    assert data["run"]["onet_release"] == "O*NET 29.0 Database, August 2024 Release"  # stored with the run, not read from the database later
     assert len(data["run"]["model_identity"]) == 64  # the replay file's sha256
     taxonomy = data["preferred_occupations"]["taxonomy"]
     assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6,
@@ -222,9 +224,13 @@ def test_missing_database_is_a_user_error(tmp_path: Path) -> None:
 def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     out = compared
     data = json.loads(out.with_suffix(".json").read_text())
-    assert list(data) == ["schema_version", "runs", "differences_in_settings", "shared", "leaderboard",
-                          "overall", "paired_differences", "preference_agreement"]  # fmt: skip
-    assert data["differences_in_settings"] == []
+    assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
+                          "shared", "leaderboard", "overall", "paired_differences", "preference_agreement"]  # fmt: skip
+    # Each replay file is its own "model": the only differences, and what the comparison measures.
+    assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
+        ("model", "measured"), ("model_identity", "measured")
+    ]  # fmt: skip
+    assert data["paired"] is True
     assert data["shared"] == {"pairs": 4, "occupations": 6, "conditions": list(CONDITIONS), "instances": 144}
     position = next(
         row for row in data["paired_differences"]
@@ -253,12 +259,17 @@ def test_compare_runs_with_other_settings_says_so(db_file: Path, tmp_path: Path)
     data, *_ = (report.compare_summary(con := db.connect(db_file), ["steady", "narrow"]),)
     con.close()
     assert data["shared"]["occupations"] == 2
-    assert data["differences_in_settings"] == [
-        "The runs cover different occupations (steady: 6, narrow: 2); they are compared on the 2 occupations "
-        "they share.",
-        "The runs use different top-k (steady: 2, narrow: 1); shared instances were asked with different "
-        "prompts, so differences mix model and prompt effects.",
+    assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
+        ("model", "measured"), ("model_identity", "measured"), ("top_k", "unpaired"), ("occupation", "restricted")
+    ]  # fmt: skip
+    assert data["differences_in_settings"][2:] == [
+        "The runs use different top-k (steady: 2, narrow: 1); the same instance was asked with different prompts "
+        "or attributes, so the comparison is unpaired: no paired differences are computed, each run's own values "
+        "are shown side by side.",
+        "The runs cover different occupations (steady: 6, narrow: 2); paired differences use only the 2 "
+        "occupations they share.",
     ]
+    assert (data["paired"], data["paired_differences"]) == (False, [])
 
 
 def test_compare_needs_two_distinct_runs(db_file: Path) -> None:

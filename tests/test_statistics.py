@@ -41,6 +41,17 @@ def test_expanded_percentile_tail_widens_for_few_pairs() -> None:
     assert statistics.expanded_tail(10_000) == pytest.approx(2.5, abs=0.01)  # the plain percentile
 
 
+def test_cluster_robust_error_of_a_mean_and_of_a_ratio() -> None:
+    # Mean of pair values 0.2, 0.4, 0.6, 0.8 (denominator 1 each): SE = sd / sqrt(4) = sqrt(0.2 / 3) / 2.
+    values = np.array([[0.2], [0.4], [0.6], [0.8]])
+    ratio, psi = statistics.ratio_influence(values, np.ones((4, 1)), np.ones((1, 4)))
+    assert ratio[0, 0] == pytest.approx(0.5)
+    assert statistics.cluster_standard_error(psi, np.ones((1, 4)))[0, 0] == pytest.approx(math.sqrt(0.2 / 3) / 2)
+    # Pooled 3/4 and 1/4: R = 0.5, mean denominator 4, psi = (3 - 2) / 4, (1 - 2) / 4 -> SE = sqrt(0.125 / 2)
+    ratio, psi = statistics.ratio_influence(np.array([[3.0], [1.0]]), np.array([[4.0], [4.0]]), np.ones((1, 2)))
+    assert statistics.cluster_standard_error(psi, np.ones((1, 2)))[0, 0] == pytest.approx(math.sqrt(0.125 / 2))
+
+
 def test_degenerate_intervals_are_dropped_never_zero_width() -> None:
     low, high = statistics.drop_degenerate(np.array([0.2, 0.5, 0.7]), np.array([0.4, 0.5, 0.6]))
     assert np.isnan(low[1:]).all() and np.isnan(high[1:]).all()
@@ -83,7 +94,9 @@ def test_female_share_weights_each_order_equally(con) -> None:  # noqa: F811
     assert metric(con, "taxonomy", "pair", "1", "female_share")[0] == 0.5
     value, low, high, n = metric(con, "taxonomy", "overall", "all", "female_share")
     assert (value, n) == (0.75, 5)
-    assert (low, high) == (0.5, 1.0)  # two pairs: the resamples span both pair values
+    # Two pairs: a resample of one pair twice has no spread (t* = +-inf), so the bootstrap-t interval
+    # reaches the share's range.
+    assert (low, high) == (0.0, 1.0)
 
 
 def test_stage1_grant_difference_is_paired_by_name_pair(con) -> None:  # noqa: F811

@@ -23,7 +23,7 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
-from probe.statistics import BOOTSTRAP_METHOD, bootstrap_interval, bootstrap_weights
+from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights
 
 # ---------------------------------------------------------------------------------------------- compare
 
@@ -128,7 +128,7 @@ def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: st
                     "ci_high": clean(high),
                     "n_instances": int(min(n_a[index], n_b[index])),
                     "n_pairs": len(pairs),
-                    "method": f"paired {BOOTSTRAP_METHOD}",
+                    "method": f"paired {PERCENTILE_METHOD}",
                     "note": None if clean(low) is not None else _NO_INTERVAL,
                 }
             )
@@ -181,31 +181,55 @@ def _distinct(con: duckdb.DuckDBPyConnection, column: str, run_id: str) -> set:
     }
 
 
-def settings_differences(con: duckdb.DuckDBPyConnection, runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Sentences naming every setting in which the runs differ, and what the comparison falls back to."""
+# Run-card settings compared one by one: (key, noun, what a difference does to the comparison).
+# "measured": the difference is what the comparison is about; "unpaired": the same instance was asked with
+# other prompts or attributes, so instances cannot be paired and no paired difference is computed.
+_RUN_SETTINGS = (
+    ("model", "models", "measured"),
+    ("model_identity", "model files (identity hash)", "measured"),
+    ("backend", "backends", "measured"),
+    ("decoding", "decoding settings", "measured"),
+    ("preset", "presets", "listed"),
+    ("top_k", "top-k", "unpaired"),
+    ("template_hash", "prompt templates (hash)", "unpaired"),
+    ("onet_release", "O*NET releases", "unpaired"),
+)
+_EFFECTS = {
+    "measured": "part of what this comparison measures",
+    "listed": "the settings below say what that changes",
+    "unpaired": "the same instance was asked with different prompts or attributes, so the comparison is "
+    "unpaired: no paired differences are computed, each run's own values are shown side by side",
+}
+
+
+def settings_differences(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every setting in which the runs differ, as {setting, values, effect, sentence}, and the reasons (if
+    any) that make the comparison unpaired."""
     run_ids = [run["run_id"] for run in runs]
-    sentences = []
-    for column, noun in (
-        ("occupation", "occupations"),
-        ("pair_id", "name pairs"),
-        ("condition", "conditions"),
-    ):
-        sets = [_distinct(con, column, run_id) for run_id in run_ids]
-        if any(s != sets[0] for s in sets):
-            shared = set.intersection(*sets)
-            sizes = ", ".join(f"{run_id}: {len(s)}" for run_id, s in zip(run_ids, sets, strict=True))
-            sentences.append(
-                f"The runs cover different {noun} ({sizes}); they are compared on the {len(shared)} {noun} they share."
-            )
-    for key, noun in (("top_k", "top-k"), ("template_hash", "prompt templates (hash)")):
-        values = [run[key] for run in runs]
-        if len(set(map(str, values))) > 1:
-            listed = ", ".join(f"{run_id}: {value}" for run_id, value in zip(run_ids, values, strict=True))
-            sentences.append(
-                f"The runs use different {noun} ({listed}); shared instances were asked with "
-                "different prompts, so differences mix model and prompt effects."
-            )
-    return sentences
+    differences = []
+    for key, noun, effect in _RUN_SETTINGS:
+        values = {run["run_id"]: run.get(key) for run in runs}
+        if len({str(value) for value in values.values()}) > 1:
+            listed = ", ".join(f"{run_id}: {'unknown' if value is None else value}" for run_id, value in values.items())
+            differences.append(
+                {"setting": key, "values": values, "effect": effect,
+                 "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}."}
+            )  # fmt: skip
+    for column, noun in (("pair_id", "name pairs"), ("occupation", "occupations"), ("condition", "conditions")):
+        sets = {run_id: _distinct(con, column, run_id) for run_id in run_ids}
+        if any(values != sets[run_ids[0]] for values in sets.values()):
+            shared = set.intersection(*sets.values())
+            sizes = ", ".join(f"{run_id}: {len(values)}" for run_id, values in sets.items())
+            differences.append(
+                {"setting": column, "values": {run_id: len(values) for run_id, values in sets.items()},
+                 "effect": "restricted",
+                 "sentence": f"The runs cover different {noun} ({sizes}); paired differences use only the "
+                 f"{len(shared)} {noun} they share."}
+            )  # fmt: skip
+    unpaired = [d["sentence"] for d in differences if d["effect"] == "unpaired"]
+    return differences, unpaired
 
 
 def _compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -216,6 +240,7 @@ def _compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "pairs": settings["pairs"],
         "occupations": settings["occupations"],
         "conditions": settings["conditions"],
+        "preset": settings["preset"],
     }
 
 
@@ -248,11 +273,14 @@ def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> d
             }
         )
     reference = run_ids[0]
-    counts = {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
+    differences, unpaired = settings_differences(con, runs)
+    counts = {} if unpaired else {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
     return {
         "schema_version": SCHEMA_VERSION,
         "runs": runs,
-        "differences_in_settings": settings_differences(con, runs),
+        "differences_in_settings": [d["sentence"] for d in differences],
+        "setting_differences": differences,
+        "paired": not unpaired,
         "shared": {
             "pairs": int(shared["pair_id"].nunique()),
             "occupations": int(shared["occupation"].nunique()),
@@ -263,7 +291,7 @@ def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> d
         "overall": overall,
         "paired_differences": [
             row
-            for other in run_ids[1:]
+            for other in run_ids[1:] if counts
             for row in paired_differences(counts[reference], counts[other], reference, other)
         ],
         "preference_agreement": [

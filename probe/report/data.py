@@ -90,7 +90,9 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     run = _require_run(con, run_id)
     config = _config(run.get("config_json"))
     identity = _config(run.get("backend_json"))
-    release = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
+    # Stored with the run since the column exists; older runs show the database's current release, marked so.
+    current = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
+    release = run.get("onet_release") or (f"{current[0]} (the database's current release)" if current else None)
     model_identity = next((identity[k] for k in _IDENTITY_KEYS if identity.get(k)), None)
     decoding = {k: v for k, v in identity.items() if k not in _NOT_DECODING and not isinstance(v, Mapping)}
     versions = _config(run.get("versions_json"))
@@ -100,7 +102,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "model_identity": _text(model_identity),
         "backend": run.get("backend"),
         "decoding": _text(decoding) if decoding else None,
-        "onet_release": release[0] if release else None,
+        "onet_release": release,
         "template_hash": run.get("template_hash"),
         "package_version": run.get("package_version") or versions.get("taxonomy-probe"),
         "package_versions": _text(versions) if versions else None,
@@ -111,7 +113,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
 
 
 def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    """Pairs, occupations, top-k and conditions of a run, from its items (the truth) and its config."""
+    """Pairs, occupations, top-k, conditions and preset of a run, from its items (the truth) and its config."""
     config = _config(_require_run(con, run_id).get("config_json"))
     pairs, occupations = con.execute(
         "SELECT count(DISTINCT pair_id), count(DISTINCT occupation) FROM items WHERE run_id = ?", [run_id]
@@ -127,6 +129,7 @@ def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "occupations": occupations,
         "top_k": config.get("top_k"),
         "conditions": [c for c in CONDITIONS if c in conditions] + sorted(set(conditions) - set(CONDITIONS)),
+        "preset": config.get("preset"),
     }
 
 
