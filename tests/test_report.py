@@ -180,7 +180,8 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
     assert data["counts"]["by_qtype"]["single"] == {"items": 144, "unknown": 0, "unknown_rate": 0.0}
     assert data["run"]["backend"] == "replay"
-    assert data["run"]["onet_release"] == "O*NET 29.0 Database, August 2024 Release"  # stored with the run, not read from the database later
+    # stored with the run (runs.onet_release), not read from the database at report time
+    assert data["run"]["onet_release"] == "O*NET 29.0 Database, August 2024 Release"
     assert len(data["run"]["model_identity"]) == 64  # the replay file's sha256
     taxonomy = data["preferred_occupations"]["taxonomy"]
     assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6,
