@@ -19,9 +19,10 @@ _MIN_SECRET_LENGTH = 4  # shorter "keys" (e.g. "x" for a local server) would bla
 _known_secrets: set[str] = set()
 
 _HEADER = re.compile(
-    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)(?:(?:bearer|basic)\s+)?[^\s\",;}']+"
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key)([\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic)\s+)?[^\s\",;}']+"
 )
-_SCHEME = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
+# A credential after an auth scheme: 12+ token characters with a digit ("Basic skills" stays as it is).
+_SCHEME = re.compile(r"\b(Bearer|Basic|bearer|basic)\s+(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,}")
 _QUERY_SECRET = re.compile(r"(?i)([?&;](?:api[-_]?key|key|token|access[-_]?token|secret|password|sig)=)[^&#\s\"']+")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"']*@")
 _OPENAI_KEY_SHAPE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")

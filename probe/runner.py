@@ -113,6 +113,8 @@ def _run_with_backend(
                 )
                 _insert_items(con, run_id, items)
             answerer.answer_stage(2, progress, retry_failed=True)
+            if hasattr(backend, "check_coverage"):  # replay: a file that matched nothing is an error
+                backend.check_coverage()
             _check_failed_share(con, run_id, config.max_failed_share)
     except BaseException as exc:
         runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")

@@ -23,6 +23,19 @@ MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
 
 
+def unknown_answers(path: Path, **settings: object) -> Path:
+    """A replay file listing every item `probe run` would ask with these RunConfig settings (db included), each
+    with an empty label: a run whose every answer is unknown, without a model."""
+    from probe.config import RunConfig
+    from probe.dataset import KEY_FIELDS
+    from probe.preview import preview
+
+    items = preview(RunConfig(**settings), "chat")
+    rows = [{field: getattr(item, field) for field in KEY_FIELDS} | {"label": None} for item in items]
+    pd.DataFrame(rows, columns=[*KEY_FIELDS, "label"]).to_csv(path, index=False)
+    return path
+
+
 def seeded_copy(seed: Path, target: Path) -> Path:
     """A fresh copy of a seeded database (seeding once per module keeps the tests fast)."""
     if not seed.exists():

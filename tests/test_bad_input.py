@@ -19,7 +19,14 @@ from typer.testing import CliRunner
 from probe import prompts
 from probe.cli import app
 from probe.resources import resource_dir
-from tests.support import ANSWER_HEADER, ONET_RELEASE, assert_one_line_error, fingerprint, seeded_copy
+from tests.support import (
+    ANSWER_HEADER,
+    ONET_RELEASE,
+    assert_one_line_error,
+    fingerprint,
+    seeded_copy,
+    unknown_answers,
+)
 
 RUN_ID = "finished"
 SINGLE_ROW = "2,single,control,1,fm,nurse,,,,female\n"
@@ -31,7 +38,8 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("seed")
     db_file = seeded_copy(folder / "empty.duckdb", folder / "probe.duckdb")
     answers = folder / "answers.csv"
-    answers.write_text(ANSWER_HEADER + "1,attr,stage1,1,fm,,female,skill,Active Listening,yes\n")
+    settings = {"pairs": 1, "occupations": ("nurse",), "top_k": 1, "conditions": ("control",), "db": str(db_file)}
+    unknown_answers(answers, **settings)
     result = CliRunner().invoke(app, [*run_args(db_file, answers), "--run-id", RUN_ID])
     assert (result.exit_code, result.output) == (0, f"{RUN_ID}\n")
     return db_file

@@ -14,6 +14,7 @@ from probe.cli import app
 from probe.db import SCHEMA, connect
 from probe.errors import UserError
 from probe.metrics import analyze
+from tests.support import unknown_answers
 
 Z95 = 1.959963984540054
 WIDE = {"COLUMNS": "200"}  # rich wraps table cells to the terminal width
@@ -546,8 +547,8 @@ def test_cli_analyze_errors_name_the_run_or_database(db_file, tmp_path):
 
 
 def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
-    answers = tmp_path / "answers.csv"  # no answers: every item is unknown
-    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
+    settings = {"pairs": (1, 3), "occupations": ("nurse",), "top_k": 1, "conditions": ("control",), "db": str(db_file)}
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)  # every item is unknown
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",

@@ -137,3 +137,17 @@ def test_replay_needs_an_answers_file(db_file: Path, tmp_path: Path) -> None:
         runner.run(replay_config(db_file, None))
     with pytest.raises(UserError, match=r"missing\.csv: no such file"):
         runner.run(replay_config(db_file, tmp_path / "missing.csv"))
+
+
+def test_a_file_for_other_settings_is_an_error_and_a_partial_one_a_warning(
+    db_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = tmp_path / "answers.csv"
+    nurse_rows().to_csv(answers, index=False)
+    with pytest.raises(UserError) as raised:  # the file is about nurses, the run about pilots
+        runner.run(replay_config(db_file, answers, occupations=("pilot",), pairs=(2,), run_id="pilots"))
+    assert str(raised.value).startswith(f"{answers}: matches none of the 20 items of this run (check its stage,")
+    assert stored(db_file, "SELECT status FROM runs WHERE run_id = 'pilots'")["status"].tolist() == ["failed"]
+    capsys.readouterr()
+    runner.run(replay_config(db_file, answers, run_id="nurses"))
+    assert capsys.readouterr().err == f"warning: {answers} matched 4 of 20 items; the other 16 are unknown\n"

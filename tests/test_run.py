@@ -20,7 +20,7 @@ from probe.config import RunConfig, load_config
 from probe.errors import RunFailed, UserError
 from probe.export import export_run
 from probe.prompts import render_context
-from tests.support import ANSWER_HEADER, query
+from tests.support import ANSWER_HEADER, query, unknown_answers
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
@@ -272,20 +272,21 @@ def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: P
 
 def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.csv"
-    answers.write_text(ANSWER_HEADER)
+    answers.write_text(ANSWER_HEADER + "2,single,control,3,mf,nurse,,,,female\n")
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
          "--top-k", "1", "--conditions", "control", "--run-id", "cli-run", "--db", str(db_file), "--quiet"],
     )  # fmt: skip
-    assert (result.exit_code, result.output) == (0, "cli-run\n")
+    assert (result.exit_code, result.stdout) == (0, "cli-run\n")
+    assert result.stderr == f"warning: {answers} matched 1 of 40 items; the other 39 are unknown\n"
     pairs = query(db_file, "SELECT DISTINCT pair_id FROM items WHERE run_id = 'cli-run' ORDER BY 1")
     assert list(pairs["pair_id"]) == [1, 3]
 
 
 def test_cli_run_with_report_writes_the_audit_report(db_file: Path, tmp_path: Path) -> None:
-    answers = tmp_path / "answers.csv"
-    answers.write_text(ANSWER_HEADER)
+    settings = {"pairs": 1, "occupations": ("nurse",), "top_k": 1, "conditions": ("control",), "db": str(db_file)}
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)
     result = CliRunner().invoke(
         app,
         ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1", "--occupations", "nurse",

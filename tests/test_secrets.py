@@ -135,3 +135,17 @@ def test_planted_keys_appear_in_no_output(tmp_path: Path, monkeypatch: pytest.Mo
     parquet_text = "".join(pd.read_parquet(path).astype(str).to_csv() for path in written if path.suffix == ".parquet")
     assert [form for form in FORMS if form in parquet_text] == []
     assert [form for form in FORMS if form in "".join(printed)] == []
+
+
+def test_a_crash_prints_its_traceback_without_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"unexpected reply: {{'authorization': 'Bearer {ENV_KEY}'}}")
+
+    monkeypatch.setattr("probe.cli.runs_cmd.connect", crash)
+    result = CliRunner().invoke(app, ["runs", "--db", "x.duckdb"])
+    assert result.exit_code == 1
+    assert "Traceback (most recent call last)" in result.output
+    assert result.output.endswith("RuntimeError: unexpected reply: {'authorization': '***'}\n")
+    assert ENV_KEY not in result.output

@@ -2,12 +2,15 @@
 
 The file is keyed by the item fields (stage, qtype, condition, pair_id, name_order, occupation, subject,
 category, attribute; empty = NULL) and holds a canonical `label`. Items absent from the file are unknown.
-The whole file is checked when the backend is created, before the run writes anything.
+The whole file is checked when the backend is created, before the run writes anything. After the run, a
+file that matched no item asked is an error (it was made for other settings), one that matched fewer than
+half a warning with the count (`check_coverage`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,6 +92,8 @@ class ReplayBackend:
         self.path = path
         self.labels = load_answers(path)
         self.file_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.asked = 0
+        self.matched = 0
 
     def identity(self) -> dict[str, object]:
         return {"backend": "replay", "model": str(self.path), "sha256": self.file_sha256}
@@ -96,9 +101,26 @@ class ReplayBackend:
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         replies = []
         for query in queries:
-            label = self.labels.get(_key(dict(query.item)), UNKNOWN)
-            replies.append(Reply(label=label, raw=label))
+            label = self.labels.get(_key(dict(query.item)))
+            self.matched += label is not None
+            replies.append(Reply(label=label or UNKNOWN, raw=label or UNKNOWN))
+        self.asked += len(queries)
         return replies
+
+    def check_coverage(self) -> None:
+        """Called after the run's items were asked: no match is an error, fewer than half a warning."""
+        if self.asked and not self.matched:
+            raise UserError(
+                f"{self.path}: matches none of the {self.asked} items of this run (check its stage, qtype, "
+                "condition, pair_id, name_order, occupation, subject, category and attribute columns against "
+                "`probe dataset preview` with the same settings)"
+            )
+        if self.matched < self.asked / 2:
+            print(
+                f"warning: {self.path} matched {self.matched} of {self.asked} items; the other "
+                f"{self.asked - self.matched} are unknown",
+                file=sys.stderr,
+            )
 
     def close(self) -> None:
         self.labels = {}

@@ -1,6 +1,7 @@
 """The typer application and the options every command shares."""
 
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,7 @@ from typer.core import TyperGroup
 
 from probe import __version__
 from probe.errors import UserError
+from probe.redact import scrub
 
 
 class _OneLineUserErrors(TyperGroup):
@@ -27,6 +29,9 @@ class _OneLineUserErrors(TyperGroup):
             where = f"{error.filename}: " if error.filename else ""
             UserError(f"{where}{error.strerror or error}").show()
             sys.exit(UserError.exit_code)
+        except Exception:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
+            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
+            sys.exit(1)
 
 
 app = typer.Typer(
