@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import probe
 from probe.cli import app
 from probe.errors import UserError
-from tests.support import assert_one_line_error, fingerprint, query
+from tests.support import assert_one_line_error, fingerprint, query, unknown_answers
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "api_tour.py"
 
@@ -54,9 +54,9 @@ def test_the_api_tour_runs_and_its_run_has_metrics_answers_and_a_report(tmp_path
 def test_the_pairs_used_are_stored_and_a_resume_needs_no_names_file(tmp_path: Path) -> None:
     names = tmp_path / "names.csv"
     names.write_text("female,male\nAmara,Tomasz\nIngrid,Kwame\n")
-    answers = tmp_path / "answers.csv"
-    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n")
     database = str(tmp_path / "names.duckdb")
+    selection = {"names": str(names), "occupations": ("nurse",), "top_k": 1, "conditions": ("baseline",)}
+    answers = unknown_answers(tmp_path / "answers.csv", **selection, db=database)
     settings = dict(backend="replay", answers=str(answers), names=str(names), occupations=["nurse"], top_k=1)
     run = probe.run(**settings, conditions=["baseline"], db=database, run_id="custom")
     stored = query(Path(database), "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = 'custom'")
