@@ -1,5 +1,7 @@
 # The README's two commands: `make demo` (the main job) and `make test` (the test suite).
 # Each creates or updates the virtual environment .venv by itself.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -18,9 +20,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/probe run --preset quick --report
 
+# DuckDB's nanobind bindings (duckdb 2.x) report their module state as "nanobind: leaked ..." lines when the
+# interpreter exits, after pytest's summary (a shutdown artefact of the bindings, duckdb/duckdb-python#601; it
+# appears only in long sessions, never for a single test file). Only those lines are dropped; pipefail keeps
+# pytest's exit code, so a failure still fails `make test`.
+NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (leaked |\.\.\. skipped remainder))
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -209,17 +209,12 @@ def preview_command(
         backend=backend, db=db,
     )  # fmt: skip
     chosen_format = prompt_format or plan.prompt_format_of(settings.backend)
-    items = preview(settings, chosen_format)
+    sample = preview(settings, chosen_format, limit)
     typer.echo(
-        f"{len(items)} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
+        f"{sample.total_items} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
         "attribute, so taxonomy prompts here equal control prompts; a real run states only the granted ones."
     )
-    shown: dict[tuple[int, str, str], int] = {}
-    for item in items:
-        kind = (item.stage, item.qtype, item.condition)
-        if shown.get(kind, 0) >= limit:
-            continue
-        shown[kind] = shown.get(kind, 0) + 1
+    for item in sample.shown:
         options = " | ".join(f"{option.text} -> {option.label}" for option in item.options)
         where = f"occupation={item.occupation} " if item.occupation else ""
         typer.echo(
