@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from probe import db
 from probe.config import RunConfig
 from probe.dataset import Item, build_as_if_all_granted
-from probe.selection import select
+from probe.selection import Selection, select
 
 Kind = tuple[int, str, str]  # stage, qtype, condition
 
@@ -24,13 +24,15 @@ class Preview:
     shown: list[Item]  # the first `limit` items of every kind, in dataset order
 
 
-def preview(config: RunConfig, prompt_format: str, limit: int) -> Preview:
+def preview(config: RunConfig, prompt_format: str) -> list[Item]:
+    """Every item of `config`'s dataset, stage 2 as if stage 1 had granted everything."""
+    selection = _selection(config)
+    return build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, prompt_format)
+
+
+def sample(config: RunConfig, prompt_format: str, limit: int) -> Preview:
     """The first `limit` items of every (stage, qtype, condition) and the dataset's item count."""
-    con = db.connect(config.db)
-    try:
-        selection = select(con, config)
-    finally:
-        con.close()
+    selection = _selection(config)
     shown: list[Item] = []
     counts: dict[Kind, int] = {}
     per_pair = 0
@@ -46,3 +48,11 @@ def preview(config: RunConfig, prompt_format: str, limit: int) -> Preview:
         if all(count >= limit for count in counts.values()):
             break
     return Preview(per_pair * len(selection.pairs), shown)
+
+
+def _selection(config: RunConfig) -> Selection:
+    con = db.connect(config.db)
+    try:
+        return select(con, config)
+    finally:
+        con.close()

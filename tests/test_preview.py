@@ -8,20 +8,20 @@ from pathlib import Path
 from probe import db
 from probe.config import load_config
 from probe.dataset import build_as_if_all_granted
-from probe.preview import preview
+from probe.preview import sample
 from probe.selection import select
 
 
 def test_preview_counts_the_whole_dataset_and_shows_the_first_items_of_every_kind(db_file: Path) -> None:
     config = load_config({"pairs": 3, "occupations": "nurse,pilot", "top_k": 2, "db": str(db_file)})
-    sample = preview(config, "chat", limit=3)
+    shown = sample(config, "chat", limit=3)
     con = db.connect(db_file)
     try:
         selection = select(con, config)
     finally:
         con.close()
     everything = build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, "chat")
-    assert sample.total_items == len(everything)
+    assert shown.total_items == len(everything)
     kinds = Counter((item.stage, item.qtype, item.condition) for item in everything)
     expected = []
     taken: Counter = Counter()
@@ -30,11 +30,11 @@ def test_preview_counts_the_whole_dataset_and_shows_the_first_items_of_every_kin
         if taken[kind] < 3:
             taken[kind] += 1
             expected.append(item.item_id)
-    assert [item.item_id for item in sample.shown] == expected
-    assert len(sample.shown) == 3 * len(kinds)
+    assert [item.item_id for item in shown.shown] == expected
+    assert len(shown.shown) == 3 * len(kinds)
 
 
 def test_the_paper_preset_previews_its_130760_items_without_building_them(db_file: Path) -> None:
-    sample = preview(load_config({"preset": "paper", "db": str(db_file)}), "chat", limit=1)
-    assert sample.total_items == 130_760  # 26,600 stage 1 + 104,160 stage 2 (all granted: no reuse)
-    assert {item.pair_id for item in sample.shown} == {1}
+    shown = sample(load_config({"preset": "paper", "db": str(db_file)}), "chat", limit=1)
+    assert shown.total_items == 130_760  # 26,600 stage 1 + 104,160 stage 2 (all granted: no reuse)
+    assert {item.pair_id for item in shown.shown} == {1}

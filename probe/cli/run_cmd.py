@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline, plan
+from probe import pipeline, plan, preview
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
@@ -17,7 +17,6 @@ from probe.config import PRESETS, RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
 from probe.export import export_run
-from probe.preview import preview
 from probe.prompts import PROMPT_FORMATS
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
@@ -209,7 +208,7 @@ def preview_command(
         backend=backend, db=db,
     )  # fmt: skip
     chosen_format = prompt_format or plan.prompt_format_of(settings.backend)
-    sample = preview(settings, chosen_format, limit)
+    sample = preview.sample(settings, chosen_format, limit)
     typer.echo(
         f"{sample.total_items} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
         "attribute, so taxonomy prompts here equal control prompts; a real run states only the granted ones."
