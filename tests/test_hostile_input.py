@@ -1,7 +1,8 @@
 """Hostile strings in every user field come out as text: in the terminal, in CSV exports, and in report.html
 as rendered by a real headless Chromium (no script runs, no element is injected).
 
-The occupations come from a custom occupations CSV and the model id from --model, each carrying HTML
+The occupations come from a custom occupations CSV, the names from --names and the model id from --model,
+each carrying HTML
 (`<img onerror>`, `<script>`), rich markup (`[bold red]x[/`) and a spreadsheet formula. A payload that ran
 would mark the page's <body> with a data-pwned attribute, or add an <img src="x"> or a <script> element.
 The run id allows no markup characters (`[A-Za-z0-9][A-Za-z0-9._-]{0,63}`): one with all of its
@@ -30,6 +31,7 @@ OCCUPATIONS = {
     f"=HYPERLINK(\"http://x\")[/] {SCRIPT}": "17-1011.00",  # architect's
 }
 MODEL = f"{SCRIPT}{IMG}[link=http://x]m[/link]"
+NAMES = {"female": [f"Ann{IMG}", "@Zo\u00eb"], "male": [f"Bo{SCRIPT}", "+Li [bold]x[/"]}
 RUN_ID = "a.b_c-D9"
 
 
@@ -48,11 +50,13 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     pd.DataFrame({"occupation": list(OCCUPATIONS), "soc_code": list(OCCUPATIONS.values())}).to_csv(
         occupations, index=False
     )
+    names = tmp / "names.csv"
+    pd.DataFrame(NAMES).to_csv(names, index=False)
     run_toml = tmp / "RUN.toml"
     run_toml.write_text('constrain = "grammar"\n')
     with FakeOpenAIServer(answer_by_hash=True) as server:
         printed = cli(
-            "run", "--backend", "openai", "--base-url", server.base_url, "--model", MODEL, "--pairs", "2",
+            "run", "--backend", "openai", "--base-url", server.base_url, "--model", MODEL, "--names", str(names),
             "--occupations", str(occupations), "--top-k", "1", "--conditions", "taxonomy", "--config", str(run_toml),
             "--run-id", RUN_ID, "--db", str(db_file), "--report",
         )  # fmt: skip
@@ -66,6 +70,8 @@ def test_markup_in_names_is_printed_as_typed(hostile_run: tuple[Path, str]) -> N
     db_file, printed = hostile_run
     stored = query(db_file, "SELECT DISTINCT occupation FROM items WHERE occupation IS NOT NULL ORDER BY ALL")
     assert stored["occupation"].tolist() == sorted(OCCUPATIONS)
+    pairs = query(db_file, "SELECT female, male FROM run_name_pairs ORDER BY pair_id")
+    assert pairs.to_dict("list") == NAMES
     assert "[link=http://x]m[/link]" in printed  # the model id in the `probe runs` table
     searched = cli("taxonomy", "search", "[bold red]x[/ :smile:", "--db", str(db_file))
     assert searched == "no O*NET title or alternate title contains '[bold red]x[/ :smile:'\n"
@@ -76,6 +82,7 @@ def test_csv_export_neutralises_formulas(hostile_run: tuple[Path, str]) -> None:
     items = pd.read_csv(db_file.parent / "export" / "items.csv", keep_default_na=False)
     formulas = sorted({o for o in items["occupation"] if "HYPERLINK" in o})
     assert formulas == ["'" + next(name for name in OCCUPATIONS if name.startswith("="))]
+    assert set(items["first_name"]) == {f"Ann{IMG}", f"Bo{SCRIPT}", "'@Zo\u00eb", "'+Li [bold]x[/"}
 
 
 def _chromium(page: Path, tmp_path: Path) -> subprocess.CompletedProcess:
