@@ -45,6 +45,8 @@ class RunConfig:
     decoding: str = "score"  # hf-causal: score (option log-likelihood) | generate (greedy + parse)
     concurrency: int | None = None  # parallel requests / llama.cpp slots; None = sized to the machine
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
+    device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
+    dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32
     timeout: float = 60.0  # seconds per request
     max_retries: int = 5
     backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it

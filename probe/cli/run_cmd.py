@@ -44,6 +44,13 @@ BackendOption = Annotated[
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
 BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")]
+DeviceOption = Annotated[
+    str | None, typer.Option("--device", help="hf backends: cpu, cuda or mps (default: a GPU when there is one).")
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option("--dtype", help="hf backends: float32, bfloat16 or float16 (default: bfloat16 on a GPU)."),
+]
 AnswersOption = Annotated[
     str | None, typer.Option("--answers", help="replay: CSV or Parquet file of labels.")
 ]
@@ -75,6 +82,8 @@ def run_command(
     backend: BackendOption = None,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     answers: AnswersOption = None,
     run_id: RunIdOption = None,
     db: RunDbOption = None,
@@ -97,8 +106,8 @@ def run_command(
     settings = _config(
         config,
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
-        backend=backend, model=model, base_url=base_url, answers=answers, run_id=run_id, db=db,
-        no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
+        backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
+        run_id=run_id, db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
     )  # fmt: skip
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
