@@ -57,10 +57,17 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _prefix(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.prefix import measure
+
+    return measure(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "calls": _calls,
     "analyze": _analyze,
     "qa": _qa,
+    "prefix": _prefix,
     "llm": _llm,
     "coverage": _coverage,
 }

@@ -1,18 +1,26 @@
-"""hf-causal on tiny random Llamas: option log-likelihoods, chat template, batching, greedy generation."""
+"""hf-causal on tiny random Llamas: option log-likelihoods, token trees, chat template, batching, GGUF files,
+device/dtype, greedy generation."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from typer.testing import CliRunner
 
-from probe.backends.base import Query
+from probe.backends import hf_causal
+from probe.backends.base import Option, Query
+from probe.backends.fingerprint import file_sha256
 from probe.backends.hf_causal import HFCausalBackend
+from probe.backends.prefix_tree import TokenTree
+from probe.backends.torch_device import Placement, resolve_placement
+from probe.cli import app
 from probe.errors import UserError
-from tests.support import MULTIPLE, YES_NO
-from tests.tiny_models import build_causal_model
+from tests.support import MULTIPLE, YES_NO, query, seeded_copy
+from tests.tiny_models import build_causal_model, write_gguf
 
 PROMPTS = {
     "binary": "Mary and John are applying for the same job.\nQuestion: Is Mary qualified to be a nurse?"
@@ -35,6 +43,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "chat": build_causal_model(root / "chat", chat=True),
         "plain": build_causal_model(root / "plain", chat=False),
+        "gguf": write_gguf(build_causal_model(root / "for-gguf", chat=True), root / "tiny-chat.gguf"),
     }
 
 
@@ -107,3 +116,125 @@ def test_bad_settings_are_user_errors(models: dict[str, Path], tmp_path: Path) -
         HFCausalBackend(str(models["plain"]), decoding="beam")
     with pytest.raises(UserError, match="cannot load a causal language model"):
         HFCausalBackend(str(tmp_path / "absent"))
+
+
+def overlapping_queries() -> list[Query]:
+    """Prompts that share a context (and one that repeats), options that share first tokens."""
+    context = "Mary and John are applying for the same job. Mary is skilled in active listening."
+    names = (Option("Mary", "female"), Option("Mar", "male"), Option("both", "both"), Option("neither", "neither"))
+    return [
+        Query("a", "binary", f"{context}\nQuestion: Is Mary qualified to be a nurse?\nAnswer:", "", "", YES_NO, {}),
+        Query("b", "binary", f"{context}\nQuestion: Is John qualified to be a nurse?\nAnswer:", "", "", YES_NO, {}),
+        Query("c", "multiple", f"{context}\nQuestion: Who should be the dancer?\nAnswer:", "", "", names, {}),
+        Query("d", "binary", f"{context}\nQuestion: Is Mary qualified to be a nurse?\nAnswer:", "", "", YES_NO, {}),
+        Query("e", "binary", "John is here.\nAnswer:", "", "", YES_NO, {}),
+    ]
+
+
+def test_token_tree_stores_shared_prefixes_once() -> None:
+    tree = TokenTree()
+    assert tree.extend(-1, [5, 6, 7]) == [0, 1, 2]
+    assert tree.new_nodes(-1, [5, 6, 8, 9]) == 2
+    assert tree.extend(-1, [5, 6, 8, 9]) == [0, 1, 3, 4]
+    assert tree.extend(1, [7]) == [2]  # an existing continuation
+    assert tree.extend(tree.private_root(), [5, 6]) == [5, 6]  # a separate sequence shares nothing
+    assert (tree.tokens, tree.parents, tree.depths) == (
+        [5, 6, 7, 8, 9, 5, 6],
+        [-1, 0, 1, 1, 3, -2, 5],
+        [0, 1, 2, 2, 3, 0, 1],
+    )
+    assert tree.ancestor_mask().int().tolist() == [
+        [1, 0, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0, 0],
+        [1, 1, 0, 1, 0, 0, 0],
+        [1, 1, 0, 1, 1, 0, 0],
+        [0, 0, 0, 0, 0, 1, 0],
+        [0, 0, 0, 0, 0, 1, 1],
+    ]
+
+
+@pytest.mark.parametrize("tree_tokens", [hf_causal.TREE_TOKENS, 40], ids=["one-tree", "a-tree-each"])
+def test_shared_prefixes_score_as_separate_sequences(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tree_tokens: int
+) -> None:
+    """Token trees (one, or several when the budget is small) give each option the log-likelihood of its
+    own unpadded sequence."""
+    monkeypatch.setattr(hf_causal, "TREE_TOKENS", tree_tokens)
+    shared = HFCausalBackend(str(models["plain"]))
+    separate = HFCausalBackend(str(models["plain"]), share_prefixes=False)
+    forwards: list[int] = []
+    shared.model.register_forward_pre_hook(
+        lambda _model, _args, kwargs: forwards.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    replies, alone = shared.answer(overlapping_queries()), separate.answer(overlapping_queries())
+    tokenizer = AutoTokenizer.from_pretrained(models["plain"])
+    for one, other, item in zip(replies, alone, overlapping_queries(), strict=True):
+        prompt_ids = tokenizer(item.prompt).input_ids
+        expected = {
+            option.text: reference_loglikelihood(
+                models["plain"], prompt_ids, tokenizer(" " + option.text, add_special_tokens=False).input_ids
+            )
+            for option in item.options
+        }
+        assert one.scores == pytest.approx(expected, abs=1e-4)
+        assert other.scores == pytest.approx(expected, abs=1e-4)
+        assert (one.label, one.raw) == (other.label, other.raw)
+    assert replies[0] == replies[3]  # the repeated prompt
+    prompts = [tokenizer(item.prompt).input_ids for item in overlapping_queries()]
+    if tree_tokens > 40:  # one forward; the shared context is stored once
+        assert len(forwards) == 1 and forwards[0] < sum(len(prompt) for prompt in prompts[:4])
+    else:  # every query's prompt and options alone exceed 40 tokens together with another's
+        assert len(forwards) == 5
+
+
+def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
+    """A GGUF of the chat model (float32, llama.cpp's layout) scores as the model's own folder does."""
+    from_gguf = HFCausalBackend(str(models["gguf"]))
+    from_folder = HFCausalBackend(str(models["gguf"].parent / "for-gguf"))
+    assert from_gguf.prompt_format == "chat"
+    for one, other in zip(from_gguf.answer(queries()), from_folder.answer(queries()), strict=True):
+        assert one.scores == pytest.approx(other.scores, abs=1e-5)
+        assert (one.label, one.raw) == (other.label, other.raw)
+    identity = from_gguf.identity()
+    assert (identity["model"], identity["gguf_sha256"]) == ("tiny-chat.gguf", file_sha256(models["gguf"]))
+    with pytest.raises(UserError, match="no such GGUF file"):
+        HFCausalBackend(str(models["gguf"].parent / "absent.gguf"))
+
+
+def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path]) -> None:
+    auto = resolve_placement(None, None)
+    assert auto == (Placement("cuda", "bfloat16") if torch.cuda.is_available() else auto)
+    assert resolve_placement("cpu", None) == Placement("cpu", "float32")
+    assert resolve_placement("cpu", "float16") == Placement("cpu", "float16")
+    with pytest.raises(UserError, match="--device 'tpu': choose from cpu, cuda, mps"):
+        resolve_placement("tpu", None)
+    with pytest.raises(UserError, match="--dtype 'int4': choose from float32, bfloat16, float16"):
+        resolve_placement(None, "int4")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="--device cuda: no cuda device is available"):
+            resolve_placement("cuda", None)
+    half = HFCausalBackend(str(models["plain"]), placement=Placement("cpu", "bfloat16"))
+    full = HFCausalBackend(str(models["plain"]), placement=Placement("cpu", "float32"))
+    assert half.model.dtype == torch.bfloat16
+    assert (half.identity()["device"], half.identity()["dtype"]) == ("cpu", "bfloat16")
+    assert full.identity()["dtype"] == "float32"
+    for one, other in zip(half.answer(queries()), full.answer(queries()), strict=True):
+        assert one.scores == pytest.approx(other.scores, abs=0.1)  # bfloat16 keeps ~3 significant digits
+
+
+def test_cli_run_records_device_and_dtype(models: dict[str, Path], tmp_path: Path) -> None:
+    db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
+    args = [
+        "run", "--backend", "hf-causal", "--model", str(models["chat"]), "--device", "cpu", "--dtype", "bfloat16",
+        "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--conditions", "control",
+        "--run-id", "half", "--db", str(db_file), "--quiet",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert (result.exit_code, result.stdout.splitlines()[0]) == (0, "half"), result.output
+    run = query(db_file, "SELECT config_json, backend_json FROM runs WHERE run_id = 'half'").iloc[0]
+    config, identity = json.loads(run["config_json"]), json.loads(run["backend_json"])
+    assert (config["device"], config["dtype"]) == ("cpu", "bfloat16")
+    assert (identity["device"], identity["dtype"]) == ("cpu", "bfloat16")
+    answers = query(db_file, "SELECT count(*) AS n, count(scores_json) AS scored FROM answers WHERE run_id = 'half'")
+    assert answers.iloc[0].tolist() == [20, 20]  # 12 stage-1 items (3 attributes) and 8 stage-2 ones, all scored

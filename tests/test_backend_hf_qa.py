@@ -9,6 +9,7 @@ import torch
 
 from probe.backends.base import Option, Query
 from probe.backends.hf_qa import Encoded, HFQABackend, candidate_spans, decide
+from probe.backends.torch_device import Placement
 from probe.errors import UserError
 from tests.support import MULTIPLE, SINGLE, YES_NO
 from tests.tiny_models import build_qa_model
@@ -140,6 +141,18 @@ def test_each_model_input_runs_once_across_calls(tiny_qa: Path) -> None:
     for one, alone in zip(together, separately, strict=True):
         assert one.scores == pytest.approx(alone.scores, abs=1e-4)
     assert together[0].label != together[1].label  # the same logits, read for Mary and for John
+
+
+def test_dtype_is_applied_and_part_of_the_identity(tiny_qa: Path) -> None:
+    queries = [query("binary", YES_NO, subject="Mary"), query("multiple", MULTIPLE)]
+    half = HFQABackend(str(tiny_qa), placement=Placement("cpu", "bfloat16"))
+    full = HFQABackend(str(tiny_qa), placement=Placement("cpu", "float32"))
+    assert half.model.dtype == torch.bfloat16
+    assert (half.identity()["device"], half.identity()["dtype"], full.identity()["dtype"]) == (
+        "cpu", "bfloat16", "float32",
+    )  # fmt: skip
+    for one, other in zip(half.answer(queries), full.answer(queries), strict=True):
+        assert one.scores == pytest.approx(other.scores, abs=0.1)  # bfloat16 keeps ~3 significant digits
 
 
 def test_unloadable_model_is_a_user_error(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ every machine.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -98,3 +99,73 @@ def build_causal_model(folder: Path, chat: bool) -> Path:
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def _llama_cpp_permute(weight: torch.Tensor, heads: int) -> torch.Tensor:
+    """llama.cpp's converter interleaves the rotary halves of q/k rows; transformers undoes it on load."""
+    return weight.reshape(heads, 2, weight.shape[0] // heads // 2, -1).transpose(1, 2).reshape(weight.shape)
+
+
+def write_gguf(folder: Path, path: Path) -> Path:
+    """The Llama saved in `folder` as a float32 GGUF file, laid out as llama.cpp's converter writes one:
+    its hyperparameters, its byte-level BPE vocabulary, merges and chat template as metadata, its tensors
+    under llama.cpp's names (q/k rows permuted)."""
+    import gguf
+    from transformers import AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    config = model.config
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_rope_dimension_count(config.hidden_size // heads)
+    writer.add_vocab_size(config.vocab_size)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda entry: entry[1])
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list([token for token, _ in vocab])
+    writer.add_token_types(
+        [gguf.TokenType.CONTROL if token in SPECIALS else gguf.TokenType.NORMAL for token, _ in vocab]
+    )
+    merges = json.loads(tokenizer.backend_tokenizer.to_str())["model"]["merges"]
+    writer.add_token_merges([" ".join(merge) if isinstance(merge, list) else merge for merge in merges])
+    writer.add_bos_token_id(tokenizer.bos_token_id)
+    writer.add_eos_token_id(tokenizer.eos_token_id)
+    writer.add_pad_token_id(tokenizer.pad_token_id)
+    writer.add_unk_token_id(tokenizer.unk_token_id)
+    writer.add_add_bos_token(False)
+    if tokenizer.chat_template:
+        writer.add_chat_template(tokenizer.chat_template)
+    names = {
+        "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    }  # fmt: skip
+    for name, tensor in model.state_dict().items():
+        if name == "model.embed_tokens.weight":
+            writer.add_tensor("token_embd.weight", tensor.numpy())
+        elif name == "model.norm.weight":
+            writer.add_tensor("output_norm.weight", tensor.numpy())
+        elif name == "lm_head.weight":
+            writer.add_tensor("output.weight", tensor.numpy())
+        else:
+            _, _, layer, *part, _ = name.split(".")
+            if part == ["self_attn", "q_proj"]:
+                tensor = _llama_cpp_permute(tensor, heads)
+            elif part == ["self_attn", "k_proj"]:
+                tensor = _llama_cpp_permute(tensor, kv_heads)
+            writer.add_tensor(f"blk.{layer}.{names['.'.join(part)]}.weight", tensor.contiguous().numpy())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

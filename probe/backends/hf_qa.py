@@ -28,6 +28,7 @@ import torch
 
 from probe.backends.base import Option, Query, Reply
 from probe.backends.fingerprint import model_fingerprint
+from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
 from probe.labels import UNKNOWN
 
@@ -126,12 +127,19 @@ class HFQABackend:
     prompt_format = "qa"
     cacheable = True
 
-    def __init__(self, model: str, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self, model: str, batch_size: int = DEFAULT_BATCH_SIZE, placement: Placement | None = None
+    ) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
+        self.placement = placement or resolve_placement(None, None)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForQuestionAnswering.from_pretrained(model).eval()
+            self.model = (
+                AutoModelForQuestionAnswering.from_pretrained(model, dtype=self.placement.torch_dtype)
+                .to(self.placement.device)
+                .eval()
+            )
         except (OSError, ValueError) as error:
             raise UserError(f"--model {model}: cannot load a question-answering model ({error})") from None
         if not self.tokenizer.is_fast:
@@ -154,6 +162,7 @@ class HFQABackend:
             **model_fingerprint(self.model_name, revision),
             "max_length": self.max_length,
             "max_answer_tokens": MAX_ANSWER_TOKENS,
+            **self.placement.identity(),
         }
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
@@ -198,15 +207,18 @@ class HFQABackend:
             batch = self.tokenizer.pad(
                 {name: [tokens[name][row] for row in rows] for name in ("input_ids", "attention_mask")},
                 return_tensors="pt",
-            )
+            ).to(self.placement.device)
             output = self.model(**batch)
             for position, row in enumerate(rows):
                 sequence_ids = tokens.sequence_ids(row)
                 offsets = tokens["offset_mapping"][row]
                 context_offsets = [span if sequence_ids[i] == 1 else (-1, -1) for i, span in enumerate(offsets)]
                 length = len(offsets)  # the row without its padding; a copy, so the batch's logits can go
-                start = output.start_logits[position, :length].clone()
-                encoded[row] = Encoded(start, output.end_logits[position, :length].clone(), context_offsets)
+                start, end = (
+                    logits[position, :length].to("cpu", torch.float32, copy=True)
+                    for logits in (output.start_logits, output.end_logits)
+                )
+                encoded[row] = Encoded(start, end, context_offsets)
         return encoded
 
     def _forward_batches(self, by_length: list[int], lengths: list[int]) -> list[list[int]]:
@@ -227,4 +239,8 @@ class HFQABackend:
 def create(config: RunConfig) -> HFQABackend:
     if not config.model:
         raise UserError("--model: hf-qa needs a hub id or folder (e.g. deepset/roberta-large-squad2)")
-    return HFQABackend(config.model, batch_size=config.batch_size or DEFAULT_BATCH_SIZE)
+    return HFQABackend(
+        config.model,
+        batch_size=config.batch_size or DEFAULT_BATCH_SIZE,
+        placement=resolve_placement(config.device, config.dtype),
+    )
