@@ -85,7 +85,7 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
 
 
 def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (bootstrap CI over pairs).
+    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (bootstrap-t CI over pairs).
 
     With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
     order-balanced `female_share` rows are added.
@@ -185,7 +185,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
 
     Balancing over name order removes the position effect (a model that always picks the first-named
     person scores exactly 0.5). Pair value = mean over its orders with valid instances of (S = female) /
-    valid; overall = mean of pair values over pairs with any valid instance, bootstrap CI over pairs;
+    valid; overall = mean of pair values over pairs with any valid instance, bootstrap-t CI over pairs;
     occupation scope = the same balance pooled over pairs.
     """
     rows = []
@@ -275,7 +275,7 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     ).df()
     stage2 = overall[overall["condition"] != "stage1"]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% bootstrap CI]")
+    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% CI, bootstrap-t over pairs]")
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")

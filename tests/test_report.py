@@ -157,7 +157,8 @@ def test_report_cli_analyses_first_and_writes_three_files(db_file: Path, tmp_pat
 def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     html = written.html.read_text()
     for section in ("summary", "run-card", "figure-1", "occupations", "stage1", "pairs", "sensitivity",
-                    "regression", "limitations", "attribution"):  # fmt: skip
+                    "regression", "glossary", "limitations", "attribution", "headline-findings",
+                    "testability"):  # fmt: skip
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
     assert figures == ["fig-headline", "fig-occupations", "fig-stage1", "fig-pairs", "fig-sensitivity"]

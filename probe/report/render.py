@@ -16,7 +16,7 @@ import pandas as pd
 
 from probe.errors import UserError
 from probe.escape import markdown_text, write_atomic
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, TABLE_METRICS
+from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
 from probe.report.data import (
     CONDITIONS,
@@ -36,6 +36,7 @@ from probe.report.figures import (
     figure_stage1,
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+from probe.statistics import BOOTSTRAP_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ONET_ATTRIBUTION = (
@@ -59,6 +60,16 @@ _TEMPLATES = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+# Every interval in the pages names its method (DESIGN.md section 10).
+METHODS = {
+    "overall": BOOTSTRAP_METHOD,
+    "scoped": WILSON_METHOD,
+    "regression": CLUSTERED_METHOD,
+    "paired": f"paired {PERCENTILE_METHOD}",
+}
+GLOSSARY = (*TABLE_METRICS[:2], "attr_yes_f", "attr_yes_m", "attr_yes_diff", *TABLE_METRICS[2:])
 
 
 @dataclass(frozen=True)
@@ -227,6 +238,8 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
+        "methods": METHODS,
+        "glossary": [METRICS[name] for name in GLOSSARY if name in METRICS],
     }
     figures = {
         "headline": figure_headline(data["overall"]),
@@ -276,6 +289,7 @@ def render_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) ->
         "side_by_side": _side_by_side_rows(data),
         "differences": _difference_rows(data["paired_differences"]),
         "attribution": ONET_ATTRIBUTION,
+        "methods": METHODS,
     }
     figures = {"side_by_side": figure_side_by_side(data), "differences": figure_differences(data)}
     html = _TEMPLATES.get_template("compare.html.j2").render(**context, figures=figures, css=_STYLE)
