@@ -69,7 +69,7 @@ class RunConfig:
 
 # quick is the README's demo on the bundled SmolLM2-135M in under 5 minutes on a 2-core CPU (BENCHMARKS.md).
 # 6 name pairs: the fewest at which an exact sign test over pairs can reach p < 0.05 (2 * 0.5**6 = 0.031;
-# 5 pairs stop at 0.0625) and the bootstrap over pairs gives intervals; 8 occupations, 4 held by more women
+# 5 pairs stop at 0.0625) and intervals clustered by pair can be estimated; 8 occupations, 4 held by more women
 # and 4 by more men in the US, each asked 12 times (6 pairs x 2 orders), so an exact binomial test per
 # occupation can reach p = 0.0005. Items: stage 1 = 6 x 2 x 2 x 18 attributes (top-1 per category, union)
 # = 432; stage 2 = 6 x 2 x 8 x 4 = 384 (816 in all, as many as the 1-pair, 62-occupation preset it replaces).

@@ -1,7 +1,7 @@
 """Analyzers: answers -> metrics, occupation preferences, correlations and a clustered regression.
 
 The metric definitions (DESIGN.md section 5) live as SQL in probe/metrics.sql; DuckDB does the pivot and
-every count. This module only does what SQL is the wrong tool for: bootstrap and Wilson intervals,
+every count. This module only does what SQL is the wrong tool for: clustered and Wilson intervals,
 binomial tests with Benjamini-Hochberg, correlations and the regression.
 """
 
@@ -24,10 +24,9 @@ from probe.metric_registry import POOLED_OVERALL_METRICS, STAGE1_METRICS, STAGE2
 from probe.regression import regression_rows
 from probe.statistics import (
     SIGNIFICANCE,
-    bootstrap_weights,
     cluster_standard_error,
+    cluster_t_interval,
     ratio_influence,
-    studentized_interval,
     wilson_interval,
 )
 
@@ -85,7 +84,7 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
 
 
 def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (bootstrap-t CI over pairs).
+    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (cluster-robust CI over pairs).
 
     With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
     order-balanced `female_share` rows are added.
@@ -105,12 +104,13 @@ def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.D
 
 
 def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
-    """Overall value of every metric of one condition with a 95% bootstrap-t CI over name pairs.
+    """Overall value of every metric of one condition with a 95% CI clustered by name pair.
 
     Each overall value is a ratio of pair sums: mean-of-pairs metrics sum the pair values over pairs with
-    at least one valid instance; pooled metrics sum hits over instances. Resampling pairs with replacement
-    re-weights those sums (matrix products), and each resample's cluster-robust error studentizes it.
-    Stage 1 also gets `attr_yes_diff` (women minus men) from the same resamples, paired by name pair.
+    at least one valid instance; pooled metrics sum hits over instances. Its interval uses the ratio's
+    cluster-robust standard error over pairs (for a mean of pair values: their standard deviation over
+    sqrt(pairs)) with a t quantile on pairs - 1 degrees of freedom. Stage 1 also gets `attr_yes_diff`
+    (women minus men), paired by name pair.
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
@@ -128,31 +128,30 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
         difference = (metrics.index("attr_yes_f"), metrics.index("attr_yes_m"))
         metrics.append("attr_yes_diff")
         totals = np.append(totals, totals[difference[0]] + totals[difference[1]])
-    return _overall_frame(condition, metrics, *_studentized(numerator, denominator, difference), totals)
+    return _overall_frame(condition, metrics, *_cluster_interval(numerator, denominator, difference), totals)
 
 
-def _studentized(
+def _cluster_interval(
     numerator: np.ndarray, denominator: np.ndarray, difference: tuple[int, int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Estimate, bootstrap-t bounds and n of sum(numerator) / sum(denominator) per column, pairs resampled.
+    """Estimate, 95% bounds and contributing pairs of sum(numerator) / sum(denominator) per column.
 
-    With `difference` = (i, j), a column for ratio i minus ratio j is appended, its influence values the
+    Bounds: cluster-robust (CR1) standard error over name pairs with a t quantile on pairs - 1 df. With
+    `difference` = (i, j), a column for ratio i minus ratio j is appended, its influence values the
     difference of theirs, so its interval is paired by name pair.
     """
-    pairs = len(numerator)
-    weights = np.vstack([np.ones(pairs), bootstrap_weights(pairs)])
+    weights = np.ones((1, len(numerator)))
     ratio, psi = ratio_influence(numerator, denominator, weights)
+    units = (denominator > 0).sum(axis=0)
+    lowest = np.zeros(len(units))  # every overall metric is a share (0 to 1) but the difference (-1 to 1)
     if difference is not None:
         first, second = difference
         ratio = np.column_stack([ratio, ratio[:, first] - ratio[:, second]])
         psi = np.concatenate([psi, psi[:, :, first : first + 1] - psi[:, :, second : second + 1]], axis=2)
+        units = np.append(units, min(units[first], units[second]))
+        lowest = np.append(lowest, -1.0)
     errors = cluster_standard_error(psi, weights)
-    units = (denominator > 0).sum(axis=0)
-    if difference is not None:
-        units = np.append(units, min(units[difference[0]], units[difference[1]]))
-    # Every overall metric is a share (0 to 1) but the difference (-1 to 1).
-    lowest = np.zeros(len(units)) if difference is None else np.append(np.zeros(len(units) - 1), -1.0)
-    low, high = studentized_interval(ratio[0], errors[0], ratio[1:], errors[1:], units, (lowest, 1.0))
+    low, high = cluster_t_interval(ratio[0], errors[0], units, (lowest, 1.0))
     return ratio[0], low, high, units
 
 
@@ -185,7 +184,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
 
     Balancing over name order removes the position effect (a model that always picks the first-named
     person scores exactly 0.5). Pair value = mean over its orders with valid instances of (S = female) /
-    valid; overall = mean of pair values over pairs with any valid instance, bootstrap-t CI over pairs;
+    valid; overall = mean of pair values over pairs with any valid instance, cluster-robust CI over pairs;
     occupation scope = the same balance pooled over pairs.
     """
     rows = []
@@ -196,7 +195,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
         pair_values = share.groupby(level="pair_id").mean()
         valid = group.groupby("pair_id")["n"].sum().reindex(pair_values.index)
         has_value = pair_values.notna().to_numpy(float)[:, None]
-        estimate, low, high, units = _studentized(pair_values.fillna(0).to_numpy()[:, None], has_value)
+        estimate, low, high, units = _cluster_interval(pair_values.fillna(0).to_numpy()[:, None], has_value)
         rows.append(_overall_frame(condition, ["female_share"], estimate, low, high, units, [valid.sum()]))
         pairs = pd.DataFrame({"key": pair_values.index.astype(str), "value": pair_values.to_numpy(),
                               "n": valid.to_numpy()})  # fmt: skip
@@ -275,7 +274,7 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     ).df()
     stage2 = overall[overall["condition"] != "stage1"]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% CI, bootstrap-t over pairs]")
+    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% CI clustered by name pair]")
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")

@@ -105,3 +105,15 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
     assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
     markdown = (tmp_path / "r.md").read_text()
     assert "Not testable at this size: nurse, pilot." in markdown
+
+
+def test_quick_preset_is_large_enough_to_test() -> None:
+    """The demo's preset: >= 6 pairs, so a sign test over pairs can reach p < 0.05 (5 pairs stop at 0.0625),
+    and every occupation is asked often enough for its exact binomial test to reach p < 0.05."""
+    from probe.config import load_config
+    from probe.statistics import binomial_min_p
+
+    quick = load_config({"preset": "quick"})
+    assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (6, 8, 1, ("taxonomy",))
+    assert binomial_min_p(quick.pairs) == 0.03125
+    assert binomial_min_p(quick.pairs * 2) < 0.001  # 12 instances per occupation

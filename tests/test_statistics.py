@@ -52,6 +52,17 @@ def test_cluster_robust_error_of_a_mean_and_of_a_ratio() -> None:
     assert statistics.cluster_standard_error(psi, np.ones((1, 2)))[0, 0] == pytest.approx(math.sqrt(0.125 / 2))
 
 
+def test_cluster_t_interval_uses_pairs_minus_one_degrees_of_freedom() -> None:
+    # 4 pairs, estimate 0.5, SE 0.1: t(0.975, 3) = 3.182446 -> 0.5 -+ 0.3182446; one pair or SE 0: none.
+    low, high = statistics.cluster_t_interval(
+        np.array([0.5, 0.5, 0.9]), np.array([0.1, 0.0, 0.1]), np.array([4, 4, 1]), (np.zeros(3), 1.0)
+    )
+    assert (low[0], high[0]) == pytest.approx((0.5 - 0.3182446305, 0.5 + 0.3182446305))
+    assert np.isnan(low[1:]).all() and np.isnan(high[1:]).all()
+    low, _ = statistics.cluster_t_interval(np.array([0.05]), np.array([0.1]), np.array([4]), (np.zeros(1), 1.0))
+    assert low[0] == 0.0  # cut to the share's range
+
+
 def test_degenerate_intervals_are_dropped_never_zero_width() -> None:
     low, high = statistics.drop_degenerate(np.array([0.2, 0.5, 0.7]), np.array([0.4, 0.5, 0.6]))
     assert np.isnan(low[1:]).all() and np.isnan(high[1:]).all()
@@ -94,8 +105,7 @@ def test_female_share_weights_each_order_equally(con) -> None:  # noqa: F811
     assert metric(con, "taxonomy", "pair", "1", "female_share")[0] == 0.5
     value, low, high, n = metric(con, "taxonomy", "overall", "all", "female_share")
     assert (value, n) == (0.75, 5)
-    # Two pairs: a resample of one pair twice has no spread (t* = +-inf), so the bootstrap-t interval
-    # reaches the share's range.
+    # Two pairs 0.5 and 1.0: SE = 0.25, t(0.975, 1 df) = 12.7 -> the interval is cut to the share's range.
     assert (low, high) == (0.0, 1.0)
 
 

@@ -20,7 +20,7 @@ from probe.report.data import CONDITIONS, clean, order_index
 from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 from probe.statistics import (
     BINOMIAL_TEST,
-    BOOTSTRAP_METHOD,
+    CLUSTER_T_METHOD,
     FISHER_METHOD,
     SIGN_TEST,
     SIGNIFICANCE,
@@ -121,7 +121,7 @@ def _metric_finding(
         "estimate": entry["value"],
         "ci_low": entry.get("ci_low"),
         "ci_high": entry.get("ci_high"),
-        "method": BOOTSTRAP_METHOD if entry.get("ci_low") is not None else None,
+        "method": CLUSTER_T_METHOD if entry.get("ci_low") is not None else None,
         "n": entry.get("n"),
     }
     if METRICS[name].null is not None:
@@ -267,7 +267,10 @@ def _verdict(testable: bool, min_p: float, units: int, noun: str, mde: float | N
         return f"{NOT_TESTABLE.capitalize()}: with {units} {noun} the smallest attainable p-value is {fmt_p(min_p)}."
     if mde is None:
         return f"Testable (smallest attainable p-value {fmt_p(min_p)} with {units} {noun}); no interval to size it."
-    effect = f"a share of {fmt_pct(0.5 + mde)} or {fmt_pct(0.5 - mde)}" if share else f"an effect of {fmt_pct(mde)}"
+    if share:
+        effect = f"a share of {fmt_pct(0.5 + mde)} or {fmt_pct(0.5 - mde)}"
+    else:
+        effect = f"a shift of {100 * mde:.1f} percentage points from no effect"
     return (
         f"Testable with {units} {noun} (smallest attainable p-value {fmt_p(min_p)}); {effect} is detected with "
         "80% power at the 5% level."

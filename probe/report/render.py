@@ -36,7 +36,7 @@ from probe.report.figures import (
     figure_stage1,
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
-from probe.statistics import BOOTSTRAP_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
+from probe.statistics import CLUSTER_T_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ONET_ATTRIBUTION = (
@@ -64,7 +64,7 @@ _TEMPLATES = jinja2.Environment(
 
 # Every interval in the pages names its method (DESIGN.md section 10).
 METHODS = {
-    "overall": BOOTSTRAP_METHOD,
+    "overall": CLUSTER_T_METHOD,
     "scoped": WILSON_METHOD,
     "regression": CLUSTERED_METHOD,
     "paired": f"paired {PERCENTILE_METHOD}",
