@@ -8,6 +8,7 @@ The CLI runs as a real process where exit codes, stderr or memory are the point.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -96,6 +97,19 @@ def test_connection_refused_names_host_and_port() -> None:
     try:
         with pytest.raises(RunFailed, match=r"^127\.0\.0\.1:\d+: cannot connect \(.*\); is the server running"):
             backend.answer([ask("a"), ask("b")])
+    finally:
+        backend.close()
+
+
+def test_an_unknown_host_names_host_and_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_such_host(*args: object, **kwargs: object) -> None:  # the resolver, without asking any DNS server
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
+    backend = OpenAIBackend(ApiSettings(model="m", base_url="http://no-such-host.invalid:8000/v1", backoff_s=30))
+    try:
+        with pytest.raises(RunFailed, match=r"^no-such-host\.invalid:8000: cannot connect \(.*not known\)"):
+            backend.answer([ask("a")])
     finally:
         backend.close()
 

@@ -109,3 +109,13 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run: tuple[Path,
     assert '<img src="x"' not in dom and "<script>document.body" not in dom  # none was injected
     assert dom.count("<script") == source.count("<script")  # only the page's own scripts
     assert "&lt;script&gt;document.body.setAttribute" in dom  # the model id is shown as text
+
+
+def test_markdown_summary_renders_hostile_names_as_text(hostile_run: tuple[Path, str]) -> None:
+    """CommonMark passes raw HTML through: an unescaped name would become an element."""
+    from markdown_it import MarkdownIt
+
+    db_file, _ = hostile_run
+    html = MarkdownIt("commonmark").render((db_file.parent / RUN_ID / "report.md").read_text(encoding="utf-8"))
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;document.body.setAttribute('data-pwned','script')&lt;/script&gt;" in html
