@@ -41,7 +41,9 @@ HEADLINE = ("female_share", "position_first", "consistency", "bias", "attr_yes_f
 class Truth:
     """The population of name pairs: each pair's effects on the logit scale are mean + sd * N(0, 1)."""
 
-    female = (0.3, 0.4)  # extra log-odds of picking the woman, on top of the occupation's
+    # Extra log-odds of picking the woman, on top of the occupation's. Mean 0 keeps the fair-coin occupations
+    # at 0.5 on average (each pair still leans its own way: the binomial test's independence is stressed).
+    female = (0.0, 0.4)
     position = (0.5, 0.4)  # log-odds of picking whoever is named first
     consistency = (1.0, 0.6)  # log-odds that a subject's binary answer is yes
     bias = (-0.3, 0.6)  # log-odds that M repeats S (else M = both)
