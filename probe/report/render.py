@@ -36,6 +36,7 @@ from probe.report.figures import (
     figure_stage1,
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+from probe.report.items import ITEMS_SHOWN, drilldown
 from probe.statistics import CLUSTER_T_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -227,6 +228,7 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
     data = summary(con, run_id)
     metrics = metrics_frame(con, run_id)
     stage1 = stage1_rates(metrics)
+    sections = drilldown(con, run_id)
     context = {
         **data,
         "metric_table": _metric_table(data["overall"]),
@@ -240,6 +242,9 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
         "attribution": ONET_ATTRIBUTION,
         "methods": METHODS,
         "glossary": [METRICS[name] for name in GLOSSARY if name in METRICS],
+        "drilldown": sections,
+        "items_shown": ITEMS_SHOWN,
+        "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},
     }
     figures = {
         "headline": figure_headline(data["overall"]),
