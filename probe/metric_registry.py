@@ -78,8 +78,3 @@ COMPARED_METRICS = (
     *FIGURE1_METRICS, "neutral", "position_first", "order_consistency", "context_sensitivity", "unknown_rate",
 )  # fmt: skip
 POOLED_OVERALL_METRICS = frozenset(metric.name for metric in _METRICS if metric.pooled)
-
-
-def label(name: str) -> str:
-    """The metric's label, or its name for a metric the registry does not know."""
-    return METRICS[name].label if name in METRICS else name

@@ -24,6 +24,7 @@ from probe.metric_registry import POOLED_OVERALL_METRICS, STAGE1_METRICS, STAGE2
 from probe.regression import regression_rows
 from probe.statistics import (
     SIGNIFICANCE,
+    binomial_min_p,
     cluster_standard_error,
     cluster_t_interval,
     ratio_influence,
@@ -313,8 +314,12 @@ def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
             for gender in ("female", "male")
         ]
         table.add_row(condition, *lists)
-    if prefs.empty:
-        table.caption = "no occupation with a significant preference"
+    sizes = con.execute("SELECT n FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
+    untestable = sum(binomial_min_p(n) >= SIGNIFICANCE for (n,) in sizes)
+    captions = ["no occupation with a significant preference"] if prefs.empty else []
+    if untestable:  # too few instances for the exact test ever to reach p < 0.05: not "no preference"
+        captions.append(f"{untestable} of {len(sizes)} occupation rows not testable at this size")
+    table.caption = "; ".join(captions) or None
     return table
 
 

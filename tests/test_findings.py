@@ -105,6 +105,9 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
     assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
     markdown = (tmp_path / "r.md").read_text()
     assert "Not testable at this size: nurse, pilot." in markdown
+    shown = CliRunner().invoke(app, ["analyze", "tiny", "--db", str(db_file), "--show"], env={"COLUMNS": "200"})
+    # 2 occupations x 3 conditions, 2 instances each: the caption wraps, so compare words
+    assert "6 of 6 occupation rows not testable at this size" in " ".join(shown.output.split())
 
 
 def test_quick_preset_is_large_enough_to_test() -> None:

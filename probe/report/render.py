@@ -160,10 +160,6 @@ def _examples(names: Sequence[str], limit: int = 5) -> str:
     return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})"
 
 
-def _p_phrase(p_value: float | None) -> str:
-    return "p < 0.001" if p_value is not None and p_value < 0.001 else f"p = {fmt_p(p_value)}"
-
-
 def _correlation_rows(correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (condition, across, x, y) with Pearson and Spearman side by side."""
     rows: dict[tuple, dict[str, Any]] = {}
