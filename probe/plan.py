@@ -29,13 +29,13 @@ from probe.selection import select
 
 CONFIRM_OVER_S = 30 * 60
 MIN_MEASURED_CALLS = 20
-# Calls per second (stage 1, stage 2) on the machine BENCHMARKS.md was measured on (2 cores, no GPU):
-# llamacpp with the bundled SmolLM2-135M (stage 1 4.7, stage 2 1.09 items/s: "What each optimization
-# bought", 1); hf-qa (3.34 items/s, item 5 there); hf-causal with SmolLM2-135M scoring options (5.3 items/s
-# a forward batch, item 4). openai depends on the server: 1 call/s is a placeholder for a remote API.
-# replay reads labels from a file (thousands a second).
+# Calls per second (stage 1, stage 2) as measured for BENCHMARKS.md (2 shared cores, no GPU). llamacpp with
+# the bundled SmolLM2-135M: stage 1 7.0 (the quick preset's stage 1, 6.2-7.3 items/s), stage 2 2.95 (what
+# the paper estimate of 652 minutes leaves for its 104,160 longer stage-2 prompts after stage 1). hf-qa
+# 3.34 items/s and hf-causal 5.3 (SmolLM2-135M scoring options), from "What each optimization bought".
+# openai depends on the server: 1 call/s is a placeholder for a remote API. replay reads labels from a file.
 DOCUMENTED_RATES: dict[str, tuple[float, float]] = {
-    "llamacpp": (4.7, 1.09),
+    "llamacpp": (7.0, 2.95),
     "hf-qa": (3.34, 3.34),
     "hf-causal": (5.3, 5.3),
     "openai": (1.0, 1.0),
