@@ -84,6 +84,8 @@ def ratio_influence(
 def cluster_standard_error(psi: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """sqrt(sum_g w_g psi_g^2 / (G (G - 1))) per resample and metric: the CR1 error of a ratio over G pairs."""
     pairs = weights.shape[1]
+    if pairs < 2:  # one pair: no spread between pairs to measure
+        return np.full((weights.shape[0], psi.shape[2]), np.nan)
     return np.sqrt(np.einsum("bg,bgm->bm", weights, psi**2) / (pairs * (pairs - 1)))
 
 
