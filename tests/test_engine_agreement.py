@@ -29,9 +29,9 @@ def test_llamacpp_and_hf_causal_agree_on_the_bundled_model(tmp_path: Path, monke
         args = ["run", "--backend", backend, *RUN, "--run-id", "r", "--db", str(databases[backend])]
         result = CliRunner().invoke(app, args)
         assert (result.exit_code, result.stdout.splitlines()[0]) == (0, "r"), result.output
-    identity = json.loads(query(databases["llamacpp"], "SELECT backend_json FROM runs").iloc[0, 0])
-    if identity.get("decided_by") != "score":
-        pytest.skip("llama.cpp labels are not decided by exact option scores in this build")
+        identity = json.loads(query(databases[backend], "SELECT backend_json FROM runs").iloc[0, 0])
+        if identity.get("decided_by") != "score":
+            pytest.skip(f"{backend} labels are not decided by exact option scores in this build")
     figures = agreement(databases["llamacpp"], databases["hf-causal"])
     assert figures["engine_items_compared"] >= 100
     assert figures["engine_agreement"] >= 0.9
