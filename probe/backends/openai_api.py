@@ -22,13 +22,14 @@ import re
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
 
 from probe.backends.base import Option, Query, Reply
+from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
@@ -328,7 +329,7 @@ def resolve_api_mode(api_mode: str, model: str) -> str:
     return "completions" if model.startswith(COMPLETIONS_ONLY_MODELS) else "chat"
 
 
-def create(config: RunConfig) -> OpenAIBackend:
+def create(config: RunConfig) -> OpenAIBackend | MultiEndpointBackend:
     if not config.model:
         raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
     if not config.base_url and not os.environ.get(API_KEY_VARIABLE):
@@ -344,4 +345,8 @@ def create(config: RunConfig) -> OpenAIBackend:
         max_retries=config.max_retries,
         backoff_s=config.backoff,
     )
+    urls = split_urls(config.base_url)
+    if len(urls) > 1:  # --base-url URL1,URL2,...: one run spread over several servers
+        endpoints = [OpenAIBackend(replace(settings, base_url=url)) for url in urls]
+        return MultiEndpointBackend(endpoints, chunk_size=settings.concurrency)
     return OpenAIBackend(settings)
