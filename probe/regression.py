@@ -68,7 +68,7 @@ def _fit_terms(cells: pd.DataFrame, terms: list[str]) -> pd.DataFrame:
             "no valid instances",
             "separation: S is never female",
             "separation: S is always female",
-            "fewer than 2 name pairs: no clustered standard error",
+            "not testable at this size: fewer than 2 name pairs, so no clustered standard error",
         ],
         "",
     )
