@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +17,11 @@ from probe.escape import literal_console
 
 @app.command("runs")
 def runs_command(db: DbOption = DEFAULT_DB) -> None:
-    """List the runs in a database, newest first: id, created, model, backend, preset, items answered, status."""
+    """List the runs in a database, newest first: id, created, model, backend, preset, items answered, status.
+
+    answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
+    does not exist yet.
+    """
     con = connect(db, read_only=True)
     try:
         frame = runs.list_runs(con)
@@ -23,19 +30,22 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     if frame.empty:
         typer.echo(f"no runs in {db}")
         return
-    table = Table(title=f"runs in {db}")
-    for column in ("run id", "created", "model", "backend", "preset", "answered/items", "status"):
-        table.add_column(column, no_wrap=column in ("run id", "created"))
+    table = Table(title=f"runs in {db}", box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
+    for column in ("run id", "created", "model", "backend", "preset", "answered", "status"):
+        # Long model ids wrap (fold) rather than being cut, and no header is cut below its own width.
+        table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
     stopped = False
     for row in frame.itertuples():
         # The database opened, so no process is writing it: a run still marked running was killed.
         status = "stopped" if row.status == "running" else str(row.status)
         stopped = stopped or status in ("stopped", "interrupted", "failed")
-        items = f"{row.answered:,}/{row.items:,}" + (" (stage 1 only)" if row.stage == 1 else "")
-        cells = (row.run_id, f"{row.created_at:%Y-%m-%d %H:%M}", row.model, row.backend, row.preset or "")
+        items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
+        cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
         # Text(): model ids and run ids are the user's strings, never rich markup.
         table.add_row(*(Text(str(cell)) for cell in (*cells, items, status)))
     console = literal_console()
+    if not sys.stdout.isatty():
+        console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
     console.print(table)
     if stopped:
         typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {db}")
