@@ -292,3 +292,24 @@ def test_the_console_script_prints_one_line_too(tmp_path: Path) -> None:
         "error: --pairs: pair counts and pair ids start at 1\n",
     )
     assert not (tmp_path / "probe.duckdb").exists()
+
+
+def test_unwritable_or_unknown_output_paths_are_one_line(db_file: Path, tmp_path: Path) -> None:
+    blocker = write(tmp_path / "file", "a file where a folder is expected")
+    cases = [
+        (["export", RUN_ID, "--format", "csv", "-o", f"{blocker}/out"], f"{blocker}/out: Not a directory"),
+        (["report", RUN_ID, "-o", f"{blocker}/report.html"], f"{blocker}: File exists"),
+        (["report", RUN_ID, "-o", f"{tmp_path}/report.pdf"], f"-o {tmp_path}/report.pdf: choose a .html or .md file"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(app, [*args, "--db", str(db_file)])
+        assert_one_line_error(result.exit_code, result.output, message)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file", "probe.duckdb"]
+
+
+def test_report_o_picks_the_format_by_suffix(db_file: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", RUN_ID, "-o", str(tmp_path / "audit.md"), "--db", str(db_file)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "audit.md").read_text().startswith("# Gender-bias audit")
+    assert (tmp_path / "audit.html").read_text().startswith("<!DOCTYPE html>")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["audit.html", "audit.json", "audit.md", "probe.duckdb"]
