@@ -9,6 +9,7 @@ Authorization header or a secret query parameter; `safe_url` masks a URL's crede
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import urllib.parse
@@ -50,6 +51,29 @@ def register_url_secrets(url: str | None) -> None:
         register_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
     for _, value in urllib.parse.parse_qsl(parts.query):
         register_secret(value)
+
+
+def scrub_logs() -> None:
+    """Scrub every log record from now on (httpx logs request URLs, openai request options at DEBUG).
+
+    Installed once, process-wide, when a backend that holds a key is created; a record's message is
+    formatted and scrubbed when it is made, so no handler or formatter sees the key.
+    """
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "scrubs", False):
+        return
+
+    def scrubbing_factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a malformed call: logging reports it later as it always does
+            return record
+        record.msg, record.args = scrub(message), None
+        return record
+
+    scrubbing_factory.scrubs = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(scrubbing_factory)
 
 
 def _secrets() -> list[str]:

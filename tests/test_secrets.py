@@ -11,6 +11,7 @@ the Parquet exports, and everything printed.
 from __future__ import annotations
 
 import base64
+import logging
 import secrets
 from collections import Counter
 from pathlib import Path
@@ -21,6 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
+from probe.errors import RunFailed
+from probe.redact import MASK
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import seeded_copy
 
@@ -149,3 +152,25 @@ def test_a_crash_prints_its_traceback_without_the_key(monkeypatch: pytest.Monkey
     assert "Traceback (most recent call last)" in result.output
     assert result.output.endswith("RuntimeError: unexpected reply: {'authorization': '***'}\n")
     assert ENV_KEY not in result.output
+
+
+def test_debug_logs_of_the_http_client_hold_no_key(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from probe.backends.base import Query
+    from probe.backends.openai_api import ApiSettings, OpenAIBackend
+    from tests.support import YES_NO
+
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAIServer() as server:
+        server.script([Step.echo_credentials(401)])
+        backend = OpenAIBackend(ApiSettings(model="m", base_url=f"{server.base_url}?api-key={QUERY_KEY}"))
+        try:
+            backend.answer([Query("a", "binary", "Is it?", "", "", YES_NO, {})])
+        except RunFailed:
+            pass
+        finally:
+            backend.close()
+    assert f"chat/completions?api-key={MASK}" in caplog.text  # httpx logged the request URL, scrubbed
+    assert [form for form in FORMS if form in caplog.text] == []

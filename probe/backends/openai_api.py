@@ -34,7 +34,7 @@ from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
 from probe.labels import UNKNOWN
-from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub
+from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
@@ -89,6 +89,7 @@ class OpenAIBackend:
         self._api_key = api_key
         register_secret(api_key)
         register_url_secrets(settings.base_url)
+        scrub_logs()
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
         self._logprobs = settings.logprobs  # switched off if the server rejects logprobs
