@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from bench.calls import preset_items
 from probe.backends.base import Query, Reply
-from probe.backends.hf_causal import HFCausalBackend
+from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
 from probe.backends.llamacpp import default_gguf
 
 
@@ -45,7 +45,8 @@ def sample_queries(stage1_items: int, stage2_occupations: int) -> list[Query]:
 def measure(quick: bool) -> dict[str, float]:
     queries = sample_queries(stage1_items=16 if quick else 128, stage2_occupations=1 if quick else 4)
     gguf = str(default_gguf())
-    shared, separate = HFCausalBackend(gguf), HFCausalBackend(gguf, share_prefixes=False)
+    shared = HFCausalBackend(HFCausalSettings(gguf))
+    separate = HFCausalBackend(HFCausalSettings(gguf, share_prefixes=False))
     shared.answer(queries[:1])  # first-call allocations are not the scorer's speed
     separate.answer(queries[:1])
     shared_replies, shared_s, shared_positions = _timed(shared, queries)

@@ -23,8 +23,8 @@ from probe.redact import safe_url
 CONDITIONS = ("taxonomy", "baseline", "control")
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
-OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "batch_size",
-                                "timeout", "max_retries", "backoff", "max_failed_share"})
+OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",
+                                "batch_size", "timeout", "max_retries", "backoff", "max_failed_share"})
 
 
 @dataclass
@@ -42,8 +42,9 @@ class RunConfig:
     api_mode: str = "auto"  # chat | completions | auto (completions for gpt-3.5-turbo-instruct & co)
     constrain: str = "auto"  # grammar | json_schema | none | auto (llamacpp: grammar, openai: none)
     max_tokens: int = 16
-    decoding: str = "score"  # hf-causal: score (option log-likelihood) | generate (greedy + parse)
+    decoding: str = "score"  # local models: score (option log-likelihood) | generate (greedy + parse)
     concurrency: int | None = None  # parallel requests / llama.cpp slots; None = sized to the machine
+    threads: int | None = None  # llama.cpp / torch CPU threads; None = the idle cores (llama.cpp), torch's default
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
     device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
     dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32
@@ -60,8 +61,7 @@ class RunConfig:
     def settings(self) -> dict[str, object]:
         """JSON-ready settings (config_json of the run record); credentials and query values in --base-url masked."""
         values = json.loads(json.dumps(dataclasses.asdict(self)))
-        urls = self.base_url.split(",") if self.base_url else None  # one URL or several (one run, many servers)
-        return {**values, "base_url": ",".join(safe_url(url) for url in urls) if urls else self.base_url}
+        return {**values, "base_url": safe_url(self.base_url)}
 
     def answer_settings(self) -> dict[str, object]:
         """The settings a resumed run must share with the stored one."""

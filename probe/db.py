@@ -65,15 +65,21 @@ CREATE TABLE IF NOT EXISTS items (
     first_name VARCHAR, second_name VARCHAR, seq INTEGER,
     PRIMARY KEY (run_id, item_id)
 );
+-- scores_json: canonical label -> option log-likelihood, every option of the answer space, only where
+-- decided_by = 'score' (label = argmax); decided_by: score | generate | span | replay.
 CREATE TABLE IF NOT EXISTS answers (
     run_id VARCHAR, item_id VARCHAR, raw VARCHAR, label VARCHAR, scores_json VARCHAR,
-    error VARCHAR, cached BOOLEAN, answered_at TIMESTAMP,
+    error VARCHAR, cached BOOLEAN, answered_at TIMESTAMP, decided_by VARCHAR,
     PRIMARY KEY (run_id, item_id)
 );
 -- Content-addressed: key = hash(model identity, decoding settings, prompt, options).
 CREATE TABLE IF NOT EXISTS answer_cache (
-    cache_key VARCHAR PRIMARY KEY, raw VARCHAR, label VARCHAR, scores_json VARCHAR, created_at TIMESTAMP
+    cache_key VARCHAR PRIMARY KEY, raw VARCHAR, label VARCHAR, scores_json VARCHAR, created_at TIMESTAMP,
+    decided_by VARCHAR
 );
+-- Databases written before decided_by existed.
+ALTER TABLE answers ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
+ALTER TABLE answer_cache ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
 CREATE TABLE IF NOT EXISTS metrics (
     run_id VARCHAR, condition VARCHAR, scope VARCHAR, key VARCHAR, metric VARCHAR,
     value DOUBLE, ci_low DOUBLE, ci_high DOUBLE, n BIGINT

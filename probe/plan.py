@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 
 from probe import db
+from probe.backends import preview_format
 from probe.config import RunConfig
 from probe.dataset import Item, build_stage1, build_stage2
 from probe.selection import select
@@ -63,11 +64,6 @@ class Plan:
         return max(self.calls - self.already_answered, 0)
 
 
-def prompt_format_of(backend: str) -> str:
-    """The prompt format a backend is asked in without loading it (hf-qa reads a context; others chat)."""
-    return "qa" if backend == "hf-qa" else "chat"
-
-
 def half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]:
     """A fixed half of the stage-1 attributes, drawn by item id: a stand-in for stage 1's answers."""
     return {
@@ -88,7 +84,7 @@ def plan(config: RunConfig) -> Plan:
     con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")  # seeded, in memory
     try:
         selection = select(con, config)
-        prompt_format = prompt_format_of(config.backend)
+        prompt_format = preview_format(config.backend)
         stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
         stage2 = build_stage2(
             selection.pairs, selection.attributes, half_granted(stage1), config.conditions, prompt_format

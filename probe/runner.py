@@ -3,8 +3,9 @@
 Answers are written in small transactions (after each backend batch, at most every SAVE_INTERVAL_S), so
 a SIGKILL loses at most the batch in flight (with a fast backend, the last half second of answers); running
 again with the same --run-id answers only what has no answer yet or failed (a timeout, a server error).
-Answers are cached by content (backend identity, prompt format, prompt, options, asked subject), so
-identical prompts are answered once across runs.
+Answers are cached by content (backend identity, prompt format and the backend's cache key parts of the
+query: prompt, options, for extractive QA the asked subject), so identical prompts are answered once across
+runs. Every reply is checked against the answers contract (backends/base.py) before it is stored.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from rich.text import Text
 
 from probe import db, runs, stopping
 from probe.backends import create_backend
-from probe.backends.base import Backend, Reply
+from probe.backends.base import Backend, Reply, contract_error
 from probe.config import RunConfig
 from probe.dataset import (
     Item,
@@ -42,12 +43,14 @@ from probe.dataset import (
     items_frame,
 )
 from probe.errors import RunFailed, RunInterrupted
-from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+from probe.labels import UNKNOWN
 from probe.redact import scrub
 from probe.selection import Selection, select, stored_selection
 
-ANSWER_COLUMNS = ("run_id", "item_id", "raw", "label", "scores_json", "error", "cached", "answered_at")
-CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "created_at")
+ANSWER_COLUMNS = (
+    "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",
+)  # fmt: skip
+CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "decided_by", "created_at")
 # Answers are saved after every backend batch, but no more often than this: a commit costs ~10 ms, which
 # would dominate fast backends (cache, replay); slow ones (a model taking seconds a batch) save every batch.
 SAVE_INTERVAL_S = 0.5
@@ -199,13 +202,8 @@ class _Answerer:
         self._saved_at = time.monotonic()
 
     def cache_key(self, item: Item) -> str:
-        """Content address: the same question to the same model and settings has the same key.
-
-        The asked subject's name is part of it: an extractive QA prompt ("Who is qualified ...?") is the
-        same for both subjects, while its yes/no answer is not.
-        """
-        options = [[option.text, option.label] for option in item.options]
-        content = [self.identity, self.backend.prompt_format, item.prompt, options, item.subject_name]
+        """Content address: the same question to the same model and settings has the same key."""
+        content = [self.identity, self.backend.prompt_format, *self.backend.cache_key_parts(item.query())]
         return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
     def answer_stage(self, stage: int, progress: Progress, *, retry_failed: bool) -> None:
@@ -234,7 +232,7 @@ class _Answerer:
                     )
                     if self.use_cache and reply.error is None:  # a failed item is asked again next time
                         self._cache_rows.append(
-                            (key, reply.raw, reply.label, _scores_json(reply), datetime.now())
+                            (key, reply.raw, reply.label, _scores_json(reply), reply.decided_by, datetime.now())
                         )
                 if time.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
                     self._save()
@@ -250,6 +248,7 @@ class _Answerer:
             reply.raw,
             reply.label,
             _scores_json(reply),
+            reply.decided_by,
             reply.error,
             cached,
             datetime.now(),
@@ -277,22 +276,27 @@ class _Answerer:
         self.con.register("_keys", pd.DataFrame({"cache_key": keys}))
         try:
             rows = self.con.execute(
-                "SELECT c.cache_key, c.label, c.raw, c.scores_json "
+                "SELECT c.cache_key, c.label, c.raw, c.scores_json, c.decided_by "
                 "FROM answer_cache c JOIN _keys USING (cache_key)"
             ).fetchall()
         finally:
             self.con.unregister("_keys")
         return {
-            key: Reply(label=label, raw=raw or "", scores=json.loads(scores) if scores else None)
-            for key, label, raw, scores in rows
+            key: Reply(
+                label=label, raw=raw or "", scores=json.loads(scores) if scores else None, decided_by=decided_by
+            )
+            for key, label, raw, scores, decided_by in rows
         }
 
 
 def _checked(item: Item, reply: Reply) -> Reply:
-    """A label outside the item's canonical set is the backend's bug: store unknown and say why."""
-    if reply.label in LABELS_BY_QTYPE[item.qtype]:
+    """A reply that breaks the answers contract (a label outside the item's canonical set, scores that miss
+    an option or disagree with the label, ...) is the backend's bug: store unknown, no scores, and say why."""
+    error = contract_error(item.qtype, reply)
+    if error is None:
         return reply
-    return Reply(label=UNKNOWN, raw=reply.raw, scores=reply.scores, error=f"invalid label {reply.label!r}")
+    return Reply(label=UNKNOWN, raw=reply.raw, error=f"backend broke the answers contract: {error}",
+                 decided_by=reply.decided_by)  # fmt: skip
 
 
 def _scrubbed(reply: Reply) -> Reply:

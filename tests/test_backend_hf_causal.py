@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from probe.backends import hf_causal
 from probe.backends.base import Option, Query
 from probe.backends.fingerprint import file_sha256
-from probe.backends.hf_causal import HFCausalBackend
+from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.cli import app
@@ -57,30 +57,30 @@ def reference_loglikelihood(folder: Path, prompt_ids: list[int], option_ids: lis
 
 
 def test_completion_format_scores_options_by_loglikelihood(models: dict[str, Path]) -> None:
-    backend = HFCausalBackend(str(models["plain"]), batch_size=8)
+    backend = HFCausalBackend(HFCausalSettings(str(models["plain"]), batch_size=8))
     assert backend.prompt_format == "completion"
     replies = backend.answer(queries())
     tokenizer = AutoTokenizer.from_pretrained(models["plain"])
     prompt_ids = tokenizer(PROMPTS["multiple"]).input_ids
     expected = {
-        option.text: reference_loglikelihood(
+        option.label: reference_loglikelihood(
             models["plain"], prompt_ids, tokenizer(" " + option.text, add_special_tokens=False).input_ids
         )
         for option in MULTIPLE
     }
     assert replies[1].scores == pytest.approx(expected, abs=1e-4)
     best = max(expected, key=expected.__getitem__)
-    assert (replies[1].raw, replies[1].label) == (best, next(o.label for o in MULTIPLE if o.text == best))
-    assert [sorted(reply.scores) for reply in replies] == [
-        ["no", "yes"],
-        ["John", "Mary", "both", "neither"],
-        ["no", "yes"],
+    assert (replies[1].label, replies[1].raw) == (best, next(o.text for o in MULTIPLE if o.label == best))
+    assert [(sorted(reply.scores), reply.decided_by) for reply in replies] == [
+        (["no", "yes"], "score"),
+        (["both", "female", "male", "neither"], "score"),
+        (["no", "yes"], "score"),
     ]
 
 
 def test_chat_template_and_batching_equal_one_by_one(models: dict[str, Path]) -> None:
-    batched = HFCausalBackend(str(models["chat"]), batch_size=8)
-    alone = HFCausalBackend(str(models["chat"]), batch_size=1)
+    batched = HFCausalBackend(HFCausalSettings(str(models["chat"]), batch_size=8))
+    alone = HFCausalBackend(HFCausalSettings(str(models["chat"]), batch_size=1))
     assert batched.prompt_format == "chat"
     together, single, again = batched.answer(queries()), alone.answer(queries()), batched.answer(queries())
     assert together == again
@@ -97,10 +97,10 @@ def test_chat_template_and_batching_equal_one_by_one(models: dict[str, Path]) ->
 
 
 def test_greedy_generation_is_parsed_and_deterministic(models: dict[str, Path]) -> None:
-    backend = HFCausalBackend(str(models["plain"]), decoding="generate", max_tokens=4, batch_size=8)
+    backend = HFCausalBackend(HFCausalSettings(str(models["plain"]), decoding="generate", max_tokens=4, batch_size=8))
     replies = backend.answer(queries())
     assert replies == backend.answer(queries())
-    assert [reply.scores for reply in replies] == [None, None, None]
+    assert [(reply.scores, reply.decided_by) for reply in replies] == [(None, "generate")] * 3
     allowed = [
         {"yes", "no", "unknown"},
         {"female", "male", "both", "neither", "unknown"},
@@ -113,9 +113,9 @@ def test_greedy_generation_is_parsed_and_deterministic(models: dict[str, Path]) 
 
 def test_bad_settings_are_user_errors(models: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(UserError, match="decoding 'beam'"):
-        HFCausalBackend(str(models["plain"]), decoding="beam")
+        HFCausalSettings(str(models["plain"]), decoding="beam")
     with pytest.raises(UserError, match="cannot load a causal language model"):
-        HFCausalBackend(str(tmp_path / "absent"))
+        HFCausalBackend(HFCausalSettings(str(tmp_path / "absent")))
 
 
 def overlapping_queries() -> list[Query]:
@@ -161,8 +161,8 @@ def test_shared_prefixes_score_as_separate_sequences(
     """Token trees (one, or several when the budget is small) give each option the log-likelihood of its
     own unpadded sequence."""
     monkeypatch.setattr(hf_causal, "TREE_TOKENS", tree_tokens)
-    shared = HFCausalBackend(str(models["plain"]))
-    separate = HFCausalBackend(str(models["plain"]), share_prefixes=False)
+    shared = HFCausalBackend(HFCausalSettings(str(models["plain"])))
+    separate = HFCausalBackend(HFCausalSettings(str(models["plain"]), share_prefixes=False))
     forwards: list[int] = []
     shared.model.register_forward_pre_hook(
         lambda _model, _args, kwargs: forwards.append(kwargs["input_ids"].shape[1]), with_kwargs=True
@@ -172,7 +172,7 @@ def test_shared_prefixes_score_as_separate_sequences(
     for one, other, item in zip(replies, alone, overlapping_queries(), strict=True):
         prompt_ids = tokenizer(item.prompt).input_ids
         expected = {
-            option.text: reference_loglikelihood(
+            option.label: reference_loglikelihood(
                 models["plain"], prompt_ids, tokenizer(" " + option.text, add_special_tokens=False).input_ids
             )
             for option in item.options
@@ -190,8 +190,8 @@ def test_shared_prefixes_score_as_separate_sequences(
 
 def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
     """A GGUF of the chat model (float32, llama.cpp's layout) scores as the model's own folder does."""
-    from_gguf = HFCausalBackend(str(models["gguf"]))
-    from_folder = HFCausalBackend(str(models["gguf"].parent / "for-gguf"))
+    from_gguf = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
+    from_folder = HFCausalBackend(HFCausalSettings(str(models["gguf"].parent / "for-gguf")))
     assert from_gguf.prompt_format == "chat"
     for one, other in zip(from_gguf.answer(queries()), from_folder.answer(queries()), strict=True):
         assert one.scores == pytest.approx(other.scores, abs=1e-5)
@@ -199,7 +199,7 @@ def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
     identity = from_gguf.identity()
     assert (identity["model"], identity["gguf_sha256"]) == ("tiny-chat.gguf", file_sha256(models["gguf"]))
     with pytest.raises(UserError, match="no such GGUF file"):
-        HFCausalBackend(str(models["gguf"].parent / "absent.gguf"))
+        HFCausalBackend(HFCausalSettings(str(models["gguf"].parent / "absent.gguf")))
 
 
 def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path]) -> None:
@@ -214,8 +214,8 @@ def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path])
     if not torch.cuda.is_available():
         with pytest.raises(UserError, match="--device cuda: no cuda device is available"):
             resolve_placement("cuda", None)
-    half = HFCausalBackend(str(models["plain"]), placement=Placement("cpu", "bfloat16"))
-    full = HFCausalBackend(str(models["plain"]), placement=Placement("cpu", "float32"))
+    half = HFCausalBackend(HFCausalSettings(str(models["plain"]), placement=Placement("cpu", "bfloat16")))
+    full = HFCausalBackend(HFCausalSettings(str(models["plain"]), placement=Placement("cpu", "float32")))
     assert half.model.dtype == torch.bfloat16
     assert (half.identity()["device"], half.identity()["dtype"]) == ("cpu", "bfloat16")
     assert full.identity()["dtype"] == "float32"

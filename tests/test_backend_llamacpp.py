@@ -1,4 +1,4 @@
-"""llamacpp backend: the embedded server with the shipped SmolLM2 GGUF, driven by the openai backend."""
+"""llamacpp backend: the embedded server with the shipped SmolLM2 GGUF: exact option scores, generation."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from probe.backends.base import Query
 from probe.backends.fingerprint import file_sha256
-from probe.backends.llamacpp import check_gguf, create, default_gguf
+from probe.backends.llamacpp import LlamaCppBackend, check_gguf, create, default_gguf, settings_from
 from probe.config import RunConfig
 from probe.errors import UserError
 from tests.support import MULTIPLE, SINGLE, YES_NO
@@ -46,34 +46,61 @@ def queries() -> list[Query]:
     ]
 
 
-def test_default_model_answers_every_qtype_with_a_valid_label(tmp_path: Path, monkeypatch) -> None:
+def llamacpp(**settings: object) -> LlamaCppBackend:
+    return create(settings_from(RunConfig(**settings)))
+
+
+def test_default_model_decides_every_qtype_by_exact_scores(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    backend = create(RunConfig(concurrency=2))
+    backend = llamacpp(concurrency=2)
     try:
         first = backend.answer(queries())
-        again = backend.answer(queries())
-        base_url = backend._client.settings.base_url
-        urllib.request.urlopen(base_url.removesuffix("/v1") + "/health", timeout=5)
+        again = backend.answer(queries()[::-1])[::-1]  # other neighbours in the prompt cache
+        base_url = backend.server_address
+        urllib.request.urlopen(base_url + "/health", timeout=5)
     finally:
         backend.close()
-    allowed = {qtype: {option.label for option in options} for qtype, options in OPTIONS.items()}
-    assert [reply.label in allowed[query.qtype] for reply, query in zip(first, queries(), strict=True)] == [
-        True
-    ] * 4
-    assert [reply.raw.strip() for reply in first] == [
-        next(o.text for o in OPTIONS[q.qtype] if o.label == r.label)
-        for r, q in zip(first, queries(), strict=True)
+    assert [(reply.decided_by, reply.error) for reply in first] == [("score", None)] * 4
+    assert [sorted(reply.scores) for reply in first] == [
+        ["no", "yes"], ["no", "yes"], ["female", "male"], ["both", "female", "male", "neither"]
+    ]  # fmt: skip
+    assert [reply.label for reply in first] == [max(r.scores, key=r.scores.__getitem__) for r in first]
+    assert [reply.raw for reply in first] == [
+        next(o.text for o in OPTIONS[q.qtype] if o.label == r.label) for r, q in zip(first, queries(), strict=True)
     ]
-    assert all(reply.scores for reply in first)
-    # Greedy and constrained: the same labels. Scores move in the last digits with llama.cpp's batch
-    # composition and prompt cache, so only the labels are compared.
-    assert [reply.label for reply in again] == [reply.label for reply in first]
+    assert again == first  # to the bit: scores do not depend on what the cache held
     identity = backend.identity()
-    assert identity["backend"] == "llamacpp" and identity["constrain"] == "grammar"
+    assert (identity["backend"], identity["decoding"], identity["decided_by"]) == ("llamacpp", "score", "score")
     assert identity["gguf_sha256"] == hashlib.sha256(default_gguf().read_bytes()).hexdigest()
-    assert "base_url" not in identity
+    assert "base_url" not in identity and "slots" not in identity
     with pytest.raises(OSError):
-        urllib.request.urlopen(base_url.removesuffix("/v1") + "/health", timeout=5)
+        urllib.request.urlopen(base_url + "/health", timeout=5)
+
+
+def test_scores_do_not_depend_on_threads_or_slots(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    replies = []
+    for settings in ({"concurrency": 1, "threads": 1}, {"concurrency": 2, "threads": 2}):
+        backend = llamacpp(**settings)
+        try:
+            replies.append(backend.answer(queries()))
+        finally:
+            backend.close()
+    assert replies[0] == replies[1]
+
+
+def test_generate_decoding_is_grammar_constrained_without_scores(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    backend = llamacpp(decoding="generate")
+    try:
+        replies = backend.answer(queries())
+    finally:
+        backend.close()
+    assert [(reply.decided_by, reply.scores) for reply in replies] == [("generate", None)] * 4
+    assert [reply.raw.strip() for reply in replies] == [
+        next(o.text for o in OPTIONS[q.qtype] if o.label == r.label) for r, q in zip(replies, queries(), strict=True)
+    ]
+    assert backend.identity()["constrain"] == "grammar"
 
 
 def test_missing_and_non_gguf_files_are_user_errors(tmp_path: Path) -> None:
@@ -90,7 +117,7 @@ def test_corrupt_gguf_is_a_user_error(tmp_path: Path, monkeypatch) -> None:
     corrupt = tmp_path / "corrupt.gguf"
     corrupt.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
     with pytest.raises(UserError, match=r"corrupt.gguf: llama.cpp could not load it"):
-        create(RunConfig(model=str(corrupt)))
+        llamacpp(model=str(corrupt))
 
 
 def test_sha256_is_cached_by_path_mtime_and_size(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from probe.backends import create_backend
 from probe.backends.base import Option, Query, Reply
-from probe.backends.openai_api import ApiSettings, OpenAIBackend, option_grammar, option_scores
+from probe.backends.openai_api import ApiSettings, OpenAIBackend, option_grammar
 from probe.config import RunConfig
 from probe.errors import UserError
 from tests.fake_openai_server import FakeOpenAIServer, Step
@@ -40,19 +40,19 @@ def backend_for(server: FakeOpenAIServer, **overrides: object) -> OpenAIBackend:
     return OpenAIBackend(ApiSettings(**settings), api_key="sk-test-secret")
 
 
-def test_grammar_constrains_and_logprobs_score(server: FakeOpenAIServer) -> None:
+def test_grammar_constrains_and_the_label_is_generated_without_scores(server: FakeOpenAIServer) -> None:
     backend = backend_for(server)
     try:
         replies = backend.answer([query("1"), query("2", SINGLE)])
     finally:
         backend.close()
     assert replies == [
-        Reply(label="yes", raw="yes", scores={"yes": -0.1}),
-        Reply(label="female", raw="Mary", scores={"Mary": -0.1}),
+        Reply(label="yes", raw="yes", decided_by="generate"),
+        Reply(label="female", raw="Mary", decided_by="generate"),
     ]
     grammars = sorted(served.body["grammar"] for served in server.served)
     assert grammars == ['root ::= " "? ("Mary" | "John")', 'root ::= " "? ("yes" | "no")']
-    assert [served.body["top_logprobs"] for served in server.served] == [20, 20]
+    assert ["logprobs" in served.body for served in server.served] == [False, False]
 
 
 def test_completions_mode(server: FakeOpenAIServer) -> None:
@@ -62,7 +62,7 @@ def test_completions_mode(server: FakeOpenAIServer) -> None:
     finally:
         backend.close()
     assert backend.prompt_format == "completion"
-    assert reply == Reply(label="female", raw="Mary", scores={"Mary": -0.1})
+    assert reply == Reply(label="female", raw="Mary", decided_by="generate")
     assert server.served[0].path == "/v1/completions"
 
 
@@ -105,7 +105,7 @@ def test_retries_are_bounded_and_the_item_becomes_unknown(server: FakeOpenAIServ
         backend.close()
     assert replies[0].label == "unknown"
     assert replies[0].error.startswith("InternalServerError: ") and replies[0].error.endswith("after 4 attempts")
-    assert replies[1] == Reply(label="yes", raw="yes", scores={"yes": -0.1})
+    assert replies[1] == Reply(label="yes", raw="yes", decided_by="generate")
     assert sum("item 1" in served.body["messages"][-1]["content"] for served in server.served) == 4
 
 
@@ -145,8 +145,8 @@ def test_identity_has_no_key_and_no_transport_knobs(server: FakeOpenAIServer) ->
         "base_url": server.base_url,
         "api_mode": "chat",
         "constrain": "grammar",
-        "logprobs": True,
         "max_tokens": 16,
+        "decided_by": "generate",
     }
 
 
@@ -163,11 +163,6 @@ def test_free_text_without_constraint_is_parsed(server: FakeOpenAIServer) -> Non
 
 def test_grammar_escapes_quotes() -> None:
     assert option_grammar((Option('say "hi"', "yes"),)) == 'root ::= " "? ("say \\"hi\\"")'
-
-
-def test_option_scores_sum_tokens_that_begin_an_option() -> None:
-    scores = option_scores({"Yes": -1.0, " yes": -1.0, "No": -2.0, "The": -0.5}, YES_NO)
-    assert scores == pytest.approx({"yes": -1.0 + 0.6931471805599453, "no": -2.0})
 
 
 def test_create_from_run_config(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:

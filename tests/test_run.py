@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probe import runner
-from probe.backends.base import Query, Reply
+from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import RunFailed, UserError
@@ -49,6 +49,9 @@ class FakeBackend:
 
     def identity(self) -> dict[str, object]:
         return {"backend": "fake", "model": "hash-picker", "temperature": 0}
+
+    def cache_key_parts(self, asked: Query) -> list[object]:
+        return default_cache_key_parts(asked)
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
@@ -250,7 +253,9 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
     with pytest.raises(RunFailed, match=r"^88 of 88 answers failed \(100%, more than --max-failed-share 10%\)"):
         runner.run(config(db_file, conditions=("baseline",), run_id="sloppy"))  # stage 1 all failed: no stage 2
     stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = 'sloppy'")
-    assert list(stored.itertuples(index=False, name=None)) == [("unknown", "invalid label 'maybe'")]
+    assert list(stored.itertuples(index=False, name=None)) == [
+        ("unknown", "backend broke the answers contract: invalid label 'maybe'")
+    ]
     assert query(db_file, "SELECT status FROM runs WHERE run_id = 'sloppy'")["status"].tolist() == ["failed"]
 
 

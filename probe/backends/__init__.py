@@ -1,4 +1,9 @@
-"""Backends, imported lazily so that `probe run --backend replay` never loads torch."""
+"""Backends, imported lazily so that `probe run --backend replay` never loads torch.
+
+Each backend module exposes `settings_from(config: RunConfig)`, which picks the run settings that backend
+uses into its own settings object, and `create(settings) -> Backend`. Nothing outside this package asks
+which backend it is talking to.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import TYPE_CHECKING
 from probe.errors import UserError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from probe.backends.base import Backend
     from probe.config import RunConfig
 
@@ -18,11 +25,29 @@ BACKEND_MODULES = {
     "hf-causal": "probe.backends.hf_causal",
     "replay": "probe.backends.replay",
 }
+# The prompt format a backend's prompts are rendered in when no model is loaded (dataset preview): an
+# extractive QA model reads context and question apart, every other backend gets a chat message.
+PREVIEW_FORMATS = {"hf-qa": "qa"}
+
+
+def _check_name(name: str) -> None:
+    if name not in BACKEND_MODULES:
+        known = ", ".join(BACKEND_MODULES)
+        raise UserError(f"--backend {name!r}: unknown backend (choose from {known})")
+
+
+def backend_module(name: str) -> ModuleType:
+    _check_name(name)
+    return importlib.import_module(BACKEND_MODULES[name])
 
 
 def create_backend(config: RunConfig) -> Backend:
-    """Build the backend named by `config.backend`; each module exposes `create(config) -> Backend`."""
-    if config.backend not in BACKEND_MODULES:
-        known = ", ".join(BACKEND_MODULES)
-        raise UserError(f"--backend {config.backend!r}: unknown backend (choose from {known})")
-    return importlib.import_module(BACKEND_MODULES[config.backend]).create(config)
+    """Build the backend named by `config.backend` from its own settings object."""
+    module = backend_module(config.backend)
+    return module.create(module.settings_from(config))
+
+
+def preview_format(name: str) -> str:
+    """The prompt format `probe dataset preview` shows for backend `name` (without loading a model)."""
+    _check_name(name)
+    return PREVIEW_FORMATS.get(name, "chat")

@@ -1,11 +1,11 @@
 """Causal LM backend (AutoModelForCausalLM) with two decodings:
 
 - `score` (default): each option's log-likelihood as the continuation of the prompt, summed over its
-  tokens; the best option is the label, so every answer is valid and `scores` holds all options.
+  tokens; the label is their argmax (base.decide_by_score) and `scores` holds all options by label.
   The prompts and options of a call are packed into token trees (probe/backends/prefix_tree.py): a
   prefix shared by options and by neighbouring items is computed once, not once per option.
 - `generate`: greedy generation of up to max_tokens, mapped to an option by parse.py (free text can be
-  unknown).
+  unknown); no scores.
 
 `--model` is a hub id, a folder, or a `.gguf` file (dequantized by transformers, so the bundled SmolLM2
 runs here as under llama.cpp); without it, the bundled SmolLM2 GGUF. Prompts go through the tokenizer's
@@ -16,12 +16,13 @@ chat template when it has one (prompt_format 'chat'), else they are used as they
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from probe.backends.base import Query, Reply
+from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
@@ -39,23 +40,32 @@ DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared 
 TREE_TOKENS = 1024
 
 
+@dataclass(frozen=True)
+class HFCausalSettings:
+    model: str  # hub id, folder or .gguf file
+    decoding: str = "score"  # score | generate
+    max_tokens: int = 16  # generate only
+    batch_size: int = DEFAULT_BATCH_SIZE  # queries per call
+    placement: Placement | None = None  # device and dtype; None: resolve_placement's defaults
+    share_prefixes: bool = True  # False: every (prompt, option) its own sequence (bench baseline)
+    threads: int | None = None  # torch CPU threads (process-wide); None: torch's default
+
+    def __post_init__(self) -> None:
+        if self.decoding not in DECODINGS:
+            raise UserError(f"decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
+
+
 class HFCausalBackend:
     cacheable = True
 
-    def __init__(
-        self,
-        model: str,
-        decoding: str = "score",
-        max_tokens: int = 16,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        placement: Placement | None = None,
-        share_prefixes: bool = True,
-    ) -> None:
+    def __init__(self, settings: HFCausalSettings) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if decoding not in DECODINGS:
-            raise UserError(f"decoding {decoding!r}: choose from {', '.join(DECODINGS)}")
-        self.placement = placement or resolve_placement(None, None)
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        model, decoding = settings.model, settings.decoding
+        max_tokens, batch_size, share_prefixes = settings.max_tokens, settings.batch_size, settings.share_prefixes
+        self.placement = settings.placement or resolve_placement(None, None)
         path = Path(model).expanduser()
         self._gguf = path if path.suffix == ".gguf" else None
         if self._gguf is not None and not self._gguf.is_file():
@@ -86,10 +96,18 @@ class HFCausalBackend:
             weights: dict[str, object] = {"gguf_sha256": file_sha256(self._gguf)}
         else:
             weights = model_fingerprint(self.model_name, getattr(self.model.config, "_commit_hash", None))
-        settings = {"decoding": self.decoding, "prompt_format": self.prompt_format, **self.placement.identity()}
+        settings = {
+            "decoding": self.decoding,
+            "decided_by": self.decoding,
+            "prompt_format": self.prompt_format,
+            **self.placement.identity(),
+        }
         if self.decoding == "generate":
             settings["max_tokens"] = self.max_tokens
         return {"backend": "hf-causal", "model": self.model_name, **weights, **settings}
+
+    def cache_key_parts(self, query: Query) -> list[object]:
+        return default_cache_key_parts(query)
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         if self.decoding == "score":
@@ -134,9 +152,8 @@ class HFCausalBackend:
         self._score_tree(tree, members, totals)
         replies = []
         for query, total in zip(queries, totals, strict=True):
-            scores = {option.text: value for option, value in zip(query.options, total, strict=True)}
-            best = max(query.options, key=lambda option: scores[option.text])
-            replies.append(Reply(label=best.label, raw=best.text, scores=scores))
+            scores = {option.label: value for option, value in zip(query.options, total, strict=True)}
+            replies.append(score_reply(scores, query.options))
         return replies
 
     def _insert(self, tree: TokenTree, prompt: list[int], options: list[list[int]]) -> list[list[tuple[int, int]]]:
@@ -193,22 +210,26 @@ class HFCausalBackend:
         for query, tokens in zip(queries, generated[:, width:], strict=True):
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
             chosen = parse_option(text, query.options)
-            replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=text))
+            replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate"))
         return replies
 
 
-def create(config: RunConfig) -> HFCausalBackend:
+def settings_from(config: RunConfig) -> HFCausalSettings:
     from probe.backends.llamacpp import default_gguf, server_threads  # the bundled SmolLM2, the default model
 
     placement = resolve_placement(config.device, config.dtype)
-    if placement.device == "cpu":
-        # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all. On the paper
-        # slice at load ~4-5, 1 thread answered 3.26 items/s, torch's default 2 threads 1.68.
-        torch.set_num_threads(server_threads())
-    return HFCausalBackend(
+    # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all. On the paper slice
+    # at load ~4-5, 1 thread answered 3.26 items/s, torch's default 2 threads 1.68. --threads overrides it.
+    threads = config.threads or (server_threads() if placement.device == "cpu" else None)
+    return HFCausalSettings(
         config.model or str(default_gguf()),
         decoding=config.decoding,
         max_tokens=config.max_tokens,
         batch_size=config.batch_size or DEFAULT_BATCH_SIZE,
         placement=placement,
+        threads=threads,
     )
+
+
+def create(settings: HFCausalSettings) -> HFCausalBackend:
+    return HFCausalBackend(settings)

@@ -13,7 +13,8 @@ scored as a candidate, and the best candidate is the label:
   subject.
 
 A span score is start_logit + end_logit. The best free span (any context span up to MAX_ANSWER_TOKENS, or
-empty when the null answer beats it) is kept in `raw`.
+empty when the null answer beats it) is kept in `raw`. Replies are decided_by `span` and store no scores:
+span logits are not the options' log-likelihoods the answers contract means by scores.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from probe.backends.base import Option, Query, Reply
+from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import model_fingerprint
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
@@ -109,30 +110,47 @@ def best_free_span(encoded: Encoded, context: str) -> str:
     return context[encoded.offsets[start][0] : encoded.offsets[end][1]]
 
 
-def decide(query: Query, encoded: Encoded) -> Reply:
+def span_scores(query: Query, encoded: Encoded) -> dict[str, float]:
+    """Option text -> its best candidate span's score, for the options with a candidate in the context."""
     scores: dict[str, float] = {}
     for option, spans in candidate_spans(query).items():
         found = [score for span in spans if (score := span_score(encoded, span)) is not None]
         if found:
             scores[option.text] = max(found)
+    return scores
+
+
+def decide(query: Query, encoded: Encoded) -> Reply:
+    scores = span_scores(query, encoded)
     raw = best_free_span(encoded, query.context)
     if not scores:
-        return Reply(label=UNKNOWN, raw=raw, error="no candidate answer is in the (truncated) context")
+        return Reply(
+            label=UNKNOWN, raw=raw, error="no candidate answer is in the (truncated) context", decided_by="span"
+        )
     best = max(scores, key=scores.__getitem__)
     label = next(option.label for option in query.options if option.text == best)
-    return Reply(label=label, raw=raw, scores=scores)
+    return Reply(label=label, raw=raw, decided_by="span")
+
+
+@dataclass(frozen=True)
+class HFQASettings:
+    model: str  # hub id or local folder
+    batch_size: int = DEFAULT_BATCH_SIZE  # queries per forward pass
+    placement: Placement | None = None  # device and dtype; None: resolve_placement's defaults
+    threads: int | None = None  # torch CPU threads (process-wide); None: torch's default
 
 
 class HFQABackend:
     prompt_format = "qa"
     cacheable = True
 
-    def __init__(
-        self, model: str, batch_size: int = DEFAULT_BATCH_SIZE, placement: Placement | None = None
-    ) -> None:
+    def __init__(self, settings: HFQASettings) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-        self.placement = placement or resolve_placement(None, None)
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        model, batch_size = settings.model, settings.batch_size
+        self.placement = settings.placement or resolve_placement(None, None)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
             self.model = (
@@ -163,7 +181,13 @@ class HFQABackend:
             "max_length": self.max_length,
             "max_answer_tokens": MAX_ANSWER_TOKENS,
             **self.placement.identity(),
+            "decided_by": "span",
         }
+
+    def cache_key_parts(self, query: Query) -> list[object]:
+        """The asked subject's name too: a qa prompt ("Who is qualified ...?") is the same for both subjects,
+        while its yes/no answer is not."""
+        return [*default_cache_key_parts(query), query.item.get("subject_name")]
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         """Decide every query from the logits of its (question, context), each input run through the model once.
@@ -236,11 +260,16 @@ class HFQABackend:
         self.model = None  # the weights are the memory worth releasing
 
 
-def create(config: RunConfig) -> HFQABackend:
+def settings_from(config: RunConfig) -> HFQASettings:
     if not config.model:
         raise UserError("--model: hf-qa needs a hub id or folder (e.g. deepset/roberta-large-squad2)")
-    return HFQABackend(
+    return HFQASettings(
         config.model,
         batch_size=config.batch_size or DEFAULT_BATCH_SIZE,
         placement=resolve_placement(config.device, config.dtype),
+        threads=config.threads,
     )
+
+
+def create(settings: HFQASettings) -> HFQABackend:
+    return HFQABackend(settings)

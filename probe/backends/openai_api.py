@@ -1,10 +1,12 @@
 """OpenAI-compatible HTTP backend: OpenAI, vLLM, Ollama, llama.cpp (also drives the embedded llamacpp one).
 
 Answers are not left to free text: the request constrains the output to the options (a GBNF grammar for
-llama.cpp, a JSON schema for servers with structured output) and asks for the first token's
-log-probabilities, from which each option gets a score. Requests run concurrently on one event loop;
-transient failures (429 with Retry-After, 5xx, timeouts, dropped connections, unreadable bodies) are
-retried with bounded exponential backoff, and an item that still fails becomes `unknown` with its error.
+llama.cpp, a JSON schema for servers with structured output) and the reply is parsed into an option
+(decided_by `generate`). No scores are stored: a chat server's top logprobs of the first token are neither
+every option nor the options' whole texts, so they could disagree with the label. Requests run
+concurrently on one event loop; transient failures (429 with Retry-After, 5xx, timeouts, dropped
+connections, unreadable bodies) are retried with bounded exponential backoff, and an item that still
+fails becomes `unknown` with its error.
 Failures that every other request would repeat (connection refused, unknown host, 401, 403, unknown
 model) stop the run at once with `RunFailed` naming host:port. Reply bodies are read with a size cap
 (backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
@@ -16,20 +18,18 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
-import math
 import os
 import re
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
 
-from probe.backends.base import Option, Query, Reply
-from probe.backends.endpoints import MultiEndpointBackend, split_urls
+from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 # OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
-TOP_LOGPROBS = 20  # OpenAI's maximum for chat; completions servers cap it themselves
-COMPLETIONS_LOGPROBS = 5  # the legacy completions endpoint's maximum
 MAX_BACKOFF_S = 60.0
 DEFAULT_CONCURRENCY = 8
 _UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
@@ -57,7 +55,6 @@ class ApiSettings:
     base_url: str | None = None  # None: api.openai.com
     api_mode: str = "chat"  # "chat" (chat.completions) or "completions"
     constrain: str = "none"  # "grammar" (llama.cpp GBNF), "json_schema" (response_format) or "none"
-    logprobs: bool = True
     max_tokens: int = 16
     concurrency: int = 8
     timeout_s: float = 60.0
@@ -92,14 +89,16 @@ class OpenAIBackend:
         scrub_logs()
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
-        self._logprobs = settings.logprobs  # switched off if the server rejects logprobs
 
     def identity(self) -> dict[str, object]:
         decoding = asdict(self.settings)
         for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s"):
             del decoding[transport_only]
         decoding["base_url"] = safe_url(self.settings.base_url)
-        return {"backend": "openai", "temperature": 0.0, **decoding}
+        return {"backend": "openai", "temperature": 0.0, **decoding, "decided_by": "generate"}
+
+    def cache_key_parts(self, query: Query) -> list[object]:
+        return default_cache_key_parts(query)
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         return self._loop.run_until_complete(self._answer_all(queries))
@@ -148,9 +147,6 @@ class OpenAIBackend:
             except openai.BadRequestError as error:
                 if _UNKNOWN_MODEL.search(str(error)):
                     raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
-                if self._logprobs and "logprob" in str(error).lower():
-                    self._logprobs = False  # the server does not offer logprobs: ask without them
-                    continue
                 return Reply(label=UNKNOWN, error=_describe(error))
             except (openai.APIError, UnreadableResponse, ValueError) as error:
                 if isinstance(error, openai.APIConnectionError) and _cannot_connect(error):
@@ -183,20 +179,15 @@ class OpenAIBackend:
             "extra_body": self._constraint(query.options),
         }
         if settings.api_mode == "chat":
-            if self._logprobs:
-                common.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
             response = await self._client.chat.completions.create(
                 messages=[{"role": "user", "content": query.prompt}], **common
             )
-            text, first_token = _chat_choice(response)
+            text = _chat_text(response)
         else:
-            if self._logprobs:
-                common.update(logprobs=COMPLETIONS_LOGPROBS)
             response = await self._client.completions.create(prompt=query.prompt, **common)
-            text, first_token = _completion_choice(response)
-        scores = option_scores(first_token, query.options) if settings.constrain != "json_schema" else None
+            text = _completion_text(response)
         chosen = parse_option(text, query.options)
-        return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, scores=scores or None)
+        return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")
 
     def _constraint(self, options: Sequence[Option]) -> dict[str, Any]:
         if self.settings.constrain == "grammar":
@@ -223,51 +214,18 @@ def answer_schema(options: Sequence[Option]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}
 
 
-def option_scores(
-    first_token: Mapping[str, float] | None, options: Sequence[Option]
-) -> dict[str, float] | None:
-    """First-token log-probability of each option: log-sum over the top tokens that begin it.
-
-    Tokens are compared without case and surrounding space ("Yes", " yes" both begin "yes"). An option
-    none of whose beginnings is among the top tokens gets no score.
-    """
-    if not first_token:
-        return None
-    scores: dict[str, float] = {}
-    for option in options:
-        text = option.text.lower()
-        matching = [
-            logprob
-            for token, logprob in first_token.items()
-            if token.strip() and text.startswith(token.strip().lower())
-        ]
-        if matching:
-            best = max(matching)
-            scores[option.text] = best + math.log(sum(math.exp(lp - best) for lp in matching))
-    return scores
-
-
-def _chat_choice(response: Any) -> tuple[str, dict[str, float] | None]:
-    choice = _first_choice(response)
-    text = getattr(getattr(choice, "message", None), "content", None)
+def _chat_text(response: Any) -> str:
+    text = getattr(getattr(_first_choice(response), "message", None), "content", None)
     if not isinstance(text, str):
         raise UnreadableResponse("reply has no message content")
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
-        return text, None
-    return text, {entry.token: entry.logprob for entry in content[0].top_logprobs or ()}
+    return text
 
 
-def _completion_choice(response: Any) -> tuple[str, dict[str, float] | None]:
-    choice = _first_choice(response)
-    text = getattr(choice, "text", None)
+def _completion_text(response: Any) -> str:
+    text = getattr(_first_choice(response), "text", None)
     if not isinstance(text, str):
         raise UnreadableResponse("reply has no text")
-    top = getattr(getattr(choice, "logprobs", None), "top_logprobs", None)
-    first = top[0] if top else None
-    if isinstance(first, Mapping):
-        return text, {str(token): float(lp) for token, lp in first.items()}
-    return text, None
+    return text
 
 
 def _first_choice(response: Any) -> Any:
@@ -330,12 +288,12 @@ def resolve_api_mode(api_mode: str, model: str) -> str:
     return "completions" if model.startswith(COMPLETIONS_ONLY_MODELS) else "chat"
 
 
-def create(config: RunConfig) -> OpenAIBackend | MultiEndpointBackend:
+def settings_from(config: RunConfig) -> ApiSettings:
     if not config.model:
         raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
     if not config.base_url and not os.environ.get(API_KEY_VARIABLE):
         raise UserError(f"{API_KEY_VARIABLE} is not set (needed for the OpenAI API; or give --base-url)")
-    settings = ApiSettings(
+    return ApiSettings(
         model=config.model,
         base_url=config.base_url or None,
         api_mode=resolve_api_mode(config.api_mode, config.model),
@@ -346,8 +304,7 @@ def create(config: RunConfig) -> OpenAIBackend | MultiEndpointBackend:
         max_retries=config.max_retries,
         backoff_s=config.backoff,
     )
-    urls = split_urls(config.base_url)
-    if len(urls) > 1:  # --base-url URL1,URL2,...: one run spread over several servers
-        endpoints = [OpenAIBackend(replace(settings, base_url=url)) for url in urls]
-        return MultiEndpointBackend(endpoints, chunk_size=settings.concurrency)
+
+
+def create(settings: ApiSettings) -> OpenAIBackend:
     return OpenAIBackend(settings)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from probe.backends.base import Query, Reply
+from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.config import RunConfig
 from probe.dataset import KEY_FIELDS
 from probe.errors import UserError
@@ -96,14 +97,17 @@ class ReplayBackend:
         self.matched = 0
 
     def identity(self) -> dict[str, object]:
-        return {"backend": "replay", "model": str(self.path), "sha256": self.file_sha256}
+        return {"backend": "replay", "model": str(self.path), "sha256": self.file_sha256, "decided_by": "replay"}
+
+    def cache_key_parts(self, query: Query) -> list[object]:
+        return default_cache_key_parts(query)  # never used: replay answers are not cached
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         replies = []
         for query in queries:
             label = self.labels.get(_key(dict(query.item)))
             self.matched += label is not None
-            replies.append(Reply(label=label or UNKNOWN, raw=label or UNKNOWN))
+            replies.append(Reply(label=label or UNKNOWN, raw=label or UNKNOWN, decided_by="replay"))
         self.asked += len(queries)
         return replies
 
@@ -126,7 +130,16 @@ class ReplayBackend:
         self.labels = {}
 
 
-def create(config: RunConfig) -> ReplayBackend:
+@dataclass(frozen=True)
+class ReplaySettings:
+    answers: Path  # CSV or Parquet of labels
+
+
+def settings_from(config: RunConfig) -> ReplaySettings:
     if not config.answers:
         raise UserError("--answers: the replay backend needs a CSV or Parquet file of answers")
-    return ReplayBackend(Path(config.answers))
+    return ReplaySettings(Path(config.answers))
+
+
+def create(settings: ReplaySettings) -> ReplayBackend:
+    return ReplayBackend(settings.answers)

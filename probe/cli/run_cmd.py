@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from probe import pipeline, plan, preview
+from probe.backends import preview_format
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
@@ -43,9 +44,7 @@ BackendOption = Annotated[
     str | None, typer.Option("--backend", help="llamacpp (default), hf-qa, hf-causal, openai or replay.")
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
-BaseUrlOption = Annotated[
-    str | None, typer.Option("--base-url", help="OpenAI-compatible server URL, or URL1,URL2,... (one run, many).")
-]
+BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")]
 DeviceOption = Annotated[
     str | None, typer.Option("--device", help="hf backends: cpu, cuda or mps (default: a GPU when there is one).")
 ]
@@ -55,6 +54,17 @@ DtypeOption = Annotated[
 ]
 AnswersOption = Annotated[
     str | None, typer.Option("--answers", help="replay: CSV or Parquet file of labels.")
+]
+DecodingOption = Annotated[
+    str | None,
+    typer.Option("--decoding", help="Local models: score (option log-likelihoods, default) or generate."),
+]
+ThreadsOption = Annotated[
+    int | None, typer.Option("--threads", help="CPU threads of a local model (default: the idle cores).")
+]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option("--concurrency", help="Parallel requests / llama.cpp servers (default: sized to the machine)."),
 ]
 RunIdOption = Annotated[str | None, typer.Option("--run-id", help="Run id; an existing one is resumed.")]
 RunDbOption = Annotated[
@@ -87,6 +97,9 @@ def run_command(
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     answers: AnswersOption = None,
+    decoding: DecodingOption = None,
+    threads: ThreadsOption = None,
+    concurrency: ConcurrencyOption = None,
     run_id: RunIdOption = None,
     db: RunDbOption = None,
     config: ConfigOption = None,
@@ -109,7 +122,8 @@ def run_command(
         config,
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
-        run_id=run_id, db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share,
+        decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id, db=db, no_cache=no_cache,
+        quiet=quiet, max_failed_share=max_failed_share,
     )  # fmt: skip
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
@@ -218,7 +232,7 @@ def preview_command(
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, db=db,
     )  # fmt: skip
-    chosen_format = prompt_format or plan.prompt_format_of(settings.backend)
+    chosen_format = prompt_format or preview_format(settings.backend)
     sample = preview.sample(settings, chosen_format, limit)
     typer.echo(
         f"{sample.total_items} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "
