@@ -4,6 +4,7 @@
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
     .venv/bin/python -m bench --coverage # interval coverage and occupation FDR by simulation (~3 minutes)
+    .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
 """
 
 from __future__ import annotations
@@ -57,6 +58,25 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _paper_stage_items() -> dict[str, int]:
+    from bench.calls import paper_call_counts
+
+    counts = paper_call_counts()
+    return {"1": counts["stage1_items_paper"], "2": counts["stage2_items_paper"]}
+
+
+def _engines(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.engines import measure
+
+    return measure(folder, _paper_stage_items(), gpu=False)
+
+
+def _gpu(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.engines import measure
+
+    return measure(folder, _paper_stage_items(), gpu=True)
+
+
 def _prefix(quick: bool, folder: Path) -> dict[str, float]:
     from bench.prefix import measure
 
@@ -69,17 +89,23 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "qa": _qa,
     "prefix": _prefix,
     "llm": _llm,
+    "engines": _engines,
     "coverage": _coverage,
+    "gpu": _gpu,
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller slices, under 10 minutes")
-    parser.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma list of {', '.join(BENCHMARKS)}")
+    everything_here = ",".join(name for name in BENCHMARKS if name != "gpu")  # --gpu asks for the GPU run
+    parser.add_argument("--only", default=everything_here, help=f"comma list of {', '.join(BENCHMARKS)}")
     parser.add_argument("--coverage", action="store_true", help="only the coverage simulation (--only coverage)")
+    parser.add_argument("--gpu", action="store_true", help="only hf-causal on a CUDA GPU")
     args = parser.parse_args()
-    chosen = ["coverage"] if args.coverage else [name.strip() for name in args.only.split(",") if name.strip()]
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    if args.coverage or args.gpu:
+        chosen = ["coverage"] if args.coverage else ["gpu"]
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")

@@ -61,7 +61,8 @@ class RunConfig:
     def settings(self) -> dict[str, object]:
         """JSON-ready settings (config_json of the run record); credentials and query values in --base-url masked."""
         values = json.loads(json.dumps(dataclasses.asdict(self)))
-        return {**values, "base_url": safe_url(self.base_url)}
+        urls = self.base_url.split(",") if self.base_url else None  # one URL or several (one run, many servers)
+        return {**values, "base_url": ",".join(safe_url(url) for url in urls) if urls else self.base_url}
 
     def answer_settings(self) -> dict[str, object]:
         """The settings a resumed run must share with the stored one."""

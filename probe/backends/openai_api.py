@@ -23,13 +23,14 @@ import re
 import time
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
 
 from probe.backends.base import Option, Query, Reply, default_cache_key_parts
+from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
@@ -306,5 +307,9 @@ def settings_from(config: RunConfig) -> ApiSettings:
     )
 
 
-def create(settings: ApiSettings) -> OpenAIBackend:
+def create(settings: ApiSettings) -> OpenAIBackend | MultiEndpointBackend:
+    urls = split_urls(settings.base_url)
+    if len(urls) > 1:  # --base-url URL1,URL2,...: one run spread over several servers
+        endpoints = [OpenAIBackend(replace(settings, base_url=url)) for url in urls]
+        return MultiEndpointBackend(endpoints, chunk_size=settings.concurrency)
     return OpenAIBackend(settings)

@@ -44,7 +44,9 @@ BackendOption = Annotated[
     str | None, typer.Option("--backend", help="llamacpp (default), hf-qa, hf-causal, openai or replay.")
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
-BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="OpenAI-compatible server URL, or URL1,URL2,... (one run, many).")
+]
 DeviceOption = Annotated[
     str | None, typer.Option("--device", help="hf backends: cpu, cuda or mps (default: a GPU when there is one).")
 ]
