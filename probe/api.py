@@ -19,7 +19,7 @@ from probe.errors import UserError
 _ANSWERS_SQL = """
 SELECT i.item_id, i.stage, i.qtype, i.condition, i.pair_id, i.name_order, i.first_name, i.second_name,
        i.occupation, i.subject, i.category, i.attribute, i.prompt, i.options_json,
-       a.label, a.raw, a.scores_json, a.error, a.cached
+       a.label, a.raw, a.scores_json, a.decided_by, a.error, a.cached
 FROM items i LEFT JOIN answers a USING (run_id, item_id)
 WHERE i.run_id = ?
 ORDER BY i.seq

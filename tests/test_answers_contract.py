@@ -139,3 +139,24 @@ def test_runner_refuses_a_label_that_disagrees_with_its_scores(db_file: Path, mo
     assert set(stored["label"]) == {"unknown"} and stored["scores_json"].isna().all()
     assert stored["error"].str.startswith("backend broke the answers contract: label ").all()
     assert query(db_file, "SELECT count(*) AS n FROM answer_cache")["n"][0] == 0  # asked again next time
+
+
+def test_report_shows_the_decision_margin_per_qtype(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from probe import db
+    from probe.report.data import decision_margins
+    from probe.report.render import render_report
+
+    run_id = run_with(ScoringBackend(), db_file, monkeypatch)
+    con = db.connect(db_file)
+    try:
+        margins = decision_margins(con, run_id)
+        html, markdown, _ = render_report(con, run_id)
+    finally:
+        con.close()
+    # attr: yes -0.3, no -0.7 (ScoringBackend): every margin 0.4 nats, no near-tie
+    attr = margins["attr"]
+    assert (attr["scored"], attr["answers"], attr["near_tie_share"]) == (12, 12, 0.0)
+    assert [attr["margin_q1"], attr["margin_median"], attr["margin_q3"]] == pytest.approx([0.4] * 3)
+    assert list(margins) == ["attr", "binary", "single", "multiple"]
+    assert 'id="decision-margins"' in html and "0.40 / 0.40 / 0.40" in html
+    assert "| Decision margin, attr | 12 of 12 decided by score; top-two margin median 0.40 nats" in markdown

@@ -171,8 +171,8 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
 
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
-    assert list(data) == ["schema_version", "run", "settings", "counts", "headline", "testability", "overall",
-                          "preferred_occupations", "correlations", "regression"]  # fmt: skip
+    assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
+                          "testability", "overall", "preferred_occupations", "correlations", "regression"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip

@@ -9,12 +9,13 @@ Reproducible to the bit, whatever the thread count, concurrency or what the prom
 the CPU, llama.cpp computes a position the same way in any batch of two or more tokens of one sequence
 (flash attention off, see llamacpp.py), but differently (up to ~0.2 nats on SmolLM2 Q4_1) when a batch
 holds one token, which is what a request whose context is cached but for its last token would evaluate.
-So before each scored context C, a `BREAKER` request for C[:-2] + [a throwaway token] leaves the cache at
-exactly C[:-2]: C is then evaluated as a batch of two (and whatever else the cache lacked, more), never
-of one. Two slots of one server share decode batches, which llama.cpp cuts per sequence (a 2-token
-evaluation next to another slot's 23 tokens became 1-token pieces: 1-5 of 6 shuffled passes over 4
-queries changed scores), so concurrency is one single-slot server per worker: a query's requests all go
-to one server, with no other query's requests in between.
+So when a scored request reports one evaluated token (`timings.prompt_n`), a `BREAKER` request for
+C[:-2] + [a throwaway token] leaves the cache at exactly C[:-2] and C is asked again: it is then evaluated
+as a batch of two (and whatever else the cache lacked, more), never of one. Two slots of one server
+share decode batches, which llama.cpp cuts per sequence (a 2-token evaluation next to another slot's
+23 tokens became 1-token pieces: 1-5 of 6 shuffled passes over 4 queries changed scores), so concurrency
+is one single-slot server per worker: a query's requests all go to one server, with no other query's
+requests in between.
 
 Tokens: the prompt as the server's own chat template renders it (`/apply-template`, chat format) or as it
 is (completion format, options after a space, as hf-causal scores them), tokenized by `/tokenize`.
@@ -35,6 +36,9 @@ FORCE_BIAS = 1000.0  # added to the forced token's logit: no other token can win
 # The throwaway token of a breaker request (token 0 is a special token that no prompt holds; if C[-2] is
 # token 0, token 2): a cached context that contains it never matches a real prompt beyond it.
 BREAKER = (0, 2)
+# Top log-probabilities asked with each scored request: the other options' tokens at the same position are
+# usually among them, which saves their requests (they come from the same logits, so they are equal).
+TOP_LOGPROBS = 100
 
 
 class LlamaCppScorer:
@@ -83,15 +87,26 @@ class LlamaCppScorer:
         return score_reply(scores, query.options)
 
     async def _score(self, query: Query, server: str) -> dict[str, float]:
-        """Canonical label -> log-likelihood of the option's tokens after the prompt."""
+        """Canonical label -> log-likelihood of the option's tokens after the prompt.
+
+        Options that share a context (all first tokens share the prompt) are read from one request where
+        the server's top log-probabilities hold them; each term is summed in token order.
+        """
         prompt = await self._prompt_tokens(query.prompt, server)
+        options = [(option.label, await self._tokens_of_option(option, server)) for option in query.options]
+        known: dict[tuple[tuple[int, ...], int], float] = {}  # (option prefix, next token) -> log-probability
         scores = {}
-        for option in query.options:
-            tokens = await self._tokens_of_option(option, server)
+        for label, tokens in options:
             total = 0.0
             for position, token in enumerate(tokens):
-                total += await self._forced_logprob(prompt + tokens[:position], token, server)
-            scores[option.label] = total
+                prefix = tuple(tokens[:position])
+                if (prefix, token) not in known:
+                    wanted = {other[position] for _, other in options if tuple(other[:position]) == prefix
+                              and len(other) > position}  # fmt: skip
+                    found = await self._logprobs(prompt + list(prefix), token, wanted, server)
+                    known.update(((prefix, each), logprob) for each, logprob in found.items())
+                total += known[(prefix, token)]
+            scores[label] = total
         return scores
 
     async def _prompt_tokens(self, prompt: str, server: str) -> list[int]:
@@ -112,22 +127,25 @@ class LlamaCppScorer:
             self._option_tokens[text] = reply["tokens"]
         return self._option_tokens[text]
 
-    async def _forced_logprob(self, context: list[int], token: int, server: str) -> float:
-        """log p(token | context), with context evaluated in a batch of at least two (module docstring)."""
+    async def _logprobs(self, context: list[int], token: int, wanted: set[int], server: str) -> dict[int, float]:
+        """log p(t | context) for `token` (forced) and the `wanted` tokens among the top log-probabilities,
+        from an evaluation of context's last position in a batch of at least two tokens (module docstring)."""
         if len(context) < 2:
             raise ValueError("a prompt of fewer than two tokens")
-        throwaway = BREAKER[0] if context[-2] != BREAKER[0] else BREAKER[1]
-        common = {"n_probs": 1, "temperature": 0.0, "cache_prompt": True}
-        await self._post(server, "/completion", {**common, "prompt": [*context[:-2], throwaway], "n_predict": 0})
-        reply = await self._post(
-            server,
-            "/completion",
-            {**common, "prompt": context, "n_predict": 1, "logit_bias": [[token, FORCE_BIAS]]},
-        )
+        body = {"n_probs": TOP_LOGPROBS, "temperature": 0.0, "cache_prompt": True, "n_predict": 1,
+                "prompt": context, "logit_bias": [[token, FORCE_BIAS]]}  # fmt: skip
+        reply = await self._post(server, "/completion", body)
+        if reply["timings"]["prompt_n"] < 2:  # the cache held all but the last token: evaluate two
+            throwaway = BREAKER[0] if context[-2] != BREAKER[0] else BREAKER[1]
+            await self._post(server, "/completion", {**body, "prompt": [*context[:-2], throwaway], "n_predict": 0})
+            reply = await self._post(server, "/completion", body)
+            if reply["timings"]["prompt_n"] < 2:
+                raise ValueError("the server evaluated a scored position alone")
         [generated] = reply["completion_probabilities"]
         if generated["id"] != token:
             raise ValueError(f"the server generated token {generated['id']}, not the forced {token}")
-        return float(generated["logprob"])
+        found = {entry["id"]: float(entry["logprob"]) for entry in generated["top_logprobs"] if entry["id"] in wanted}
+        return {**found, token: float(generated["logprob"])}
 
     async def _post(self, server: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._client.post(server + path, json=body)

@@ -12,6 +12,8 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   package_version, package_versions, created_at, finished_at, status
 - `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list)
 - `counts`: items_stage1, items_stage2, answers, by_qtype {qtype: {items, unknown, unknown_rate}}
+- `decision_margins`: {qtype: {answers, scored, margin_q1, margin_median, margin_q3, near_tie_share}}: the
+  top-two option score margin (nats) of score-decided labels; a near-tie is < 0.1 nats
 - `headline`: [{finding (a sentence), metric, condition, estimate, ci_low, ci_high, method, n, test?}]: direct
   measures first (female_share, attr_yes_f, attr_yes_m, attr_yes_diff, position_first), then consistency,
   bias and the consistency-bias correlation; bounds and method are null where no interval can be estimated;

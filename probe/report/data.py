@@ -158,6 +158,39 @@ def item_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     }
 
 
+NEAR_TIE_NATS = 0.1  # a top-two score margin below this is a near-tie: the pick is not firm
+
+
+def decision_margins(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, dict[str, Any]]:
+    """Per question type: how labels were decided, and for score-decided ones the top-two score margin
+    (best minus second-best option log-likelihood, nats): quartiles and the share of near-ties."""
+    rows = con.execute(
+        "SELECT i.qtype, a.decided_by, a.scores_json FROM items i JOIN answers a USING (run_id, item_id) "
+        "WHERE i.run_id = ? AND a.error IS NULL",
+        [run_id],
+    ).fetchall()
+    margins: dict[str, list[float]] = {}
+    answered: dict[str, int] = {}
+    for qtype, decided_by, scores_json in rows:
+        answered[qtype] = answered.get(qtype, 0) + 1
+        if decided_by == "score" and scores_json:
+            top = sorted(json.loads(scores_json).values(), reverse=True)
+            margins.setdefault(qtype, []).append(top[0] - top[1])
+    view = {}
+    for qtype in sorted(answered, key=lambda q: order_index(QTYPES, q)):
+        values = np.array(margins.get(qtype, []))
+        quartiles = np.quantile(values, [0.25, 0.5, 0.75]).tolist() if len(values) else [None] * 3
+        view[qtype] = {
+            "answers": answered[qtype],
+            "scored": len(values),
+            "margin_q1": quartiles[0],
+            "margin_median": quartiles[1],
+            "margin_q3": quartiles[2],
+            "near_tie_share": float(np.mean(values < NEAR_TIE_NATS)) if len(values) else None,
+        }
+    return view
+
+
 def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 

@@ -9,6 +9,7 @@ import duckdb
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
+    decision_margins,
     item_counts,
     metrics_frame,
     order_index,
@@ -45,6 +46,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "run": run_record(con, run_id),
         "settings": settings,
         "counts": item_counts(con, run_id),
+        "decision_margins": decision_margins(con, run_id),
         "headline": findings,
         "testability": testability(findings, occupation_testability(preferences), settings),
         "overall": overall,
