@@ -268,7 +268,7 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
-    """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, with 95% bootstrap CIs."""
+    """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, 95% CIs clustered by pair."""
     overall = con.execute(
         "SELECT condition, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? AND scope = 'overall'",
         [run_id],

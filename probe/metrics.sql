@@ -32,7 +32,7 @@ FROM pivoted;
 
 -- name: scope_counts
 -- Long table (condition, scope, key, metric, hits, n): value = hits / n, pooled within the scope.
--- Scope `pair` rows are also what the overall values and their bootstrap are computed from. Stage 1
+-- Scope `pair` rows are also what the overall values and their clustered intervals are computed from. Stage 1
 -- also has scope `category` (skill / knowledge / ability).
 WITH instance_flags AS (
     SELECT condition, pair_id, occupation,

@@ -80,7 +80,7 @@ def _grouped_bars(
 
 
 def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The paper's Figure 1: six metrics per condition with 95% bootstrap CIs over name pairs."""
+    """The paper's Figure 1: six metrics per condition with their 95% intervals clustered by name pair."""
     conditions = [c for c in CONDITIONS if c in overall]
     if not conditions:
         return None
