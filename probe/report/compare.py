@@ -27,7 +27,6 @@ from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_we
 
 # ---------------------------------------------------------------------------------------------- compare
 
-INSTANCE_KEY = ("condition", "pair_id", "name_order", "occupation")
 _NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"
 
 
