@@ -33,7 +33,7 @@ def main() -> None:
     report_path, bodies_path, separator, *probe_args = sys.argv[1:]
     if separator != "--":
         raise SystemExit("usage: python -m bench.timed_run REPORT.json BODIES.jsonl -- PROBE ARGS")
-    from probe import runner
+    from probe import pipeline, runner
     from probe.cli import main as probe_main
 
     report: dict[str, object] = {
@@ -55,7 +55,7 @@ def main() -> None:
 
     client_class.send = recording_send
 
-    real_create = runner.create_backend
+    real_create = pipeline.create_backend
 
     def timed_create(config):
         started = time.perf_counter()
@@ -82,7 +82,7 @@ def main() -> None:
         backend.answer, backend.close = answer, close
         return backend
 
-    runner.create_backend = timed_create
+    pipeline.create_backend = timed_create
 
     real_answer_stage = runner._Answerer.answer_stage
 

@@ -1,20 +1,28 @@
 """The one path from settings to findings: taxonomy -> dataset -> backend -> answers -> metrics -> report.
 
-`probe run` and the Python API (`probe.run`) both come here. Each step is its own module and gets the
-settings from here directly: selection.py (taxonomy), dataset.py, backends/, runner.py (answers),
-metrics.py, report/.
+`probe run` and the Python API (`probe.run`) both come here. Each step is its own module and gets its
+settings from here directly, never through another step: selection.py (taxonomy: name pairs and
+attributes), backends/ (the model, from its own settings object), runs.py (the run record), runner.py
+(dataset items and answers: stage 2 is built from stage 1's answers), metrics.py, report/.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe import runner, runs
+import duckdb
+
+from probe import runner, runs, stopping
+from probe.backends import create_backend
+from probe.backends.base import Backend
 from probe.config import RunConfig, load_config
+from probe.dataset import check_templates
 from probe.db import connect
-from probe.errors import UserError
+from probe.errors import RunInterrupted, UserError
+from probe.selection import Selection, select, stored_selection
 
 if TYPE_CHECKING:
     from probe.report import ReportFiles
@@ -39,8 +47,70 @@ def settings(flags: Mapping[str, object], config_file: Path | None = None) -> Ru
 
 def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
     """Answer the run's items (resuming a stored run) and analyse them; returns the run id."""
-    run_id = runner.run(config, on_start=on_start)
+    run_id = answer(config, on_start=on_start)
     analyze(config.db, run_id)
+    return run_id
+
+
+def answer(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
+    """Taxonomy, backend, run record and answers: run (or resume) the probe without analysing it.
+
+    `on_start(run_id)` is called once the run record exists, before the first question: from then on the
+    run can be resumed by its id (the CLI prints it there).
+    """
+    con = connect(config.db)
+    try:
+        stored = runs.stored_run(con, config.run_id) if config.run_id else None
+        if stored is not None:
+            runs.check_same_settings(config, stored)
+            selection = stored_selection(con, config)
+        else:
+            selection = select(con, config)
+        backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
+        try:
+            with stopping.on_signals():
+                return _answer_with(con, config, backend, selection, stored, on_start)
+        finally:
+            backend.close()
+    finally:
+        con.close()
+
+
+def _answer_with(
+    con: duckdb.DuckDBPyConnection,
+    config: RunConfig,
+    backend: Backend,
+    selection: Selection,
+    stored: dict[str, object] | None,
+    on_start: Callable[[str], None] | None,
+) -> str:
+    identity = runs.identity_json(backend)
+    if stored is not None:
+        run_id = str(stored["run_id"])
+        runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+    else:
+        check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
+        run_id = config.run_id or runs.new_run_id()
+        runs.record_run(con, run_id, config, backend, identity, selection)
+    runs.set_status(con, run_id, "running")
+    if on_start is not None:
+        on_start(run_id)
+    try:
+        runner.answer(
+            con,
+            run_id,
+            backend,
+            identity,
+            selection,
+            conditions=config.conditions,
+            use_cache=backend.cacheable and not config.no_cache,
+            max_failed_share=config.max_failed_share,
+            quiet=config.quiet,
+        )
+    except BaseException as exc:
+        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
+        raise
+    runs.set_status(con, run_id, "complete")
     return run_id
 
 

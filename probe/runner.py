@@ -1,4 +1,4 @@
-"""Runs the two-stage dataset through a backend into DuckDB: run record, cache, resume, progress.
+"""Answers a recorded run: builds its two stages, asks the backend, stores answers; cache, resume, progress.
 
 Answers are written in small transactions (after each backend batch, at most every SAVE_INTERVAL_S), so
 a SIGKILL loses at most the batch in flight (with a fast backend, the last half second of answers); running
@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import duckdb
@@ -30,22 +30,13 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe import db, runs, stopping
-from probe.backends import create_backend
+from probe import db, stopping
 from probe.backends.base import Backend, Reply, contract_error
-from probe.config import RunConfig
-from probe.dataset import (
-    Item,
-    build_as_if_all_granted,
-    build_stage1,
-    build_stage2,
-    item_from_row,
-    items_frame,
-)
-from probe.errors import RunFailed, RunInterrupted
+from probe.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
+from probe.errors import RunFailed
 from probe.labels import UNKNOWN
 from probe.redact import scrub
-from probe.selection import Selection, select, stored_selection
+from probe.selection import Selection
 
 ANSWER_COLUMNS = (
     "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",
@@ -56,74 +47,38 @@ CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "decided_by", "crea
 SAVE_INTERVAL_S = 0.5
 
 
-def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
-    """Run (or resume) the configured probe and return its run id.
-
-    `on_start(run_id)` is called once the run record exists, before the first question: from then on the
-    run can be resumed by its id (the CLI prints it there).
-    """
-    con = db.connect(config.db)
-    try:
-        stored = runs.stored_run(con, config.run_id) if config.run_id else None
-        if stored is not None:
-            runs.check_same_settings(config, stored)
-            selection = stored_selection(con, config)
-        else:
-            selection = select(con, config)
-        backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
-        try:
-            with stopping.on_signals():
-                return _run_with_backend(con, config, backend, selection, stored, on_start)
-        finally:
-            backend.close()
-    finally:
-        con.close()
-
-
-def _run_with_backend(
+def answer(
     con: duckdb.DuckDBPyConnection,
-    config: RunConfig,
+    run_id: str,
     backend: Backend,
+    identity: str,
     selection: Selection,
-    stored: dict[str, object] | None,
-    on_start: Callable[[str], None] | None,
-) -> str:
-    identity = json.dumps(backend.identity(), sort_keys=True, default=str)
-    if stored is not None:
-        run_id = str(stored["run_id"])
-        runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
-    else:
-        _check_templates(selection, config.conditions, backend.prompt_format)
-        run_id = config.run_id or runs.new_run_id()
-        runs.record_run(con, run_id, config, backend, identity, selection)
-    runs.set_status(con, run_id, "running")
-    if on_start is not None:
-        on_start(run_id)
-    try:
-        with _progress(config.quiet) as progress:
-            answerer = _Answerer(con, run_id, backend, identity, use_cache=_use_cache(config, backend))
-            if not _has_items(con, run_id, stage=1):
-                _insert_items(
-                    con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format)
-                )
-            # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
-            answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
-            _check_failed_share(con, run_id, config.max_failed_share)  # stage 2 is built from these answers
-            if not _has_items(con, run_id, stage=2):
-                granted = _granted_attributes(con, run_id)
-                items = build_stage2(
-                    selection.pairs, selection.attributes, granted, config.conditions, backend.prompt_format
-                )
-                _insert_items(con, run_id, items)
-            answerer.answer_stage(2, progress, retry_failed=True)
-            if hasattr(backend, "check_coverage"):  # replay: a file that matched nothing is an error
-                backend.check_coverage()
-            _check_failed_share(con, run_id, config.max_failed_share)
-    except BaseException as exc:
-        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
-        raise
-    runs.set_status(con, run_id, "complete")
-    return run_id
+    *,
+    conditions: Sequence[str],
+    use_cache: bool,
+    max_failed_share: float,
+    quiet: bool,
+) -> None:
+    """Build and answer both stages of a recorded run, resuming where its stored answers stop.
+
+    `identity` is the backend's (runs.identity_json), hashed into cache keys. Raises RunFailed when more
+    than `max_failed_share` of a stage's answers are failures.
+    """
+    with _progress(quiet) as progress:
+        answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
+        if not _has_items(con, run_id, stage=1):
+            _insert_items(con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format))
+        # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
+        answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
+        _check_failed_share(con, run_id, max_failed_share)  # stage 2 is built from these answers
+        if not _has_items(con, run_id, stage=2):
+            granted = _granted_attributes(con, run_id)
+            items = build_stage2(selection.pairs, selection.attributes, granted, conditions, backend.prompt_format)
+            _insert_items(con, run_id, items)
+        answerer.answer_stage(2, progress, retry_failed=True)
+        if hasattr(backend, "check_coverage"):  # replay: a file that matched nothing is an error
+            backend.check_coverage()
+        _check_failed_share(con, run_id, max_failed_share)
 
 
 def _check_failed_share(con: duckdb.DuckDBPyConnection, run_id: str, max_share: float) -> None:
@@ -138,10 +93,6 @@ def _check_failed_share(con: duckdb.DuckDBPyConnection, run_id: str, max_share: 
             f"{max_share:.0%}), e.g. {example}; the run is marked failed: `probe run --run-id {run_id}` with "
             "the same settings asks the failed ones again"
         )
-
-
-def _use_cache(config: RunConfig, backend: Backend) -> bool:
-    return backend.cacheable and not config.no_cache
 
 
 # --- items ---------------------------------------------------------------------------------------------
@@ -328,14 +279,3 @@ def _progress(quiet: bool) -> Progress:
         TextColumn("cache hits: {task.fields[hits]}"),
         disable=quiet,
     )
-
-
-def _check_templates(selection: Selection, conditions: Sequence[str], prompt_format: str) -> None:
-    """Render every kind of prompt for one pair and one occupation before a new run writes anything.
-
-    A template error (say, a customised template naming an undefined variable) is the user's to fix; found
-    halfway, it would leave a failed run record and a half-built dataset behind.
-    """
-    first_occupation = selection.attributes["occupation"].head(1)
-    attributes = selection.attributes[selection.attributes["occupation"].isin(first_occupation)]
-    build_as_if_all_granted(selection.pairs.head(1), attributes, conditions, prompt_format)

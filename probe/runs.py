@@ -36,6 +36,11 @@ def new_run_id() -> str:
     return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
+def identity_json(backend: Backend) -> str:
+    """The backend's identity as stored in runs.backend_json and hashed into cache keys."""
+    return json.dumps(backend.identity(), sort_keys=True, default=str)
+
+
 def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
     frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
     return None if frame.empty else frame.iloc[0].to_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from probe import runner
+from probe import pipeline
 from probe.backends.base import Query, Reply, answer_space, contract_error, decide_by_score, score_reply
 from probe.config import RunConfig
 from probe.dataset import build_as_if_all_granted
@@ -106,8 +106,8 @@ class ScoringBackend(FakeBackend):
 
 
 def run_with(backend: FakeBackend, db_file: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(runner, "create_backend", lambda config: backend)
-    return runner.run(
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
+    return pipeline.answer(
         RunConfig(pairs=1, occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file), quiet=True)
     )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probe import plan, runner
+from probe import pipeline, plan
 from probe.cli import app
 from probe.config import RunConfig
 from tests.support import fingerprint
@@ -41,7 +41,7 @@ def test_dry_run_on_an_existing_database_changes_nothing(db_file: Path) -> None:
 def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
     db_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "create_backend", lambda config: FakeBackend())
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
     monkeypatch.setattr(plan, "CONFIRM_OVER_S", 30.0)  # the small run: 88 / 7.0 + 96 / 2.95 s = 45 s
     before = fingerprint(db_file)
     refused = CliRunner().invoke(app, ["run", *SMALL, "--db", str(db_file), "--quiet"])
@@ -54,10 +54,10 @@ def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
 
 
 def test_the_estimate_uses_the_speed_measured_in_this_database(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "create_backend", lambda config: FakeBackend())
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
     assert plan.plan(config).rate_source.startswith("as measured for BENCHMARKS.md")
-    runner.run(RunConfig(**{**config.__dict__, "run_id": "measured"}))
+    pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "measured"}))
     resumed = plan.plan(RunConfig(**{**config.__dict__, "run_id": "measured"}))
     assert resumed.rate_source == "measured in this database (run measured)"
     assert (resumed.already_answered, resumed.calls_left, resumed.seconds) == (resumed.calls, 0, 0.0)

@@ -6,7 +6,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from probe import runner
+from probe import pipeline
 from probe.config import RunConfig
 from probe.errors import UserError
 
@@ -74,7 +74,7 @@ def test_replay_labels_reach_answers_and_absent_items_are_unknown(db_file: Path,
     ):
         answers = tmp_path / f"answers{suffix}"
         write(rows, answers)
-        run_id = runner.run(replay_config(db_file, answers, run_id=f"replay{suffix}"))
+        run_id = pipeline.answer(replay_config(db_file, answers, run_id=f"replay{suffix}"))
         labels = stored(
             db_file,
             "SELECT i.stage, i.qtype, i.name_order, i.subject, i.category, a.label, i.context "
@@ -127,16 +127,16 @@ def test_bad_answers_file_is_an_error_before_anything_is_written(
     answers = tmp_path / "answers.csv"
     edit(nurse_rows()).to_csv(answers, index=False)
     with pytest.raises(UserError, match=message):
-        runner.run(replay_config(db_file, answers))
+        pipeline.answer(replay_config(db_file, answers))
     assert stored(db_file, "SELECT count(*) AS n FROM runs")["n"][0] == 0
     assert stored(db_file, "SELECT count(*) AS n FROM items")["n"][0] == 0
 
 
 def test_replay_needs_an_answers_file(db_file: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"^--answers: the replay backend needs"):
-        runner.run(replay_config(db_file, None))
+        pipeline.answer(replay_config(db_file, None))
     with pytest.raises(UserError, match=r"missing\.csv: no such file"):
-        runner.run(replay_config(db_file, tmp_path / "missing.csv"))
+        pipeline.answer(replay_config(db_file, tmp_path / "missing.csv"))
 
 
 def test_a_file_for_other_settings_is_an_error_and_a_partial_one_a_warning(
@@ -145,9 +145,9 @@ def test_a_file_for_other_settings_is_an_error_and_a_partial_one_a_warning(
     answers = tmp_path / "answers.csv"
     nurse_rows().to_csv(answers, index=False)
     with pytest.raises(UserError) as raised:  # the file is about nurses, the run about pilots
-        runner.run(replay_config(db_file, answers, occupations=("pilot",), pairs=(2,), run_id="pilots"))
+        pipeline.answer(replay_config(db_file, answers, occupations=("pilot",), pairs=(2,), run_id="pilots"))
     assert str(raised.value).startswith(f"{answers}: matches none of the 20 items of this run (check its stage,")
     assert stored(db_file, "SELECT status FROM runs WHERE run_id = 'pilots'")["status"].tolist() == ["failed"]
     capsys.readouterr()
-    runner.run(replay_config(db_file, answers, run_id="nurses"))
+    pipeline.answer(replay_config(db_file, answers, run_id="nurses"))
     assert capsys.readouterr().err == f"warning: {answers} matched 4 of 20 items; the other 16 are unknown\n"

@@ -19,7 +19,7 @@ import pytest
 from support import interval_problems
 from typer.testing import CliRunner
 
-from probe import db, report, runner
+from probe import db, pipeline, report
 from probe.cli import app
 from probe.config import RunConfig
 from probe.errors import UserError
@@ -101,7 +101,7 @@ def replay_run(
     config = RunConfig(
         backend="replay", answers=str(path), run_id=run_id, db=str(db_file), quiet=True, **settings
     )
-    return runner.run(config)
+    return pipeline.answer(config)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe import runner
+from probe import pipeline
 from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.cli import app
 from probe.config import RunConfig, load_config
@@ -74,7 +74,7 @@ def use_backend(monkeypatch: pytest.MonkeyPatch):
     """Make the runner use the given backend instance."""
 
     def install(backend: FakeBackend) -> FakeBackend:
-        monkeypatch.setattr(runner, "create_backend", lambda config: backend)
+        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
         return backend
 
     return install
@@ -87,7 +87,7 @@ def labels(db_file: Path, run_id: str) -> dict[str, str]:
 
 def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
     backend = use_backend(FakeBackend())
-    run_id = runner.run(config(db_file))
+    run_id = pipeline.answer(config(db_file))
     union = query(db_file, "SELECT DISTINCT category, element_name FROM run_attributes WHERE run_id = ?", [run_id])
     counts = query(
         db_file,
@@ -113,7 +113,7 @@ def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
 
 def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    run_id = runner.run(config(db_file))
+    run_id = pipeline.answer(config(db_file))
     items = query(
         db_file,
         "SELECT i.*, a.label FROM items i JOIN answers a USING (run_id, item_id) WHERE run_id = ?",
@@ -165,7 +165,7 @@ def test_labels_map_positions_through_name_order(db_file: Path, use_backend) -> 
             return [Reply(label=query.options[0].label, raw=query.options[0].text) for query in queries]
 
     use_backend(FirstNamed())
-    run_id = runner.run(config(db_file, conditions=("baseline",)))
+    run_id = pipeline.answer(config(db_file, conditions=("baseline",)))
     stored = query(
         db_file,
         "SELECT DISTINCT i.qtype, i.name_order, a.label FROM items i JOIN answers a USING (run_id, item_id) "
@@ -182,8 +182,8 @@ def test_labels_map_positions_through_name_order(db_file: Path, use_backend) -> 
 
 def test_same_settings_give_same_item_ids(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    first = runner.run(config(db_file, run_id="a"))
-    second = runner.run(config(db_file, run_id="b"))
+    first = pipeline.answer(config(db_file, run_id="a"))
+    second = pipeline.answer(config(db_file, run_id="b"))
     ids = query(db_file, "SELECT run_id, list(item_id ORDER BY item_id) AS ids FROM items GROUP BY run_id")
     by_run = dict(zip(ids["run_id"], ids["ids"], strict=True))
     assert list(by_run[first]) == list(by_run[second])
@@ -191,18 +191,18 @@ def test_same_settings_give_same_item_ids(db_file: Path, use_backend) -> None:
 
 def test_resume_after_crash_gives_no_duplicates_and_same_labels(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    reference = runner.run(config(db_file, run_id="uninterrupted", no_cache=True))
+    reference = pipeline.answer(config(db_file, run_id="uninterrupted", no_cache=True))
 
     use_backend(FakeBackend(fail_after_batches=3))
     with pytest.raises(RuntimeError, match="simulated crash"):
-        runner.run(config(db_file, run_id="crashed", no_cache=True))
+        pipeline.answer(config(db_file, run_id="crashed", no_cache=True))
     partial = query(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = 'crashed'")["n"][0]
     assert partial == 3 * FakeBackend.batch_size  # the batches before the crash were committed
     status = query(db_file, "SELECT status FROM runs WHERE run_id = 'crashed'")["status"][0]
     assert status == "failed"
 
     resumed_backend = use_backend(FakeBackend())
-    assert runner.run(config(db_file, run_id="crashed", no_cache=True)) == "crashed"
+    assert pipeline.answer(config(db_file, run_id="crashed", no_cache=True)) == "crashed"
     total = query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = 'crashed'")["n"][0]
     assert resumed_backend.asked == total - partial
     assert labels(db_file, "crashed") == labels(db_file, reference)
@@ -212,23 +212,23 @@ def test_resume_after_crash_gives_no_duplicates_and_same_labels(db_file: Path, u
 
 def test_resume_with_other_settings_names_the_option(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    runner.run(config(db_file, run_id="r1"))
+    pipeline.answer(config(db_file, run_id="r1"))
     with pytest.raises(UserError, match=r"^--top-k: run r1 was started with 2, not 3"):
-        runner.run(config(db_file, run_id="r1", top_k=3))
+        pipeline.answer(config(db_file, run_id="r1", top_k=3))
 
 
 def test_cache_answers_identical_prompts_once_across_runs(db_file: Path, use_backend) -> None:
     first = use_backend(FakeBackend())
-    first_run = runner.run(config(db_file))
+    first_run = pipeline.answer(config(db_file))
     second = use_backend(FakeBackend())
-    second_run = runner.run(config(db_file))
+    second_run = pipeline.answer(config(db_file))
     assert (first.asked > 0, second.asked) == (True, 0)
     assert labels(db_file, second_run) == labels(db_file, first_run)
     cached = query(db_file, "SELECT bool_and(cached) AS all_cached FROM answers WHERE run_id = ?", [second_run])
     assert cached["all_cached"][0]
 
     bypass = use_backend(FakeBackend())
-    runner.run(config(db_file, no_cache=True))
+    pipeline.answer(config(db_file, no_cache=True))
     assert bypass.asked == first.asked
 
 
@@ -237,9 +237,9 @@ def test_not_cacheable_backend_is_always_asked(db_file: Path, use_backend) -> No
         cacheable = False
 
     use_backend(Uncacheable())
-    runner.run(config(db_file))
+    pipeline.answer(config(db_file))
     again = use_backend(Uncacheable())
-    runner.run(config(db_file))
+    pipeline.answer(config(db_file))
     assert again.asked > 0
     assert query(db_file, "SELECT count(*) AS n FROM answer_cache")["n"][0] == 0
 
@@ -251,7 +251,7 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
 
     use_backend(Sloppy())
     with pytest.raises(RunFailed, match=r"^88 of 88 answers failed \(100%, more than --max-failed-share 10%\)"):
-        runner.run(config(db_file, conditions=("baseline",), run_id="sloppy"))  # stage 1 all failed: no stage 2
+        pipeline.answer(config(db_file, conditions=("baseline",), run_id="sloppy"))  # stage 1 all failed: no stage 2
     stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = 'sloppy'")
     assert list(stored.itertuples(index=False, name=None)) == [
         ("unknown", "backend broke the answers contract: invalid label 'maybe'")
@@ -261,7 +261,7 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
 
 def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: Path) -> None:
     use_backend(FakeBackend())
-    run_id = runner.run(config(db_file, conditions=("control",)))
+    run_id = pipeline.answer(config(db_file, conditions=("control",)))
     n_items = query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [run_id])["n"][0]
     for file_format, read in (("csv", pd.read_csv), ("parquet", pd.read_parquet)):
         out = tmp_path / file_format
@@ -361,7 +361,7 @@ KILLABLE_RUN = """
 import os, sys, time
 sys.path.insert(0, {tests!r})
 from test_run import FakeBackend, config
-from probe import runner
+from probe import pipeline
 from pathlib import Path
 
 class Slow(FakeBackend):
@@ -370,14 +370,14 @@ class Slow(FakeBackend):
         print("batch", flush=True)
         return super().answer(queries)
 
-runner.create_backend = lambda settings: Slow()
-runner.run(config(Path({db!r}), run_id="killed", no_cache=True, conditions=("baseline",)))
+pipeline.create_backend = lambda settings: Slow()
+pipeline.answer(config(Path({db!r}), run_id="killed", no_cache=True, conditions=("baseline",)))
 """
 
 
 def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    reference = runner.run(config(db_file, run_id="uninterrupted", no_cache=True, conditions=("baseline",)))
+    reference = pipeline.answer(config(db_file, run_id="uninterrupted", no_cache=True, conditions=("baseline",)))
     script = KILLABLE_RUN.format(tests=str(Path(__file__).parent), db=str(db_file))
     slow = {**os.environ, "BATCH_SECONDS": "0.6"}
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probe import __version__, runner
+from probe import __version__, pipeline
 from probe.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import query
@@ -95,7 +95,7 @@ def test_a_run_killed_with_sigkill_is_listed_and_resumed_by_its_id_alone(db_file
 
 
 def test_resume_with_a_changed_answer_setting_is_refused(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "create_backend", lambda config: FakeBackend())
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
     common = ["--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--db", str(db_file), "--quiet"]
     first = CliRunner().invoke(app, ["run", *common, "--run-id", "r1"])
     assert (first.exit_code, first.output) == (0, "r1\n")
@@ -111,7 +111,7 @@ def test_ctrl_c_prints_the_command_that_resumes(db_file: Path, monkeypatch: pyte
                 raise KeyboardInterrupt
             return super().answer(queries)
 
-    monkeypatch.setattr(runner, "create_backend", lambda config: Interrupted())
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: Interrupted())
     args = ["run", "--pairs", "1", "--occupations", "nurse", "--top-k", "3", "--run-id", "r2", "--db", str(db_file)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 130
