@@ -4,6 +4,7 @@ device/dtype, greedy generation."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,21 @@ def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
     assert (identity["model"], identity["gguf_sha256"]) == ("tiny-chat.gguf", file_sha256(models["gguf"]))
     with pytest.raises(UserError, match="no such GGUF file"):
         HFCausalBackend(HFCausalSettings(str(models["gguf"].parent / "absent.gguf")))
+
+
+def test_a_gguf_is_converted_once_then_loads_from_the_cache_with_equal_scores(
+    models: dict[str, Path], private_cache: Path
+) -> None:
+    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    shutil.rmtree(converted, ignore_errors=True)
+    converting = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
+    assert converting.model.config.name_or_path == str(models["gguf"].parent)
+    assert (converted / "config.json").is_file() and not list(converted.parent.glob(".partial-*"))
+    cached = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
+    assert cached.model.config.name_or_path == str(converted)
+    assert cached.identity() == converting.identity()
+    for one, other in zip(converting.answer(queries()), cached.answer(queries()), strict=True):
+        assert (one.label, one.scores) == (other.label, other.scores)
 
 
 def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path]) -> None:

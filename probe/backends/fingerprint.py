@@ -12,7 +12,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
 
 def file_sha256(path: Path, cache_file: Path | None = None) -> str:
     """sha256 of the file, remembered by (path, mtime, size) so that a model file is hashed once."""
-    cache_file = cache_file or _cache_dir() / "sha256.json"
+    cache_file = cache_file or cache_dir() / "sha256.json"
     stat = path.stat()
     key = f"{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
     try:
@@ -34,11 +34,8 @@ def file_sha256(path: Path, cache_file: Path | None = None) -> str:
     return known[key]
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taxonomy-probe"
-
-
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """Where model-derived files (hashes, converted GGUFs) are kept between runs: $XDG_CACHE_HOME/taxonomy-probe."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taxonomy-probe"
 
 

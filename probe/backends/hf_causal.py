@@ -24,6 +24,7 @@ import torch
 
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
+from probe.backends.gguf_cache import load_gguf
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
@@ -70,18 +71,17 @@ class HFCausalBackend:
         self._gguf = path if path.suffix == ".gguf" else None
         if self._gguf is not None and not self._gguf.is_file():
             raise UserError(f"--model {model}: no such GGUF file")
-        # transformers reads a GGUF as (folder, gguf_file=name) and dequantizes it to `dtype`.
-        source = str(self._gguf.parent) if self._gguf else model
-        options = {"gguf_file": self._gguf.name} if self._gguf else {}
+        self._gguf_sha256 = file_sha256(self._gguf) if self._gguf else None
+        dtype = self.placement.torch_dtype
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source, **options)
-            self.model = (
-                AutoModelForCausalLM.from_pretrained(source, dtype=self.placement.torch_dtype, **options)
-                .to(self.placement.device)
-                .eval()
-            )
+            if self._gguf:  # dequantized by transformers, once (gguf_cache.py)
+                self.tokenizer, loaded = load_gguf(self._gguf, self._gguf_sha256, dtype)
+            else:
+                self.tokenizer = AutoTokenizer.from_pretrained(model)
+                loaded = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
         except (OSError, ValueError) as error:
             raise UserError(f"--model {model}: cannot load a causal language model ({error})") from None
+        self.model = loaded.to(self.placement.device).eval()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model_name = self._gguf.name if self._gguf else model
@@ -93,7 +93,7 @@ class HFCausalBackend:
 
     def identity(self) -> dict[str, object]:
         if self._gguf:
-            weights: dict[str, object] = {"gguf_sha256": file_sha256(self._gguf)}
+            weights: dict[str, object] = {"gguf_sha256": self._gguf_sha256}
         else:
             weights = model_fingerprint(self.model_name, getattr(self.model.config, "_commit_hash", None))
         settings = {
