@@ -6,7 +6,9 @@ from the slice (bench.llm.paper_minutes_estimate). Agreement is over the items b
 same prompt and asked subject (stage 2 is built from each engine's own stage-1 answers, so a stage-2
 item exists in both only where the granted attributes agree): `engine_agreement` is the share of equal
 labels, `engine_agreement_clear` the share among items where llama.cpp's top two option scores are at
-least CLEAR_MARGIN nats apart.
+least CLEAR_MARGIN nats apart. The llama.cpp run's HTTP requests are replayed unchanged to a fresh server
+of the same size with raw httpx: `llamacpp_server_items_per_s` against `llamacpp_answer_items_per_s` is
+what the client side of the run costs.
 
 `--gpu` times hf-causal on a CUDA GPU (`--device cuda`, bfloat16) instead of comparing engines, and says
 so when there is none.
@@ -14,15 +16,56 @@ so when there is none.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import httpx
 
-from bench.llm import QUICK_OCCUPATIONS, paper_minutes_estimate, timed_probe_run
+from bench.llm import SLICE_ARGS, TimedRun, paper_minutes_estimate, timed_probe_run
+from probe.backends import llamacpp
+from probe.config import RunConfig
 
 CLEAR_MARGIN = 0.5  # nats between llama.cpp's best and second-best option
-SLICE_ARGS = ["--preset", "paper", "--pairs", "1", "--occupations", ",".join(QUICK_OCCUPATIONS)]
+
+
+@dataclass(frozen=True)
+class ServerResult:
+    items_per_s: float
+    prompt_tokens: int  # all prompt tokens of the requests
+    evaluated_tokens: int  # those the server computed (the rest came from its prompt cache)
+
+
+def server_throughput(bodies: list[dict], concurrency: int) -> ServerResult:
+    """Throughput of a fresh embedded server (sized as `probe run` sizes it) on these request bodies."""
+    backend = llamacpp.create(llamacpp.settings_from(RunConfig()))
+    try:
+        return asyncio.run(_send_all(backend.server_address, bodies, concurrency))
+    finally:
+        backend.close()
+
+
+async def _send_all(address: str, bodies: list[dict], concurrency: int) -> ServerResult:
+    limit = asyncio.Semaphore(concurrency)
+    timings: list[dict] = []
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=concurrency)) as client:
+
+        async def send(request: dict) -> None:
+            async with limit:
+                response = await client.post(
+                    address + request["path"], content=request["body"], headers={"content-type": "application/json"}
+                )
+                response.raise_for_status()
+                timings.append(response.json().get("timings", {}))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(send(request) for request in bodies))
+        items_per_s = len(bodies) / (time.perf_counter() - started)
+    evaluated = sum(timing.get("prompt_n", 0) for timing in timings)
+    return ServerResult(items_per_s, evaluated + sum(timing.get("cache_n", 0) for timing in timings), evaluated)
 
 
 def _answers(database: Path) -> dict[tuple[str, str | None], tuple[str, str | None]]:
@@ -63,15 +106,25 @@ def agreement(reference: Path, other: Path) -> dict[str, float]:
     }
 
 
-def _engine_figures(name: str, args: list[str], folder: Path, paper_stage_items: dict[str, int]) -> dict:
+def _engine_run(name: str, args: list[str], folder: Path, paper_stage_items: dict[str, int]) -> tuple[TimedRun, dict]:
     folder.mkdir()
     run = timed_probe_run([*SLICE_ARGS, *args], folder)
-    return {
+    return run, {
         f"{name}_slice_items": run.items,
         f"{name}_items_per_s": round(run.items / run.wall_s, 3),
         f"{name}_answer_items_per_s": round(run.items / run.report["answer_s"], 3),
         f"{name}_startup_s": round(run.report["backend_start_s"], 2),
         f"paper_preset_minutes_est_{name}": round(paper_minutes_estimate(run, paper_stage_items), 1),
+    }
+
+
+def _server_figures(run: TimedRun) -> dict[str, float]:
+    """The llama.cpp run's own HTTP requests replayed to a fresh server: what the client side costs."""
+    result = server_throughput(run.bodies, llamacpp.default_slots())
+    return {
+        "llamacpp_server_items_per_s": round(result.items_per_s, 3),
+        "llamacpp_prompt_tokens": result.prompt_tokens,
+        "llamacpp_prompt_tokens_from_cache_pct": round(100 * (1 - result.evaluated_tokens / result.prompt_tokens), 1),
     }
 
 
@@ -81,13 +134,16 @@ def measure(folder: Path, paper_stage_items: dict[str, int], gpu: bool) -> dict[
 
         if not torch.cuda.is_available():
             return {"gpu": "none: no CUDA GPU on this machine, nothing measured"}
-        return {
-            "gpu": torch.cuda.get_device_name(0),
-            **_engine_figures("hf_causal_gpu", ["--backend", "hf-causal", "--device", "cuda"], folder / "gpu",
-                              paper_stage_items),
-        }  # fmt: skip
-    figures = {
-        **_engine_figures("llamacpp", ["--backend", "llamacpp"], folder / "llamacpp", paper_stage_items),
-        **_engine_figures("hf_causal", ["--backend", "hf-causal"], folder / "hf_causal", paper_stage_items),
+        _, figures = _engine_run("hf_causal_gpu", ["--backend", "hf-causal", "--device", "cuda"], folder / "gpu",
+                                 paper_stage_items)  # fmt: skip
+        return {"gpu": torch.cuda.get_device_name(0), **figures}
+    llama_run, llama_figures = _engine_run(
+        "llamacpp", ["--backend", "llamacpp"], folder / "llamacpp", paper_stage_items
+    )
+    _, hf_figures = _engine_run("hf_causal", ["--backend", "hf-causal"], folder / "hf_causal", paper_stage_items)
+    return {
+        **llama_figures,
+        **_server_figures(llama_run),
+        **hf_figures,
+        **agreement(folder / "llamacpp" / "run.duckdb", folder / "hf_causal" / "run.duckdb"),
     }
-    return {**figures, **agreement(folder / "llamacpp" / "run.duckdb", folder / "hf_causal" / "run.duckdb")}

@@ -35,7 +35,7 @@ class RunConfig:
     names: str | None = None  # CSV of name pairs (columns female, male) instead of the shipped 70
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
-    backend: str = "llamacpp"
+    backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
     model: str | None = None
     base_url: str | None = None
     # Backend knobs (probe/backends): openai/llamacpp request shape, hf batching and decoding.
@@ -44,7 +44,7 @@ class RunConfig:
     max_tokens: int = 16
     decoding: str = "score"  # local models: score (option log-likelihood) | generate (greedy + parse)
     concurrency: int | None = None  # parallel requests / llama.cpp slots; None = sized to the machine
-    threads: int | None = None  # llama.cpp / torch CPU threads; None = the idle cores (llama.cpp), torch's default
+    threads: int | None = None  # llama.cpp / torch CPU threads; None = the cores idle at start
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
     device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
     dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32

@@ -30,15 +30,15 @@ from probe.selection import select
 
 CONFIRM_OVER_S = 30 * 60
 MIN_MEASURED_CALLS = 20
-# Calls per second (stage 1, stage 2) as measured for BENCHMARKS.md (2 shared cores, no GPU). llamacpp with
-# the bundled SmolLM2-135M: stage 1 7.0 (the quick preset's stage 1, 6.2-7.3 items/s), stage 2 2.95 (what
-# the paper estimate of 652 minutes leaves for its 104,160 longer stage-2 prompts after stage 1). hf-qa
-# 3.34 items/s and hf-causal 5.3 (SmolLM2-135M scoring options), from "What each optimization bought".
-# openai depends on the server: 1 call/s is a placeholder for a remote API. replay reads labels from a file.
+# Calls per second (stage 1, stage 2) as measured for BENCHMARKS.md (2 cores, idle, no GPU), the bundled
+# SmolLM2-135M deciding by exact option scores, paper slice (pair 1, 7 occupations: 224 stage-1 and 168
+# stage-2 items): hf-causal 15.3 and 7.5 (paper estimate 260 min), llamacpp 15.8 and 4.09 (452 min).
+# hf-qa 3.34 items/s (roberta-base shape, "What each optimization bought"). openai depends on the server:
+# 1 call/s is a placeholder for a remote API. replay reads labels from a file.
 DOCUMENTED_RATES: dict[str, tuple[float, float]] = {
-    "llamacpp": (7.0, 2.95),
+    "hf-causal": (15.3, 7.5),
+    "llamacpp": (15.8, 4.09),
     "hf-qa": (3.34, 3.34),
-    "hf-causal": (5.3, 5.3),
     "openai": (1.0, 1.0),
     "replay": (2000.0, 2000.0),
 }

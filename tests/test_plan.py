@@ -26,8 +26,8 @@ def test_paper_dry_run_states_the_calls_and_an_estimate_and_writes_nothing(tmp_p
     assert lines[2] == (
         "model calls after reuse (an identical prompt is asked once): 130,760 (stage 1 26,600, stage 2 104,160)"
     )
-    # 26,600 / 7.0 + 104,160 / 2.95 seconds = 652 min, BENCHMARKS.md's paper_preset_minutes_est
-    assert lines[3].startswith("estimated time with llamacpp: 10 h 52 min at 7 calls/s in stage 1 and 2.95")
+    # 26,600 / 15.3 + 104,160 / 7.5 seconds = 260 min, BENCHMARKS.md's paper_preset_minutes_est
+    assert lines[3].startswith("estimated time with hf-causal: 4 h 20 min at 15.3 calls/s in stage 1 and 7.5")
     assert not db_file.exists()
 
 
@@ -42,12 +42,12 @@ def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
     db_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
-    monkeypatch.setattr(plan, "CONFIRM_OVER_S", 30.0)  # the small run: 88 / 7.0 + 96 / 2.95 s = 45 s
+    monkeypatch.setattr(plan, "CONFIRM_OVER_S", 10.0)  # the small run: 88 / 15.3 + 96 / 7.5 s = 19 s
     before = fingerprint(db_file)
     refused = CliRunner().invoke(app, ["run", *SMALL, "--db", str(db_file), "--quiet"])
     assert refused.exit_code == 2
-    assert refused.output.startswith("error: this run needs 184 model calls, estimated at 45 s")
-    assert refused.output.endswith("45 s with llamacpp; pass --yes to start it (or --dry-run to see the plan)\n")
+    assert refused.output.startswith("error: this run needs 184 model calls, estimated at 19 s")
+    assert refused.output.endswith("19 s with hf-causal; pass --yes to start it (or --dry-run to see the plan)\n")
     assert fingerprint(db_file) == before
     started = CliRunner().invoke(app, ["run", *SMALL, "--db", str(db_file), "--quiet", "--yes", "--run-id", "y"])
     assert (started.exit_code, started.output) == (0, "y\n")

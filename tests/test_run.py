@@ -103,7 +103,7 @@ def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
     answered = query(db_file, "SELECT count(*) AS n FROM answers WHERE run_id = ?", [run_id])
     assert answered["n"][0] == counts["n"].sum()
     record = query(db_file, "SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
-    assert (record["status"], record["backend"], record["model"]) == ("complete", "llamacpp", "hash-picker")
+    assert (record["status"], record["backend"], record["model"]) == ("complete", "hf-causal", "hash-picker")
     assert json.loads(record["backend_json"]) == backend.identity()
     assert json.loads(record["config_json"])["top_k"] == TOP_K
     assert "duckdb" in json.loads(record["versions_json"])

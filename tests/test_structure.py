@@ -85,3 +85,21 @@ def test_the_cli_and_the_api_take_the_one_pipeline() -> None:
     drivers = {name for name, imported in graph.items() if "probe.runner" in imported}
     assert drivers == {"probe.pipeline"}
     assert "probe.pipeline" in graph["probe.api"] and "probe.pipeline" in graph["probe.cli.run_cmd"]
+
+
+def test_the_runner_reads_no_settings_and_builds_no_step() -> None:
+    """A setting reaches each step from the pipeline, never through runner.py: the runner answers with what it
+    is handed (backend, selection, conditions) and does not read RunConfig, pick a backend, resolve the
+    taxonomy or write the run record."""
+    assert _graph()["probe.runner"].isdisjoint({"probe.config", "probe.backends", "probe.runs", "probe.taxonomy"})
+    assert _names_from(PACKAGE / "runner.py", "probe.selection") == {"Selection"}  # the type, not select()
+
+
+def _names_from(path: Path, module: str) -> set[str]:
+    """The names `path` imports from `module`."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == module
+        for alias in node.names
+    }

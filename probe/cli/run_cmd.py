@@ -41,7 +41,7 @@ ConditionsOption = Annotated[
     typer.Option("--conditions", help="Stage-2 conditions: taxonomy,baseline,control (default all)."),
 ]
 BackendOption = Annotated[
-    str | None, typer.Option("--backend", help="llamacpp (default), hf-qa, hf-causal, openai or replay.")
+    str | None, typer.Option("--backend", help="hf-causal (default), llamacpp, hf-qa, openai or replay.")
 ]
 ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
 BaseUrlOption = Annotated[
