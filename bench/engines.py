@@ -7,8 +7,8 @@ same prompt and asked subject (stage 2 is built from each engine's own stage-1 a
 item exists in both only where the granted attributes agree): `engine_agreement` is the share of equal
 labels, `engine_agreement_clear` the share among items where llama.cpp's top two option scores are at
 least CLEAR_MARGIN nats apart. The llama.cpp run's HTTP requests are replayed unchanged to a fresh server
-of the same size with raw httpx: `llamacpp_server_items_per_s` against `llamacpp_answer_items_per_s` is
-what the client side of the run costs.
+of the same size with raw httpx: `llamacpp_server_requests_per_s` against `llamacpp_run_requests_per_s`
+is what the client side of the run costs.
 
 `--gpu` times hf-causal on a CUDA GPU (`--device cuda`, bfloat16) instead of comparing engines, and says
 so when there is none.
@@ -34,7 +34,7 @@ CLEAR_MARGIN = 0.5  # nats between llama.cpp's best and second-best option
 
 @dataclass(frozen=True)
 class ServerResult:
-    items_per_s: float
+    requests_per_s: float
     prompt_tokens: int  # all prompt tokens of the requests
     evaluated_tokens: int  # those the server computed (the rest came from its prompt cache)
 
@@ -63,9 +63,9 @@ async def _send_all(address: str, bodies: list[dict], concurrency: int) -> Serve
 
         started = time.perf_counter()
         await asyncio.gather(*(send(request) for request in bodies))
-        items_per_s = len(bodies) / (time.perf_counter() - started)
+        requests_per_s = len(bodies) / (time.perf_counter() - started)
     evaluated = sum(timing.get("prompt_n", 0) for timing in timings)
-    return ServerResult(items_per_s, evaluated + sum(timing.get("cache_n", 0) for timing in timings), evaluated)
+    return ServerResult(requests_per_s, evaluated + sum(timing.get("cache_n", 0) for timing in timings), evaluated)
 
 
 def _answers(database: Path) -> dict[tuple[str, str | None], tuple[str, str | None]]:
@@ -122,7 +122,9 @@ def _server_figures(run: TimedRun) -> dict[str, float]:
     """The llama.cpp run's own HTTP requests replayed to a fresh server: what the client side costs."""
     result = server_throughput(run.bodies, llamacpp.default_slots())
     return {
-        "llamacpp_server_items_per_s": round(result.items_per_s, 3),
+        "llamacpp_requests": len(run.bodies),  # /tokenize, /apply-template, scored and breaker /completion
+        "llamacpp_run_requests_per_s": round(len(run.bodies) / run.report["answer_s"], 2),
+        "llamacpp_server_requests_per_s": round(result.requests_per_s, 2),
         "llamacpp_prompt_tokens": result.prompt_tokens,
         "llamacpp_prompt_tokens_from_cache_pct": round(100 * (1 - result.evaluated_tokens / result.prompt_tokens), 1),
     }

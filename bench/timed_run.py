@@ -21,12 +21,16 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def _http_client_class() -> type:
-    """The async HTTP client class the openai package sends with (newer releases vendor `httpx2`)."""
-    try:
-        return importlib.import_module("httpx2").AsyncClient
-    except ImportError:
-        return importlib.import_module("httpx").AsyncClient
+def _http_client_classes() -> list[type]:
+    """The async HTTP clients requests leave through: httpx's (llama.cpp's exact scorer) and the one newer
+    openai releases vendor (httpx2), where installed."""
+    classes = []
+    for name in ("httpx", "httpx2"):
+        try:
+            classes.append(importlib.import_module(name).AsyncClient)
+        except ImportError:
+            continue
+    return classes
 
 
 def main() -> None:
@@ -46,14 +50,17 @@ def main() -> None:
     }
     bodies: list[tuple[str, bytes]] = []
 
-    client_class = _http_client_class()
-    real_send = client_class.send
+    def record_sends(client_class: type) -> None:
+        real_send = client_class.send
 
-    async def recording_send(self, request, **kwargs):
-        bodies.append((request.url.path, request.content))
-        return await real_send(self, request, **kwargs)
+        async def recording_send(self, request, **kwargs):
+            bodies.append((request.url.path, request.content))
+            return await real_send(self, request, **kwargs)
 
-    client_class.send = recording_send
+        client_class.send = recording_send
+
+    for client_class in _http_client_classes():
+        record_sends(client_class)
 
     real_create = pipeline.create_backend
 

@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from typer.testing import CliRunner
 
-from probe.backends import hf_causal
+from probe.backends import gguf_cache, hf_causal
 from probe.backends.base import Option, Query
 from probe.backends.fingerprint import file_sha256
 from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
@@ -216,6 +216,16 @@ def test_a_gguf_is_converted_once_then_loads_from_the_cache_with_equal_scores(
     assert cached.identity() == converting.identity()
     for one, other in zip(converting.answer(queries()), cached.answer(queries()), strict=True):
         assert (one.label, one.scores) == (other.label, other.scores)
+
+
+def test_a_gguf_over_the_size_cap_is_converted_but_not_kept(
+    models: dict[str, Path], private_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gguf_cache, "MAX_CACHED_BYTES", 1000)  # the tiny model's weights are larger
+    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    shutil.rmtree(converted, ignore_errors=True)
+    assert HFCausalBackend(HFCausalSettings(str(models["gguf"]))).prompt_format == "chat"
+    assert not converted.exists()
 
 
 def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path]) -> None:

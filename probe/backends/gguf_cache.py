@@ -5,7 +5,8 @@ dequantizing every tensor, ~20 s for the bundled 135M SmolLM2 on 2 cores, on eve
 saved once, in float32 (exactly the dequantized values; another dtype is cast from them on load, as
 transformers casts its own float32 dequantization), under the cache folder keyed by the file's sha256, so
 later runs load it in about a second with identical weights. The run's identity stays the GGUF's sha256.
-A cache that cannot be written (read-only home, full disk) only costs the conversion next time.
+A cache that cannot be written (read-only home, full disk) only costs the conversion next time. Models
+over MAX_CACHED_BYTES in float32 are not kept: a 7B GGUF would take 28 GB of the user's disk unasked.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 CONVERTED = "gguf-converted"
+MAX_CACHED_BYTES = 2 << 30  # float32 weights: models up to ~500M parameters (SmolLM2-135M: 540 MB)
 
 
 def load_gguf(path: Path, sha256: str, dtype: torch.dtype) -> tuple[PreTrainedTokenizerBase, PreTrainedModel]:
@@ -36,7 +38,8 @@ def load_gguf(path: Path, sha256: str, dtype: torch.dtype) -> tuple[PreTrainedTo
         return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-    _save(folder, tokenizer, model)
+    if model.get_memory_footprint() <= MAX_CACHED_BYTES:
+        _save(folder, tokenizer, model)
     return tokenizer, model.to(dtype)
 
 
