@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -53,11 +54,31 @@ def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
     assert (started.exit_code, started.output) == (0, "y\n")
 
 
-def test_the_estimate_uses_the_speed_measured_in_this_database(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_finished_run_has_nothing_left(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
     assert plan.plan(config).rate_source.startswith("as measured for BENCHMARKS.md")
     pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "measured"}))
     resumed = plan.plan(RunConfig(**{**config.__dict__, "run_id": "measured"}))
-    assert resumed.rate_source == "measured in this database (run measured)"
     assert (resumed.already_answered, resumed.calls_left, resumed.seconds) == (resumed.calls, 0, 0.0)
+
+
+def test_the_measured_speed_leaves_out_the_first_batch(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers are stamped when their batch returns: 11 batches of 8 a second apart are 80 calls in 10 s."""
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+    config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
+    pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "timed"}))
+    con = duckdb.connect(str(db_file))
+    con.execute(
+        """UPDATE answers SET answered_at = stamped.at FROM (
+               SELECT item_id, TIMESTAMP '2026-01-01' + to_seconds(stage * 100 + position // 8)
+                      + to_microseconds(position % 8) AS at
+               FROM (SELECT item_id, stage, row_number() OVER (PARTITION BY stage ORDER BY seq) - 1 AS position
+                     FROM items WHERE run_id = 'timed')
+           ) stamped WHERE answers.run_id = 'timed' AND answers.item_id = stamped.item_id"""
+    )
+    con.close()
+    estimate = plan.plan(config)
+    assert (estimate.stage1_calls, estimate.stage2_calls) == (88, 96)  # 11 and 12 batches of 8
+    assert estimate.rates == pytest.approx(((88 - 8) / 10, (96 - 8) / 11))
+    assert estimate.rate_source == "measured in this database (run timed)"
