@@ -3,8 +3,8 @@
 Each request to /v1/chat/completions or /v1/completions takes the next `Step` of the schedule (after
 the schedule runs out, every request gets `Step.ok()`); a step can also be tied to one prompt with
 `for_prompt`, so concurrent clients can be scripted per item. Successful replies answer with the first
-alternative of a GBNF `grammar` in the request (or `default_answer`), with first-token logprobs when
-asked. Every request is recorded (time, path, body, the step served, its Authorization header) for
+alternative of a GBNF `grammar` in the request (or `default_answer`), without logprobs (the openai
+backend asks for none). Every request is recorded (time, path, body, the step served, its Authorization header) for
 assertions.
 
 For whole runs: `answer_by_hash=True` picks the grammar alternative by a hash of the prompt (deterministic,
@@ -157,13 +157,9 @@ def _grammar_alternatives(body: dict[str, Any]) -> list[str]:
 
 
 def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
-    top = [{"token": answer, "logprob": -0.1}, {"token": "zzz", "logprob": -2.5}]
     if path.partition("?")[0].endswith("/chat/completions"):
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
         choice["message"] = {"role": "assistant", "content": answer}
-        if body.get("logprobs"):
-            entry = {"token": answer, "logprob": -0.1, "bytes": None, "top_logprobs": top}
-            choice["logprobs"] = {"content": [{**entry, "top_logprobs": [{**t, "bytes": None} for t in top]}]}
         return {
             "id": "fake",
             "object": "chat.completion",
@@ -172,13 +168,6 @@ def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
             "choices": [choice],
         }
     choice = {"index": 0, "finish_reason": "stop", "text": answer, "logprobs": None}
-    if body.get("logprobs"):
-        choice["logprobs"] = {
-            "tokens": [answer],
-            "token_logprobs": [-0.1],
-            "text_offset": [0],
-            "top_logprobs": [{t["token"]: t["logprob"] for t in top}],
-        }
     return {
         "id": "fake",
         "object": "text_completion",
