@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from bench.calls import preset_items
 from probe.backends.base import Query, Reply
 from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
-from probe.backends.llamacpp import default_gguf
+from probe.backends.local import default_gguf
 
 
 def _timed(backend: HFCausalBackend, queries: Sequence[Query]) -> tuple[list[Reply], float, int]:

