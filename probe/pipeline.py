@@ -13,11 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
-
 from probe import runner, runs, stopping
 from probe.backends import create_backend
-from probe.backends.base import Backend
 from probe.config import RunConfig, load_config
 from probe.dataset import check_templates
 from probe.db import connect
@@ -25,6 +22,9 @@ from probe.errors import RunInterrupted, UserError
 from probe.selection import Selection, select, stored_selection
 
 if TYPE_CHECKING:
+    import duckdb
+
+    from probe.backends.base import Backend
     from probe.report import ReportFiles
 
 
