@@ -25,7 +25,7 @@ import torch
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
-from probe.backends.local import default_gguf, idle_cores
+from probe.backends.local import default_gguf, idle_cores, quiet_transformers
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
@@ -62,6 +62,8 @@ class HFCausalBackend:
 
     def __init__(self, settings: HFCausalSettings) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        quiet_transformers()
 
         if settings.threads:
             torch.set_num_threads(settings.threads)

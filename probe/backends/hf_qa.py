@@ -29,6 +29,7 @@ import torch
 
 from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import model_fingerprint
+from probe.backends.local import quiet_transformers
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
 from probe.labels import UNKNOWN
@@ -146,6 +147,8 @@ class HFQABackend:
 
     def __init__(self, settings: HFQASettings) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        quiet_transformers()
 
         if settings.threads:
             torch.set_num_threads(settings.threads)

@@ -39,3 +39,11 @@ def idle_cores() -> int:
 
     busy_share = psutil.cpu_percent(interval=0.25) / 100
     return max(1, round(machine_cores() * (1 - busy_share)))
+
+
+def quiet_transformers() -> None:
+    """Turn off transformers' own progress bars (loading weights, converting a GGUF): they would print on
+    every run, through --quiet, beside the runner's progress."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
