@@ -218,6 +218,18 @@ def test_a_gguf_is_converted_once_then_loads_from_the_cache_with_equal_scores(
         assert (one.label, one.scores) == (other.label, other.scores)
 
 
+def test_a_damaged_converted_copy_is_converted_again(models: dict[str, Path], private_cache: Path) -> None:
+    reference = HFCausalBackend(HFCausalSettings(str(models["gguf"]))).answer(queries())
+    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    (converted / "model.safetensors").write_bytes(b"cut short")
+    again = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
+    assert again.model.config.name_or_path == str(models["gguf"].parent)  # converted, not read from the copy
+    assert [(reply.label, reply.scores) for reply in again.answer(queries())] == [
+        (reply.label, reply.scores) for reply in reference
+    ]
+    assert (converted / "model.safetensors").stat().st_size > len(b"cut short")  # and kept again
+
+
 def test_a_gguf_over_the_size_cap_is_converted_but_not_kept(
     models: dict[str, Path], private_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,10 @@ def load_gguf(path: Path, sha256: str, dtype: torch.dtype) -> tuple[PreTrainedTo
 
     folder = cache_dir() / CONVERTED / sha256
     if (folder / "config.json").is_file():
-        return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        try:
+            return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        except Exception:  # any damage (a file deleted, cut short, garbled) raises its own type: convert again
+            shutil.rmtree(folder, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
     if model.get_memory_footprint() <= MAX_CACHED_BYTES:
