@@ -43,7 +43,9 @@ ConditionsOption = Annotated[
 BackendOption = Annotated[
     str | None, typer.Option("--backend", help="hf-causal (default), llamacpp, hf-qa, openai or replay.")
 ]
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model id or path (backend-specific).")]
+ModelOption = Annotated[
+    str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
+]
 BaseUrlOption = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server URL, or URL1,URL2,... (one run, many).")
 ]
