@@ -1,6 +1,5 @@
 """Shared fixtures."""
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +14,9 @@ from tests.support import ONET_RELEASE
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Model hashes and converted GGUFs go to a folder of this session, not the user's ~/.cache."""
     folder = tmp_path_factory.mktemp("cache")
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(folder)
-    yield folder
-    if before is None:
-        del os.environ["XDG_CACHE_HOME"]
-    else:
-        os.environ["XDG_CACHE_HOME"] = before
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder
 
 
 @pytest.fixture
