@@ -259,6 +259,33 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
     assert query(db_file, "SELECT status FROM runs WHERE run_id = 'sloppy'")["status"].tolist() == ["failed"]
 
 
+def test_a_stage_where_no_reply_names_an_option_fails_the_run_before_stage_2(db_file: Path, use_backend) -> None:
+    class Rambling(FakeBackend):  # generation that never matches an option: unknown, but no failure
+        def answer(self, queries: Sequence[Query]) -> list[Reply]:
+            self.asked += len(queries)
+            return [Reply(label="unknown", raw="It depends on many things.") for _ in queries]
+
+    backend = use_backend(Rambling())
+    with pytest.raises(RunFailed, match=r"^all 88 stage-1 answers are unknown: no reply named an option"):
+        pipeline.answer(config(db_file, conditions=("baseline",), run_id="rambling"))
+    assert backend.asked == 88  # stage 2 was never built or asked
+    assert query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = 'rambling' AND stage = 2")["n"][0] == 0
+    assert query(db_file, "SELECT status FROM runs WHERE run_id = 'rambling'")["status"].tolist() == ["failed"]
+
+
+def test_a_stage_2_where_no_reply_names_an_option_fails_the_run(db_file: Path, use_backend) -> None:
+    class LostInStage2(FakeBackend):
+        def answer(self, queries: Sequence[Query]) -> list[Reply]:
+            if queries[0].item["stage"] == 1:
+                return super().answer(queries)
+            return [Reply(label="unknown", raw="Hard to say.") for _ in queries]
+
+    use_backend(LostInStage2())
+    with pytest.raises(RunFailed, match=r"^all 32 stage-2 answers are unknown"):
+        pipeline.answer(config(db_file, conditions=("baseline",), run_id="lost"))
+    assert query(db_file, "SELECT status FROM runs WHERE run_id = 'lost'")["status"].tolist() == ["failed"]
+
+
 def test_export_writes_items_and_answers(db_file: Path, use_backend, tmp_path: Path) -> None:
     use_backend(FakeBackend())
     run_id = pipeline.answer(config(db_file, conditions=("control",)))
