@@ -203,10 +203,15 @@ def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
         HFCausalBackend(HFCausalSettings(str(models["gguf"].parent / "absent.gguf")))
 
 
+def converted_copy(gguf: Path, cache: Path) -> Path:
+    """Where the README says a converted GGUF is kept: <cache>/taxonomy-probe/gguf-converted/<sha256>."""
+    return cache / "taxonomy-probe" / "gguf-converted" / file_sha256(gguf)
+
+
 def test_a_gguf_is_converted_once_then_loads_from_the_cache_with_equal_scores(
     models: dict[str, Path], private_cache: Path
 ) -> None:
-    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    converted = converted_copy(models["gguf"], private_cache)
     shutil.rmtree(converted, ignore_errors=True)
     converting = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
     assert converting.model.config.name_or_path == str(models["gguf"].parent)
@@ -220,7 +225,7 @@ def test_a_gguf_is_converted_once_then_loads_from_the_cache_with_equal_scores(
 
 def test_a_damaged_converted_copy_is_converted_again(models: dict[str, Path], private_cache: Path) -> None:
     reference = HFCausalBackend(HFCausalSettings(str(models["gguf"]))).answer(queries())
-    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    converted = converted_copy(models["gguf"], private_cache)
     (converted / "model.safetensors").write_bytes(b"cut short")
     again = HFCausalBackend(HFCausalSettings(str(models["gguf"])))
     assert again.model.config.name_or_path == str(models["gguf"].parent)  # converted, not read from the copy
@@ -234,7 +239,7 @@ def test_a_gguf_over_the_size_cap_is_converted_but_not_kept(
     models: dict[str, Path], private_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(gguf_cache, "MAX_CACHED_BYTES", 1000)  # the tiny model's weights are larger
-    converted = private_cache / "taxonomy-probe" / "gguf-converted" / file_sha256(models["gguf"])
+    converted = converted_copy(models["gguf"], private_cache)
     shutil.rmtree(converted, ignore_errors=True)
     assert HFCausalBackend(HFCausalSettings(str(models["gguf"]))).prompt_format == "chat"
     assert not converted.exists()
