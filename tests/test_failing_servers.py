@@ -47,7 +47,8 @@ def ask(prompt: str) -> Query:
 
 def run_args(base_url: str, db_file: Path, run_id: str = "failing") -> list[str]:
     return [
-        "run", "--backend", "openai", "--base-url", base_url, "--model", "fake-model", "--pairs", "1",
+        "run", "--backend", "openai", "--decoding", "generate",
+        "--base-url", base_url, "--model", "fake-model", "--pairs", "1",
         "--occupations", "nurse", "--top-k", "1", "--conditions", "control", "--run-id", run_id,
         "--db", str(db_file), "--quiet",
     ]  # fmt: skip

@@ -56,7 +56,8 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     run_toml.write_text('constrain = "grammar"\n')
     with FakeOpenAIServer(answer_by_hash=True) as server:
         printed = cli(
-            "run", "--backend", "openai", "--base-url", server.base_url, "--model", MODEL, "--names", str(names),
+            "run", "--backend", "openai", "--decoding", "generate",
+            "--base-url", server.base_url, "--model", MODEL, "--names", str(names),
             "--occupations", str(occupations), "--top-k", "1", "--conditions", "taxonomy", "--config", str(run_toml),
             "--run-id", RUN_ID, "--db", str(db_file), "--report",
         )  # fmt: skip

@@ -41,7 +41,7 @@ def run_args(server: FakeOpenAIServer, db_file: Path) -> list[str]:
     run_toml = db_file.parent / "RUN.toml"
     run_toml.write_text(RUN_TOML)
     return [
-        "run", "--backend", "openai", "--base-url", server.base_url, "--model", "fake-model",
+        "run", "--backend", "openai", "--decoding", "generate", "--base-url", server.base_url, "--model", "fake-model",
         "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy,control",
         "--config", str(run_toml), "--run-id", RUN_ID, "--db", str(db_file), "--quiet",
     ]  # fmt: skip

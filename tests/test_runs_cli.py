@@ -43,7 +43,8 @@ def test_a_run_killed_with_sigkill_is_listed_and_resumed_by_its_id_alone(db_file
     run_toml.write_text(RUN_TOML)
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=_slow) as server:
         args = [
-            "run", "--backend", "openai", "--base-url", server.base_url, "--model", "fake-model",
+            "run", "--backend", "openai", "--decoding", "generate",
+            "--base-url", server.base_url, "--model", "fake-model",
             "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy",
             "--config", str(run_toml), "--db", str(db_file),
         ]  # fmt: skip

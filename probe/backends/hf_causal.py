@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
+from probe.backends.continuation import completion_pair
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
 from probe.backends.local import default_gguf, idle_cores, quiet_transformers
@@ -123,25 +124,29 @@ class HFCausalBackend:
     def close(self) -> None:
         self.model = None  # the weights are the memory worth releasing
 
-    def _prompt_ids(self, query: Query) -> list[int]:
+    def _prompt_ids(self, prompt: str) -> list[int]:
         if self.prompt_format == "chat":
             text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": query.prompt}], add_generation_prompt=True, tokenize=False
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
             )
             return self.tokenizer(text, add_special_tokens=False).input_ids
-        return self.tokenizer(query.prompt).input_ids
+        return self.tokenizer(prompt).input_ids
 
-    def _option_ids(self, text: str) -> list[int]:
-        separator = " " if self.prompt_format == "completion" else ""
-        return self.tokenizer(separator + text, add_special_tokens=False).input_ids
+    def _context_ids(self, prompt: str) -> list[int]:
+        """The prompt as the context of scored options (continuation.py)."""
+        return self._prompt_ids(completion_pair(prompt, "")[0] if self.prompt_format == "completion" else prompt)
+
+    def _option_ids(self, prompt: str, text: str) -> list[int]:
+        continuation = completion_pair(prompt, text)[1] if self.prompt_format == "completion" else text
+        return self.tokenizer(continuation, add_special_tokens=False).input_ids
 
     def _score(self, queries: Sequence[Query]) -> list[Reply]:
         """Sum of log p(option tokens | prompt) for every (query, option), from token trees.
 
         Queries are taken in prompt order, so items that share a context land in the same tree.
         """
-        prompts = [self._prompt_ids(query) for query in queries]
-        options = [[self._option_ids(option.text) for option in query.options] for query in queries]
+        prompts = [self._context_ids(query.prompt) for query in queries]
+        options = [[self._option_ids(query.prompt, option.text) for option in query.options] for query in queries]
         totals: list[list[float]] = [[] for _ in queries]
         tree, members = TokenTree(), []
         for index in sorted(range(len(queries)), key=prompts.__getitem__):
@@ -197,7 +202,7 @@ class HFCausalBackend:
     @torch.inference_mode()
     def _generate(self, queries: Sequence[Query]) -> list[Reply]:
         """Greedy continuation of each prompt (left-padded batch), parsed into an option."""
-        prompts = [self._prompt_ids(query) for query in queries]
+        prompts = [self._prompt_ids(query.prompt) for query in queries]
         width = max(len(prompt) for prompt in prompts)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(prompt)) + prompt for prompt in prompts])

@@ -1,9 +1,11 @@
 """OpenAI-compatible HTTP backend: OpenAI, vLLM, Ollama, llama.cpp (also drives the embedded llamacpp one).
 
-Answers are not left to free text: the request constrains the output to the options (a GBNF grammar for
-llama.cpp, a JSON schema for servers with structured output) and the reply is parsed into an option
-(decided_by `generate`). No scores are stored: a chat server's top logprobs of the first token are neither
-every option nor the options' whole texts, so they could disagree with the label. Requests run
+Decoding `score` (the default): every option's exact log-likelihood from the server's prompt
+log-probabilities (openai_score.py: vLLM-style replies, or llama.cpp's server), label = their argmax; a
+server that cannot score stops the run at start. Decoding `generate`: the request constrains the output to
+the options (a GBNF grammar for llama.cpp, a JSON schema for servers with structured output) and the reply
+is parsed into an option; no scores are stored (a chat server's top logprobs of the first token are neither
+every option nor the options' whole texts, so they could disagree with the label). Requests run
 concurrently on one event loop; transient failures (429 with Retry-After, 5xx, timeouts, dropped
 connections, unreadable bodies) are retried with bounded exponential backoff, and an item that still
 fails becomes `unknown` with its error.
@@ -32,6 +34,15 @@ import openai
 from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
+from probe.backends.openai_score import (
+    LLAMA_CPP,
+    PROMPT_LOGPROBS,
+    LlamaCppServedBackend,
+    PromptLogprobScorer,
+    check_same_protocol,
+    detect_scoring,
+    scoring_identity,
+)
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
 from probe.labels import UNKNOWN
@@ -61,8 +72,11 @@ class ApiSettings:
     timeout_s: float = 60.0
     max_retries: int = 5
     backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped at MAX_BACKOFF_S
+    decoding: str = "generate"  # or "score": exact option log-likelihoods (openai_score.py)
 
     def __post_init__(self) -> None:
+        if self.decoding not in ("score", "generate"):
+            raise UserError(f"--decoding {self.decoding!r}: choose score or generate")
         if self.api_mode not in ("chat", "completions"):
             raise UserError(f"api_mode {self.api_mode!r}: choose chat or completions")
         if self.constrain not in CONSTRAINTS:
@@ -90,12 +104,17 @@ class OpenAIBackend:
         scrub_logs()
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
+        scoring = settings.decoding == "score"
+        self._scorer = PromptLogprobScorer(settings, self.prompt_format) if scoring else None
 
     def identity(self) -> dict[str, object]:
         decoding = asdict(self.settings)
-        for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s"):
+        for transport_only in ("concurrency", "timeout_s", "max_retries", "backoff_s", "decoding"):
             del decoding[transport_only]
         decoding["base_url"] = safe_url(self.settings.base_url)
+        if self._scorer is not None:  # what shapes generated text only
+            del decoding["constrain"], decoding["max_tokens"]
+            return {"backend": "openai", "temperature": 0.0, **decoding, **scoring_identity(PROMPT_LOGPROBS)}
         return {"backend": "openai", "temperature": 0.0, **decoding, "decided_by": "generate"}
 
     def cache_key_parts(self, query: Query) -> list[object]:
@@ -172,6 +191,8 @@ class OpenAIBackend:
         return min(self.settings.backoff_s * 2**attempt, MAX_BACKOFF_S)
 
     async def _answer_once(self, query: Query) -> Reply:
+        if self._scorer is not None:
+            return await self._scorer.reply(self._client, query)
         settings = self.settings
         common: dict[str, Any] = {
             "model": settings.model,
@@ -304,11 +325,19 @@ def settings_from(config: RunConfig) -> ApiSettings:
         timeout_s=config.timeout,
         max_retries=config.max_retries,
         backoff_s=config.backoff,
+        decoding=config.decoding,
     )
 
 
-def create(settings: ApiSettings) -> OpenAIBackend | MultiEndpointBackend:
+def create(settings: ApiSettings) -> OpenAIBackend | MultiEndpointBackend | LlamaCppServedBackend:
     urls = split_urls(settings.base_url)
+    if settings.decoding == "score":  # probe the servers first: one that cannot score stops the run here
+        api_key = os.environ.get(API_KEY_VARIABLE) or "no-key"
+        targets = urls or ["https://api.openai.com/v1"]
+        chat = settings.api_mode == "chat"
+        protocol = check_same_protocol([detect_scoring(url, settings.model, api_key, chat) for url in targets], targets)
+        if protocol == LLAMA_CPP:
+            return LlamaCppServedBackend(settings, urls)
     if len(urls) > 1:  # --base-url URL1,URL2,...: one run spread over several servers
         endpoints = [OpenAIBackend(replace(settings, base_url=url)) for url in urls]
         return MultiEndpointBackend(endpoints, chunk_size=settings.concurrency)
