@@ -104,8 +104,11 @@ class OpenAIBackend:
         scrub_logs()
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
-        scoring = settings.decoding == "score"
-        self._scorer = PromptLogprobScorer(settings, self.prompt_format) if scoring else None
+        self._scorer = (
+            PromptLogprobScorer(settings.model, settings.base_url or "", self.prompt_format)
+            if settings.decoding == "score"
+            else None
+        )
 
     def identity(self) -> dict[str, object]:
         decoding = asdict(self.settings)
@@ -337,7 +340,7 @@ def create(settings: ApiSettings) -> OpenAIBackend | MultiEndpointBackend | Llam
         chat = settings.api_mode == "chat"
         protocol = check_same_protocol([detect_scoring(url, settings.model, api_key, chat) for url in targets], targets)
         if protocol == LLAMA_CPP:
-            return LlamaCppServedBackend(settings, urls)
+            return LlamaCppServedBackend(settings.model, urls, settings.api_mode, settings.timeout_s)
     if len(urls) > 1:  # --base-url URL1,URL2,...: one run spread over several servers
         endpoints = [OpenAIBackend(replace(settings, base_url=url)) for url in urls]
         return MultiEndpointBackend(endpoints, chunk_size=settings.concurrency)

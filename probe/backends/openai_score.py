@@ -28,15 +28,12 @@ import httpx
 
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.continuation import completion_pair
-from probe.backends.endpoints import split_urls
 from probe.backends.llamacpp_score import LlamaCppScorer
 from probe.errors import RunFailed, UserError
 from probe.redact import host_port, safe_url
 
 if TYPE_CHECKING:
     import openai
-
-    from probe.backends.openai_api import ApiSettings
 
 LLAMA_CPP = "llama.cpp"
 PROMPT_LOGPROBS = "prompt-logprobs"
@@ -127,9 +124,9 @@ def _sequence_logprobs(choice: dict[str, Any], sequence: list[int]) -> list[floa
 class PromptLogprobScorer:
     """Scores a query's options from one completions request (PROMPT_LOGPROBS servers); see the module docstring."""
 
-    def __init__(self, settings: ApiSettings, prompt_format: str) -> None:
-        self._model = settings.model
-        self._root = server_root(settings.base_url or "")
+    def __init__(self, model: str, base_url: str, prompt_format: str) -> None:
+        self._model = model
+        self._root = server_root(base_url)
         self._prompt_format = prompt_format
         self._option_tokens: dict[str, list[int]] = {}
 
@@ -178,17 +175,15 @@ class LlamaCppServedBackend:
 
     cacheable = True
 
-    def __init__(self, settings: ApiSettings, urls: Sequence[str]) -> None:
-        self.settings = settings
-        self.prompt_format = "chat" if settings.api_mode == "chat" else "completion"
-        self.batch_size = settings.concurrency * 4
-        self._scorer = LlamaCppScorer([server_root(url) for url in urls], self.prompt_format, settings.timeout_s)
+    def __init__(self, model: str, urls: Sequence[str], api_mode: str, timeout_s: float) -> None:
+        self.prompt_format = "chat" if api_mode == "chat" else "completion"
+        self.batch_size = 4 * len(urls)  # one query at a time per server (llamacpp_score.py)
+        self._identity = {"backend": "openai", "model": model, "base_url": ",".join(str(safe_url(url)) for url in urls),
+                          "api_mode": api_mode, **scoring_identity(LLAMA_CPP)}  # fmt: skip
+        self._scorer = LlamaCppScorer([server_root(url) for url in urls], self.prompt_format, timeout_s)
 
     def identity(self) -> dict[str, object]:
-        settings = self.settings
-        urls = ",".join(str(safe_url(url)) for url in split_urls(settings.base_url))
-        return {"backend": "openai", "model": settings.model, "base_url": urls, "api_mode": settings.api_mode,
-                **scoring_identity(LLAMA_CPP)}  # fmt: skip
+        return dict(self._identity)
 
     def cache_key_parts(self, query: Query) -> list[object]:
         return default_cache_key_parts(query)
