@@ -53,6 +53,7 @@ class RunConfig:
     backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
     max_failed_share: float = 0.1  # more failed answers than this share: the run ends failed, not complete
     answers: str | None = None  # replay: CSV or Parquet of labels
+    system_prompt: str | None = None  # the text (--system-prompt TEXT or FILE, read when given): model + mitigation
     run_id: str | None = None
     db: str = str(DEFAULT_DB)
     no_cache: bool = False
@@ -236,7 +237,31 @@ def _parse_names(value: object, base_dir: Path | None = None) -> str | None:
     return str(base_dir / path if base_dir and not path.is_absolute() else path)
 
 
+SYSTEM_PROMPT_FILES = (".txt", ".md")
+
+
+def _parse_system_prompt(value: object, base_dir: Path | None = None) -> str | None:
+    """TEXT, or the text of FILE (a path that exists, or one ending .txt/.md): the run stores the text itself."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected the system prompt's text or a text file")
+    path = Path(value).expanduser()
+    path = base_dir / path if base_dir and not path.is_absolute() else path
+    if "\n" not in value and (path.is_file() or path.suffix.lower() in SYSTEM_PROMPT_FILES):
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path}: cannot read it as UTF-8 text ({type(error).__name__})") from None
+        if not text:
+            raise ValueError(f"{path}: the file is empty")
+        return text
+    return value.strip()
+
+
 def _parse_value(name: str, value: object, base_dir: Path | None) -> object:
+    if name == "system_prompt":
+        return _parse_system_prompt(value, base_dir)
     if name == "occupations":
         return _parse_occupations(value, base_dir)
     if name == "names":

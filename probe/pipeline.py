@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from probe import runner, runs, stopping
 from probe.backends import create_backend
+from probe.backends.system_prompt import with_system_prompt
 from probe.config import RunConfig, load_config
 from probe.dataset import check_templates
 from probe.db import connect
@@ -66,7 +67,8 @@ def answer(config: RunConfig, on_start: Callable[[str], None] | None = None) -> 
             selection = stored_selection(con, config)
         else:
             selection = select(con, config)
-        backend = create_backend(config)  # checks its input (e.g. a replay file) before anything is written
+        # checks its input (e.g. a replay file) before anything is written
+        backend = with_system_prompt(create_backend(config), config.system_prompt)
         try:
             with stopping.on_signals():
                 return _answer_with(con, config, backend, selection, stored, on_start)

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from probe.backends import create_backend
 from probe.backends.base import Query
-from probe.backends.continuation import split_continuation
 from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
+from probe.backends.model_input import split_continuation
 from probe.backends.openai_score import server_root
 from probe.cli import app
 from probe.config import RunConfig

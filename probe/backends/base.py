@@ -45,6 +45,9 @@ class Query:
     # plus first_name, second_name and subject_name (the asked subject's name for attr/binary, else None):
     # extractive QA answers attr/binary 'yes' when its span is subject_name.
     item: Mapping[str, object]
+    # The run's --system-prompt (backends/model_input.py puts it before the prompt); the same for every query of
+    # a run, so it is part of the backend identity (backends/system_prompt.py), not of the cache key parts.
+    system_prompt: str | None = None
 
 
 @dataclass(frozen=True)

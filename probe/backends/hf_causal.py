@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
-from probe.backends.continuation import completion_pair
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
 from probe.backends.local import default_gguf, idle_cores, quiet_transformers
+from probe.backends.model_input import chat_messages, completion_pair, completion_text
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
@@ -124,20 +124,20 @@ class HFCausalBackend:
     def close(self) -> None:
         self.model = None  # the weights are the memory worth releasing
 
-    def _prompt_ids(self, prompt: str) -> list[int]:
+    def _prompt_ids(self, query: Query) -> list[int]:
         if self.prompt_format == "chat":
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
-            )
+            text = self.tokenizer.apply_chat_template(chat_messages(query), add_generation_prompt=True, tokenize=False)
             return self.tokenizer(text, add_special_tokens=False).input_ids
-        return self.tokenizer(prompt).input_ids
+        return self.tokenizer(completion_text(query)).input_ids
 
-    def _context_ids(self, prompt: str) -> list[int]:
-        """The prompt as the context of scored options (continuation.py)."""
-        return self._prompt_ids(completion_pair(prompt, "")[0] if self.prompt_format == "completion" else prompt)
+    def _context_ids(self, query: Query) -> list[int]:
+        """The prompt as the context of scored options (model_input.py)."""
+        if self.prompt_format == "chat":
+            return self._prompt_ids(query)
+        return self.tokenizer(completion_pair(query, "")[0]).input_ids
 
-    def _option_ids(self, prompt: str, text: str) -> list[int]:
-        continuation = completion_pair(prompt, text)[1] if self.prompt_format == "completion" else text
+    def _option_ids(self, query: Query, text: str) -> list[int]:
+        continuation = completion_pair(query, text)[1] if self.prompt_format == "completion" else text
         return self.tokenizer(continuation, add_special_tokens=False).input_ids
 
     def _score(self, queries: Sequence[Query]) -> list[Reply]:
@@ -145,8 +145,8 @@ class HFCausalBackend:
 
         Queries are taken in prompt order, so items that share a context land in the same tree.
         """
-        prompts = [self._context_ids(query.prompt) for query in queries]
-        options = [[self._option_ids(query.prompt, option.text) for option in query.options] for query in queries]
+        prompts = [self._context_ids(query) for query in queries]
+        options = [[self._option_ids(query, option.text) for option in query.options] for query in queries]
         totals: list[list[float]] = [[] for _ in queries]
         tree, members = TokenTree(), []
         for index in sorted(range(len(queries)), key=prompts.__getitem__):
@@ -202,7 +202,7 @@ class HFCausalBackend:
     @torch.inference_mode()
     def _generate(self, queries: Sequence[Query]) -> list[Reply]:
         """Greedy continuation of each prompt (left-padded batch), parsed into an option."""
-        prompts = [self._prompt_ids(query.prompt) for query in queries]
+        prompts = [self._prompt_ids(query) for query in queries]
         width = max(len(prompt) for prompt in prompts)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(prompt)) + prompt for prompt in prompts])

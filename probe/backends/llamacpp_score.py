@@ -18,7 +18,7 @@ is one single-slot server per worker: a query's requests all go to one server, w
 requests in between.
 
 Tokens: the prompt as the server's own chat template renders it (`/apply-template`, chat format) or as it
-is (completion format, options after a space: continuation.py, as hf-causal scores them), tokenized by
+is (completion format, options after a space: model_input.py, as hf-causal scores them), tokenized by
 `/tokenize`.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from probe.backends.base import Option, Query, Reply, score_reply
-from probe.backends.continuation import completion_pair
+from probe.backends.model_input import chat_messages, completion_pair
 from probe.labels import UNKNOWN
 
 FORCE_BIAS = 1000.0  # added to the forced token's logit: no other token can win the greedy pick
@@ -94,8 +94,8 @@ class LlamaCppScorer:
         Options that share a context (all first tokens share the prompt) are read from one request where
         the server's top log-probabilities hold them; each term is summed in token order.
         """
-        prompt = await self._prompt_tokens(query.prompt, server)
-        options = [(option.label, await self._option_tokens_after(query.prompt, option, server))
+        prompt = await self._prompt_tokens(query, server)
+        options = [(option.label, await self._option_tokens_after(query, option, server))
                    for option in query.options]  # fmt: skip
         known: dict[tuple[tuple[int, ...], int], float] = {}  # (option prefix, next token) -> log-probability
         scores = {}
@@ -112,18 +112,17 @@ class LlamaCppScorer:
             scores[label] = total
         return scores
 
-    async def _prompt_tokens(self, prompt: str, server: str) -> list[int]:
+    async def _prompt_tokens(self, query: Query, server: str) -> list[int]:
         if self.prompt_format == "chat":
-            messages = [{"role": "user", "content": prompt}]
-            prompt = (await self._post(server, "/apply-template", {"messages": messages}))["prompt"]
+            prompt = (await self._post(server, "/apply-template", {"messages": chat_messages(query)}))["prompt"]
         else:
-            prompt = completion_pair(prompt, "")[0]
+            prompt = completion_pair(query, "")[0]
         # As the server tokenizes a prompt it is given as text (special tokens of the template parsed).
         body = {"content": prompt, "add_special": True, "parse_special": True}
         return (await self._post(server, "/tokenize", body))["tokens"]
 
-    async def _option_tokens_after(self, prompt: str, option: Option, server: str) -> list[int]:
-        text = option.text if self.prompt_format == "chat" else completion_pair(prompt, option.text)[1]
+    async def _option_tokens_after(self, query: Query, option: Option, server: str) -> list[int]:
+        text = option.text if self.prompt_format == "chat" else completion_pair(query, option.text)[1]
         if text not in self._option_tokens:
             body = {"content": text, "add_special": False, "parse_special": False}
             reply = await self._post(server, "/tokenize", body)

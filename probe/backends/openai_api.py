@@ -34,6 +34,7 @@ import openai
 from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
+from probe.backends.model_input import chat_messages, completion_text
 from probe.backends.openai_score import (
     LLAMA_CPP,
     PROMPT_LOGPROBS,
@@ -205,11 +206,11 @@ class OpenAIBackend:
         }
         if settings.api_mode == "chat":
             response = await self._client.chat.completions.create(
-                messages=[{"role": "user", "content": query.prompt}], **common
+                messages=chat_messages(query), **common
             )
             text = _chat_text(response)
         else:
-            response = await self._client.completions.create(prompt=query.prompt, **common)
+            response = await self._client.completions.create(prompt=completion_text(query), **common)
             text = _completion_text(response)
         chosen = parse_option(text, query.options)
         return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")

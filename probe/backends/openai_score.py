@@ -6,7 +6,7 @@ Two kinds of server can score, and `detect_scoring` tells them apart when the ba
 - vLLM and servers with its replies: prompt log-probabilities of a completions request (`prompt_logprobs`,
   or the OpenAI-style `echo` + `logprobs`, whose `token_logprobs` follow the prompt's tokens).
 
-Context and continuation are split as every engine splits them (continuation.py, after
+Context and continuation are split as every engine splits them (model_input.py, after
 lm-evaluation-harness) and each is tokenized on its own by the server (`/tokenize`), so the model sees
 exactly the tokens hf-causal scores. A chat prompt is tokenized from its messages (the
 server's chat template applied once, no special tokens added again); the request then carries token ids,
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
-from probe.backends.continuation import completion_pair
 from probe.backends.llamacpp_score import LlamaCppScorer
+from probe.backends.model_input import chat_messages, completion_pair
 from probe.errors import RunFailed, UserError
 from probe.redact import host_port, safe_url
 
@@ -132,8 +132,8 @@ class PromptLogprobScorer:
 
     async def reply(self, client: openai.AsyncOpenAI, query: Query) -> Reply:
         """A score-decided reply; transport errors propagate to the openai backend's retry loop."""
-        context = await self._context_tokens(client, query.prompt)
-        options = [await self._continuation_tokens(client, query.prompt, option.text) for option in query.options]
+        context = await self._context_tokens(client, query)
+        options = [await self._continuation_tokens(client, query, option.text) for option in query.options]
         sequences = [context + tokens for tokens in options]
         body = _completion_body(self._model, sequences)
         extra = {"prompt_logprobs": body.pop("prompt_logprobs")}  # vLLM's own parameter
@@ -146,15 +146,14 @@ class PromptLogprobScorer:
             scores[option.label] = sum(_sequence_logprobs(choice, sequence)[-len(tokens) :])
         return score_reply(scores, query.options)
 
-    async def _context_tokens(self, client: openai.AsyncOpenAI, prompt: str) -> list[int]:
+    async def _context_tokens(self, client: openai.AsyncOpenAI, query: Query) -> list[int]:
         if self._prompt_format == "chat":  # the server's chat template, applied once, no BOS added again
-            messages = [{"role": "user", "content": prompt}]
-            return await self._tokenize(client, {"messages": messages, "add_generation_prompt": True})
-        context, _ = completion_pair(prompt, "")
+            return await self._tokenize(client, {"messages": chat_messages(query), "add_generation_prompt": True})
+        context, _ = completion_pair(query, "")
         return await self._tokenize(client, {"prompt": context, "add_special_tokens": True})
 
-    async def _continuation_tokens(self, client: openai.AsyncOpenAI, prompt: str, text: str) -> list[int]:
-        continuation = text if self._prompt_format == "chat" else completion_pair(prompt, text)[1]
+    async def _continuation_tokens(self, client: openai.AsyncOpenAI, query: Query, text: str) -> list[int]:
+        continuation = text if self._prompt_format == "chat" else completion_pair(query, text)[1]
         if continuation not in self._option_tokens:
             tokens = await self._tokenize(client, {"prompt": continuation, "add_special_tokens": False})
             if not tokens:

@@ -70,6 +70,10 @@ ConcurrencyOption = Annotated[
     int | None,
     typer.Option("--concurrency", help="Parallel requests / llama.cpp servers (default: sized to the machine)."),
 ]
+SystemPromptOption = Annotated[
+    str | None,
+    typer.Option("--system-prompt", help="A system prompt (TEXT, or a .txt/.md FILE) before every question."),
+]
 RunIdOption = Annotated[str | None, typer.Option("--run-id", help="Run id; an existing one is resumed.")]
 RunDbOption = Annotated[
     str | None, typer.Option("--db", help="DuckDB database file (default runs/probe.duckdb).")
@@ -104,6 +108,7 @@ def run_command(
     decoding: DecodingOption = None,
     threads: ThreadsOption = None,
     concurrency: ConcurrencyOption = None,
+    system_prompt: SystemPromptOption = None,
     run_id: RunIdOption = None,
     db: RunDbOption = None,
     config: ConfigOption = None,
@@ -127,7 +132,7 @@ def run_command(
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
         decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id, db=db, no_cache=no_cache,
-        quiet=quiet, max_failed_share=max_failed_share,
+        quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
     )  # fmt: skip
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
