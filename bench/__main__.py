@@ -37,6 +37,12 @@ def _analyze(quick: bool, folder: Path) -> dict[str, float]:
     }
 
 
+def _compare(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.compare_speed import measure
+
+    return measure(folder, runs=10)
+
+
 def _qa(quick: bool, folder: Path) -> dict[str, float]:
     from bench.qa_batch import measure
 
@@ -86,6 +92,7 @@ def _prefix(quick: bool, folder: Path) -> dict[str, float]:
 BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "calls": _calls,
     "analyze": _analyze,
+    "compare": _compare,
     "qa": _qa,
     "prefix": _prefix,
     "llm": _llm,

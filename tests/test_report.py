@@ -227,7 +227,9 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     out = compared
     data = json.loads(out.with_suffix(".json").read_text())
     assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
-                          "shared", "leaderboard", "overall", "paired_differences", "preference_agreement"]  # fmt: skip
+                          "shared", "reference", "leaderboard", "leaderboard_method", "overall",
+                          "paired_differences", "ranks", "rank_order", "rank_method",
+                          "preference_agreement"]  # fmt: skip
     # Each replay file is its own "model": the only differences, and what the comparison measures.
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
         ("model", "measured"), ("model_identity", "measured")
@@ -250,7 +252,7 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     assert [row["run_id"] for row in data["leaderboard"]] == ["steady", "first"]
     assert [row["preferred_female"] for row in data["leaderboard"]] == [3, 0]
     html = out.read_text()
-    for section in ("runs", "scope", "leaderboard", "side-by-side", "differences", "agreement"):
+    for section in ("runs", "scope", "leaderboard", "ranks", "side-by-side", "differences", "agreement"):
         assert f'id="{section}"' in html, section
     assert html.count('<img src="data:image/svg+xml;base64,') == 2
     assert 'class="sortable"' in html

@@ -58,22 +58,28 @@ def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
 
 @app.command("compare")
 def compare_command(
-    run_ids: Annotated[list[str], typer.Argument(help="Two or more runs; the first is the reference.")],
+    run_ids: Annotated[list[str], typer.Argument(help="Two or more runs (any number): a leaderboard.")],
     db: DbOption = DEFAULT_DB,
     output: OutputOption = None,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="The run differences are taken to (default: the first).")
+    ] = None,
 ) -> None:
-    """Compare runs (models): metrics side by side, paired differences on shared instances, agreement.
+    """Compare runs (models): a leaderboard with intervals, paired differences to a reference run on the
+    shared instances, ranks with their uncertainty, agreement.
 
     Default output: <db folder>/compare-<id>-<id>....html.
     """
     from probe.report import ensure_analysed, write_comparison
+    from probe.report.compare import check_run_ids
 
+    check_run_ids(run_ids, reference)
     con = _open(db)
     try:
         for run_id in run_ids:
             if ensure_analysed(con, run_id):
                 typer.echo(f"run {run_id} had no metrics yet: analysed it first")
         default = db.parent / f"compare-{'-'.join(run_ids)}.html"
-        _print_files(write_comparison(con, run_ids, output or default))
+        _print_files(write_comparison(con, run_ids, output or default, reference))
     finally:
         con.close()

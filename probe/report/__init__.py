@@ -28,19 +28,27 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 
-- `schema_version`, `runs` (the `run` objects above, each with top_k, pairs, occupations, conditions),
-  `differences_in_settings` (list of sentences; empty when the runs share every setting)
+- `schema_version`, `runs` (the `run` objects above, each with top_k, pairs, occupations, conditions,
+  preset, system_prompt), `differences_in_settings` (list of sentences; empty when the runs share every
+  setting), `setting_differences` ([{setting, values, effect, sentence}]), `paired` (false when a setting
+  makes the runs' instances incomparable: no differences or ranks then)
 - `shared`: pairs, occupations, conditions, instances (what the paired differences are computed on)
-- `leaderboard`: [{run_id, model, condition, <metric>: value ..., preferred_female, preferred_male}], one
-  row per run for the lead condition (taxonomy where shared), each run on all its own instances
+- `reference`: the run the differences are taken to (`--reference`, default the first)
+- `leaderboard`: [{run_id, model, condition, metrics: {metric: {value, ci_low, ci_high, n}},
+  preferred_female, preferred_male}], one row per run: the headline metrics of the lead condition (taxonomy
+  where shared) and stage 1's attr_yes_diff, each run on all its own instances with its own interval
+  (`leaderboard_method`)
 - `overall`: {run_id: the `overall` object of that run's report}
 - `paired_differences`: [{condition, metric, run_a, run_b, value_a, value_b, difference, ci_low, ci_high,
-  n_instances, n_pairs, method, note}] (difference = run_b - run_a; null bounds and a note where no
-  interval can be estimated)
+  n_instances, n_pairs, method, note}] (difference = run_b - run_a, run_a the reference; null bounds and a
+  note where no interval can be estimated)
+- `ranks`: [{condition, metric, run_id, rank, rank_low, rank_high, runs, n_pairs}] with `rank_order` and
+  `rank_method`: each run's rank among the runs on the shared instances and the central 95% of its ranks
+  under the shared name-pair resamples
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
 """
 
-from probe.report.compare import cohens_kappa, compare_summary, paired_differences, settings_differences
+from probe.report.compare import cohens_kappa, compare_summary, settings_differences
 from probe.report.data import ensure_analysed, run_record, run_settings
 from probe.report.document import summary
 from probe.report.render import ReportFiles, render_comparison, render_report, write_comparison, write_report
@@ -50,7 +58,6 @@ __all__ = [
     "cohens_kappa",
     "compare_summary",
     "ensure_analysed",
-    "paired_differences",
     "render_comparison",
     "render_report",
     "run_record",

@@ -1,7 +1,9 @@
-"""Comparing runs: shared instances, paired differences with a paired bootstrap, agreement, settings."""
+"""Comparing runs: shared instances, settings, agreement; the leaderboard, differences and ranks are in
+leaderboard.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from probe.errors import UserError
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.metric_registry import COMPARED_METRICS
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -23,11 +25,8 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
-from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights
-
-# ---------------------------------------------------------------------------------------------- compare
-
-_NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"
+from probe.report.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
+from probe.statistics import CLUSTER_T_METHOD
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -47,6 +46,28 @@ def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> 
 
 def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
     """Per-pair metric counts (hits, n) of a run restricted to the shared instances.
+
+    A run whose every stage-2 instance is shared (the usual case: one design for every model) has them in its
+    metrics table already (scope pair: value = hits / n), read in milliseconds; otherwise they are counted
+    on the shared instances alone (`counts_on_instances`).
+    """
+    own = con.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT condition, pair_id, name_order, occupation FROM items "
+        "WHERE run_id = ? AND stage = 2)",
+        [run_id],
+    ).fetchone()[0]
+    if own != len(shared):
+        return counts_on_instances(con, run_id, shared)
+    placeholders = ", ".join("?" for _ in COMPARED_METRICS)
+    return con.execute(
+        "SELECT condition, scope, key, metric, coalesce(round(value * n), 0) AS hits, n FROM metrics "
+        f"WHERE run_id = ? AND scope = 'pair' AND condition <> 'stage1' AND metric IN ({placeholders})",
+        [run_id, *COMPARED_METRICS],
+    ).df()
+
+
+def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
+    """Per-pair metric counts of a run on the `shared` instances alone.
 
     Reuses the analyzers' SQL unchanged: `instances` builds the run's per-instance table, the instances
     outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
@@ -72,66 +93,6 @@ def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.D
         con.execute(queries["drop_instances"])
     keep = (counts["scope"] == "pair") & (counts["condition"] != "stage1") & counts["metric"].isin(COMPARED_METRICS)
     return counts[keep]
-
-
-def _ratio_terms(counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[str]) -> tuple:
-    """Numerator and denominator (pairs x metrics) whose column sums give each overall value.
-
-    The same aggregation as the analyzers' overall rows: pooled metrics sum hits over instances, the
-    others average the pair values over pairs with a valid instance.
-    """
-    hits = counts.pivot(index="key", columns="metric", values="hits").reindex(index=pairs, columns=metrics)
-    n = counts.pivot(index="key", columns="metric", values="n").reindex(index=pairs, columns=metrics)
-    hits, n = hits.fillna(0).to_numpy(float), n.fillna(0).to_numpy(float)
-    pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pair_values = np.where(n > 0, hits / n, 0.0)
-    return np.where(pooled, hits, pair_values), np.where(pooled, n, (n > 0).astype(float)), n.sum(axis=0)
-
-
-def paired_differences(counts_a: pd.DataFrame, counts_b: pd.DataFrame, run_a: str, run_b: str) -> list[dict[str, Any]]:
-    """run_b - run_a per condition and metric on the shared instances, with a paired bootstrap CI.
-
-    Name pairs are resampled once per replicate and the same resample is applied to both runs (seeded as
-    the analyzers' bootstrap), so the interval reflects the pairing.
-    """
-    rows = []
-    conditions = sorted(
-        set(counts_a["condition"]) & set(counts_b["condition"]), key=lambda c: order_index(CONDITIONS, c)
-    )
-    for condition in conditions:
-        part_a = counts_a[counts_a["condition"] == condition]
-        part_b = counts_b[counts_b["condition"] == condition]
-        metrics = [m for m in COMPARED_METRICS if m in set(part_a["metric"]) & set(part_b["metric"])]
-        pairs = sorted(set(part_a["key"]) | set(part_b["key"]), key=int)
-        num_a, den_a, n_a = _ratio_terms(part_a, pairs, metrics)
-        num_b, den_b, n_b = _ratio_terms(part_b, pairs, metrics)
-        weights = bootstrap_weights(len(pairs))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            value_a = num_a.sum(axis=0) / den_a.sum(axis=0)
-            value_b = num_b.sum(axis=0) / den_b.sum(axis=0)
-            replicates = (weights @ num_b) / (weights @ den_b) - (weights @ num_a) / (weights @ den_a)
-        lows, highs = bootstrap_interval(replicates, len(pairs))
-        for index, metric in enumerate(metrics):
-            low, high = lows[index], highs[index]
-            rows.append(
-                {
-                    "condition": condition,
-                    "metric": metric,
-                    "run_a": run_a,
-                    "run_b": run_b,
-                    "value_a": clean(value_a[index]),
-                    "value_b": clean(value_b[index]),
-                    "difference": clean(value_b[index] - value_a[index]),
-                    "ci_low": clean(low),
-                    "ci_high": clean(high),
-                    "n_instances": int(min(n_a[index], n_b[index])),
-                    "n_pairs": len(pairs),
-                    "method": f"paired {PERCENTILE_METHOD}",
-                    "note": None if clean(low) is not None else _NO_INTERVAL,
-                }
-            )
-    return rows
 
 
 def cohens_kappa(labels_a: Sequence[str], labels_b: Sequence[str]) -> float | None:
@@ -188,6 +149,7 @@ _RUN_SETTINGS = (
     ("model_identity", "model files (identity hash)", "measured"),
     ("backend", "backends", "measured"),
     ("decoding", "decoding settings", "measured"),
+    ("system_prompt", "system prompts", "measured"),
     ("preset", "presets", "listed"),
     ("top_k", "top-k", "unpaired"),
     ("template_hash", "prompt templates (hash)", "unpaired"),
@@ -240,15 +202,33 @@ def _compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "occupations": settings["occupations"],
         "conditions": settings["conditions"],
         "preset": settings["preset"],
+        "system_prompt": _system_prompt(con, run_id),
     }
 
 
-def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, Any]:
-    """The JSON summary of a comparison (keys documented in the module docstring)."""
+def _system_prompt(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The run's --system-prompt: what makes "model + mitigation prompt" a variant of its own."""
+    [config] = con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    return json.loads(config or "{}").get("system_prompt")
+
+
+def check_run_ids(run_ids: Sequence[str], reference: str | None) -> str:
+    """Two or more distinct runs and a reference among them (default the first): the reference's id."""
     if len(run_ids) < 2:
         raise UserError("compare: give at least two run ids")
     if len(set(run_ids)) != len(run_ids):
         raise UserError(f"compare: run ids repeat ({', '.join(run_ids)})")
+    if reference is not None and reference not in run_ids:
+        raise UserError(f"--reference {reference!r}: not one of the compared runs ({', '.join(run_ids)})")
+    return reference or run_ids[0]
+
+
+def compare_summary(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], reference: str | None = None
+) -> dict[str, Any]:
+    """compare.json: every number of a comparison; paired differences are each run minus `reference` (default:
+    the first run)."""
+    reference = check_run_ids(run_ids, reference)
     runs = [_compare_run(con, run_id) for run_id in run_ids]
     shared = shared_instances(con, run_ids)
     if shared.empty:
@@ -257,23 +237,9 @@ def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> d
     conditions = [c for c in CONDITIONS if c in set(shared["condition"])]
     lead = conditions[0] if conditions else sorted(set(shared["condition"]))[0]
     preferred = {run_id: preferred_lists(preference_frame(con, run_id)) for run_id in run_ids}
-    leaderboard = []
-    for run in runs:
-        entries = overall[run["run_id"]].get(lead, {})
-        lists = preferred[run["run_id"]].get(lead, {"female": [], "male": []})
-        leaderboard.append(
-            {
-                "run_id": run["run_id"],
-                "model": run["model"],
-                "condition": lead,
-                **{metric: (entries.get(metric) or {}).get("value") for metric in LEADERBOARD_METRICS},
-                "preferred_female": len(lists["female"]),
-                "preferred_male": len(lists["male"]),
-            }
-        )
-    reference = run_ids[0]
     differences, unpaired = settings_differences(con, runs)
     counts = {} if unpaired else {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
+    paired_differences, ranks = paired_analysis(counts, reference) if counts else ([], [])
     return {
         "schema_version": SCHEMA_VERSION,
         "runs": runs,
@@ -286,13 +252,14 @@ def compare_summary(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> d
             "conditions": sorted(set(shared["condition"]), key=lambda c: order_index(CONDITIONS, c)),
             "instances": len(shared),
         },
-        "leaderboard": leaderboard,
+        "reference": reference,
+        "leaderboard": leaderboard_rows(runs, overall, preferred, lead),
+        "leaderboard_method": CLUSTER_T_METHOD,  # the analyzers' overall intervals, each run on its own instances
         "overall": overall,
-        "paired_differences": [
-            row
-            for other in run_ids[1:] if counts
-            for row in paired_differences(counts[reference], counts[other], reference, other)
-        ],
+        "paired_differences": paired_differences,
+        "ranks": ranks,
+        "rank_order": RANK_ORDER,
+        "rank_method": RANK_METHOD,
         "preference_agreement": [
             row
             for index, run_a in enumerate(run_ids)

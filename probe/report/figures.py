@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS
+from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, METRICS
 from probe.report.data import CONDITIONS, order_index
 
 GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
@@ -221,20 +221,34 @@ def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
 RUN_COLOURS = ("#332288", "#DDAA33", "#BB5566", "#44AA99", "#88CCEE", "#999933", "#AA4499", "#666666")
 
 
-def figure_side_by_side(data: Mapping[str, Any]) -> str | None:
-    """Figure 1 metrics of the lead condition, one bar per run, each on all of that run's instances."""
-    lead = data["leaderboard"][0]["condition"]
-    fig = _new_figure(8.0, 3.4)
-    ax = fig.add_subplot()
-    series = {
-        run["run_id"]: [_metric_triplet(data["overall"][run["run_id"]], lead, m) for m in FIGURE1_METRICS]
-        for run in data["runs"]
-    }
-    colours = dict(zip(series, RUN_COLOURS * len(series), strict=False))
-    _grouped_bars(ax, FIGURE1_METRICS, series, colours)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel(f"share of valid instances ({lead})")
-    ax.legend(frameon=False, ncols=min(len(series), 4), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+def figure_leaderboard(data: Mapping[str, Any]) -> str | None:
+    """Forest plot of the leaderboard: one panel per headline metric, each run's estimate with its 95% interval."""
+    rows = data["leaderboard"]
+    metrics = list(dict.fromkeys(metric for row in rows for metric in row["metrics"]))
+    if not metrics:
+        return None
+    columns = min(4, len(metrics))
+    lines = -(-len(metrics) // columns)
+    fig = _new_figure(2.3 * columns + 1.2, (0.55 + 0.22 * len(rows)) * lines + 0.4)
+    axes = fig.subplots(lines, columns, sharey=True, squeeze=False).ravel()
+    for ax, metric in zip(axes, metrics, strict=False):
+        entries = [row["metrics"].get(metric) or {} for row in rows]
+        values = np.array([np.nan if e.get("value") is None else e["value"] for e in entries], dtype=float)
+        lows = np.array([np.nan if e.get("ci_low") is None else e["ci_low"] for e in entries], dtype=float)
+        highs = np.array([np.nan if e.get("ci_high") is None else e["ci_high"] for e in entries], dtype=float)
+        ax.errorbar(values, range(len(rows)), xerr=_error_bars(values, lows, highs), fmt="o", markersize=4,
+                    capsize=2, color=RUN_COLOURS[0])  # fmt: skip
+        null = METRICS[metric].null if metric in METRICS else None
+        if null is not None:
+            ax.axvline(null, color="#444444", linewidth=0.8, linestyle="--")
+        ax.set_title(metric, fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    for ax in axes[len(metrics) :]:
+        ax.set_visible(False)
+    axes[0].set_yticks(range(len(rows)), [row["run_id"] for row in rows])
+    axes[0].invert_yaxis()
     return _figure_uri(fig)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from probe.errors import UserError
 from probe.escape import markdown_text, write_atomic
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
+from probe.metric_registry import COMPARED_METRICS, METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
 from probe.report.data import (
     CONDITIONS,
@@ -29,10 +29,10 @@ from probe.report.document import summary
 from probe.report.figures import (
     figure_differences,
     figure_headline,
+    figure_leaderboard,
     figure_occupations,
     figure_pairs,
     figure_sensitivity,
-    figure_side_by_side,
     figure_stage1,
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
@@ -280,19 +280,22 @@ def _write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str
     return files
 
 
-def render_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> tuple[str, str, dict[str, Any]]:
+def render_comparison(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], reference: str | None = None
+) -> tuple[str, str, dict[str, Any]]:
     """HTML page, Markdown summary and JSON summary of a comparison of analysed runs."""
-    data = compare_summary(con, run_ids)
+    data = compare_summary(con, run_ids, reference)
+    metrics = list(dict.fromkeys(metric for row in data["leaderboard"] for metric in row["metrics"]))
     context = {
         **data,
-        "reference": run_ids[0],
-        "leaderboard_metrics": LEADERBOARD_METRICS,
+        "leaderboard_metrics": metrics,
+        "rank_rows": _rank_table(data),
         "side_by_side": _side_by_side_rows(data),
         "differences": _difference_rows(data["paired_differences"]),
         "attribution": ONET_ATTRIBUTION,
         "methods": METHODS,
     }
-    figures = {"side_by_side": figure_side_by_side(data), "differences": figure_differences(data)}
+    figures = {"leaderboard": figure_leaderboard(data), "differences": figure_differences(data)}
     html = _TEMPLATES.get_template("compare.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("compare.md.j2").render(**context)
     return html, markdown, data
@@ -309,7 +312,27 @@ def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path) -> ReportFiles:
+def _rank_table(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The lead condition's ranks: one row per run, one `rank (low-high)` cell per compared metric."""
+    lead = data["leaderboard"][0]["condition"]
+    ranks = [row for row in data["ranks"] if row["condition"] == lead]
+    metrics = [metric for metric in COMPARED_METRICS if any(row["metric"] == metric for row in ranks)]
+    cells = {(row["run_id"], row["metric"]): row for row in ranks}
+    rows = []
+    for run in data["runs"]:
+        shown = []
+        for metric in metrics:
+            row = cells.get((run["run_id"], metric)) or {}
+            rank, low, high = row.get("rank"), row.get("rank_low"), row.get("rank_high")
+            interval = MISSING if low is None else f"{low}{MISSING}{high}"  # 2 (1-3), an en dash between
+            shown.append(MISSING if rank is None else f"{rank} ({interval})")
+        rows.append({"run_id": run["run_id"], "cells": shown})
+    return {"condition": lead, "metrics": metrics, "rows": rows}
+
+
+def write_comparison(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path, reference: str | None = None
+) -> ReportFiles:
     """Write the comparison page with its Markdown and JSON summaries beside it."""
     files = _output_files(html_path)
-    return _write_files(files, *render_comparison(con, run_ids))
+    return _write_files(files, *render_comparison(con, run_ids, reference))
