@@ -24,7 +24,7 @@ CONDITIONS = ("taxonomy", "baseline", "control")
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
 OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",
-                                "batch_size", "timeout", "max_retries", "backoff", "max_failed_share"})
+                                "batch_size", "timeout", "max_retries", "backoff", "max_failed_share", "study"})
 
 
 @dataclass
@@ -55,6 +55,7 @@ class RunConfig:
     answers: str | None = None  # replay: CSV or Parquet of labels
     system_prompt: str | None = None  # the text (--system-prompt TEXT or FILE, read when given): model + mitigation
     run_id: str | None = None
+    study: str | None = None  # the study the run belongs to: one design, one run per model (probe/study.py)
     db: str = str(DEFAULT_DB)
     no_cache: bool = False
     quiet: bool = False
@@ -220,6 +221,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "conditions": _parse_conditions,
     "top_k": _parse_top_k,
     "run_id": _parse_run_id,
+    "study": _parse_run_id,
     "timeout": _parse_seconds,
     "backoff": _parse_seconds,
     "max_retries": _parse_max_retries,
@@ -283,15 +285,45 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
     return parsed
 
 
-def read_toml(path: Path) -> dict[str, object]:
-    """Settings from a RUN.toml file (keys = RunConfig field names)."""
+def _toml(path: Path) -> dict[str, object]:
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML ({exc})") from None
+
+
+def read_toml(path: Path) -> dict[str, object]:
+    """Settings from a RUN.toml file (keys = RunConfig field names; the [study] table: read_study)."""
+    raw = {key: value for key, value in _toml(path).items() if key != "study"}
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
+
+
+def read_study(path: Path) -> tuple[str | None, list[tuple[str | None, dict[str, object]]]]:
+    """RUN.toml's [study]: its id (or None) and, per [[study.models]] entry, its name (or None) and the settings
+    it overrides (RunConfig field names, e.g. backend, model, system_prompt)."""
+    study = _toml(path).get("study")
+    if study is None:
+        return None, []
+    if not isinstance(study, dict) or set(study) - {"id", "models"}:
+        raise UserError(f"{path}: [study] takes `id` and [[study.models]] tables")
+    models = study.get("models", [])
+    if not isinstance(models, list) or not all(isinstance(model, dict) for model in models):
+        raise UserError(f"{path}: study.models: expected [[study.models]] tables")
+    variants = []
+    for index, model in enumerate(models, start=1):
+        settings = {key: value for key, value in model.items() if key != "name"}
+        where = f"{path}: study.models[{index}]"
+        name = model.get("name")
+        if name is not None and not isinstance(name, str):
+            raise UserError(f"{where}.name: expected text")
+        variants.append((name, _parse_settings(settings, lambda key, w=where: f"{w}.{key}", base_dir=path.parent)))
+    try:
+        study_id = _parse_run_id(study.get("id"))
+    except ValueError as exc:
+        raise UserError(f"{path}: study.id: {exc}") from None
+    return study_id, variants
 
 
 def load_config(

@@ -134,7 +134,8 @@ def stored_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, ob
 
 
 def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per run, newest first: id, created, model, backend, preset, answered, items, stage, status.
+    """One row per run, newest first, a study's runs together (placed by its newest run, oldest run first):
+    id, created, model, backend, preset, answered, items, stage, status, study.
 
     `answered` counts items with an answer that is not a stored failure. `stage` is the last stage built:
     stage 2 is built from stage 1's answers, so before it exists `items` counts stage 1 only.
@@ -143,11 +144,13 @@ def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         """SELECT r.run_id, r.created_at, r.model, r.backend,
                   json_extract_string(r.config_json, '$.preset') AS preset,
                   coalesce(i.answered, 0) AS answered, coalesce(i.items, 0) AS items,
-                  coalesce(i.stage, 0) AS stage, r.status
+                  coalesce(i.stage, 0) AS stage, r.status,
+                  json_extract_string(r.config_json, '$.study') AS study
            FROM runs r LEFT JOIN (
                SELECT i.run_id, count(*) AS items, max(i.stage) AS stage,
                       count(a.item_id) FILTER (WHERE a.error IS NULL) AS answered
                FROM items i LEFT JOIN answers a USING (run_id, item_id) GROUP BY i.run_id
            ) i USING (run_id)
-           ORDER BY r.created_at DESC, r.run_id"""
+           ORDER BY max(r.created_at) OVER (PARTITION BY coalesce(study, r.run_id)) DESC, study,
+                    CASE WHEN study IS NULL THEN 0 ELSE epoch(r.created_at) END, r.run_id"""
     ).df()

@@ -58,7 +58,8 @@ def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
 
 @app.command("compare")
 def compare_command(
-    run_ids: Annotated[list[str], typer.Argument(help="Two or more runs (any number): a leaderboard.")],
+    run_ids: Annotated[list[str] | None, typer.Argument(help="Two or more runs (any number): a leaderboard.")] = None,
+    study: Annotated[str | None, typer.Option("--study", help="Compare this study's runs (after any RUN_IDs).")] = None,
     db: DbOption = DEFAULT_DB,
     output: OutputOption = None,
     reference: Annotated[
@@ -68,18 +69,25 @@ def compare_command(
     """Compare runs (models): a leaderboard with intervals, paired differences to a reference run on the
     shared instances, ranks with their uncertainty, agreement.
 
-    Default output: <db folder>/compare-<id>-<id>....html.
+    Default output: <db folder>/compare-<id>-<id>....html (a study: compare-<study id>.html).
     """
     from probe.report import ensure_analysed, write_comparison
     from probe.report.compare import check_run_ids
+    from probe.study import study_run_ids
 
+    run_ids = list(run_ids or [])
+    if study is not None:
+        members = study_run_ids(db, study)
+        if not members:
+            raise UserError(f"--study {study}: no runs of this study in {db}")
+        run_ids += [run_id for run_id in members if run_id not in run_ids]
     check_run_ids(run_ids, reference)
     con = _open(db)
     try:
         for run_id in run_ids:
             if ensure_analysed(con, run_id):
                 typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-        default = db.parent / f"compare-{'-'.join(run_ids)}.html"
+        default = db.parent / f"compare-{study or '-'.join(run_ids)}.html"
         _print_files(write_comparison(con, run_ids, output or default, reference))
     finally:
         con.close()

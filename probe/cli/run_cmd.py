@@ -19,6 +19,7 @@ from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
 from probe.export import export_run
 from probe.prompts import PROMPT_FORMATS
+from probe.study import study_configs
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
@@ -42,9 +43,6 @@ ConditionsOption = Annotated[
 ]
 BackendOption = Annotated[
     str | None, typer.Option("--backend", help="hf-causal (default), llamacpp, hf-qa, openai or replay.")
-]
-ModelOption = Annotated[
-    str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
 ]
 BaseUrlOption = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server URL, or URL1,URL2,... (one run, many).")
@@ -100,7 +98,10 @@ def run_command(
     top_k: TopKOption = None,
     conditions: ConditionsOption = None,
     backend: BackendOption = None,
-    model: ModelOption = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF); repeat it for a study."),
+    ] = None,
     base_url: BaseUrlOption = None,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -109,6 +110,9 @@ def run_command(
     threads: ThreadsOption = None,
     concurrency: ConcurrencyOption = None,
     system_prompt: SystemPromptOption = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="Study id: one run per model (resumes the study's runs).")
+    ] = None,
     run_id: RunIdOption = None,
     db: RunDbOption = None,
     config: ConfigOption = None,
@@ -126,14 +130,21 @@ def run_command(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Start a run estimated over 30 minutes without asking.")] = False,
 ) -> None:
-    """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id."""
+    """Build the two-stage dataset, answer it with a backend, and store the answers. Prints the run id (a study:
+    one per model)."""
+    models = model or []
     settings = _config(
         config,
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
-        backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
-        decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id, db=db, no_cache=no_cache,
-        quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
+        backend=backend, model=models[0] if len(models) == 1 else None, base_url=base_url, device=device,
+        dtype=dtype, answers=answers, decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id,
+        db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
+        study=study,
     )  # fmt: skip
+    study_runs = study_configs(settings, models, config)
+    if study_runs is not None:
+        _run_study(study_runs, dry_run=dry_run, yes=yes, report=report)
+        return
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
             typer.echo(line)
@@ -147,6 +158,31 @@ def run_command(
         print_headline(settings.db, finished_run_id)
     if report:
         report_run(Path(settings.db), finished_run_id)
+
+
+def _run_study(configs: list[RunConfig], *, dry_run: bool, yes: bool, report: bool) -> None:
+    """Every run of a study in turn (each resumed where it stopped); prints each run id as it finishes."""
+    study, db = configs[0].study, configs[0].db
+    if dry_run:
+        for settings in configs:
+            typer.echo(f"--- {settings.run_id}: {settings.backend} {settings.model or '(default model)'}")
+            for line in plan.describe(plan.plan(settings), settings):
+                typer.echo(line)
+        return
+    if not yes:
+        for settings in configs:
+            _confirm_long_run(settings)
+    if not configs[0].quiet:
+        typer.echo(f"study {study}: {len(configs)} runs in {db}; if it stops, run the same command with "
+                   f"--study {study} (or `probe run --study {study} --db {db}`) to resume it", err=True)  # fmt: skip
+    for settings in configs:
+        finished_run_id = _run_telling_how_to_resume(settings)
+        typer.echo(finished_run_id)
+        _warn_about_failed_items(settings.db, finished_run_id)
+        if report:
+            report_run(Path(settings.db), finished_run_id)
+    if not configs[0].quiet:
+        typer.echo(f"compare the study's runs with: probe compare --study {study} --db {db}", err=True)
 
 
 def _confirm_long_run(settings: RunConfig) -> None:

@@ -17,7 +17,8 @@ from probe.escape import literal_console
 
 @app.command("runs")
 def runs_command(db: DbOption = DEFAULT_DB) -> None:
-    """List the runs in a database, newest first: id, created, model, backend, preset, items answered, status.
+    """List the runs in a database, newest first (a study's runs together): id, created, model, backend, preset,
+    items answered, status, study.
 
     answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
     does not exist yet.
@@ -31,7 +32,7 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         typer.echo(f"no runs in {db}")
         return
     table = Table(title=f"runs in {db}", box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
-    for column in ("run id", "created", "model", "backend", "preset", "answered", "status"):
+    for column in ("run id", "created", "model", "backend", "preset", "answered", "status", "study"):
         # Long model ids wrap (fold) rather than being cut, and no header is cut below its own width.
         table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
     stopped = False
@@ -42,7 +43,7 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
         cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
         # Text(): model ids and run ids are the user's strings, never rich markup.
-        table.add_row(*(Text(str(cell)) for cell in (*cells, items, status)))
+        table.add_row(*(Text(str(cell)) for cell in (*cells, items, status, row.study or "")))
     console = literal_console()
     if not sys.stdout.isatty():
         console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
