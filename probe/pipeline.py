@@ -25,7 +25,8 @@ from probe.selection import Selection, select, stored_selection
 if TYPE_CHECKING:
     import duckdb
 
-    from probe.backends.base import Backend
+    from probe.backends.base import Backend, Reply
+    from probe.dataset import Item
     from probe.report import ReportFiles
 
 
@@ -114,6 +115,28 @@ def _answer_with(
         raise
     runs.set_status(con, run_id, "complete")
     return run_id
+
+
+def batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format: str) -> tuple[int, list[Item]]:
+    """A batch run's stage in progress and its unanswered items: stage 1's while it has any, then stage 2's
+    (built from stage 1's answers as a live run builds it). probe/batch.py writes them out."""
+    selection = stored_selection(con, config)
+    for stage in (1, 2):
+        runner.ensure_stage(con, str(config.run_id), stage, selection, config.conditions, prompt_format)
+        items = runner.pending_items(con, str(config.run_id), stage)
+        if items or stage == 2:
+            return stage, items
+    raise AssertionError("unreachable")
+
+
+def unanswered_item_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> set[str]:
+    """Items of either stage without an answer or whose answer is a stored failure."""
+    return {item.item_id for stage in (1, 2) for item in runner.pending_items(con, run_id, stage)}
+
+
+def store_batch_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: list[tuple[Item, Reply]]) -> None:
+    """Batch results, stored as the runner stores live replies (answers contract checked, secrets scrubbed)."""
+    runner.store_replies(con, run_id, answered)
 
 
 def analyze(db: Path | str, run_id: str) -> None:

@@ -66,21 +66,55 @@ def answer(
     """
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
-        if not _has_items(con, run_id, stage=1):
-            _insert_items(con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format))
+        ensure_stage(con, run_id, 1, selection, conditions, backend.prompt_format)
         # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
         answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
         _check_failed_share(con, run_id, max_failed_share)  # stage 2 is built from these answers
         _check_some_option_named(con, run_id, stage=1)
-        if not _has_items(con, run_id, stage=2):
-            granted = _granted_attributes(con, run_id)
-            items = build_stage2(selection.pairs, selection.attributes, granted, conditions, backend.prompt_format)
-            _insert_items(con, run_id, items)
+        ensure_stage(con, run_id, 2, selection, conditions, backend.prompt_format)
         answerer.answer_stage(2, progress, retry_failed=True)
         if hasattr(backend, "check_coverage"):  # replay: a file that matched nothing is an error
             backend.check_coverage()
         _check_failed_share(con, run_id, max_failed_share)
         _check_some_option_named(con, run_id, stage=2)
+
+
+def ensure_stage(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    stage: int,
+    selection: Selection,
+    conditions: Sequence[str],
+    prompt_format: str,
+) -> None:
+    """Build and store the items of `stage` unless they exist (stage 2 from stage 1's stored answers)."""
+    if _has_items(con, run_id, stage=stage):
+        return
+    if stage == 1:
+        items = build_stage1(selection.pairs, selection.attributes, prompt_format)
+    else:
+        granted = _granted_attributes(con, run_id)
+        items = build_stage2(selection.pairs, selection.attributes, granted, conditions, prompt_format)
+    _insert_items(con, run_id, items)
+
+
+def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
+    """The items of `stage` without an answer or whose answer is a stored failure, in build order."""
+    return _pending_items(con, run_id, stage, retry_failed=True)
+
+
+def store_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: Sequence[tuple[Item, Reply]]) -> None:
+    """Store replies that came from outside a live backend (batch results), checked as the runner checks its
+    own (answers contract, no secret), in one transaction."""
+    rows = []
+    for item, reply in answered:
+        checked = _checked(item, _scrubbed(reply))
+        rows.append((run_id, item.item_id, checked.raw, checked.label, _scores_json(checked), checked.decided_by,
+                     checked.error, False, datetime.now()))  # fmt: skip
+    if rows:
+        with db.transaction(con):
+            frame = pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
+            db.insert_frame(con, "answers", frame, verb="INSERT OR REPLACE")
 
 
 def _check_failed_share(con: duckdb.DuckDBPyConnection, run_id: str, max_share: float) -> None:

@@ -197,30 +197,37 @@ class OpenAIBackend:
     async def _answer_once(self, query: Query) -> Reply:
         if self._scorer is not None:
             return await self._scorer.reply(self._client, query)
-        settings = self.settings
-        common: dict[str, Any] = {
-            "model": settings.model,
-            "max_tokens": settings.max_tokens,
-            "temperature": 0.0,
-            "extra_body": self._constraint(query.options),
-        }
-        if settings.api_mode == "chat":
-            response = await self._client.chat.completions.create(
-                messages=chat_messages(query), **common
-            )
+        path, body = generation_request(self.settings, query)
+        standard = {key: body.pop(key) for key in ("model", "max_tokens", "temperature", "messages", "prompt")
+                    if key in body}  # fmt: skip
+        if path == CHAT_PATH:
+            response = await self._client.chat.completions.create(**standard, extra_body=body)
             text = _chat_text(response)
         else:
-            response = await self._client.completions.create(prompt=completion_text(query), **common)
+            response = await self._client.completions.create(**standard, extra_body=body)
             text = _completion_text(response)
-        chosen = parse_option(text, query.options)
-        return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")
+        return generated_reply(text, query)
 
-    def _constraint(self, options: Sequence[Option]) -> dict[str, Any]:
-        if self.settings.constrain == "grammar":
-            return {"grammar": option_grammar(options)}
-        if self.settings.constrain == "json_schema":
-            return {"response_format": answer_schema(options)}
-        return {}
+
+CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
+
+
+def generation_request(settings: ApiSettings, query: Query) -> tuple[str, dict[str, Any]]:
+    """The endpoint and JSON body of one generation request: sent live, or written to a batch file (batch.py)."""
+    body: dict[str, Any] = {"model": settings.model, "max_tokens": settings.max_tokens, "temperature": 0.0}
+    if settings.constrain == "grammar":
+        body["grammar"] = option_grammar(query.options)
+    elif settings.constrain == "json_schema":
+        body["response_format"] = answer_schema(query.options)
+    if settings.api_mode == "chat":
+        return CHAT_PATH, {**body, "messages": chat_messages(query)}
+    return COMPLETIONS_PATH, {**body, "prompt": completion_text(query)}
+
+
+def generated_reply(text: str, query: Query) -> Reply:
+    """A generated text, parsed into one of the query's options (unknown when it names none)."""
+    chosen = parse_option(text, query.options)
+    return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")
 
 
 def option_grammar(options: Sequence[Option]) -> str:

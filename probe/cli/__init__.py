@@ -2,6 +2,7 @@
 
 from probe.cli import (
     analyze_cmd,  # noqa: F401  (registers commands)
+    batch_cmd,  # noqa: F401  (registers commands)
     report_cmd,  # noqa: F401  (registers commands)
     run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)
