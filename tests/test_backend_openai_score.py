@@ -18,7 +18,7 @@ from probe.backends.model_input import split_continuation
 from probe.backends.openai_score import server_root
 from probe.cli import app
 from probe.config import RunConfig
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import MULTIPLE, SINGLE, YES_NO, assert_one_line_error, fingerprint, query, seeded_copy
 from tests.tiny_models import build_causal_model
 from tests.vllm_like_server import VllmLikeServer
@@ -116,3 +116,12 @@ def test_a_scored_run_over_http_stores_hf_causal_answers(
     assert list(by_run["served"]["label"]) == list(by_run["local"]["label"])
     for mine, theirs in zip(by_run["served"]["scores_json"], by_run["local"]["scores_json"], strict=True):
         assert json.loads(mine) == pytest.approx(json.loads(theirs), abs=1e-4)
+
+
+def test_a_rejected_key_while_probing_stops_the_run_with_exit_1(db_file: Path) -> None:
+    with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.echo_credentials(401)) as server:
+        result = CliRunner().invoke(app, ["run", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
+                                          "--pairs", "1", "--db", str(db_file), "--quiet"])  # fmt: skip
+    assert (result.exit_code, result.output.count("\n")) == (1, 1), result.output
+    assert result.output.startswith("error: 127.0.0.1:")
+    assert result.output.rstrip().endswith("the server rejected the API key (HTTP 401)")

@@ -67,6 +67,8 @@ def detect_scoring(base_url: str, model: str, api_key: str, chat: bool) -> str:
             if props.status_code == 200 and "default_generation_settings" in _json(props):
                 return LLAMA_CPP
             tokens = client.post(root + "/tokenize", json={"model": model, "prompt": PROBE_TEXT})
+            if tokens.status_code in (401, 403):
+                raise RunFailed(f"{where}: the server rejected the API key (HTTP {tokens.status_code})")
             ids = _json(tokens).get("tokens") if tokens.status_code == 200 else None
             if not (isinstance(ids, list) and len(ids) >= 2 and all(isinstance(i, int) for i in ids)):
                 raise UserError(f"--base-url {where}: the server has no /tokenize and {CANNOT_SCORE}")
