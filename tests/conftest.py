@@ -4,6 +4,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from probe import db
@@ -38,3 +39,12 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def db_file(seeded_db: Path, tmp_path: Path) -> Path:
     """A fresh copy of the seeded database (seeding once keeps the tests fast)."""
     return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory database with the product's schema and no taxonomy: for hand-built runs (RunBuilder)."""
+    connection = duckdb.connect()
+    connection.execute(db.SCHEMA)
+    yield connection
+    connection.close()
