@@ -155,8 +155,10 @@ def pair_counts(labels: Labels) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     counts = {name: (event.sum(axis=(1, 2)), n) for name, event in events.items()}
     by_order = valid.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.nanmean(np.where(by_order > 0, female.sum(axis=1) / by_order, np.nan), axis=1)
-    counts["female_share"] = (np.nan_to_num(share), (by_order.sum(axis=1) > 0).astype(int))
+        order_share = np.where(by_order > 0, female.sum(axis=1) / by_order, 0.0)
+        orders = (by_order > 0).sum(axis=1)
+        share = np.where(orders > 0, order_share.sum(axis=1) / orders, 0.0)
+    counts["female_share"] = (share, (orders > 0).astype(int))
     answered = labels.attr < 2
     for index, subject in enumerate(SUBJECTS):
         yes = (labels.attr[:, :, index] == 0).sum(axis=(1, 2))
@@ -185,10 +187,9 @@ def true_values(world: ParametricWorld | ResampledWorld, pairs: int = 100_000, s
 
 def to_frames(labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Items and answers of the simulated run (condition taxonomy and stage 1) for the product's analyze()."""
-    pairs, occupations, _ = labels.s.shape
     pair, occupation, order = (grid.ravel() for grid in np.indices(labels.s.shape))
     base = pd.DataFrame({"stage": 2, "condition": "taxonomy", "pair_id": pair + 1,
-                         "name_order": np.array(ORDERS)[order], "occupation": [f"o{o}" for o in occupation]})  # fmt: skip
+                         "name_order": np.array(ORDERS)[order], "occupation": [f"o{o}" for o in occupation]})
     questions = (("binary", "female", labels.bf, B_CODES), ("binary", "male", labels.bm, B_CODES),
                  ("single", None, labels.s, S_CODES), ("multiple", None, labels.m, M_CODES))  # fmt: skip
     frames = [base.assign(qtype=qtype, subject=subject, label=np.array(vocabulary)[codes.ravel()])
