@@ -79,7 +79,8 @@ def assert_one_line_error(code: int, output: str, message: str) -> None:
 
 
 def interval_problems(data: Mapping[str, Any]) -> list[str]:
-    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method."""
+    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method, or a
+    p-value beside it that its interval contradicts."""
     problems = []
 
     def check(where: str, low: Any, high: Any, estimate: Any = None) -> None:
@@ -90,10 +91,22 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         elif estimate is not None and not low <= estimate <= high:
             problems.append(f"{where}: {estimate} outside [{low}, {high}]")
 
+    def disagree(low: Any, high: Any, null: float, p_value: Any) -> bool:
+        """One inference per finding: the interval excludes the null exactly when p < 0.05."""
+        if low is None or p_value is None or abs(p_value - 0.05) < 1e-9:
+            return False
+        return (p_value < 0.05) != (null < low or null > high)
+
     for finding in data["headline"]:
         check(f"headline {finding['metric']}", finding["ci_low"], finding["ci_high"], finding["estimate"])
         if finding["ci_low"] is not None and not finding["method"]:
             problems.append(f"headline {finding['metric']}: interval without a method")
+        test = finding.get("test")
+        if test and disagree(finding["ci_low"], finding["ci_high"], test["null"], test["p_value"]):
+            problems.append(f"headline {finding['metric']}: p = {test['p_value']} disagrees with its interval")
+    for row in data["correlations"]:
+        if disagree(row["ci_low"], row["ci_high"], 0.0, row["p_value"]):
+            problems.append(f"correlation {row['condition']}: p = {row['p_value']} disagrees with its interval")
     for condition, entries in data["overall"].items():
         for metric, entry in entries.items():
             check(f"overall {condition} {metric}", entry["ci_low"], entry["ci_high"])

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from scipy import stats
 from support import interval_problems
-from test_report import replay_run
+from test_report import first_named_choice, replay_run
 from typer.testing import CliRunner
 
 from probe import db
@@ -161,3 +161,21 @@ def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
     ) in readme
     assert f"(|r| >= {fisher_mde(real.s.shape[0]):.2f} needed with {real.s.shape[0]} pairs)" in readme
     assert overall.loc["female_share", "value"] == pytest.approx(0.6979, abs=1e-4)  # the stored run's 69.8%
+
+
+def test_a_sentence_states_a_direction_only_where_its_test_rejects(
+    planted: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, data = planted
+    by_metric = {finding["metric"]: finding for finding in data["headline"]}
+    # planted: as many occupations for women as for men, choices independent of name order
+    assert "No significant gender preference (p = " in by_metric["female_share"]["finding"]
+    assert "No significant position effect (p = " in by_metric["position_first"]["finding"]
+    # a model that always picks the first-named person: position_first 1 in every pair, rejected
+    db_file = tmp_path / "probe.duckdb"
+    replay_run(db_file, tmp_path, "first", first_named_choice, occupations=("nurse", "pilot"), top_k=1, pairs=8)
+    result = CliRunner().invoke(app, ["report", "first", "--db", str(db_file), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    first = {f["metric"]: f for f in json.loads((tmp_path / "r.json").read_text())["headline"]}
+    assert "The first-named person is favoured (p = <0.001" in first["position_first"]["finding"]
+    assert first["position_first"]["test"]["p_value"] < 0.05 and first["position_first"]["ci_low"] > 0.5

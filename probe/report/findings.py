@@ -56,6 +56,7 @@ def _score_test(entry: Mapping[str, Any], null: float) -> dict[str, Any]:
     min_p = entry.get("min_p_value")
     return {
         "test": f"{SCORE_TEST} against {fmt_num(null, 1)}",
+        "null": null,
         "p_value": entry.get("p_value"),
         "units": entry.get("pairs") or 0,
         "min_p_value": min_p if min_p is not None else 1.0,
