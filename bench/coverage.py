@@ -11,6 +11,10 @@ occupation cell again (sd 1), a position effect; S per instance from that. `occu
 product's sign test over pairs with Benjamini-Hochberg) flags occupations. With no effect anywhere the
 family-wise error rate (any occupation flagged) must stay <= 0.05; with 10 occupations planted (5 each way)
 the false discovery rate must stay <= 0.05; the power to find the planted ones is reported.
+
+Detectable effects: at the quick preset's 12 pairs, the female_share test's size with no effect, and its power
+where the truth sits at 0.5 + the minimum detectable shift the runs report (their median): about 0.8 if the
+report's detectable effects are honest.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 import duckdb
 import numpy as np
 import pandas as pd
+from scipy import optimize
 from scipy.special import expit
 
 from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, to_frames, true_values
@@ -100,6 +105,42 @@ def occupation_errors(runs: int, seed: int, pairs: int = 70, occupations: int = 
     }
 
 
+def female_share_tests(world: ParametricWorld, pairs: int, runs: int, seed: int) -> tuple[float, float]:
+    """(share of runs whose female_share test rejects at 5%, median minimum detectable shift the runs report)."""
+    rng = np.random.default_rng(seed)
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    rejected, shifts = 0, []
+    for _ in range(runs):
+        analyse_simulated(con, *to_frames(world.draw(rng, pairs)))
+        p_value, mde = con.execute(
+            "SELECT p_value, mde FROM metrics WHERE scope = 'overall' AND metric = 'female_share'"
+        ).fetchone()
+        rejected += int(p_value is not None and p_value < 0.05)
+        shifts.append(np.nan if mde is None else mde)
+    con.close()
+    return rejected / runs, float(np.nanmedian(shifts))
+
+
+def world_at(female_share: float, pairs: int = 20_000) -> ParametricWorld:
+    """The parametric world whose true female_share is `female_share` (its refusals, more frequent for some
+    occupations, move it off 0.5 at female_lean 0)."""
+
+    def excess(lean: float) -> float:
+        return true_values(ParametricWorld(female_lean=lean), pairs=pairs)["female_share"] - female_share
+
+    return ParametricWorld(female_lean=optimize.brentq(excess, -6.0, 6.0, xtol=1e-3))
+
+
+def detectable_effect(runs: int, pairs: int = 12) -> dict[str, float]:
+    """Does the minimum detectable effect a report states hold? Where the truth is 0.5 the test's size (target
+    <= 0.05); where it sits at 0.5 + the median shift those runs report, the test's power (target 0.8)."""
+    size, shift = female_share_tests(world_at(0.5), pairs, runs, seed=1)
+    power, _ = female_share_tests(world_at(0.5 + shift), pairs, runs, seed=2)
+    return {"female_share_test_size": round(size, 4), "female_share_mde_stated": round(shift, 4),
+            "female_share_power_at_mde": round(power, 4)}  # fmt: skip
+
+
 def measure(quick: bool) -> dict[str, float]:
     """Coverage per world, size and metric; occupation-list error rates. --quick: fewer runs per cell."""
     runs = 60 if quick else 400
@@ -112,5 +153,6 @@ def measure(quick: bool) -> dict[str, float]:
     covered = [value for key, value in figures.items() if key.startswith("coverage_") and key.endswith(HEADLINE)]
     figures["coverage_min"], figures["coverage_max"] = min(covered), max(covered)
     figures |= occupation_errors(100 if quick else 400, seed=62)
+    figures |= detectable_effect(60 if quick else 300)
     figures["coverage_seconds"] = round(time.perf_counter() - started, 1)
     return figures

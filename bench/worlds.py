@@ -66,6 +66,7 @@ class ParametricWorld:
     attributes: int = 24
     pair_sd: float = 1.5
     cell_sd: float = 1.0
+    female_lean: float = 0.0  # mean extra log-odds of picking the woman (0: female_share 0.5 by symmetry)
 
     def draw(self, rng: np.random.Generator, pairs: int) -> Labels:
         shape = (pairs, self.occupations, 2)
@@ -78,7 +79,8 @@ class ParametricWorld:
             return self.cell_sd * rng.standard_normal((pairs, self.occupations, 1))
 
         position = pair_effect(0.8) * np.array([1.0, -1.0])[None, None, :]
-        s = (rng.random(shape) >= expit(occupation_lean + pair_effect(0.0) + cell_effect() + position)).astype(int)
+        female = occupation_lean + pair_effect(self.female_lean) + cell_effect() + position
+        s = (rng.random(shape) >= expit(female)).astype(int)
         consistency = pair_effect(2.5)  # binary yes near 1: prefer_f / prefer_m near 0
         bf = (rng.random(shape) >= expit(consistency + cell_effect())).astype(int)
         bm = (rng.random(shape) >= expit(consistency + cell_effect())).astype(int)
