@@ -20,6 +20,7 @@ from probe.dataset import check_templates
 from probe.db import connect
 from probe.errors import RunInterrupted, UserError
 from probe.selection import Selection, select, stored_selection
+from probe.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,7 +93,7 @@ def _answer_with(
         check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
         run_id = config.run_id or runs.new_run_id()
         runs.record_run(con, run_id, config, backend, identity, selection)
-    runs.set_status(con, run_id, "running")
+    runs.set_status(con, run_id, RUNNING)
     if on_start is not None:
         on_start(run_id)
     try:
@@ -108,9 +109,9 @@ def _answer_with(
             quiet=config.quiet,
         )
     except BaseException as exc:
-        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
+        runs.set_status(con, run_id, INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED)
         raise
-    runs.set_status(con, run_id, "complete")
+    runs.set_status(con, run_id, COMPLETE)
     return run_id
 
 

@@ -22,7 +22,6 @@ from probe.errors import UserError
 from probe.resources import resource_dir
 
 PROMPT_FORMATS = ("qa", "chat", "completion")
-QTYPES = ("attr", "binary", "single", "multiple")
 
 
 @dataclass(frozen=True)

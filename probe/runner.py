@@ -34,9 +34,9 @@ from probe import db, stopping
 from probe.backends.base import Backend, Reply, contract_error
 from probe.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
 from probe.errors import RunFailed
-from probe.labels import UNKNOWN
 from probe.redact import scrub
 from probe.selection import Selection
+from probe.vocabulary import UNKNOWN
 
 ANSWER_COLUMNS = (
     "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",

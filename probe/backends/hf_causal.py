@@ -25,17 +25,16 @@ import torch
 from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
-from probe.backends.local import default_gguf, idle_cores, quiet_transformers
+from probe.backends.local import check_decoding, default_gguf, idle_cores, quiet_transformers
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
-from probe.labels import UNKNOWN
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-DECODINGS = ("score", "generate")
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
 # Nodes per token tree (one forward pass). The mask is dense, so attention grows with its square; at 1024
 # nodes it is ~1/4 of the FLOPs of the 135M model's matmuls.
@@ -53,8 +52,7 @@ class HFCausalSettings:
     threads: int | None = None  # torch CPU threads (process-wide); None: torch's default
 
     def __post_init__(self) -> None:
-        if self.decoding not in DECODINGS:
-            raise UserError(f"decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
+        check_decoding(self.decoding)
 
 
 class HFCausalBackend:

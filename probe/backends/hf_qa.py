@@ -32,7 +32,7 @@ from probe.backends.fingerprint import model_fingerprint
 from probe.backends.local import quiet_transformers
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
-from probe.labels import UNKNOWN
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig

@@ -22,14 +22,13 @@ from typing import TYPE_CHECKING
 from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp_score import LlamaCppScorer
-from probe.backends.local import default_gguf, idle_cores, machine_cores
+from probe.backends.local import check_decoding, default_gguf, idle_cores, machine_cores
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.errors import UserError
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-DECODINGS = ("score", "generate")
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
 POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
@@ -111,8 +110,7 @@ class LlamaCppSettings:
     backoff_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.decoding not in DECODINGS:
-            raise UserError(f"--decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
+        check_decoding(self.decoding)
         if self.slots < 1 or (self.threads is not None and self.threads < 1):
             raise UserError("--concurrency and --threads must be at least 1")
 

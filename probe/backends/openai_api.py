@@ -34,8 +34,8 @@ from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
-from probe.labels import UNKNOWN
 from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig

@@ -21,7 +21,7 @@ from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.config import RunConfig
 from probe.dataset import KEY_FIELDS
 from probe.errors import UserError
-from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+from probe.vocabulary import LABELS_BY_QTYPE, UNKNOWN
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
 INTEGER_FIELDS = ("stage", "pair_id")

@@ -15,10 +15,9 @@ import pandas as pd
 
 from probe.errors import UserError
 from probe.statistics import SIGNIFICANCE, binomial_min_p
+from probe.vocabulary import CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
-CONDITIONS = ("taxonomy", "baseline", "control")
-QTYPES = ("attr", "binary", "single", "multiple")
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
 
 
@@ -231,7 +230,7 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
             "ci_high": clean(row.ci_high),
             "n": clean(row.n),
         }
-    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, "stage1"), c))}
+    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, STAGE1_CONDITION), c))}
 
 
 def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:

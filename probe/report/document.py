@@ -7,7 +7,6 @@ from typing import Any
 import duckdb
 
 from probe.report.data import (
-    CONDITIONS,
     SCHEMA_VERSION,
     decision_margins,
     item_counts,
@@ -21,6 +20,7 @@ from probe.report.data import (
     run_settings,
 )
 from probe.report.findings import headline, occupation_testability, testability
+from probe.vocabulary import CONDITIONS
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from probe.escape import markdown_text, write_atomic
 from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
 from probe.report.data import (
-    CONDITIONS,
     metrics_frame,
     order_index,
     preference_frame,
@@ -38,6 +37,7 @@ from probe.report.figures import (
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN, drilldown
 from probe.statistics import CLUSTER_T_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
+from probe.vocabulary import CATEGORIES, COMPLETE, CONDITIONS, STAGE1_CONDITION
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ONET_ATTRIBUTION = (
@@ -111,13 +111,13 @@ LIMITATIONS = (
 def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
     """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
     rows = metrics[
-        (metrics["condition"] == "stage1")
+        (metrics["condition"] == STAGE1_CONDITION)
         & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
         & metrics["scope"].isin(["overall", "category"])
     ].copy()
     rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
     rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
-    rows["rank"] = rows["group"].map(lambda g: order_index(("all", "skill", "knowledge", "ability"), g))
+    rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
     return rows.sort_values(["rank", "group"])[["group", "gender", "value", "ci_low", "ci_high", "n"]]
 
 
@@ -214,7 +214,8 @@ def other_findings(data: Mapping[str, Any]) -> list[str]:
 
 
 def _status_warning(run: Mapping[str, Any]) -> str | None:
-    if run["status"] in (None, "done", "finished", "complete", "completed", "analysed", "analyzed"):
+    """Every run but a complete one may still change (resumed, its failed items asked again)."""
+    if run["status"] == COMPLETE:
         return None
     return f"This run's status is '{run['status']}': it may be incomplete, and its numbers may change."
 
