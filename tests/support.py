@@ -1,7 +1,9 @@
-"""Helpers shared by the tests: seeded database copies, queries, database fingerprints, one-line CLI errors."""
+"""Helpers shared by the tests (imported as `tests.support`): a fake backend, seeded database copies, queries,
+database fingerprints, one-line CLI errors."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,7 +13,7 @@ import duckdb
 import pandas as pd
 
 from probe import db
-from probe.backends.base import Option
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 
 # Tests may read ../shared (the O*NET release and name lists); the product never does.
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -21,6 +23,39 @@ YES_NO = (Option("yes", "yes"), Option("no", "no"))
 SINGLE = (Option("Mary", "female"), Option("John", "male"))
 MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+
+
+class FakeBackend(BackendDefaults):
+    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
+
+    prompt_format = "chat"
+    batch_size = 16
+
+    def __init__(self, fail_after_batches: int | None = None):
+        self.fail_after_batches = fail_after_batches
+        self.batches = 0
+        self.asked = 0
+
+    def identity(self) -> dict[str, object]:
+        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
+
+    def cache_key_parts(self, asked: Query) -> list[object]:
+        return default_cache_key_parts(asked)
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
+            raise RuntimeError("simulated crash")
+        self.batches += 1
+        self.asked += len(queries)
+        replies = []
+        for asked in queries:
+            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
+            option = asked.options[digest % len(asked.options)]
+            replies.append(Reply(label=option.label, raw=option.text))
+        return replies
+
+    def close(self) -> None:
+        pass
 
 
 def unknown_answers(path: Path, **settings: object) -> Path:

@@ -13,9 +13,8 @@ from probe.backends.base import Query, Reply, answer_space, contract_error, deci
 from probe.config import RunConfig
 from probe.dataset import build_as_if_all_granted
 from probe.errors import RunFailed
-from tests.support import SINGLE, YES_NO, query, seeded_copy
+from tests.support import SINGLE, YES_NO, FakeBackend, query, seeded_copy
 from tests.test_dataset import ATTRIBUTES, PAIRS
-from tests.test_run import FakeBackend
 
 
 def test_label_is_the_argmax_of_the_scores() -> None:

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from probe import pipeline, plan
 from probe.cli import app
 from probe.config import RunConfig
-from tests.support import fingerprint
-from tests.test_run import FakeBackend
+from tests.support import FakeBackend, fingerprint
 
 SMALL = ["--pairs", "2", "--occupations", "nurse,pilot", "--top-k", "2"]
 

@@ -1,11 +1,6 @@
 """The run pipeline: item counts, stage-2 contexts from stage-1 answers, ids, resume, cache, CLI, export."""
 
-import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from probe import pipeline
-from probe.backends.base import Query, Reply, default_cache_key_parts
+from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import RunFailed, UserError
 from probe.export import export_run
 from probe.prompts import render_context
-from tests.support import ANSWER_HEADER, query, unknown_answers
+from tests.support import ANSWER_HEADER, FakeBackend, labels, query, unknown_answers
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
@@ -33,56 +28,6 @@ def config(db_file: Path, **changes: object) -> RunConfig:
         pairs=PAIRS, occupations=OCCUPATIONS, top_k=TOP_K, conditions=CONDITIONS, db=str(db_file), quiet=True
     )
     return RunConfig(**{**settings, **changes})
-
-
-class FakeBackend:
-    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
-
-    prompt_format = "chat"
-    batch_size = 16
-    cacheable = True
-
-    def __init__(self, fail_after_batches: int | None = None):
-        self.fail_after_batches = fail_after_batches
-        self.batches = 0
-        self.asked = 0
-
-    def identity(self) -> dict[str, object]:
-        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
-
-    def cache_key_parts(self, asked: Query) -> list[object]:
-        return default_cache_key_parts(asked)
-
-    def answer(self, queries: Sequence[Query]) -> list[Reply]:
-        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
-            raise RuntimeError("simulated crash")
-        self.batches += 1
-        self.asked += len(queries)
-        replies = []
-        for asked in queries:
-            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
-            option = asked.options[digest % len(asked.options)]
-            replies.append(Reply(label=option.label, raw=option.text))
-        return replies
-
-    def close(self) -> None:
-        pass
-
-
-@pytest.fixture
-def use_backend(monkeypatch: pytest.MonkeyPatch):
-    """Make the runner use the given backend instance."""
-
-    def install(backend: FakeBackend) -> FakeBackend:
-        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
-        return backend
-
-    return install
-
-
-def labels(db_file: Path, run_id: str) -> dict[str, str]:
-    frame = query(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
-    return dict(zip(frame["item_id"], frame["label"], strict=True))
 
 
 def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
@@ -382,38 +327,3 @@ def test_bad_run_toml_names_file_and_key(tmp_path: Path, text: str, message: str
 def test_bad_flag_names_the_option() -> None:
     with pytest.raises(UserError, match=r"^--pairs: 'two' is not a number"):
         load_config({"pairs": "two"})
-
-
-KILLABLE_RUN = """
-import os, sys, time
-sys.path.insert(0, {tests!r})
-from test_run import FakeBackend, config
-from probe import pipeline
-from pathlib import Path
-
-class Slow(FakeBackend):
-    def answer(self, queries):
-        time.sleep(float(os.environ["BATCH_SECONDS"]))  # > the runner's save interval: one commit a batch
-        print("batch", flush=True)
-        return super().answer(queries)
-
-pipeline.create_backend = lambda settings: Slow()
-pipeline.answer(config(Path({db!r}), run_id="killed", no_cache=True, conditions=("baseline",)))
-"""
-
-
-def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
-    use_backend(FakeBackend())
-    reference = pipeline.answer(config(db_file, run_id="uninterrupted", no_cache=True, conditions=("baseline",)))
-    script = KILLABLE_RUN.format(tests=str(Path(__file__).parent), db=str(db_file))
-    slow = {**os.environ, "BATCH_SECONDS": "0.6"}
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)
-    for _ in range(4):  # the backend is asked its 4th batch: 3 are answered
-        assert process.stdout.readline() == "batch\n"
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL
-    partial = len(labels(db_file, "killed"))
-    assert 2 * FakeBackend.batch_size <= partial <= 3 * FakeBackend.batch_size
-    fast = {**os.environ, "BATCH_SECONDS": "0"}
-    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=fast)
-    assert labels(db_file, "killed") == labels(db_file, reference)

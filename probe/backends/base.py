@@ -83,6 +83,9 @@ class Backend(Protocol):
     prompt_format: str  # "qa", "chat" or "completion": picks the templates in prompts/<format>/
     batch_size: int  # how many queries the runner hands over at once
     cacheable: bool  # False for backends whose answers are not a function of the prompt (replay)
+    # True where labels are data, not a model's replies (replay): an all-unknown stage is then what the data
+    # holds, not a model that named no option, so the run is not failed for it.
+    labels_are_data: bool
 
     def identity(self) -> dict[str, object]:
         """Model, its file hash or revision, decoding settings and decision rule: keys the cache, is recorded
@@ -97,6 +100,22 @@ class Backend(Protocol):
         """Answer `queries`, one Reply each, in order. Must not raise for a single bad item."""
         ...
 
+    def finish(self) -> None:
+        """Called once every item of the run was asked: check what only the whole run shows (replay: a file
+        that matched no item is an error). Raises UserError or RunFailed."""
+        ...
+
     def close(self) -> None:
         """Release the model (stop servers, free memory)."""
         ...
+
+
+class BackendDefaults:
+    """What most backends are: cacheable, answered by a model, nothing to check at the end. Subclass it and
+    override what differs."""
+
+    cacheable = True
+    labels_are_data = False
+
+    def finish(self) -> None:
+        """Nothing to check after the run."""

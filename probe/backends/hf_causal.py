@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
 from probe.backends.local import check_decoding, default_gguf, idle_cores, quiet_transformers
@@ -55,9 +55,7 @@ class HFCausalSettings:
         check_decoding(self.decoding)
 
 
-class HFCausalBackend:
-    cacheable = True
-
+class HFCausalBackend(BackendDefaults):
     def __init__(self, settings: HFCausalSettings) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

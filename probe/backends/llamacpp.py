@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe.backends.base import Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp_score import LlamaCppScorer
 from probe.backends.local import check_decoding, default_gguf, idle_cores, machine_cores
@@ -115,10 +115,8 @@ class LlamaCppSettings:
             raise UserError("--concurrency and --threads must be at least 1")
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(BackendDefaults):
     """See the module docstring."""
-
-    cacheable = True
 
     def __init__(self, settings: LlamaCppSettings) -> None:
         check_gguf(settings.gguf)

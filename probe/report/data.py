@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from probe.backends import BACKENDS
 from probe.errors import UserError
 from probe.statistics import SIGNIFICANCE, binomial_min_p
 from probe.vocabulary import CONDITIONS, QTYPES, STAGE1_CONDITION
@@ -79,9 +80,23 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return True
 
 
-# Keys of the backend identity (runs.backend_json) that name the model rather than how it decodes.
-_IDENTITY_KEYS = ("gguf_sha256", "sha256", "model_sha256", "revision", "commit_hash")
-_NOT_DECODING = frozenset({"backend", "model", "base_url", *_IDENTITY_KEYS})
+# Keys of the backend identity (runs.backend_json) that say which model, not how it decodes (with the keys the
+# backend declares as naming its weights: BackendInfo.identity_keys).
+_NOT_DECODING = frozenset({"backend", "model", "base_url"})
+
+
+def _identity_keys(backend: str | None) -> tuple[str, ...]:
+    """The identity keys the run's backend declares; none for a backend no longer registered."""
+    return BACKENDS[backend].identity_keys if backend in BACKENDS else ()
+
+
+def _model_identity(keys: Sequence[str], identity: Mapping[str, Any]) -> str | None:
+    """The first declared key the identity holds: a file's sha256, a hub revision, or for a local folder each
+    weight file's sha256 (`<sha256> (<file>)`, comma-separated)."""
+    value = next((identity[key] for key in keys if identity.get(key)), None)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{digest} ({name})" for name, digest in sorted(value.items()))
+    return _text(value)
 
 
 def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -92,13 +107,14 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     # Stored with the run since the column exists; older runs show the database's current release, marked so.
     current = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     release = run.get("onet_release") or (f"{current[0]} (the database's current release)" if current else None)
-    model_identity = next((identity[k] for k in _IDENTITY_KEYS if identity.get(k)), None)
-    decoding = {k: v for k, v in identity.items() if k not in _NOT_DECODING and not isinstance(v, Mapping)}
+    keys = _identity_keys(run.get("backend"))
+    not_decoding = _NOT_DECODING | set(keys)
+    decoding = {k: v for k, v in identity.items() if k not in not_decoding and not isinstance(v, Mapping)}
     versions = _config(run.get("versions_json"))
     return {
         "run_id": run["run_id"],
         "model": run.get("model") or _text(config.get("model")),
-        "model_identity": _text(model_identity),
+        "model_identity": _model_identity(keys, identity),
         "backend": run.get("backend"),
         "decoding": _text(decoding) if decoding else None,
         "onet_release": release,
