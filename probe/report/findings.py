@@ -117,6 +117,7 @@ def _metric_finding(
     finding = {
         "finding": sentence,
         "metric": name,
+        "kind": kind,
         "condition": condition,
         "estimate": entry["value"],
         "ci_low": entry.get("ci_low"),
@@ -148,6 +149,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
             "finding": f"The consistency-bias correlation across {row['n']} name pairs ({condition}) cannot be "
             "estimated: it needs 3 or more pairs whose consistency and bias both vary.",
             "metric": "pearson_r(consistency, bias) across pairs",
+            "kind": "correlation",
             "condition": condition,
             "estimate": None,
             "ci_low": None,
@@ -163,6 +165,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         f"r = {fmt_num(row['r'], 2)}{interval}, p = {fmt_p(row['p_value'])} (the paper's consistency-bias "
         "relation).",
         "metric": "pearson_r(consistency, bias) across pairs",
+        "kind": "correlation",
         "condition": condition,
         "estimate": row["r"],
         "ci_low": low,
