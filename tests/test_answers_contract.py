@@ -142,17 +142,17 @@ def test_runner_refuses_a_label_that_disagrees_with_its_scores(db_file: Path, mo
 
 def test_report_shows_the_decision_margin_per_qtype(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from probe import db
-    from probe.report.data import decision_margins
-    from probe.report.render import render_report
+    from probe.report import render_report, summary
 
     run_id = run_with(ScoringBackend(), db_file, monkeypatch)
     con = db.connect(db_file)
     try:
-        margins = decision_margins(con, run_id)
-        html, markdown, _ = render_report(con, run_id)
+        document = summary(con, run_id)
+        html, markdown = render_report(document)
     finally:
         con.close()
     # attr: yes -0.3, no -0.7 (ScoringBackend): every margin 0.4 nats, no near-tie
+    margins = document["decision_margins"]
     attr = margins["attr"]
     assert (attr["scored"], attr["answers"], attr["near_tie_share"]) == (12, 12, 0.0)
     assert [attr["margin_q1"], attr["margin_median"], attr["margin_q3"]] == pytest.approx([0.4] * 3)

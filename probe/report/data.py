@@ -16,7 +16,7 @@ import pandas as pd
 from probe.backends import BACKENDS
 from probe.errors import UserError
 from probe.statistics import SIGNIFICANCE, binomial_min_p
-from probe.vocabulary import CONDITIONS, QTYPES, STAGE1_CONDITION
+from probe.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
@@ -210,17 +210,20 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
+METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n")
+PREFERENCE_COLUMNS = ("condition", "occupation", "n", "share_female", "ci_low", "ci_high", "p_value", "q_value",
+                      "preferred")  # fmt: skip
+STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
+
+
 def metrics_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return con.execute(
-        "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ?",
-        [run_id],
-    ).df()
+    return con.execute(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics WHERE run_id = ?", [run_id]).df()
 
 
 def preference_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return con.execute(
-        "SELECT condition, occupation, n, share_female, ci_low, ci_high, p_value, q_value, preferred "
-        "FROM occupation_preference WHERE run_id = ? ORDER BY condition, occupation",
+        f"SELECT {', '.join(PREFERENCE_COLUMNS)} FROM occupation_preference WHERE run_id = ? "
+        "ORDER BY condition, occupation",
         [run_id],
     ).df()
 
@@ -267,6 +270,19 @@ def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "no_preference": sorted(ranked[testable & (ranked["preferred"] == "none")]["occupation"]),
         }
     return lists
+
+
+def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
+    rows = metrics[
+        (metrics["condition"] == STAGE1_CONDITION)
+        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["scope"].isin(["overall", "category"])
+    ].copy()
+    rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
+    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
+    return rows.sort_values(["rank", "group"])[list(STAGE1_RATE_COLUMNS)]
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

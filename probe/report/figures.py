@@ -7,6 +7,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -25,7 +26,8 @@ CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#
 def _figure_uri(fig: Figure) -> str:
     """An SVG data URI: vector (prints sharply), isolated in an <img>, same bytes for the same input."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with matplotlib.rc_context({"svg.hashsalt": "taxonomy-probe"}):  # element ids: otherwise random per call
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
