@@ -104,6 +104,16 @@ def labels(db_file: Path, run_id: str) -> dict[str, str]:
     return dict(zip(frame["item_id"], frame["label"], strict=True))
 
 
+def invoke(*args: str) -> tuple[int, str]:
+    """Run the `probe` CLI in-process: exit code and output."""
+    from typer.testing import CliRunner
+
+    from probe.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
 def assert_one_line_error(code: int, output: str, message: str) -> None:
     """Exit 2, exactly one line `error: <message>...`, no traceback."""
     assert (code, output.count("\n"), "Traceback" not in output) == (2, 1, True), output

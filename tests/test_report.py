@@ -16,13 +16,13 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from support import interval_problems
 from typer.testing import CliRunner
 
 from probe import db, pipeline, report
 from probe.cli import app
 from probe.config import RunConfig
 from probe.errors import UserError
+from tests.support import interval_problems
 
 OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")
 FEMALE_JOBS = ("nurse", "secretary", "dancer")

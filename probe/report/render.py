@@ -224,7 +224,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
     figures = {
         "headline": figure_headline(data["overall"]),
         "occupations": figure_occupations(_frame(data["occupation_preference"], PREFERENCE_COLUMNS)),
-        "stage1": figure_stage1(_frame(data["stage1_rates"], STAGE1_RATE_COLUMNS)),
+        "stage1_rates": figure_stage1(_frame(data["stage1_rates"], STAGE1_RATE_COLUMNS)),
         "pairs": figure_pairs(_frame(data["pair_values"], METRIC_COLUMNS), data["correlations"]),
         "sensitivity": figure_sensitivity(data["overall"]),
     }
