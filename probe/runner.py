@@ -42,8 +42,8 @@ ANSWER_COLUMNS = (
     "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",
 )  # fmt: skip
 CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "decided_by", "created_at")
-# Answers are saved after every backend batch, but no more often than this: a commit costs ~10 ms, which
-# would dominate fast backends (cache, replay); slow ones (a model taking seconds a batch) save every batch.
+# Answers are saved after every backend batch, but no more often than this: a commit's fixed cost would
+# dominate fast backends (cache, replay; BENCHMARKS.md); slow ones (seconds a batch) save every batch.
 SAVE_INTERVAL_S = 0.5
 
 

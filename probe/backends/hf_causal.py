@@ -215,9 +215,8 @@ class HFCausalBackend(BackendDefaults):
 
 def settings_from(config: RunConfig) -> HFCausalSettings:
     placement = resolve_placement(config.device, config.dtype)
-    # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all. On the paper slice
-    # at load ~4-5, 1 thread answered 3.26 items/s, torch's default 2 threads 1.68; idle, 2 threads are twice as
-    # fast as 1 (stage 2: 7.48 vs 3.76 items/s). --threads overrides it.
+    # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all; idle, more threads
+    # are faster (BENCHMARKS.md: hf-causal threads = idle cores at start). --threads overrides it.
     threads = config.threads or (idle_cores() if placement.device == "cpu" else None)
     return HFCausalSettings(
         config.model or str(default_gguf()),

@@ -33,15 +33,12 @@ GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
 POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
 # Prompts dominate (a few hundred tokens in, one or two out) and neighbouring items share their context,
-# which a slot's prompt cache reuses only when the next item lands in the same slot. Few slots win: on the
-# shared 2-core machine, 36 stage-2 items in build order ran at 1.56-1.67 items/s with 1 slot, 1.28-1.41
-# with 2, 1.05-1.15 with 4 (three alternating runs each).
+# which a slot's prompt cache reuses only when the next item lands in the same slot: few slots win
+# (BENCHMARKS.md, "One slot per 2 cores").
 CORES_PER_SLOT = 2
 # ggml's threads meet at barriers: when they outnumber the free cores, one preempted thread stalls the
-# others. So the server gets the cores that are idle when it starts.
-# Measured on this 2-core machine with 146 new prompt tokens per request: idle, 2 threads 579 ms and
-# 1 thread 1130 ms a request; under load ~4 from other processes, 2 threads answered 0.3-0.6 requests/s
-# and 1 thread 3.3-4.3. The probe process itself waits while the server computes (one request in flight).
+# others. So the server gets the cores that are idle when it starts (BENCHMARKS.md: threads under load).
+# The probe process itself waits while the server computes (one request in flight).
 
 
 def check_gguf(path: Path) -> None:
