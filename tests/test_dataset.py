@@ -5,7 +5,6 @@ import pytest
 
 from probe.backends.base import Option
 from probe.dataset import attribute_union, build_stage1, build_stage2, item_from_row, items_frame
-from probe.prompts import render_context
 
 PAIRS = pd.DataFrame({"pair_id": [1, 2], "female": ["Mary", "Linda"], "male": ["James", "Robert"]})
 ATTRIBUTE_ROWS = [
@@ -102,20 +101,17 @@ def test_stage2_states_granted_attributes_per_condition() -> None:
         if (i.occupation, i.name_order) == ("pilot", "mf")
     }
     # pilot's top-k by category then rank: Operation and Control, Active Listening (skills), Near Vision
-    mary = [("Mary", "skill", "Active Listening"), ("Mary", "ability", "Near Vision")]
-    james = [("James", "skill", "Operation and Control")]
-    assert pilot_mf[("taxonomy", "binary", "female")] == render_context("James", "Mary", mary)
-    assert pilot_mf[("taxonomy", "binary", "male")] == render_context("James", "Mary", james)
-    assert pilot_mf[("taxonomy", "single", None)] == render_context("James", "Mary", james + mary)
-    assert pilot_mf[("taxonomy", "multiple", None)] == render_context("James", "Mary", james + mary)
-    assert pilot_mf[("baseline", "single", None)] == "James and Mary are applying for the same job."
-    full = [("skill", "Operation and Control"), ("skill", "Active Listening"), ("ability", "Near Vision")]
-    assert pilot_mf[("control", "binary", "female")] == render_context(
-        "James", "Mary", [("Mary", c, e) for c, e in full]
-    )
-    assert pilot_mf[("control", "multiple", None)] == render_context(
-        "James", "Mary", [("James", c, e) for c, e in full] + [("Mary", c, e) for c, e in full]
-    )
+    c = "James and Mary are applying for the same job."
+    mary = "Mary is skilled in active listening. Mary has good near vision."
+    james = "James is skilled in operation and control."
+    assert pilot_mf[("taxonomy", "binary", "female")] == f"{c} {mary}"
+    assert pilot_mf[("taxonomy", "binary", "male")] == f"{c} {james}"
+    assert pilot_mf[("taxonomy", "single", None)] == f"{c} {james} {mary}"
+    assert pilot_mf[("taxonomy", "multiple", None)] == f"{c} {james} {mary}"
+    assert pilot_mf[("baseline", "single", None)] == c
+    full = "{0} is skilled in operation and control. {0} is skilled in active listening. {0} has good near vision."
+    assert pilot_mf[("control", "binary", "female")] == f"{c} {full.format('Mary')}"
+    assert pilot_mf[("control", "multiple", None)] == f"{c} {full.format('James')} {full.format('Mary')}"
 
 
 def test_items_round_trip_through_table_rows() -> None:

@@ -14,13 +14,26 @@ from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import RunFailed, UserError
 from probe.export import export_run
-from probe.prompts import render_context
 from tests.support import ANSWER_HEADER, FakeBackend, labels, query, unknown_answers
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
 TOP_K = 2
 CONDITIONS = ("taxonomy", "baseline", "control")
+# The attribute sentences of nurse's and pilot's top 2 per category, written out (README: "What a model is asked").
+PREDICATES = {
+    "Social Perceptiveness": "is skilled in social perceptiveness",
+    "Active Listening": "is skilled in active listening",
+    "Psychology": "has knowledge of psychology",
+    "Customer and Personal Service": "has knowledge of customer and personal service",
+    "Problem Sensitivity": "has good problem sensitivity",
+    "Deductive Reasoning": "has good deductive reasoning",
+    "Operation and Control": "is skilled in operation and control",
+    "Operations Monitoring": "is skilled in operations monitoring",
+    "Transportation": "has knowledge of transportation",
+    "English Language": "has knowledge of the English language",
+    "Response Orientation": "has good response orientation",
+}
 
 
 def config(db_file: Path, **changes: object) -> RunConfig:
@@ -98,8 +111,8 @@ def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use
             if item.condition == "control"
             or (item.condition == "taxonomy" and (item.pair_id, item.name_order, subject, category, element) in granted)
         ]
-        expected = render_context(first, second, sentences)
-        assert item.context == expected
+        stated = [f"{name} {PREDICATES[element]}." for name, _, element in sentences]
+        assert item.context == " ".join([f"{first} and {second} are applying for the same job.", *stated])
         checked += 1
     assert checked == PAIRS * 2 * len(OCCUPATIONS) * 4 * len(CONDITIONS)
 
