@@ -9,7 +9,7 @@ attributes), backends/ (the model, from its own settings object), runs.py (the r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,5 +155,26 @@ def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tup
     try:
         analysed_now = ensure_analysed(con, run_id)
         return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now
+    finally:
+        con.close()
+
+
+def compare(db: Path | str, run_ids: Sequence[str], output: Path | str | None = None) -> tuple[ReportFiles, list[str]]:
+    """Write the comparison of runs (the first is the reference) the way `report` writes a run's report: its
+    JSON document, and the HTML page and Markdown summary rendered from it.
+
+    `output`: a .html page or a .md summary; default <db folder>/compare-<id>-<id>....html. Analyses the runs
+    that have no metrics yet; returns the files and those runs.
+    """
+    from probe.report import ensure_analysed, write_comparison  # matplotlib and statistics: load on use
+
+    db = Path(db)
+    if not db.exists():
+        raise UserError(f"{db}: no such database")
+    con = connect(db)
+    try:
+        analysed_now = [run_id for run_id in run_ids if ensure_analysed(con, run_id)]
+        default = db.parent / f"compare-{'-'.join(run_ids)}.html"
+        return write_comparison(con, run_ids, Path(output) if output else default), analysed_now
     finally:
         con.close()
