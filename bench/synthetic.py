@@ -17,9 +17,8 @@ from pathlib import Path
 import duckdb
 
 from probe import db
+from probe.vocabulary import CATEGORIES, CONDITIONS
 
-CONDITIONS = ("taxonomy", "baseline", "control")
-CATEGORIES = ("skill", "knowledge", "ability")
 ATTRIBUTES_PER_CATEGORY = 5
 ELEMENTS_PER_CATEGORY = 40
 
