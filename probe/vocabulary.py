@@ -32,4 +32,7 @@ RUNNING = "running"
 COMPLETE = "complete"
 FAILED = "failed"  # too many failed answers, a server that cannot be reached, nothing measured
 INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or SIGHUP: the batch in flight was saved
-RUN_STATUSES = (RUNNING, COMPLETE, FAILED, INTERRUPTED)
+RUN_STATUSES = (RUNNING, COMPLETE, FAILED, INTERRUPTED)  # what is written; a report warns on all but COMPLETE
+# How `probe runs` shows a run still marked running: it could open the database, so no process is writing
+# it, and the run was killed. Shown only, never written.
+STOPPED = "stopped"
