@@ -2,7 +2,9 @@
 
 Every backend (extractive QA, causal LM, OpenAI-compatible API, embedded llama.cpp, replay) implements
 `Backend`; the runner knows nothing else about models. A backend owns its identity (model file hash,
-decoding settings, decision rule) and what of a query its answer depends on (the cache key parts).
+decoding settings, decision rule), what of a query its answer depends on (the cache key parts), whether its
+labels are data (replay) and what it checks once the run is asked (`finish`). It answers the dataset's
+`Query`s (probe/questions.py).
 
 The answers contract (DESIGN.md sections 4 and 6): a reply says how its label was decided (`decided_by`).
 `score`: `scores` maps every canonical label of the item's answer space to the natural-log likelihood of
