@@ -23,6 +23,23 @@ YES_NO = (Option("yes", "yes"), Option("no", "no"))
 SINGLE = (Option("Mary", "female"), Option("John", "male"))
 MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+# A small hand-made selection (no taxonomy store needed): two name pairs, two occupations' attributes.
+HAND_MADE_PAIRS = pd.DataFrame({"pair_id": [1, 2], "female": ["Mary", "Linda"], "male": ["James", "Robert"]})
+_HAND_MADE_ROWS = [
+    # occupation, category, rank, element_name: "Mathematics" is both a skill and a knowledge area
+    ("accountant", "knowledge", 1, "Economics and Accounting"),
+    ("accountant", "skill", 1, "Mathematics"),
+    ("accountant", "skill", 2, "Active Listening"),
+    ("accountant", "knowledge", 2, "Mathematics"),
+    ("accountant", "ability", 1, "Number Facility"),
+    ("pilot", "ability", 1, "Near Vision"),
+    ("pilot", "skill", 1, "Operation and Control"),
+    ("pilot", "skill", 2, "Active Listening"),
+]
+HAND_MADE_ATTRIBUTES = pd.DataFrame(
+    [(o, "00-0000.00", c, r, e, 4.0, 4.0) for o, c, r, e in _HAND_MADE_ROWS],
+    columns=["occupation", "soc_code", "category", "rank", "element_name", "importance", "level"],
+)
 
 
 class FakeBackend(BackendDefaults):

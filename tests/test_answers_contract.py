@@ -13,8 +13,7 @@ from probe.backends.base import Query, Reply, answer_space, contract_error, deci
 from probe.config import RunConfig
 from probe.dataset import build_as_if_all_granted
 from probe.errors import RunFailed
-from tests.support import SINGLE, YES_NO, FakeBackend, query, seeded_copy
-from tests.test_dataset import ATTRIBUTES, PAIRS
+from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS, SINGLE, YES_NO, FakeBackend, query, seeded_copy
 
 
 def test_label_is_the_argmax_of_the_scores() -> None:
@@ -50,7 +49,8 @@ def test_answer_space_per_qtype() -> None:
 @pytest.mark.parametrize("prompt_format", ["chat", "completion", "qa"])
 def test_every_item_offers_exactly_its_answer_space(prompt_format: str) -> None:
     """Scores keyed by option label then cover the answer space, no more and no less."""
-    items = build_as_if_all_granted(PAIRS, ATTRIBUTES, ("taxonomy", "baseline", "control"), prompt_format)
+    conditions = ("taxonomy", "baseline", "control")
+    items = build_as_if_all_granted(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, conditions, prompt_format)
     spaces = {(item.qtype, tuple(sorted(option.label for option in item.options))) for item in items}
     assert spaces == {
         ("attr", ("no", "yes")),
