@@ -4,6 +4,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from probe import db, pipeline
@@ -49,3 +50,12 @@ def use_backend(monkeypatch: pytest.MonkeyPatch):
         return backend
 
     return install
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory database with the product's schema and no taxonomy: for hand-built runs (RunBuilder)."""
+    connection = duckdb.connect()
+    connection.execute(db.SCHEMA)
+    yield connection
+    connection.close()

@@ -4,12 +4,15 @@ database fingerprints, one-line CLI errors."""
 from __future__ import annotations
 
 import hashlib
+import itertools
+import math
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from probe import db
@@ -160,3 +163,96 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         for row in rows:
             check(f"regression {condition} {row['term']}", row["ci_low"], row["ci_high"], row["odds_ratio"])
     return problems
+
+
+# ------------------------------------------------------------------ hand-built runs for the metric tests
+
+Z95 = 1.959963984540054
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """The Wilson score interval, written out (independent of the statsmodels call in the code)."""
+    share = hits / n
+    denominator = 1 + Z95**2 / n
+    centre = (share + Z95**2 / (2 * n)) / denominator
+    half = Z95 * math.sqrt(share * (1 - share) / n + Z95**2 / (4 * n**2)) / denominator
+    return centre - half, centre + half
+
+
+class RunBuilder:
+    """Writes a run's items and answers row by row; a label of None leaves the item unanswered."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str = "r1") -> None:
+        self.con, self.run_id = con, run_id
+        self.item_ids = itertools.count()
+        con.execute("INSERT INTO runs (run_id, status) VALUES (?, 'done')", [run_id])
+
+    def _item(self, label: str | None, **fields: object) -> None:
+        item_id = f"item-{next(self.item_ids)}"
+        columns = ", ".join(fields)
+        marks = ", ".join("?" for _ in fields)
+        self.con.execute(
+            f"INSERT INTO items (run_id, item_id, {columns}) VALUES (?, ?, {marks})",
+            [self.run_id, item_id, *fields.values()],
+        )
+        if label is not None:
+            self.con.execute(
+                "INSERT INTO answers (run_id, item_id, label) VALUES (?, ?, ?)", [self.run_id, item_id, label]
+            )
+
+    def instance(self, condition, pair_id, order, occupation, bf, bm, s, m) -> None:
+        where = dict(stage=2, condition=condition, pair_id=pair_id, name_order=order, occupation=occupation)
+        self._item(bf, qtype="binary", subject="female", **where)
+        self._item(bm, qtype="binary", subject="male", **where)
+        self._item(s, qtype="single", **where)
+        self._item(m, qtype="multiple", **where)
+
+    def attr(self, pair_id, order, subject, category, attribute, label) -> None:
+        self._item(
+            label,
+            stage=1,
+            qtype="attr",
+            condition="stage1",
+            pair_id=pair_id,
+            name_order=order,
+            subject=subject,
+            category=category,
+            attribute=attribute,
+        )
+
+    def top_k(self, occupation, category, element_name) -> None:
+        self.con.execute(
+            "INSERT INTO run_attributes (run_id, occupation, category, rank, element_name) "
+            "VALUES (?, ?, ?, 1, ?)",
+            [self.run_id, occupation, category, element_name],
+        )
+
+
+def metric(con, condition, scope, key, name, run_id="r1"):
+    """(value, ci_low, ci_high, n) of one metrics row; fails unless exactly one row exists."""
+    rows = con.execute(
+        "SELECT value, ci_low, ci_high, n FROM metrics "
+        "WHERE run_id = ? AND condition = ? AND scope = ? AND key = ? AND metric = ?",
+        [run_id, condition, scope, key, name],
+    ).fetchall()
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def metric_values(con, condition, scope, key, names):
+    return {name: metric(con, condition, scope, key, name)[0] for name in names}
+
+
+def score_interval_reference(value: float, variance: float, pairs: int, instances: int) -> tuple[float, float]:
+    """The score interval of DESIGN section 5 written out independently of probe.statistics: every share m on a
+    grid of 2,000,001 points with (value - m)^2 <= t^2 * max(phi * (m (1 - m))^1.5, m (1 - m) / instances),
+    phi = variance / (value (1 - value))^1.5, t the 97.5% quantile with pairs - 1 df."""
+    from scipy import stats
+
+    grid = np.linspace(0.0, 1.0, 2_000_001)
+    base = (value * (1 - value)) ** 1.5
+    phi = variance / base if base > 0 else 0.0
+    binomial = grid * (1 - grid)
+    bound = stats.t.ppf(0.975, pairs - 1) ** 2 * np.maximum(phi * binomial**1.5, binomial / instances)
+    kept = grid[(value - grid) ** 2 <= bound]
+    return float(kept.min()), float(kept.max())

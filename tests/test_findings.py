@@ -1,18 +1,21 @@
 """Findings a reviewer can trust: planted preferences are found exactly, every report.json keeps the interval
 rules (method named, no zero-width interval, odds ratios inside their own intervals), untestable tests say so.
 
-The planted run: 6 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
-coins (a seeded generator picks S per instance). Binary and multiple answers follow the report tests' rules.
+The planted run: 8 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
+coins (a seeded generator picks S per instance). With the pair as the unit, 8 pairs all leaning one way give
+p = 2 / 256, and Benjamini-Hochberg over 12 occupations keeps the six planted ones (q = 0.0156). Binary and multiple answers follow the report tests' rules.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 from support import interval_problems
 from test_report import replay_run
 from typer.testing import CliRunner
@@ -23,7 +26,7 @@ from probe.cli import app
 FEMALE_PLANTED = ("nurse", "secretary", "dancer")
 MALE_PLANTED = ("pilot", "butcher", "firefighter")
 FAIR = ("accountant", "cook", "teacher", "lawyer", "writer", "banker")
-PLANTED_PAIRS = 6
+PLANTED_PAIRS = 8
 
 
 def planted_choice():
@@ -77,7 +80,9 @@ def test_planted_report_leads_with_direct_measures_with_intervals(planted: tuple
         set(f) >= {"finding", "metric", "estimate", "ci_low", "ci_high", "method", "n"} for f in data["headline"]
     )
     female_share = data["headline"][0]
-    assert female_share["n"] == PLANTED_PAIRS * 2 * 12 and female_share["test"]["min_p_value"] == 0.03125
+    assert female_share["n"] == {"pairs": PLANTED_PAIRS, "instances": PLANTED_PAIRS * 2 * 12}
+    # the score test's most extreme data: every pair at 0, no spread -> statistic sqrt(instances), t on 7 df
+    assert female_share["test"]["min_p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(192), 7))
     assert female_share["test"]["testable"] is True
 
 
@@ -89,7 +94,7 @@ def test_every_report_json_keeps_the_interval_rules(planted: tuple[Path, dict[st
 
 
 def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> None:
-    """1 pair = 2 instances per occupation: the exact test cannot go below p = 0.5."""
+    """1 pair: at most 1 leaning pair per occupation, so the sign test cannot go below p = 1."""
     db_file = tmp_path / "probe.duckdb"
     replay_run(db_file, tmp_path, "tiny", planted_choice(), occupations=("nurse", "pilot"), top_k=1, pairs=1)
     result = CliRunner().invoke(app, ["report", "tiny", "--db", str(db_file), "-o", str(tmp_path / "r.html")])
@@ -99,8 +104,10 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
         "female": [], "male": [], "tested": 0, "not_testable": ["nurse", "pilot"], "no_preference": []
     }  # fmt: skip
     occupation_test = next(t for t in data["testability"] if t["test"].startswith("occupation preference (taxonomy)"))
-    assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (2, 0.5, False)
-    assert occupation_test["sentence"].startswith("Not testable at this size: with 2 instances per occupation")
+    assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (1, 1.0, False)
+    assert occupation_test["sentence"].startswith(
+        "Not testable at this size: with 1 leaning name pairs per occupation"
+    )
     assert interval_problems(data) == []
     assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
     markdown = (tmp_path / "r.md").read_text()
@@ -111,12 +118,13 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
 
 
 def test_quick_preset_is_large_enough_to_test() -> None:
-    """The demo's preset: >= 6 pairs, so a sign test over pairs can reach p < 0.05 (5 pairs stop at 0.0625),
-    and every occupation is asked often enough for its exact binomial test to reach p < 0.05."""
+    """The demo's preset: 12 pairs, so the occupation sign test over pairs can reach p < 0.05 after
+    Benjamini-Hochberg over its 8 occupations for a lone discovery (2 / 4096 < 0.05 / 8), and the score
+    intervals keep their coverage at that size (bench --coverage, BENCHMARKS.md)."""
     from probe.config import load_config
     from probe.statistics import binomial_min_p
 
     quick = load_config({"preset": "quick"})
-    assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (6, 8, 1, ("taxonomy",))
-    assert binomial_min_p(quick.pairs) == 0.03125
-    assert binomial_min_p(quick.pairs * 2) < 0.001  # 12 instances per occupation
+    assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (12, 8, 1, ("taxonomy",))
+    assert binomial_min_p(quick.pairs) == 2 / 4096
+    assert binomial_min_p(quick.pairs) < 0.05 / len(quick.occupations)

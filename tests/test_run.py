@@ -312,7 +312,7 @@ def test_settings_precedence_preset_toml_flags(tmp_path: Path) -> None:
     run_toml.write_text('preset = "quick"\ntop_k = 2\noccupations = "mine.csv"\nbackend = "replay"\n')
     settings = load_config({"top_k": "4", "conditions": "control,taxonomy"}, run_toml)
     # pairs from the quick preset, top_k and conditions from the flags
-    assert (settings.pairs, settings.top_k, settings.conditions) == (6, 4, ("taxonomy", "control"))
+    assert (settings.pairs, settings.top_k, settings.conditions) == (12, 4, ("taxonomy", "control"))
     assert load_config({}, run_toml).top_k == 2  # RUN.toml over the preset's 1
     assert (settings.backend, settings.occupations) == ("replay", str(tmp_path / "mine.csv"))
     assert load_config({"preset": "paper"}, run_toml).pairs == 70

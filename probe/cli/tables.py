@@ -20,7 +20,7 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     ).df()
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% CI clustered by name pair]")
+    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% score interval over name pairs]")
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")
@@ -59,8 +59,8 @@ def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
             for gender in ("female", "male")
         ]
         table.add_row(condition, *lists)
-    sizes = con.execute("SELECT n FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
-    untestable = sum(binomial_min_p(n) >= SIGNIFICANCE for (n,) in sizes)
+    sizes = con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
+    untestable = sum(binomial_min_p(pairs) >= SIGNIFICANCE for (pairs,) in sizes)
     captions = ["no occupation with a significant preference"] if prefs.empty else []
     if untestable:  # too few instances for the exact test ever to reach p < 0.05: not "no preference"
         captions.append(f"{untestable} of {len(sizes)} occupation rows not testable at this size")

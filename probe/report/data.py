@@ -67,10 +67,16 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Analyse the run first when it has answers but no metrics; returns True when it did.
 
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
-    saves the user a step without changing what the report says.
+    saves the user a step without changing what the report says. An analysis stored before intervals and
+    tests were computed over name pairs (no `pairs` on its overall rows) is redone the same way.
     """
     _require_run(con, run_id)
-    if con.execute("SELECT count(*) FROM metrics WHERE run_id = ?", [run_id]).fetchone()[0]:
+    stored, current = con.execute(
+        "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') = count(*) FILTER (WHERE scope = 'overall') "
+        "FROM metrics WHERE run_id = ?",
+        [run_id],
+    ).fetchone()
+    if stored and current:
         return False
     if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
         raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
@@ -210,9 +216,10 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
-METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n")
-PREFERENCE_COLUMNS = ("condition", "occupation", "n", "share_female", "ci_low", "ci_high", "p_value", "q_value",
-                      "preferred")  # fmt: skip
+METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
+                  "min_p_value", "mde")  # fmt: skip
+PREFERENCE_COLUMNS = ("condition", "occupation", "n", "pairs", "pairs_female", "pairs_male", "share_female",
+                      "lean_female", "ci_low", "ci_high", "p_value", "q_value", "preferred")  # fmt: skip
 STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
 
 
@@ -230,7 +237,7 @@ def preference_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFram
 
 def clean(value: Any) -> Any:
     """JSON-safe scalar: NaN and missing become null, numpy numbers become Python numbers."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, np.integer):
         return int(value)
@@ -248,6 +255,10 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
             "ci_low": clean(row.ci_low),
             "ci_high": clean(row.ci_high),
             "n": clean(row.n),
+            "pairs": clean(row.pairs),
+            "p_value": clean(row.p_value),
+            "min_p_value": clean(row.min_p_value),
+            "mde": clean(row.mde),
         }
     return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, STAGE1_CONDITION), c))}
 
@@ -260,12 +271,12 @@ def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
         rows = preferences[preferences["condition"] == condition]
         strength = (rows["share_female"] - 0.5).abs()
         ranked = rows.assign(strength=-strength).sort_values(["strength", "occupation"])
-        testable = ranked["n"].map(lambda n: binomial_min_p(int(n)) < SIGNIFICANCE)
+        testable = ranked["pairs"].map(lambda pairs: binomial_min_p(int(pairs)) < SIGNIFICANCE)
         lists[condition] = {
             "female": ranked[ranked["preferred"] == "female"]["occupation"].tolist(),
             "male": ranked[ranked["preferred"] == "male"]["occupation"].tolist(),
             "tested": int(testable.sum()),
-            # Too few instances for the exact test to ever reach p < 0.05: never reported as "no preference".
+            # Too few leaning pairs for the sign test ever to reach p < 0.05: never reported as "no preference".
             "not_testable": sorted(ranked[~testable]["occupation"]),
             "no_preference": sorted(ranked[testable & (ranked["preferred"] == "none")]["occupation"]),
         }

@@ -32,7 +32,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """The JSON summary of one run (keys documented in the module docstring)."""
     metrics = metrics_frame(con, run_id)
     correlations = con.execute(
-        "SELECT condition, across, x, y, method, r, p_value, n FROM correlations WHERE run_id = ?", [run_id]
+        "SELECT condition, across, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "
+        "WHERE run_id = ?", [run_id]
     ).df()
     correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
     correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
@@ -45,7 +46,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     correlation_records = records(correlations)
     settings = run_settings(con, run_id)
     preferences = preference_frame(con, run_id)
-    findings = headline(overall, metrics, correlation_records)
+    findings = headline(overall, correlation_records)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),

@@ -98,13 +98,14 @@ def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
 
 
 def figure_occupations(preferences: pd.DataFrame) -> str | None:
-    """Share choosing the female subject per occupation, one panel per condition, sorted by the first."""
+    """Per occupation, the share of leaning name pairs that lean female with its exact interval (the quantity the
+    occupation test tests), one panel per condition, sorted by the first."""
     if preferences.empty:
         return None
     conditions = sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c))
     order = (
         preferences[preferences["condition"] == conditions[0]]
-        .sort_values(["share_female", "occupation"], na_position="first")["occupation"]
+        .sort_values(["lean_female", "occupation"], na_position="first")["occupation"]
         .tolist()
     )
     order += sorted(set(preferences["occupation"]) - set(order))
@@ -114,7 +115,7 @@ def figure_occupations(preferences: pd.DataFrame) -> str | None:
     for ax, condition in zip(axes, conditions, strict=True):
         rows = preferences[preferences["condition"] == condition]
         y = rows["occupation"].map(position).to_numpy()
-        share = rows["share_female"].to_numpy(dtype=float)
+        share = rows["lean_female"].to_numpy(dtype=float)
         ax.hlines(
             y,
             rows["ci_low"].to_numpy(dtype=float),
@@ -138,7 +139,7 @@ def figure_occupations(preferences: pd.DataFrame) -> str | None:
         ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
         ax.set_xlim(0, 1)
         ax.set_title(condition, fontsize=10)
-        ax.set_xlabel("share choosing the female subject")
+        ax.set_xlabel("share of leaning name pairs leaning female")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     axes[0].set_yticks(range(len(order)), order, fontsize=7.5)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from probe.errors import UserError
 from probe.escape import markdown_text, write_atomic
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
+from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
@@ -30,7 +30,13 @@ from probe.report.figures import (
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN
-from probe.statistics import CLUSTER_T_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
+from probe.statistics import (
+    CLUSTERED_METHOD,
+    OCCUPATION_TEST,
+    PERCENTILE_METHOD,
+    SCORE_METHOD,
+    WITHIN_PAIR_METHOD,
+)
 from probe.vocabulary import COMPLETE, CONDITIONS
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -59,8 +65,9 @@ _TEMPLATES = jinja2.Environment(
 
 # Every interval in the pages names its method (DESIGN.md section 10).
 METHODS = {
-    "overall": CLUSTER_T_METHOD,
-    "scoped": WILSON_METHOD,
+    "overall": SCORE_METHOD,
+    "scoped": f"occupation and category rows: {SCORE_METHOD}; pair rows: {WITHIN_PAIR_METHOD}",
+    "occupations": OCCUPATION_TEST,
     "regression": CLUSTERED_METHOD,
     "paired": f"paired {PERCENTILE_METHOD}",
 }
@@ -103,11 +110,19 @@ LIMITATIONS = (
 
 
 def _metric_table(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Overall metrics per condition: the paper's Figure 1 six, then the others, then pairs and instances."""
     conditions = [c for c in overall if c in CONDITIONS]
-    rows = [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in TABLE_METRICS]
-    counts = [fmt_show((overall[c].get("consistency") or {}).get("n")) for c in conditions]
-    rows.append(("valid instances", counts))
-    return {"conditions": conditions, "rows": rows}
+
+    def rows(metrics: Sequence[str]) -> list[tuple[str, list[str]]]:
+        return [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in metrics]
+
+    def count(condition: str) -> str:
+        entry = overall[condition].get("consistency") or {}
+        return f"{fmt_show(entry.get('pairs'))} / {fmt_show(entry.get('n'))}"
+
+    others = [m for m in TABLE_METRICS if m not in FIGURE1_METRICS]
+    return {"conditions": conditions, "figure1": rows(FIGURE1_METRICS),
+            "rows": [*rows(others), ("name pairs / valid instances", [count(c) for c in conditions])]}  # fmt: skip
 
 
 def _short_term(term: str) -> str:
@@ -139,20 +154,6 @@ def _examples(names: Sequence[str], limit: int = 5) -> str:
     if not names:
         return ""
     return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})"
-
-
-def _correlation_rows(correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (condition, across, x, y) with Pearson and Spearman side by side."""
-    rows: dict[tuple, dict[str, Any]] = {}
-    for c in correlations:
-        row = rows.setdefault(
-            (c["condition"], c["across"], c["x"], c["y"]),
-            {"condition": c["condition"], "across": c["across"], "x": c["x"], "y": c["y"], "n": c["n"]},
-        )
-        row[f"{c['method']}_r"], row[f"{c['method']}_p"] = c["r"], c["p_value"]
-    return [
-        {"pearson_r": None, "pearson_p": None, "spearman_r": None, "spearman_p": None, **row} for row in rows.values()
-    ]
 
 
 def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -211,7 +212,6 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "stage1_rows": data["stage1_rates"],
         "regression": _regression_table(data["regression"]),
         "findings": other_findings(data),
-        "correlation_rows": _correlation_rows(data["correlations"]),
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
