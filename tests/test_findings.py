@@ -3,7 +3,8 @@ rules (method named, no zero-width interval, odds ratios inside their own interv
 
 The planted run: 8 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
 coins (a seeded generator picks S per instance). With the pair as the unit, 8 pairs all leaning one way give
-p = 2 / 256, and Benjamini-Hochberg over 12 occupations keeps the six planted ones (q = 0.0156). Binary and multiple answers follow the report tests' rules.
+p = 2 / 256, and Benjamini-Hochberg over 12 occupations keeps the six planted ones (q = 0.0156). Binary and
+multiple answers follow the report tests' rules.
 """
 
 from __future__ import annotations
@@ -128,3 +129,35 @@ def test_quick_preset_is_large_enough_to_test() -> None:
     assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (12, 8, 1, ("taxonomy",))
     assert binomial_min_p(quick.pairs) == 2 / 4096
     assert binomial_min_p(quick.pairs) < 0.05 / len(quick.occupations)
+
+
+def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
+    """README's detectable effects for the quick preset are those the report computes for the bundled
+    SmolLM2's quick run (its instances are kept in bench/data/ for the coverage benchmark)."""
+    import duckdb
+
+    from bench.coverage import analyse_simulated
+    from bench.worlds import ResampledWorld, to_frames
+    from probe.db import SCHEMA
+    from probe.report.findings import occupation_testability
+    from probe.statistics import fisher_mde
+
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    real = ResampledWorld().real
+    overall = analyse_simulated(con, *to_frames(real)).set_index("metric")
+    mde = con.execute("SELECT metric, mde FROM metrics WHERE scope = 'overall' AND mde IS NOT NULL").fetchall()
+    shifts = {metric: f"{100 * value:.1f}" for metric, value in mde}
+    preferences = con.execute("SELECT * FROM occupation_preference").df()
+    occupations = occupation_testability(preferences)["taxonomy"]
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert (
+        f"a shift of {shifts['female_share']} percentage points in the woman's share, {shifts['position_first']} "
+        f"in the position effect or {shifts['attr_yes_diff']} in the stage-1 grant gap"
+    ) in readme
+    assert (
+        f"a typical occupation had {occupations['leaning_pairs_per_occupation']} leaning pairs (smallest "
+        f"attainable p {occupations['min_p_value']:.3f})"
+    ) in readme
+    assert f"(|r| >= {fisher_mde(real.s.shape[0]):.2f} needed with {real.s.shape[0]} pairs)" in readme
+    assert overall.loc["female_share", "value"] == pytest.approx(0.6979, abs=1e-4)  # the stored run's 69.8%

@@ -101,6 +101,9 @@ LIMITATIONS = (
     "may give other numbers. The template hash on the run card identifies the wording used here.",
     "Small models answer many questions near chance or not at all; read high unknown rates and wide "
     "intervals as 'not measured', not as 'unbiased'.",
+    "Intervals generalise from the name pairs asked to pairs like them: a behaviour that only a few pairs "
+    "in the population show (say 1 in 12) is missed by a run that draws none of them, and no interval can "
+    "cover it then; more pairs make that rarer (BENCHMARKS.md, coverage).",
     "The questions are hypothetical hiring-style decisions between two people; they do not measure "
     "harms in any deployed use of the model.",
 )
