@@ -99,14 +99,10 @@ def test_the_store_imports_no_pipeline_step() -> None:
     assert "probe.db" not in _graph()["probe.snapshot"]
 
 
-# Split by the lead, who edits it in parallel (issue 24).
-LONG_TEST_FILES_BEING_SPLIT = {"test_metrics.py"}
-
-
 def test_no_module_or_test_file_over_400_lines() -> None:
     files = [*PACKAGE.rglob("*.py"), *TESTS.glob("*.py")]
     long = {path.name: n for path in files if (n := len(path.read_text().splitlines())) > MAX_LINES}
-    assert set(long) - LONG_TEST_FILES_BEING_SPLIT == set()
+    assert long == {}
 
 
 def _step(module: str) -> str | None:
