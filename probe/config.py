@@ -19,8 +19,7 @@ from pathlib import Path
 from probe.db import DEFAULT_DB
 from probe.errors import UserError
 from probe.redact import safe_url
-
-CONDITIONS = ("taxonomy", "baseline", "control")
+from probe.vocabulary import CONDITIONS
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
 OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",

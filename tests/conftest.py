@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from probe import db
-from tests.support import ONET_RELEASE
+from probe import db, pipeline
+from tests.support import ONET_RELEASE, FakeBackend
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -39,6 +39,17 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def db_file(seeded_db: Path, tmp_path: Path) -> Path:
     """A fresh copy of the seeded database (seeding once keeps the tests fast)."""
     return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
+
+
+@pytest.fixture
+def use_backend(monkeypatch: pytest.MonkeyPatch):
+    """Make the pipeline answer with the given backend instance."""
+
+    def install(backend: FakeBackend) -> FakeBackend:
+        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
+        return backend
+
+    return install
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""Helpers shared by the tests: seeded database copies, queries, database fingerprints, one-line CLI errors."""
+"""Helpers shared by the tests (imported as `tests.support`): a fake backend, seeded database copies, queries,
+database fingerprints, one-line CLI errors."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import shutil
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from probe import db
-from probe.backends.base import Option
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 
 # Tests may read ../shared (the O*NET release and name lists); the product never does.
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -24,6 +26,56 @@ YES_NO = (Option("yes", "yes"), Option("no", "no"))
 SINGLE = (Option("Mary", "female"), Option("John", "male"))
 MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+# A small hand-made selection (no taxonomy store needed): two name pairs, two occupations' attributes.
+HAND_MADE_PAIRS = pd.DataFrame({"pair_id": [1, 2], "female": ["Mary", "Linda"], "male": ["James", "Robert"]})
+_HAND_MADE_ROWS = [
+    # occupation, category, rank, element_name: "Mathematics" is both a skill and a knowledge area
+    ("accountant", "knowledge", 1, "Economics and Accounting"),
+    ("accountant", "skill", 1, "Mathematics"),
+    ("accountant", "skill", 2, "Active Listening"),
+    ("accountant", "knowledge", 2, "Mathematics"),
+    ("accountant", "ability", 1, "Number Facility"),
+    ("pilot", "ability", 1, "Near Vision"),
+    ("pilot", "skill", 1, "Operation and Control"),
+    ("pilot", "skill", 2, "Active Listening"),
+]
+HAND_MADE_ATTRIBUTES = pd.DataFrame(
+    [(o, "00-0000.00", c, r, e, 4.0, 4.0) for o, c, r, e in _HAND_MADE_ROWS],
+    columns=["occupation", "soc_code", "category", "rank", "element_name", "importance", "level"],
+)
+
+
+class FakeBackend(BackendDefaults):
+    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
+
+    prompt_format = "chat"
+    batch_size = 16
+
+    def __init__(self, fail_after_batches: int | None = None):
+        self.fail_after_batches = fail_after_batches
+        self.batches = 0
+        self.asked = 0
+
+    def identity(self) -> dict[str, object]:
+        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
+
+    def cache_key_parts(self, asked: Query) -> list[object]:
+        return default_cache_key_parts(asked)
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
+            raise RuntimeError("simulated crash")
+        self.batches += 1
+        self.asked += len(queries)
+        replies = []
+        for asked in queries:
+            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
+            option = asked.options[digest % len(asked.options)]
+            replies.append(Reply(label=option.label, raw=option.text))
+        return replies
+
+    def close(self) -> None:
+        pass
 
 
 def unknown_answers(path: Path, **settings: object) -> Path:
@@ -70,6 +122,16 @@ def fingerprint(db_file: Path) -> dict[str, tuple[int, int]]:
 def labels(db_file: Path, run_id: str) -> dict[str, str]:
     frame = query(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
     return dict(zip(frame["item_id"], frame["label"], strict=True))
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """Run the `probe` CLI in-process: exit code and output."""
+    from typer.testing import CliRunner
+
+    from probe.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
 
 
 def assert_one_line_error(code: int, output: str, message: str) -> None:

@@ -16,13 +16,13 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from support import interval_problems
 from typer.testing import CliRunner
 
 from probe import db, pipeline, report
 from probe.cli import app
 from probe.config import RunConfig
 from probe.errors import UserError
+from tests.support import interval_problems
 
 OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")
 FEMALE_JOBS = ("nurse", "secretary", "dancer")
@@ -169,10 +169,17 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     assert "Gender is treated as binary" in html
 
 
+def test_the_pages_render_from_the_json_document_alone(written: report.ReportFiles) -> None:
+    """No database: report.json holds everything report.html and report.md show."""
+    html, markdown = report.render_report(json.loads(written.json.read_text()))
+    assert (html, markdown) == (written.html.read_text(), written.markdown.read_text())
+
+
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
     assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
-                          "testability", "overall", "preferred_occupations", "correlations", "regression"]  # fmt: skip
+                          "testability", "overall", "preferred_occupations", "correlations", "regression",
+                          "stage1_rates", "occupation_preference", "pair_values", "items"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
@@ -328,7 +335,8 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
         report.ensure_analysed(con, "steady")
         report.ensure_analysed(con, "first")
-        pages = [report.render_report(con, "steady")[0], report.render_comparison(con, ["steady", "first"])[0]]
+        documents = report.summary(con, "steady"), report.compare_summary(con, ["steady", "first"])
+        pages = [report.render_report(documents[0])[0], report.render_comparison(documents[1])[0]]
     finally:
         con.close()
     for html in pages:

@@ -13,12 +13,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from probe.backends import BACKENDS
 from probe.errors import UserError
 from probe.statistics import SIGNIFICANCE, binomial_min_p
+from probe.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
-CONDITIONS = ("taxonomy", "baseline", "control")
-QTYPES = ("attr", "binary", "single", "multiple")
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
 
 
@@ -86,9 +86,23 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return True
 
 
-# Keys of the backend identity (runs.backend_json) that name the model rather than how it decodes.
-_IDENTITY_KEYS = ("gguf_sha256", "sha256", "model_sha256", "revision", "commit_hash")
-_NOT_DECODING = frozenset({"backend", "model", "base_url", *_IDENTITY_KEYS})
+# Keys of the backend identity (runs.backend_json) that say which model, not how it decodes (with the keys the
+# backend declares as naming its weights: BackendInfo.identity_keys).
+_NOT_DECODING = frozenset({"backend", "model", "base_url"})
+
+
+def _identity_keys(backend: str | None) -> tuple[str, ...]:
+    """The identity keys the run's backend declares; none for a backend no longer registered."""
+    return BACKENDS[backend].identity_keys if backend in BACKENDS else ()
+
+
+def _model_identity(keys: Sequence[str], identity: Mapping[str, Any]) -> str | None:
+    """The first declared key the identity holds: a file's sha256, a hub revision, or for a local folder each
+    weight file's sha256 (`<sha256> (<file>)`, comma-separated)."""
+    value = next((identity[key] for key in keys if identity.get(key)), None)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{digest} ({name})" for name, digest in sorted(value.items()))
+    return _text(value)
 
 
 def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -99,13 +113,14 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     # Stored with the run since the column exists; older runs show the database's current release, marked so.
     current = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     release = run.get("onet_release") or (f"{current[0]} (the database's current release)" if current else None)
-    model_identity = next((identity[k] for k in _IDENTITY_KEYS if identity.get(k)), None)
-    decoding = {k: v for k, v in identity.items() if k not in _NOT_DECODING and not isinstance(v, Mapping)}
+    keys = _identity_keys(run.get("backend"))
+    not_decoding = _NOT_DECODING | set(keys)
+    decoding = {k: v for k, v in identity.items() if k not in not_decoding and not isinstance(v, Mapping)}
     versions = _config(run.get("versions_json"))
     return {
         "run_id": run["run_id"],
         "model": run.get("model") or _text(config.get("model")),
-        "model_identity": _text(model_identity),
+        "model_identity": _model_identity(keys, identity),
         "backend": run.get("backend"),
         "decoding": _text(decoding) if decoding else None,
         "onet_release": release,
@@ -201,18 +216,20 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
+METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
+                  "min_p_value", "mde")  # fmt: skip
+PREFERENCE_COLUMNS = ("condition", "occupation", "n", "pairs", "pairs_female", "pairs_male", "share_female",
+                      "lean_female", "ci_low", "ci_high", "p_value", "q_value", "preferred")  # fmt: skip
+STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
+
+
 def metrics_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return con.execute(
-        "SELECT condition, scope, key, metric, value, ci_low, ci_high, n, pairs, p_value, min_p_value, mde "
-        "FROM metrics WHERE run_id = ?",
-        [run_id],
-    ).df()
+    return con.execute(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics WHERE run_id = ?", [run_id]).df()
 
 
 def preference_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return con.execute(
-        "SELECT condition, occupation, n, pairs, pairs_female, pairs_male, share_female, lean_female, ci_low, "
-        "ci_high, p_value, q_value, preferred FROM occupation_preference WHERE run_id = ? "
+        f"SELECT {', '.join(PREFERENCE_COLUMNS)} FROM occupation_preference WHERE run_id = ? "
         "ORDER BY condition, occupation",
         [run_id],
     ).df()
@@ -243,7 +260,7 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
             "min_p_value": clean(row.min_p_value),
             "mde": clean(row.mde),
         }
-    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, "stage1"), c))}
+    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, STAGE1_CONDITION), c))}
 
 
 def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -264,6 +281,19 @@ def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "no_preference": sorted(ranked[testable & (ranked["preferred"] == "none")]["occupation"]),
         }
     return lists
+
+
+def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
+    rows = metrics[
+        (metrics["condition"] == STAGE1_CONDITION)
+        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["scope"].isin(["overall", "category"])
+    ].copy()
+    rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
+    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
+    return rows.sort_values(["rank", "group"])[list(STAGE1_RATE_COLUMNS)]
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""report.json: the JSON summary of one run, assembled from the stored analysis and the findings."""
+"""report.json: the document of one run, assembled from the stored analysis and the findings; report.html and
+report.md are rendered from it alone (probe/report/render.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 import duckdb
 
 from probe.report.data import (
-    CONDITIONS,
     SCHEMA_VERSION,
     decision_margins,
     item_counts,
@@ -19,8 +19,13 @@ from probe.report.data import (
     records,
     run_record,
     run_settings,
+    stage1_rates,
 )
 from probe.report.findings import headline, occupation_testability, testability
+from probe.report.items import drilldown
+from probe.vocabulary import CONDITIONS
+
+PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -57,4 +62,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
             condition: records(rows.drop(columns="condition"))
             for condition, rows in regression.groupby("condition", sort=False)
         },
+        "stage1_rates": records(stage1_rates(metrics)),
+        "occupation_preference": records(preferences),
+        "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
+        "items": drilldown(con, run_id),
     }

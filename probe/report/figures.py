@@ -7,12 +7,14 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS
-from probe.report.data import CONDITIONS, order_index
+from probe.report.data import order_index
+from probe.vocabulary import CONDITIONS
 
 GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
 CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#44AA99"}
@@ -24,7 +26,8 @@ CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#
 def _figure_uri(fig: Figure) -> str:
     """An SVG data URI: vector (prints sharply), isolated in an <img>, same bytes for the same input."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with matplotlib.rc_context({"svg.hashsalt": "taxonomy-probe"}):  # element ids: otherwise random per call
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 

@@ -113,6 +113,7 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
     finding = {
         "finding": sentence,
         "metric": name,
+        "kind": metric.kind,
         "condition": condition,
         "estimate": entry["value"],
         "ci_low": entry.get("ci_low"),
@@ -136,7 +137,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
     )  # fmt: skip
     if row is None:
         return None
-    base = {"metric": "pearson_r(consistency, bias) across pairs", "condition": condition,
+    base = {"metric": "pearson_r(consistency, bias) across pairs", "kind": "correlation", "condition": condition,
             "n": {"pairs": row["n"], "instances": None}}  # fmt: skip
     if row["r"] is None or row.get("ci_low") is None:
         return base | {
