@@ -48,8 +48,7 @@ from probe.dataset import Item, check_templates
 from probe.db import connect
 from probe.errors import UserError
 from probe.selection import select
-
-BATCH_STATUS = "batch"  # a run answered through files; complete once stage 2 is imported
+from probe.vocabulary import BATCH, COMPLETE
 
 
 class BatchTarget:
@@ -148,7 +147,7 @@ def export_requests(db: Path, run_id: str, output: Path, config_file: Path | Non
             check_templates(selection.pairs, selection.attributes, config.conditions, target.prompt_format)
             identity = json.dumps(target.identity(), sort_keys=True)
             runs.record_run(con, run_id, config, target, identity, selection)
-            runs.set_status(con, run_id, BATCH_STATUS)
+            runs.set_status(con, run_id, BATCH)
         config, target = _open_run(con, db, run_id)
         stage, items = pipeline.batch_stage(con, config, target.prompt_format)
         lines = []
@@ -192,7 +191,7 @@ def import_results(db: Path, run_id: str, results: Path) -> ImportReport:
         report.stage, left = pipeline.batch_stage(con, config, target.prompt_format)
         report.pending = len(left)
         report.complete = report.stage == 2 and not left
-        runs.set_status(con, run_id, "complete" if report.complete else BATCH_STATUS)
+        runs.set_status(con, run_id, COMPLETE if report.complete else BATCH)
         return report
     finally:
         con.close()

@@ -16,12 +16,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.backends.base import Option, Query
 from probe.prompts import render_context, render_prompt
+from probe.questions import Option, Query
+from probe.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
 
-NAME_ORDERS = ("fm", "mf")
-SUBJECTS = ("female", "male")
-CATEGORIES = ("skill", "knowledge", "ability")  # the order attribute sentences are stated in
 YES_NO = (Option("yes", "yes"), Option("no", "no"))
 
 # Fields that identify an item within a run (hashed into item_id; replay files match on them).
@@ -201,7 +199,7 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
                         subjects,
                         stage=1,
                         qtype="attr",
-                        condition="stage1",
+                        condition=STAGE1_CONDITION,
                         context=context,
                         options=YES_NO,
                         subject=subject,

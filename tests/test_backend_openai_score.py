@@ -121,7 +121,8 @@ def test_a_scored_run_over_http_stores_hf_causal_answers(
 def test_a_rejected_key_while_probing_stops_the_run_with_exit_1(db_file: Path) -> None:
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.echo_credentials(401)) as server:
         result = CliRunner().invoke(app, ["run", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
-                                          "--pairs", "1", "--db", str(db_file), "--quiet"])  # fmt: skip
+                                          "--pairs", "1", "--occupations", "nurse", "--db", str(db_file), "--quiet",
+                                          "--yes"])  # fmt: skip
     assert (result.exit_code, result.output.count("\n")) == (1, 1), result.output
     assert result.output.startswith("error: 127.0.0.1:")
     assert result.output.rstrip().endswith("the server rejected the API key (HTTP 401)")

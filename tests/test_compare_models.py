@@ -21,8 +21,9 @@ from probe import db
 from probe.cli import app
 from probe.report.compare import counts_on_instances, shared_instances, shared_pair_counts
 from probe.report.leaderboard import paired_analysis, ranks
+from probe.statistics import SCORE_METHOD
 from tests.support import assert_one_line_error, query
-from tests.test_report import first_named_choice, replay_run, steady_choice
+from tests.test_report import PAIRS, first_named_choice, replay_run, steady_choice
 
 RUNS = ["steady", "first", "men"]
 
@@ -69,7 +70,7 @@ def test_leaderboard_holds_each_runs_own_estimates_and_intervals(three_runs: Pat
     entries = [entry for row in data["leaderboard"] for entry in row["metrics"].values()]
     assert all((e["ci_low"] is None) == (e["ci_high"] is None) for e in entries)
     assert all(e["ci_low"] < e["ci_high"] for e in entries if e["ci_low"] is not None)  # never zero-width
-    assert data["leaderboard_method"].startswith("cluster-robust standard error over name pairs")
+    assert data["leaderboard_method"] == SCORE_METHOD
 
 
 def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path: Path) -> None:
@@ -106,7 +107,7 @@ def test_stored_pair_counts_equal_the_counts_on_shared_instances(three_runs: Pat
     columns = ["condition", "key", "metric", "hits", "n"]
     in_order = [frame[columns].astype({"hits": float, "n": float}).sort_values(columns[:3]).reset_index(drop=True)
                 for frame in (stored, counted)]  # fmt: skip
-    assert len(in_order[0]) == 4 * (3 * 10 + 1)  # pairs x (conditions x metrics + context_sensitivity)
+    assert len(in_order[0]) == PAIRS * (3 * 10 + 1)  # pairs x (conditions x metrics + context_sensitivity)
     pd.testing.assert_frame_equal(*in_order)
 
 

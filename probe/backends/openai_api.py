@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import openai
 
-from probe.backends.base import Option, Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.http import ReplyTooLarge, capped_client
 from probe.backends.model_input import chat_messages, completion_text
@@ -46,8 +46,8 @@ from probe.backends.openai_score import (
 )
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
-from probe.labels import UNKNOWN
 from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
+from probe.vocabulary import DECODINGS, UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
@@ -76,8 +76,8 @@ class ApiSettings:
     decoding: str = "generate"  # or "score": exact option log-likelihoods (openai_score.py)
 
     def __post_init__(self) -> None:
-        if self.decoding not in ("score", "generate"):
-            raise UserError(f"--decoding {self.decoding!r}: choose score or generate")
+        if self.decoding not in DECODINGS:
+            raise UserError(f"--decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
         if self.api_mode not in ("chat", "completions"):
             raise UserError(f"api_mode {self.api_mode!r}: choose chat or completions")
         if self.constrain not in CONSTRAINTS:
@@ -90,10 +90,8 @@ class UnreadableResponse(Exception):
     """A 200 reply without the fields an OpenAI-compatible reply has (retried like a 5xx)."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendDefaults):
     """Answers queries through an OpenAI-compatible endpoint; see the module docstring."""
-
-    cacheable = True
 
     def __init__(self, settings: ApiSettings, api_key: str | None = None) -> None:
         self.settings = settings

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.llamacpp_score import LlamaCppScorer
 from probe.backends.model_input import chat_messages, completion_pair
 from probe.errors import RunFailed, UserError
@@ -171,10 +171,8 @@ class PromptLogprobScorer:
         return tokens
 
 
-class LlamaCppServedBackend:
+class LlamaCppServedBackend(BackendDefaults):
     """`--backend openai` against llama.cpp servers: llamacpp_score.py's exact scorer at each server's root."""
-
-    cacheable = True
 
     def __init__(self, model: str, urls: Sequence[str], api_mode: str, timeout_s: float) -> None:
         self.prompt_format = "chat" if api_mode == "chat" else "completion"

@@ -9,7 +9,7 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect
+from probe.db import DEFAULT_DB
 from probe.errors import UserError
 
 if TYPE_CHECKING:
@@ -21,12 +21,6 @@ OutputOption = Annotated[
         "-o", "--output", help=".html page or .md summary to write; the other formats go beside it.", dir_okay=False
     ),
 ]
-
-
-def _open(db: Path):
-    if not db.exists():
-        raise UserError(f"{db}: no such database")
-    return connect(db)
 
 
 def _print_files(files: ReportFiles) -> None:
@@ -71,7 +65,6 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html (a study: compare-<study id>.html).
     """
-    from probe.report import ensure_analysed, write_comparison
     from probe.report.compare import check_run_ids
     from probe.study import study_run_ids
 
@@ -82,12 +75,7 @@ def compare_command(
             raise UserError(f"--study {study}: no runs of this study in {db}")
         run_ids += [run_id for run_id in members if run_id not in run_ids]
     check_run_ids(run_ids, reference)
-    con = _open(db)
-    try:
-        for run_id in run_ids:
-            if ensure_analysed(con, run_id):
-                typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-        default = db.parent / f"compare-{study or '-'.join(run_ids)}.html"
-        _print_files(write_comparison(con, run_ids, output or default, reference))
-    finally:
-        con.close()
+    files, analysed_now = pipeline.compare(db, run_ids, output, reference, name=study)
+    for run_id in analysed_now:
+        typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+    _print_files(files)

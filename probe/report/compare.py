@@ -26,7 +26,7 @@ from probe.report.data import (
     run_settings,
 )
 from probe.report.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
-from probe.statistics import CLUSTER_T_METHOD
+from probe.statistics import SCORE_METHOD
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -254,7 +254,7 @@ def compare_summary(
         },
         "reference": reference,
         "leaderboard": leaderboard_rows(runs, overall, preferred, lead),
-        "leaderboard_method": CLUSTER_T_METHOD,  # the analyzers' overall intervals, each run on its own instances
+        "leaderboard_method": SCORE_METHOD,  # the analyzers' overall intervals, each run on its own instances
         "overall": overall,
         "paired_differences": paired_differences,
         "ranks": ranks,

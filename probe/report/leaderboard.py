@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
-from probe.report.data import CONDITIONS, clean, order_index
+from probe.report.data import clean, order_index
 from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights, expanded_tail
+from probe.vocabulary import CONDITIONS, STAGE1_CONDITION
 
 STAGE1_LEADERBOARD_METRICS = ("attr_yes_diff",)  # the stage-1 headline: grant rate of women minus men
 NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"
@@ -38,7 +39,7 @@ def leaderboard_rows(
     for run in runs:
         own = overall[run["run_id"]]
         metrics = {metric: own.get(lead, {}).get(metric) for metric in LEADERBOARD_METRICS}
-        metrics |= {metric: own.get("stage1", {}).get(metric) for metric in STAGE1_LEADERBOARD_METRICS}
+        metrics |= {metric: own.get(STAGE1_CONDITION, {}).get(metric) for metric in STAGE1_LEADERBOARD_METRICS}
         lists = preferred[run["run_id"]].get(lead, {"female": [], "male": []})
         rows.append({"run_id": run["run_id"], "model": run["model"], "condition": lead,
                      "metrics": {metric: entry for metric, entry in metrics.items() if entry is not None},
