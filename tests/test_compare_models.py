@@ -9,6 +9,7 @@ pair's instances except `first` (always), so position_first is 0.5, 1.0, 0.5 in 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,6 +94,8 @@ def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path:
     assert html.count('<img src="data:image/svg+xml;base64,') == 2  # the leaderboard and differences forest plots
     markdown = (tmp_path / "leaderboard.md").read_text()
     assert "| first | 1 (1-1) |" in markdown.replace("\u2013", "-")
+    # attr_yes_diff, a difference, in signed points with its interval (each run grants both genders alike)
+    assert re.search(r"\| \+0\.0 pts \[-\d+\.\d, \+\d+\.\d\] \| 3 \| 2 \|", markdown.replace("\u2212", "-"))
     assert markdown.startswith("# Gender-bias comparison of 3 runs")
 
 

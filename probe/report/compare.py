@@ -173,7 +173,8 @@ def settings_differences(
     for key, noun, effect in _RUN_SETTINGS:
         values = {run["run_id"]: run.get(key) for run in runs}
         if len({str(value) for value in values.values()}) > 1:
-            listed = ", ".join(f"{run_id}: {'unknown' if value is None else value}" for run_id, value in values.items())
+            missing = "none" if key == "system_prompt" else "unknown"
+            listed = ", ".join(f"{run_id}: {missing if value is None else value}" for run_id, value in values.items())
             differences.append(
                 {"setting": key, "values": values, "effect": effect,
                  "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}."}

@@ -81,7 +81,17 @@ class ReportFiles:
     json: Path
 
 
+def fmt_metric_ci(entry: Mapping[str, Any] | None, metric: str) -> str:
+    """A metric with its interval: a share in % (`62.3% [55.1, 70.0]`), a difference in points."""
+    if not entry or METRICS.get(metric) is None or METRICS[metric].kind != "difference" or entry.get("value") is None:
+        return fmt_ci(entry)
+    low, high = entry.get("ci_low"), entry.get("ci_high")
+    interval = " (no interval)" if low is None or high is None else f" [{fmt_signed(low)}, {fmt_signed(high)}]"
+    return f"{fmt_signed(entry['value'])} pts{interval}"
+
+
 _TEMPLATES.filters.update(
+    metric_ci=fmt_metric_ci,
     pct=fmt_pct,
     num=fmt_num,
     pvalue=fmt_p,
