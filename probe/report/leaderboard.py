@@ -96,8 +96,9 @@ def paired_analysis(
     differences, rank_rows = [], []
     for condition in sorted(conditions, key=lambda c: order_index(CONDITIONS, c)):
         parts = {run_id: frame[frame["condition"] == condition] for run_id, frame in counts.items()}
-        metrics = [m for m in COMPARED_METRICS if all(m in set(part["metric"]) for part in parts.values())]
-        pairs = sorted(set().union(*(set(part["key"]) for part in parts.values())), key=int)
+        present = set.intersection(*(set(part["metric"].tolist()) for part in parts.values()))
+        metrics = [metric for metric in COMPARED_METRICS if metric in present]
+        pairs = sorted(set().union(*(set(part["key"].tolist()) for part in parts.values())), key=int)
         terms = [ratio_terms(parts[run_id], pairs, metrics) for run_id in run_ids]
         values, replicates = resampled_values(terms)
         instances = np.stack([part.pivot(index="key", columns="metric", values="n").reindex(columns=metrics)
