@@ -242,14 +242,16 @@ SYSTEM_PROMPT_FILES = (".txt", ".md")
 
 
 def _parse_system_prompt(value: object, base_dir: Path | None = None) -> str | None:
-    """TEXT, or the text of FILE (a path that exists, or one ending .txt/.md): the run stores the text itself."""
+    """TEXT, or the text of FILE (a path that exists, or a name without spaces ending .txt/.md): the run stores
+    the text itself, so a resumed run reads its stored text as text."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ValueError("expected the system prompt's text or a text file")
     path = Path(value).expanduser()
     path = base_dir / path if base_dir and not path.is_absolute() else path
-    if "\n" not in value and (path.is_file() or path.suffix.lower() in SYSTEM_PROMPT_FILES):
+    looks_like_a_file_name = not any(character.isspace() for character in value.strip())
+    if path.is_file() or (looks_like_a_file_name and path.suffix.lower() in SYSTEM_PROMPT_FILES):
         try:
             text = path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as error:

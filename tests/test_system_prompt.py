@@ -45,6 +45,7 @@ def test_text_or_file_from_the_command_line_and_from_run_toml(tmp_path: Path) ->
     assert load_config({"system_prompt": str(tmp_path / "fair.txt")}).system_prompt == FAIR
     assert load_config({}, tmp_path / "RUN.toml").system_prompt == FAIR
     assert load_config({}).system_prompt is None
+    assert load_config({"system_prompt": "Be fair; the rules are in rules.md"}).system_prompt.endswith("rules.md")
 
 
 @pytest.mark.parametrize(
