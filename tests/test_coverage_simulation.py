@@ -10,7 +10,7 @@ import pytest
 
 from bench.coverage import analyse_simulated, coverage, occupation_errors
 from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, overall_values, to_frames
-from probe.db import SCHEMA
+from probe.store.db import SCHEMA
 
 
 @pytest.mark.parametrize("world", [ParametricWorld(), ResampledWorld()], ids=["parametric", "resampled"])
