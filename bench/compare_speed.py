@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from bench.synthetic import create_synthetic_run
-from probe import db
-from probe.metrics import analyze
+from probe.analysis.metrics import analyze
+from probe.store import db
 
 PAPER_PAIRS = 70
 

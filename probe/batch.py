@@ -33,7 +33,8 @@ from typing import Any
 
 import duckdb
 
-from probe import pipeline, runs
+from probe import pipeline
+from probe.answering import runs
 from probe.backends.base import Query, Reply, score_reply
 from probe.backends.model_input import completion_pair
 from probe.backends.openai_api import (
@@ -43,12 +44,12 @@ from probe.backends.openai_api import (
     generation_request,
     resolve_api_mode,
 )
-from probe.config import RunConfig, load_config
-from probe.dataset import Item, check_templates
-from probe.db import connect
-from probe.errors import UserError
-from probe.selection import select
-from probe.vocabulary import BATCH, COMPLETE
+from probe.common.errors import UserError
+from probe.common.vocabulary import BATCH, COMPLETE
+from probe.dataset.dataset import Item, check_templates
+from probe.store.config import RunConfig, load_config
+from probe.store.db import connect
+from probe.taxonomy.selection import select
 
 
 class BatchTarget:
@@ -198,7 +199,7 @@ def import_results(db: Path, run_id: str, results: Path) -> ImportReport:
 
 
 def _items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
-    from probe.dataset import item_from_row
+    from probe.dataset.dataset import item_from_row
 
     frame = con.execute("SELECT * FROM items WHERE run_id = ? AND stage = ?", [run_id, stage]).df()
     return [item_from_row(row) for row in frame.to_dict("records")]

@@ -13,21 +13,21 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe import runner, runs, stopping
+from probe.answering import runner, runs, stopping
 from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
-from probe.config import RunConfig, load_config
-from probe.dataset import check_templates
-from probe.db import connect
-from probe.errors import RunInterrupted, UserError
-from probe.selection import Selection, select, stored_selection
-from probe.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.common.errors import RunInterrupted, UserError
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.dataset.dataset import check_templates
+from probe.store.config import RunConfig, load_config
+from probe.store.db import connect
+from probe.taxonomy.selection import Selection, select, stored_selection
 
 if TYPE_CHECKING:
     import duckdb
 
     from probe.backends.base import Backend, Reply
-    from probe.dataset import Item
+    from probe.dataset.dataset import Item
     from probe.report import ReportFiles
 
 
@@ -142,7 +142,7 @@ def store_batch_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: l
 
 def analyze(db: Path | str, run_id: str) -> None:
     """Compute a run's metrics into the database (replacing earlier ones), in one transaction."""
-    from probe.metrics import analyze as analyze_run  # statistics stack: load on use
+    from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
 
     if not Path(db).exists():
         raise UserError(f"{db}: no such database")

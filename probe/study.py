@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from probe.config import RUN_ID, RunConfig, read_study
-from probe.db import connect
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.config import RUN_ID, RunConfig, read_study
+from probe.store.db import connect
 
 _NOT_IN_RUN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 

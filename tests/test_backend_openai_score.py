@@ -17,7 +17,7 @@ from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
 from probe.backends.model_input import split_continuation
 from probe.backends.openai_score import server_root
 from probe.cli import app
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import MULTIPLE, SINGLE, YES_NO, assert_one_line_error, fingerprint, query, seeded_copy
 from tests.tiny_models import build_causal_model

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from probe.backends.base import Query
 from probe.batch import BatchTarget
 from probe.cli import app
-from probe.config import RunConfig
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import SINGLE, fingerprint, labels, query
 

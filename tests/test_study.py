@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probe import db
 from probe.cli import app
+from probe.store import db
 from tests.support import assert_one_line_error, query
 from tests.test_report import OCCUPATIONS, first_named_choice, replay_answers, steady_choice
 from tests.tiny_models import build_causal_model

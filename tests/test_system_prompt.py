@@ -16,7 +16,7 @@ from probe.backends.base import Query
 from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
 from probe.backends.model_input import chat_messages, completion_pair, completion_text
 from probe.cli import app
-from probe.config import load_config
+from probe.store.config import load_config
 from tests.support import YES_NO, assert_one_line_error, query
 from tests.tiny_models import build_causal_model
 

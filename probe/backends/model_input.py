@@ -12,7 +12,7 @@ and the prompt's trailing whitespace moves into the continuation (a template end
 from __future__ import annotations
 
 from probe.backends.base import Query
-from probe.prompts import render_template
+from probe.dataset.prompts import render_template
 
 
 def chat_messages(query: Query) -> list[dict[str, str]]:

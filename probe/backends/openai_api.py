@@ -12,7 +12,7 @@ fails becomes `unknown` with its error.
 Failures that every other request would repeat (connection refused, unknown host, 401, 403, unknown
 model) stop the run at once with `RunFailed` naming host:port. Reply bodies are read with a size cap
 (backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
-identity, and is scrubbed (probe/redact.py) from every error text, even when a server echoes it back.
+identity, and is scrubbed (probe/common/redact.py) from every error text, even when a server echoes it back.
 """
 
 from __future__ import annotations
@@ -45,12 +45,20 @@ from probe.backends.openai_score import (
     scoring_identity,
 )
 from probe.backends.parse import ANSWER_KEY, parse_option
-from probe.errors import RunFailed, UserError
-from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
-from probe.vocabulary import DECODINGS, UNKNOWN
+from probe.common.errors import RunFailed, UserError
+from probe.common.redact import (
+    API_KEY_VARIABLE,
+    host_port,
+    register_secret,
+    register_url_secrets,
+    safe_url,
+    scrub,
+    scrub_logs,
+)
+from probe.common.vocabulary import DECODINGS, UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 # OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")

@@ -29,8 +29,8 @@ import httpx
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.llamacpp_score import LlamaCppScorer
 from probe.backends.model_input import chat_messages, completion_pair
-from probe.errors import RunFailed, UserError
-from probe.redact import host_port, safe_url
+from probe.common.errors import RunFailed, UserError
+from probe.common.redact import host_port, safe_url
 
 if TYPE_CHECKING:
     import openai

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from probe.backends.base import Backend, Query, Reply
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 
 class SystemPromptBackend:

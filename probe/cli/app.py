@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from probe.errors import UserError
-from probe.redact import scrub
-from probe.version import __version__
+from probe.common.errors import UserError
+from probe.common.redact import scrub
+from probe.common.version import __version__
 
 
 class _OneLineUserErrors(TyperGroup):

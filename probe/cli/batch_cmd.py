@@ -10,7 +10,7 @@ import typer
 
 from probe import batch, pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB
+from probe.store.db import DEFAULT_DB
 
 batch_app = typer.Typer(help="Answer a run with a batch engine: export requests, import results.", no_args_is_help=True)
 app.add_typer(batch_app, name="batch")

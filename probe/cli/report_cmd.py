@@ -9,8 +9,8 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.db import DEFAULT_DB
 
 if TYPE_CHECKING:
     from probe.report import ReportFiles

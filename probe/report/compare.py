@@ -11,8 +11,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.errors import UserError
-from probe.metric_registry import COMPARED_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS
+from probe.analysis.statistics import SCORE_METHOD
+from probe.common.errors import UserError
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -26,7 +27,6 @@ from probe.report.data import (
     run_settings,
 )
 from probe.report.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
-from probe.statistics import SCORE_METHOD
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -73,7 +73,7 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
     outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
     the one definition in probe/metrics.sql.
     """
-    from probe.metrics import metric_queries
+    from probe.analysis.metrics import metric_queries
 
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": run_id})

@@ -4,7 +4,7 @@ differences to a reference run, and each run's rank with its uncertainty.
 The name pair is the unit of every interval. Leaderboard values and intervals are each run's own
 (metrics table: all of its instances, the analyzers' interval). Differences and ranks use only the
 instances every run shares, and one set of name-pair resamples for all runs at once (`resampled_values`,
-the one statistical step here, built on probe.statistics): a difference's interval is the spread of
+the one statistical step here, built on probe.analysis.statistics): a difference's interval is the spread of
 run - reference under the same resamples, a rank's interval the spread of the run's rank among all runs.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights, expanded_tail
+from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
-from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights, expanded_tail
-from probe.vocabulary import CONDITIONS, STAGE1_CONDITION
 
 STAGE1_LEADERBOARD_METRICS = ("attr_yes_diff",)  # the stage-1 headline: grant rate of women minus men
 NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"

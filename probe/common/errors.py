@@ -2,7 +2,7 @@
 
 import sys
 
-from probe.redact import scrub
+from probe.common.redact import scrub
 
 
 class UserError(Exception):
