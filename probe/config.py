@@ -48,7 +48,7 @@ class RunConfig:
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
     device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
     dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32
-    timeout: float = 60.0  # seconds per request
+    timeout: float = 30.0  # seconds per request, the whole of it (a trickling reply cannot outlast it)
     max_retries: int = 5
     backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
     max_failed_share: float = 0.1  # more failed answers than this share: the run ends failed, not complete

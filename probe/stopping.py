@@ -32,6 +32,11 @@ def _handle(signal_number: int, _frame: FrameType | None) -> None:
     _requested.append(signal_number)
 
 
+def requested() -> bool:
+    """Whether a stop signal came (backends waiting on a server look, so they stop within a second)."""
+    return bool(_requested)
+
+
 def raise_if_requested() -> None:
     """Called between batches: raise RunInterrupted if a stop signal came."""
     if _requested:

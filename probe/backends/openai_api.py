@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import openai
 
+from probe import stopping
 from probe.backends.base import Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
-from probe.backends.http import ReplyTooLarge, capped_client
+from probe.backends.failfast import FirstRequestsBreaker
+from probe.backends.http import RefusedReply, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
 from probe.labels import UNKNOWN
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
+STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
+MAX_RETRY_AFTER_S = 20.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
 DEFAULT_CONCURRENCY = 8
 _UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
 
@@ -58,7 +62,7 @@ class ApiSettings:
     constrain: str = "none"  # "grammar" (llama.cpp GBNF), "json_schema" (response_format) or "none"
     max_tokens: int = 16
     concurrency: int = 8
-    timeout_s: float = 60.0
+    timeout_s: float = 30.0  # the whole request (config.py: timeout)
     max_retries: int = 5
     backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped at MAX_BACKOFF_S
 
@@ -90,6 +94,13 @@ class OpenAIBackend:
         scrub_logs()
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
+        self._where = host_port(settings.base_url)
+        self._breaker = FirstRequestsBreaker(
+            self._where,
+            concurrency=settings.concurrency,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
 
     def identity(self) -> dict[str, object]:
         decoding = asdict(self.settings)
@@ -129,38 +140,57 @@ class OpenAIBackend:
                 return await self._answer_with_retries(query)
 
         tasks = [asyncio.ensure_future(one(query)) for query in queries]
+        gathered = asyncio.gather(*tasks)
+        watcher = asyncio.ensure_future(_cancel_on_stop_signal(gathered))
         try:
-            return list(await asyncio.gather(*tasks))
+            return list(await gathered)
+        except asyncio.CancelledError:
+            stopping.raise_if_requested()  # SIGTERM/SIGHUP: the requests in flight are dropped, not waited for
+            raise
         finally:  # a RunFailed stops the batch: the requests still waiting are not sent
-            for task in tasks:
+            for task in [*tasks, watcher]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, watcher, return_exceptions=True)
 
     async def _answer_with_retries(self, query: Query) -> Reply:
         attempt = 0
         while True:
+            deadline_s = self._breaker.attempt_deadline_s()
             try:
-                return await self._answer_once(query)
+                async with asyncio.timeout(deadline_s):  # the whole request: a trickling reply cannot outlast it
+                    reply = await self._answer_once(query)
+                self._breaker.succeeded()
+                return reply
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
-            except ReplyTooLarge as error:
-                return Reply(label=UNKNOWN, error=f"ReplyTooLarge: {error}")
+                raise RunFailed(f"{self._where}: {_describe(error)}") from None
+            except RefusedReply as error:
+                return Reply(label=UNKNOWN, error=f"{type(error).__name__}: {error}")
             except openai.BadRequestError as error:
                 if _UNKNOWN_MODEL.search(str(error)):
-                    raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
+                    raise RunFailed(f"{self._where}: {_describe(error)}") from None
                 return Reply(label=UNKNOWN, error=_describe(error))
-            except (openai.APIError, UnreadableResponse, ValueError) as error:
-                if isinstance(error, openai.APIConnectionError) and _cannot_connect(error):
-                    # Refused or unknown host: every other request would fail the same way.
-                    raise RunFailed(
-                        f"{host_port(self.settings.base_url)}: cannot connect ({_root_cause(error)}); "
-                        "is the server running and the --base-url right?"
-                    ) from None
+            except (openai.APIError, UnreadableResponse, ValueError, TimeoutError) as error:
+                self._raise_if_every_request_would_fail(error)
+                cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
+                    _describe(error))  # fmt: skip
+                if _is_transient(error):
+                    self._breaker.failed(attempt, cause)
                 if not _is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    return Reply(label=UNKNOWN, error=f"{_describe(error)}{tries}")
-                await asyncio.sleep(self._delay(error, attempt))
+                    return Reply(label=UNKNOWN, error=f"{cause}{tries}")
+                await asyncio.sleep(self._breaker.wait_s(self._delay(error, attempt)))
                 attempt += 1
+
+    def _raise_if_every_request_would_fail(self, error: Exception) -> None:
+        """Refused, unknown host, a redirect loop: every other request would fail the same way."""
+        if not isinstance(error, openai.APIConnectionError):
+            return
+        if _caused_by(error, httpx.TooManyRedirects):
+            raise RunFailed(f"{self._where}: redirect loop ({_root_cause(error)}); check the --base-url") from None
+        if _caused_by(error, httpx.ConnectError):
+            raise RunFailed(
+                f"{self._where}: cannot connect ({_root_cause(error)}); is the server running and the --base-url right?"
+            ) from None
 
     def _delay(self, error: Exception, attempt: int) -> float:
         """Retry-After when the server sent one, else exponential backoff; both capped."""
@@ -168,7 +198,7 @@ class OpenAIBackend:
         header = response.headers.get("retry-after") if response is not None else None
         retry_after = _seconds(header) if header else None
         if retry_after is not None:
-            return min(retry_after, MAX_BACKOFF_S)
+            return min(retry_after, MAX_RETRY_AFTER_S)
         return min(self.settings.backoff_s * 2**attempt, MAX_BACKOFF_S)
 
     async def _answer_once(self, query: Query) -> Reply:
@@ -196,6 +226,13 @@ class OpenAIBackend:
         if self.settings.constrain == "json_schema":
             return {"response_format": answer_schema(options)}
         return {}
+
+
+async def _cancel_on_stop_signal(requests: asyncio.Future[Any]) -> None:
+    """Cancel the batch when a stop signal comes: a slow server or a long Retry-After wait is not waited out."""
+    while not stopping.requested():
+        await asyncio.sleep(STOP_POLL_S)
+    requests.cancel()
 
 
 def option_grammar(options: Sequence[Option]) -> str:
@@ -260,11 +297,11 @@ def _query(url: str | None) -> dict[str, str] | None:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) or None if url else None
 
 
-def _cannot_connect(error: Exception) -> bool:
-    """Connection refused or name not resolved (not a timeout, not a connection dropped mid-reply)."""
+def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether an httpx error of `kind` is in the chain behind an openai error (openai wraps them)."""
     cause = error.__cause__
     while cause is not None:
-        if isinstance(cause, httpx.ConnectError) or type(cause).__name__ == "ConnectError":
+        if isinstance(cause, kind) or type(cause).__name__ == kind.__name__:  # httpcore has its own classes
             return True
         cause = cause.__cause__ or cause.__context__
     return False
