@@ -34,6 +34,7 @@ from probe import db, stopping
 from probe.backends.base import Backend, Reply, contract_error
 from probe.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
 from probe.errors import RunFailed
+from probe.escape import valid_unicode
 from probe.labels import UNKNOWN
 from probe.redact import scrub
 from probe.selection import Selection
@@ -272,9 +273,12 @@ def _checked(item: Item, reply: Reply) -> Reply:
 
 
 def _scrubbed(reply: Reply) -> Reply:
-    """No key in what is stored or cached, even if a server echoes it in its reply or error body."""
+    """No key in what is stored or cached, even if a server echoes it in its reply or error body; text DuckDB can
+    store (a lone surrogate from a server's JSON replaced)."""
     return dataclasses.replace(
-        reply, raw=scrub(reply.raw) if reply.raw else reply.raw, error=scrub(reply.error) if reply.error else None
+        reply,
+        raw=valid_unicode(scrub(reply.raw)) if reply.raw else reply.raw,
+        error=valid_unicode(scrub(reply.error)) if reply.error else None,
     )
 
 

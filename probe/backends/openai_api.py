@@ -169,7 +169,7 @@ class OpenAIBackend:
                 if _UNKNOWN_MODEL.search(str(error)):
                     raise RunFailed(f"{self._where}: {_describe(error)}") from None
                 return Reply(label=UNKNOWN, error=_describe(error))
-            except (openai.APIError, UnreadableResponse, ValueError, TimeoutError) as error:
+            except (openai.APIError, UnreadableResponse, ValueError, TimeoutError, RecursionError) as error:
                 self._raise_if_every_request_would_fail(error)
                 cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
                     _describe(error))  # fmt: skip
@@ -268,7 +268,7 @@ def _completion_text(response: Any) -> str:
 
 def _first_choice(response: Any) -> Any:
     choices = getattr(response, "choices", None)
-    if not choices:
+    if not isinstance(choices, list) or not choices:
         raise UnreadableResponse(f"reply has no choices: {scrub(response)[:200]}")
     return choices[0]
 

@@ -9,6 +9,7 @@ import typer
 from typer.core import TyperGroup
 
 from probe.errors import UserError
+from probe.escape import terminal_text
 from probe.redact import scrub
 from probe.version import __version__
 
@@ -30,7 +31,7 @@ class _OneLineUserErrors(TyperGroup):
             UserError(f"{where}{error.strerror or error}").show()
             sys.exit(UserError.exit_code)
         except Exception:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
-            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
+            print(terminal_text(scrub(traceback.format_exc()), keep_newlines=True), file=sys.stderr, end="")
             sys.exit(1)
 
 

@@ -11,6 +11,7 @@ from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
+from probe.escape import terminal_text
 
 if TYPE_CHECKING:
     from probe.report import ReportFiles
@@ -31,8 +32,8 @@ def _open(db: Path):
 
 def _print_files(files: ReportFiles) -> None:
     """Plain lines (no wrapping), so scripts can pick the paths up."""
-    typer.echo(f"report: {files.html}")
-    typer.echo(f"summaries: {files.markdown}, {files.json}")
+    typer.echo(terminal_text(f"report: {files.html}"))
+    typer.echo(terminal_text(f"summaries: {files.markdown}, {files.json}"))
 
 
 @app.command("report")

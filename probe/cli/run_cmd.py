@@ -17,6 +17,7 @@ from probe.cli.report_cmd import report_run
 from probe.config import PRESETS, RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
+from probe.escape import terminal_text
 from probe.export import export_run
 from probe.prompts import PROMPT_FORMATS
 
@@ -131,7 +132,7 @@ def run_command(
     )  # fmt: skip
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
-            typer.echo(line)
+            typer.echo(terminal_text(line))
         return
     if not yes:
         _confirm_long_run(settings)
@@ -158,7 +159,7 @@ def _confirm_long_run(settings: RunConfig) -> None:
 
 def resume_command(run_id: str, db: str) -> str:
     """The exact command that resumes a run, quoted for a POSIX shell."""
-    return shlex.join(["probe", "run", "--run-id", run_id, "--db", db])
+    return terminal_text(shlex.join(["probe", "run", "--run-id", run_id, "--db", db]))
 
 
 def _run_telling_how_to_resume(settings: RunConfig) -> str:
@@ -174,7 +175,7 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         if settings.quiet:  # --quiet: the finished run id is the only output
             return
         how = resume_command(run_id, settings.db)
-        typer.echo(f"run {run_id} in {settings.db}; if it stops, resume it with: {how}", err=True)
+        typer.echo(f"run {run_id} in {terminal_text(settings.db)}; if it stops, resume it with: {how}", err=True)
 
     try:
         return pipeline.run(settings, on_start=announce)
@@ -260,4 +261,4 @@ def export_command(
 ) -> None:
     """Write a run's items and answers (items.<format>, answers.<format>) to a folder."""
     for path in export_run(db, run_id, file_format, out_dir):
-        typer.echo(str(path))
+        typer.echo(terminal_text(path))

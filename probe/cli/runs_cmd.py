@@ -12,7 +12,7 @@ from rich.text import Text
 from probe import runs
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect
-from probe.escape import literal_console
+from probe.escape import literal_console, terminal_text
 
 
 @app.command("runs")
@@ -28,9 +28,9 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     finally:
         con.close()
     if frame.empty:
-        typer.echo(f"no runs in {db}")
+        typer.echo(f"no runs in {terminal_text(db)}")
         return
-    table = Table(title=f"runs in {db}", box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
+    table = Table(title=f"runs in {terminal_text(db)}", box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
     for column in ("run id", "created", "model", "backend", "preset", "answered", "status"):
         # Long model ids wrap (fold) rather than being cut, and no header is cut below its own width.
         table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
@@ -41,11 +41,11 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         stopped = stopped or status in ("stopped", "interrupted", "failed")
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
         cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
-        # Text(): model ids and run ids are the user's strings, never rich markup.
-        table.add_row(*(Text(str(cell)) for cell in (*cells, items, status)))
+        # Text(): model ids and run ids are the user's strings, never rich markup nor raw escape sequences.
+        table.add_row(*(Text(terminal_text(cell)) for cell in (*cells, items, status)))
     console = literal_console()
     if not sys.stdout.isatty():
         console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
     console.print(table)
     if stopped:
-        typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {db}")
+        typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {terminal_text(db)}")
