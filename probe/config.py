@@ -144,6 +144,7 @@ def _parse_top_k(value: object) -> int:
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_RETRIES_LIMIT = 20
+MAX_CONCURRENCY = 1024  # requests in flight per endpoint; more would exhaust sockets and memory, not speed a run up
 MAX_SECONDS = 3600.0
 
 
@@ -168,6 +169,13 @@ def _parse_max_retries(value: object) -> int:
     number = _parse_simple("int", value)
     if not 0 <= number <= MAX_RETRIES_LIMIT:
         raise ValueError(f"expected 0 to {MAX_RETRIES_LIMIT}, got {value!r}")
+    return number
+
+
+def _parse_concurrency(value: object) -> int | None:
+    number = _parse_simple("int | None", value)
+    if number is not None and not 1 <= number <= MAX_CONCURRENCY:
+        raise ValueError(f"expected 1 to {MAX_CONCURRENCY}, got {value!r}")
     return number
 
 
@@ -222,6 +230,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "timeout": _parse_seconds,
     "backoff": _parse_seconds,
     "max_retries": _parse_max_retries,
+    "concurrency": _parse_concurrency,
     "max_failed_share": _parse_share,
 }
 _FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
@@ -261,9 +270,11 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
 def read_toml(path: Path) -> dict[str, object]:
     """Settings from a RUN.toml file (keys = RunConfig field names)."""
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML ({exc})") from None
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)

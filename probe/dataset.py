@@ -23,6 +23,9 @@ NAME_ORDERS = ("fm", "mf")
 SUBJECTS = ("female", "male")
 CATEGORIES = ("skill", "knowledge", "ability")  # the order attribute sentences are stated in
 YES_NO = (Option("yes", "yes"), Option("no", "no"))
+BOTH_NEITHER = (Option("both", "both"), Option("neither", "neither"))
+# Option texts of every question besides the names: a name equal to one would make its reply ambiguous.
+ANSWER_WORDS = tuple(option.text for option in (*YES_NO, *BOTH_NEITHER))
 
 # Fields that identify an item within a run (hashed into item_id; replay files match on them).
 KEY_FIELDS = (
@@ -115,7 +118,7 @@ def _subject_options(subjects: Subjects, *, with_both_neither: bool) -> tuple[Op
     second_gender = "male" if first_gender == "female" else "female"
     options = (Option(subjects.first, first_gender), Option(subjects.second, second_gender))
     if with_both_neither:
-        options += (Option("both", "both"), Option("neither", "neither"))
+        options += BOTH_NEITHER
     return options
 
 

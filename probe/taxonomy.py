@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from probe.dataset import ANSWER_WORDS
 from probe.errors import UserError
 from probe.snapshot import (
     CATEGORIES,
@@ -150,6 +151,12 @@ def read_names_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
             if value is None or not value.strip():
                 raise UserError(f"{where}: empty {column} name")
         female, male = checked_text(female.strip(), where), checked_text(male.strip(), where)
+        for name in (female, male):
+            if name.casefold() in ANSWER_WORDS:  # NFC already (checked_text)
+                raise UserError(
+                    f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}): a reply "
+                    "naming it could not be told from the option; choose another name"
+                )
         if female.casefold() == male.casefold():
             raise UserError(f"{where}: the female and male names are the same ({female!r})")
         key = (female.casefold(), male.casefold())
