@@ -39,7 +39,7 @@ def settings(flags: Mapping[str, object], config_file: Path | None = None) -> Ru
         return config
     con = connect(config.db, read_only=True)
     try:
-        stored = runs.stored_settings(con, config.run_id)
+        stored = runs.stored_settings(con, config.run_id, given_base_url=config.base_url)
     finally:
         con.close()
     return config if stored is None else load_config(flags, config_file, stored=stored)

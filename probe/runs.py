@@ -119,13 +119,22 @@ def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None
     con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
 
 
-def stored_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
-    """The settings a run was started with (RUN.toml keys), so `probe run --run-id ID` alone resumes it."""
+def stored_settings(
+    con: duckdb.DuckDBPyConnection, run_id: str, given_base_url: str | None = None
+) -> dict[str, object] | None:
+    """The settings a run was started with (RUN.toml keys), so `probe run --run-id ID` alone resumes it.
+
+    A stored --base-url with masked credentials cannot be used: the URL given again (`given_base_url`) takes
+    its place (check_same_settings then compares the two masked).
+    """
     row = con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None:
         return None
     settings = {key: value for key, value in json.loads(row[0]).items() if key not in _LOCAL_SETTINGS}
     if MASK in str(settings.get("base_url") or ""):
+        if given_base_url:
+            del settings["base_url"]
+            return settings
         raise UserError(
             f"--run-id {run_id}: the run's --base-url held credentials or query values, which are never stored; "
             "give --base-url again to resume it"

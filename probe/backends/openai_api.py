@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from probe.config import RunConfig
 
 # OpenAI models that only serve the legacy completions endpoint.
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_url is given
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
@@ -329,11 +330,14 @@ def resolve_api_mode(api_mode: str, model: str) -> str:
 def settings_from(config: RunConfig) -> ApiSettings:
     if not config.model:
         raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
-    if not config.base_url and not os.environ.get(API_KEY_VARIABLE):
+    # The endpoint the client will really use: OPENAI_BASE_URL when no --base-url is given. It is part of the
+    # identity (recorded masked, hashed into cache keys), so answers from one server are never another's.
+    base_url = config.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+    if not base_url and not os.environ.get(API_KEY_VARIABLE):
         raise UserError(f"{API_KEY_VARIABLE} is not set (needed for the OpenAI API; or give --base-url)")
     return ApiSettings(
         model=config.model,
-        base_url=config.base_url or None,
+        base_url=base_url,
         api_mode=resolve_api_mode(config.api_mode, config.model),
         constrain=config.constrain if config.constrain != "auto" else "none",
         max_tokens=config.max_tokens,
