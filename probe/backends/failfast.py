@@ -37,6 +37,7 @@ class FirstRequestsBreaker:
         self._answered = False
         self._struck = 0
         self._last_cause = ""
+        self._tripped: str | None = None  # the message, once tripped: every request in flight reports the same
 
     def attempt_deadline_s(self) -> float:
         """Seconds the next attempt may take: the timeout, cut to what is left of the first-reply window."""
@@ -58,24 +59,28 @@ class FirstRequestsBreaker:
         if self._answered:
             return
         assert self._started_at is not None  # an attempt took its deadline first
-        self._last_cause = cause
-        if attempt + 1 == self._strikes:
-            self._struck += 1
+        if self._tripped is None:
+            self._last_cause = cause
+            if attempt + 1 == self._strikes:
+                self._struck += 1
         if self._struck >= self._needed:
-            raise RunFailed(
-                f"{self._where}: the server answered none of the first requests ({self._struck} items failed "
-                f"{self._strikes} times each, last: {cause}); the run is marked failed and resumes with the "
-                "same command"
+            self._trip(
+                f"the server answered none of the first requests ({self._struck} items failed {self._strikes} "
+                f"times each, last: {self._last_cause}); the run is marked failed and resumes with the same command"
             )
         if time.monotonic() - self._started_at >= self.window_s:
             self._trip_on_window()
 
     def _trip_on_window(self) -> None:
-        raise RunFailed(
-            f"{self._where}: no reply within {self.window_s:g} s of the first request (last: "
-            f"{self._last_cause or 'none finished'}); the run is marked failed and resumes with the same command "
-            "(a server still loading its model may need a longer `timeout`)"
+        self._trip(
+            f"no reply within {self.window_s:g} s of the first request (last: {self._last_cause or 'none finished'}); "
+            "the run is marked failed and resumes with the same command (a server still loading its model may need "
+            "a longer `timeout`)"
         )
+
+    def _trip(self, message: str) -> None:
+        self._tripped = self._tripped or f"{self._where}: {message}"
+        raise RunFailed(self._tripped)
 
     def wait_s(self, delay_s: float) -> float:
         """A retry's wait, cut so that it does not outlast the first-reply window."""

@@ -48,6 +48,7 @@ COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
 STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
+STOP_GRACE_S = 5.0  # then how long its requests in flight may still take: a run stops within 10 s
 MAX_RETRY_AFTER_S = 20.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
 DEFAULT_CONCURRENCY = 8
 _UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
@@ -74,6 +75,10 @@ class ApiSettings:
             raise UserError(f"constrain {self.constrain!r}: choose from {', '.join(CONSTRAINTS)}")
         if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
             raise UserError("concurrency, max_tokens and timeout must be positive, max_retries >= 0")
+
+
+# An item of a batch stopped by SIGTERM/SIGHUP before its reply came: stored as a failure, so resume asks it.
+_NOT_ASKED = Reply(label=UNKNOWN, error="not answered: the run was stopped before the reply came")
 
 
 class UnreadableResponse(Exception):
@@ -138,16 +143,18 @@ class OpenAIBackend:
 
         async def one(query: Query) -> Reply:
             async with limit:
+                if stopping.requested():  # SIGTERM/SIGHUP: no new request; the runner saves and stops after the batch
+                    return _NOT_ASKED
                 return await self._answer_with_retries(query)
 
         tasks = [asyncio.ensure_future(one(query)) for query in queries]
-        gathered = asyncio.gather(*tasks)
-        watcher = asyncio.ensure_future(_cancel_on_stop_signal(gathered))
+        watcher = asyncio.ensure_future(_abandon_on_stop_signal(tasks))
         try:
-            return list(await gathered)
-        except asyncio.CancelledError:
-            stopping.raise_if_requested()  # SIGTERM/SIGHUP: the requests in flight are dropped, not waited for
-            raise
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # RunFailed: every other request would fail the same way
+            return [_NOT_ASKED if task.cancelled() else task.result() for task in tasks]
         finally:  # a RunFailed stops the batch: the requests still waiting are not sent
             for task in [*tasks, watcher]:
                 task.cancel()
@@ -229,11 +236,14 @@ class OpenAIBackend:
         return {}
 
 
-async def _cancel_on_stop_signal(requests: asyncio.Future[Any]) -> None:
-    """Cancel the batch when a stop signal comes: a slow server or a long Retry-After wait is not waited out."""
+async def _abandon_on_stop_signal(requests: Sequence[asyncio.Task[Reply]]) -> None:
+    """After a stop signal, the requests in flight get STOP_GRACE_S to finish (their replies are saved); then they
+    are abandoned: a slow server or a long Retry-After wait is not waited out."""
     while not stopping.requested():
         await asyncio.sleep(STOP_POLL_S)
-    requests.cancel()
+    await asyncio.sleep(STOP_GRACE_S)
+    for request in requests:
+        request.cancel()
 
 
 def option_grammar(options: Sequence[Option]) -> str:
