@@ -17,7 +17,7 @@ from probe import runner, runs, stopping
 from probe.backends import create_backend
 from probe.config import RunConfig, load_config
 from probe.dataset import check_templates
-from probe.db import connect
+from probe.db import connect, connect_or_snapshot
 from probe.errors import RunInterrupted, UserError
 from probe.selection import Selection, select, stored_selection
 
@@ -150,7 +150,7 @@ def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tup
     db = Path(db)
     if not db.exists():
         raise UserError(f"{db}: no such database")
-    con = connect(db)
+    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: reported as of now, from a copy
     try:
         analysed_now = ensure_analysed(con, run_id)
         return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from probe.errors import UserError
+from probe.db import write_failure
+from probe.errors import RunFailed, UserError
 from probe.escape import terminal_text
 from probe.redact import scrub
 from probe.version import __version__
@@ -30,7 +31,11 @@ class _OneLineUserErrors(TyperGroup):
             where = f"{error.filename}: " if error.filename else ""
             UserError(f"{where}{error.strerror or error}").show()
             sys.exit(UserError.exit_code)
-        except Exception:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
+        except Exception as error:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
+            failed_write = write_failure(error)  # not a bug: a full disk
+            if failed_write:
+                RunFailed(failed_write).show()
+                sys.exit(RunFailed.exit_code)
             print(terminal_text(scrub(traceback.format_exc()), keep_newlines=True), file=sys.stderr, end="")
             sys.exit(1)
 

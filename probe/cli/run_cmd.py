@@ -15,7 +15,7 @@ from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
 from probe.config import PRESETS, RunConfig
-from probe.db import DEFAULT_DB, connect
+from probe.db import DEFAULT_DB, connect, write_failure
 from probe.errors import UserError
 from probe.escape import terminal_text
 from probe.export import export_run
@@ -185,8 +185,8 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         raise typer.Exit(130) from None
     except UserError:
         raise  # the user's to fix, then run the same command again: one line, as for any bad input
-    except BaseException:
-        if started:
+    except BaseException as error:
+        if started and write_failure(error) is None:  # a full disk's one line says how to resume itself
             how = resume_command(started[0], settings.db)
             typer.echo(f"run {started[0]} stopped; resume it with: {how}", err=True)
         raise

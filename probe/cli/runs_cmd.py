@@ -11,7 +11,7 @@ from rich.text import Text
 
 from probe import runs
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect
+from probe.db import DEFAULT_DB, connect_or_snapshot
 from probe.escape import literal_console, terminal_text
 
 
@@ -22,7 +22,7 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
     does not exist yet.
     """
-    con = connect(db, read_only=True)
+    con, snapshot = connect_or_snapshot(db)  # a run writing it: its progress as of now, from a copy
     try:
         frame = runs.list_runs(con)
     finally:
@@ -36,8 +36,9 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
     stopped = False
     for row in frame.itertuples():
-        # The database opened, so no process is writing it: a run still marked running was killed.
-        status = "stopped" if row.status == "running" else str(row.status)
+        # The database opened, so no process is writing it: a run still marked running was killed. Read from a
+        # snapshot, a process is writing it: a run marked running may be that one.
+        status = "stopped" if row.status == "running" and not snapshot else str(row.status)
         stopped = stopped or status in ("stopped", "interrupted", "failed")
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
         cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
@@ -47,5 +48,7 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     if not sys.stdout.isatty():
         console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
     console.print(table)
+    if snapshot:
+        typer.echo(f"(a probe process is writing {terminal_text(db)}: shown as of now)")
     if stopped:
         typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {terminal_text(db)}")
