@@ -55,8 +55,10 @@ def test_a_sqlite_file_as_db_is_named_and_untouched(tmp_path: Path) -> None:
     ("sql", "message"),
     [
         ("CREATE TABLE sales (id INTEGER, amount DOUBLE)", "not a probe database (its tables: sales)"),
-        ("CREATE TABLE runs (run_id VARCHAR, started DATE)", "not a probe database (table runs has no column "
-                                                             "backend, backend_json, config_json)"),  # fmt: skip
+        (
+            "CREATE TABLE runs (run_id VARCHAR, started DATE)",
+            "not a probe database (table runs has no column backend, backend_json, config_json)",
+        ),
     ],
     ids=["other tables", "a runs table of another shape"],
 )
