@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -260,6 +261,8 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
     for name, value in raw.items():
         if name not in _FIELDS:
             raise UserError(f"{describe(name)}: unknown setting (known: {', '.join(_FIELDS)})")
+        if isinstance(value, os.PathLike):  # the API: db=Path(...), answers=Path(...)
+            value = os.fspath(value)
         try:
             parsed[name] = _parse_value(name, value, base_dir)
         except ValueError as exc:

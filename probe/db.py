@@ -54,6 +54,8 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 -- The O*NET release the run's attributes came from (added later: older databases gain the column here).
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS onet_release VARCHAR;
+-- The model names an OpenAI-compatible server put in its replies (comma-separated), where they were given.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS served_model VARCHAR;
 -- The attributes each run used, frozen at run time so a later O*NET import cannot change a stored run.
 CREATE TABLE IF NOT EXISTS run_attributes (
     run_id VARCHAR, occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,

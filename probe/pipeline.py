@@ -108,8 +108,10 @@ def _answer_with(
             quiet=config.quiet,
         )
     except BaseException as exc:
+        runs.record_served_models(con, run_id, backend)
         runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
         raise
+    runs.record_served_models(con, run_id, backend)
     runs.set_status(con, run_id, "complete")
     return run_id
 

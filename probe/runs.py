@@ -17,8 +17,9 @@ from probe import db
 from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.errors import UserError
+from probe.escape import valid_unicode
 from probe.prompts import template_hash
-from probe.redact import MASK
+from probe.redact import MASK, scrub
 from probe.selection import Selection
 from probe.version import __version__
 
@@ -112,6 +113,15 @@ def record_run(
         )
         db.insert_frame(con, "run_attributes", selection.attributes.assign(run_id=run_id))
         db.insert_frame(con, "run_name_pairs", selection.pairs[["pair_id", "female", "male"]].assign(run_id=run_id))
+
+
+def record_served_models(con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend) -> None:
+    """runs.served_model: the model names the server replied with, for backends that report them (openai)."""
+    served = getattr(backend, "served_models", None)
+    names = sorted(served()) if served else []
+    if names:
+        text = valid_unicode(scrub(", ".join(names)))
+        con.execute("UPDATE runs SET served_model = ? WHERE run_id = ?", [text, run_id])
 
 
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:

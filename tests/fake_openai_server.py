@@ -109,6 +109,7 @@ class FakeOpenAIServer:
     served: list[Served] = field(default_factory=list)
     answer_by_hash: bool = False
     fault_plan: Callable[[str, int], Step | None] | None = None
+    reply_model: str | None = None  # the model name replies carry (default: the one asked for)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -173,7 +174,7 @@ def _grammar_alternatives(body: dict[str, Any]) -> list[str]:
     return [json.loads(text) for text in re.findall(r'"(?:[^"\\]|\\.)*"', group.group(1))]
 
 
-def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
+def _reply(path: str, body: dict[str, Any], answer: str, model: str | None = None) -> dict[str, Any]:
     if path.partition("?")[0].endswith("/chat/completions"):
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
         choice["message"] = {"role": "assistant", "content": answer}
@@ -181,7 +182,7 @@ def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
             "id": "fake",
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", ""),
+            "model": model or body.get("model", ""),
             "choices": [choice],
         }
     choice = {"index": 0, "finish_reason": "stop", "text": answer, "logprobs": None}
@@ -189,7 +190,7 @@ def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
         "id": "fake",
         "object": "text_completion",
         "created": 0,
-        "model": body.get("model", ""),
+        "model": model or body.get("model", ""),
         "choices": [choice],
     }
 
@@ -242,7 +243,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(
                     200,
-                    json.dumps(_reply(self.path, body, server.answer(body, prompt))).encode(),
+                    json.dumps(_reply(self.path, body, server.answer(body, prompt), server.reply_model)).encode(),
                     {},
                 )
 

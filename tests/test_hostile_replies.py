@@ -93,3 +93,12 @@ def test_a_model_name_with_escape_sequences_is_escaped_in_probe_runs(seed: Path,
 def test_terminal_text_escapes_control_and_format_characters_only() -> None:
     assert terminal_text("Zoë \U0001f600 a\tb\nc\x9b\x7f") == "Zoë \U0001f600 a\\x09b\\x0ac\\x9b\\x7f"
     assert terminal_text("line 1\nline 2\x1b", keep_newlines=True) == "line 1\nline 2\\x1b"
+
+
+def test_the_model_name_the_server_replies_with_is_recorded(seed: Path, tmp_path: Path) -> None:
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    with FakeOpenAIServer(reply_model="llama-3.1-8b-instruct-q4\x1b[2J") as server:
+        assert CliRunner().invoke(app, run_args(server, db_file, model="gpt-4o")).exit_code == 0
+    assert query(db_file, "SELECT model, served_model FROM runs").values.tolist() == [
+        ["gpt-4o", "llama-3.1-8b-instruct-q4\x1b[2J"]
+    ]

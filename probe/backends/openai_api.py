@@ -47,6 +47,7 @@ BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
+MAX_SERVED_MODELS = 10  # distinct model names kept from replies (a server inventing one per reply is not stored whole)
 STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
 STOP_GRACE_S = 5.0  # then how long its requests in flight may still take: a run stops within 10 s
 MAX_RETRY_AFTER_S = 20.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
@@ -101,6 +102,7 @@ class OpenAIBackend:
         self._loop = asyncio.new_event_loop()
         self._client: openai.AsyncOpenAI | None = None
         self._where = host_port(settings.base_url)
+        self._served_models: set[str] = set()  # the model names the server's replies carry
         self._breaker = FirstRequestsBreaker(
             self._where,
             concurrency=settings.concurrency,
@@ -117,6 +119,10 @@ class OpenAIBackend:
 
     def cache_key_parts(self, query: Query) -> list[object]:
         return default_cache_key_parts(query)
+
+    def served_models(self) -> set[str]:
+        """The model names in the server's replies (a proxy or alias may serve another model than asked for)."""
+        return set(self._served_models)
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         return self._loop.run_until_complete(self._answer_all(queries))
@@ -225,6 +231,9 @@ class OpenAIBackend:
         else:
             response = await self._client.completions.create(prompt=query.prompt, **common)
             text = _completion_text(response)
+        served = getattr(response, "model", None)
+        if isinstance(served, str) and served and len(self._served_models) < MAX_SERVED_MODELS:
+            self._served_models.add(served[:200])
         chosen = parse_option(text, query.options)
         return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")
 
