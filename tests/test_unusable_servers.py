@@ -57,15 +57,16 @@ def fails_with(step: Step, items: int = 200, **settings: object) -> tuple[str, f
 
 def test_a_server_that_never_answers_fails_within_the_window() -> None:
     message, took, _ = fails_with(Step.slow(60))
-    assert message.startswith("the server answered none of the first requests (4 items failed 3 times each, last: "
-                              "no complete reply within ")  # fmt: skip
+    assert message.startswith(
+        "the server answered none of the first requests (4 items failed, the last with: no complete reply within "
+    )
     assert took < WINDOW_S + 1
 
 
 def test_a_trickling_reply_meets_the_deadline_of_the_whole_request() -> None:
     """A byte every 0.1 s never trips a per-read timeout of 0.5 s; the request's total deadline ends it."""
     message, took, _ = fails_with(Step.trickle(0.1))
-    assert "last: no complete reply within 0.5 s" in message
+    assert "the last with: no complete reply within 0.5 s" in message
     assert took < WINDOW_S + 1
 
 
@@ -79,7 +80,7 @@ def test_endless_429_with_a_long_retry_after_is_not_waited_out() -> None:
 def test_500_on_every_request_stops_after_the_first_items_fail_three_times() -> None:
     message, took, served = fails_with(Step.server_error(500), items=10_000)
     assert message == (
-        "the server answered none of the first requests (4 items failed 3 times each, last: InternalServerError: "
+        "the server answered none of the first requests (4 items failed, the last with: InternalServerError: "
         "Error code: 500 - scripted 500); the run is marked failed and resumes with the same command"
     )
     assert served <= 8 * 4 and took < 5  # 10,000 items; 8 in flight, tried 3 times (4: one more before the stop)
@@ -93,8 +94,18 @@ def test_a_redirect_loop_is_named() -> None:
 
 def test_few_retries_count_each_item_once_it_has_failed_them_all() -> None:
     message, _, served = fails_with(Step.server_error(503), max_retries=0)
-    assert message.startswith("the server answered none of the first requests (4 items failed 1 times each")
+    assert message.startswith("the server answered none of the first requests (4 items failed, the last with: Inte")
     assert served <= 8 + 4  # 4 struck, the others in flight or just sent
+
+
+def test_replies_refused_on_every_request_stop_the_run_too() -> None:
+    """Not retried (each would come again), yet a server whose every reply is too large is no more usable."""
+    message, _, served = fails_with(Step.raw(b" " * 2_000_000))
+    assert message.startswith(
+        "the server answered none of the first requests (4 items failed, the last with: ReplyTooLarge: reply of "
+        "2,000,000 bytes is over the 1,000,000-byte limit)"
+    )
+    assert served <= 8 + 4
 
 
 def test_one_success_disarms_the_breaker() -> None:

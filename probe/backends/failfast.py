@@ -4,8 +4,9 @@ A server that accepts connections but never answers, trickles bytes, answers eve
 429, would otherwise be retried item by item for as long as the run is (minutes to hours), and end in
 --max-failed-share. Until the server has answered one request, the breaker watches the requests:
 
-- a struck item is one that failed STRIKES times (or its last allowed attempt) with a transient error;
-  when `min(concurrency, STRUCK_ITEMS)` items are struck and no request succeeded, the run stops;
+- a struck item is one that failed STRIKES times, or for good (its last allowed attempt, or a failure that
+  is not retried: a reply too large, a 400); when STRUCK_ITEMS items are struck and no request succeeded,
+  the run stops;
 - the first reply must come within `window_s` of the first request (FIRST_REPLY_WINDOW_S, or the
   timeout if that is longer): each request's deadline is cut to what is left of it.
 
@@ -27,9 +28,8 @@ FIRST_REPLY_WINDOW_S = 45.0  # with the default 30 s timeout: an unusable server
 class FirstRequestsBreaker:
     """Stops a run whose first requests all fail; see the module docstring."""
 
-    def __init__(self, where: str, *, concurrency: int, timeout_s: float, max_retries: int) -> None:
+    def __init__(self, where: str, *, timeout_s: float, max_retries: int) -> None:
         self._where = where
-        self._needed = min(concurrency, STRUCK_ITEMS)
         self._strikes = min(STRIKES, max_retries + 1)
         self._timeout_s = timeout_s
         self.window_s = max(FIRST_REPLY_WINDOW_S, timeout_s)
@@ -54,19 +54,20 @@ class FirstRequestsBreaker:
     def succeeded(self) -> None:
         self._answered = True
 
-    def failed(self, attempt: int, cause: str) -> None:
-        """After the `attempt`-th (0-based) transient failure of an item: raise RunFailed when the breaker trips."""
+    def failed(self, attempt: int, cause: str, *, last: bool = False) -> None:
+        """After the `attempt`-th (0-based) failure of an item (`last`: it is not tried again): raise RunFailed
+        when the breaker trips."""
         if self._answered:
             return
         assert self._started_at is not None  # an attempt took its deadline first
         if self._tripped is None:
             self._last_cause = cause
-            if attempt + 1 == self._strikes:
+            if attempt + 1 == self._strikes or (last and attempt + 1 < self._strikes):
                 self._struck += 1
-        if self._struck >= self._needed:
+        if self._struck >= STRUCK_ITEMS:
             self._trip(
-                f"the server answered none of the first requests ({self._struck} items failed {self._strikes} "
-                f"times each, last: {self._last_cause}); the run is marked failed and resumes with the same command"
+                f"the server answered none of the first requests ({self._struck} items failed, the last with: "
+                f"{self._last_cause}); the run is marked failed and resumes with the same command"
             )
         if time.monotonic() - self._started_at >= self.window_s:
             self._trip_on_window()

@@ -104,10 +104,7 @@ class OpenAIBackend:
         self._where = host_port(settings.base_url)
         self._served_models: set[str] = set()  # the model names the server's replies carry
         self._breaker = FirstRequestsBreaker(
-            self._where,
-            concurrency=settings.concurrency,
-            timeout_s=settings.timeout_s,
-            max_retries=settings.max_retries,
+            self._where, timeout_s=settings.timeout_s, max_retries=settings.max_retries
         )
 
     def identity(self) -> dict[str, object]:
@@ -178,22 +175,26 @@ class OpenAIBackend:
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
                 raise RunFailed(f"{self._where}: {_describe(error)}") from None
             except RefusedReply as error:
-                return Reply(label=UNKNOWN, error=f"{type(error).__name__}: {error}")
+                return self._failed_item(attempt, f"{type(error).__name__}: {error}")
             except openai.BadRequestError as error:
                 if _UNKNOWN_MODEL.search(str(error)):
                     raise RunFailed(f"{self._where}: {_describe(error)}") from None
-                return Reply(label=UNKNOWN, error=_describe(error))
+                return self._failed_item(attempt, _describe(error))
             except (openai.APIError, UnreadableResponse, ValueError, TimeoutError, RecursionError) as error:
                 self._raise_if_every_request_would_fail(error)
                 cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
                     _describe(error))  # fmt: skip
-                if _is_transient(error):
-                    self._breaker.failed(attempt, cause)
                 if not _is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    return Reply(label=UNKNOWN, error=f"{cause}{tries}")
+                    return self._failed_item(attempt, f"{cause}{tries}")
+                self._breaker.failed(attempt, cause)
                 await asyncio.sleep(self._breaker.wait_s(self._delay(error, attempt)))
                 attempt += 1
+
+    def _failed_item(self, attempt: int, error: str) -> Reply:
+        """The item's last attempt failed: it is stored as unknown with `error` (unless the breaker trips)."""
+        self._breaker.failed(attempt, error, last=True)
+        return Reply(label=UNKNOWN, error=error)
 
     def _raise_if_every_request_would_fail(self, error: Exception) -> None:
         """Refused, unknown host, a redirect loop: every other request would fail the same way."""
