@@ -21,6 +21,7 @@ from probe.backends.base import Query, Reply, default_cache_key_parts
 from probe.config import RunConfig
 from probe.dataset import KEY_FIELDS
 from probe.errors import UserError
+from probe.escape import terminal_text
 from probe.labels import LABELS_BY_QTYPE, UNKNOWN
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
@@ -121,7 +122,7 @@ class ReplayBackend:
             )
         if self.matched < self.asked / 2:
             print(
-                f"warning: {self.path} matched {self.matched} of {self.asked} items; the other "
+                f"warning: {terminal_text(self.path)} matched {self.matched} of {self.asked} items; the other "
                 f"{self.asked - self.matched} are unknown",
                 file=sys.stderr,
             )
