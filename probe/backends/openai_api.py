@@ -6,9 +6,12 @@ llama.cpp, a JSON schema for servers with structured output) and the reply is pa
 every option nor the options' whole texts, so they could disagree with the label. Requests run
 concurrently on one event loop; transient failures (429 with Retry-After, 5xx, timeouts, dropped
 connections, unreadable bodies) are retried with bounded exponential backoff, and an item that still
-fails becomes `unknown` with its error.
-Failures that every other request would repeat (connection refused, unknown host, 401, 403, unknown
-model) stop the run at once with `RunFailed` naming host:port. Reply bodies are read with a size cap
+fails becomes `unknown` with its error. `timeout` bounds each request as a whole (a reply trickling in
+byte by byte cannot outlast it), and a breaker over the first requests (backends/failfast.py) stops a run
+whose server answers none of them, so an unusable server fails a run of any size in under a minute.
+Failures that every other request would repeat (connection refused, unknown host, a redirect loop, 401,
+403, unknown model) stop the run at once with `RunFailed` naming host:port. A stop signal (SIGTERM,
+SIGHUP) sends no further request and gives those in flight STOP_GRACE_S. Reply bodies are read with a size cap
 (backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
 identity, and is scrubbed (probe/redact.py) from every error text, even when a server echoes it back.
 """
@@ -42,8 +45,8 @@ from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-# OpenAI models that only serve the legacy completions endpoint.
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_url is given
+# OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
