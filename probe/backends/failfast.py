@@ -22,7 +22,7 @@ from probe.errors import RunFailed
 
 STRIKES = 3  # failed attempts of one item (a flapping server rarely fails one item three times in a row)
 STRUCK_ITEMS = 4  # struck items, with no success anywhere, that stop the run
-FIRST_REPLY_WINDOW_S = 45.0  # with the default 30 s timeout: an unusable server fails the run within a minute
+FIRST_REPLY_WINDOW_S = 40.0  # with start-up and stage building, an unusable server fails a run within a minute
 
 
 class FirstRequestsBreaker:

@@ -53,7 +53,7 @@ MAX_BACKOFF_S = 60.0
 MAX_SERVED_MODELS = 10  # distinct model names kept from replies (a server inventing one per reply is not stored whole)
 STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
 STOP_GRACE_S = 5.0  # then how long its requests in flight may still take: a run stops within 10 s
-MAX_RETRY_AFTER_S = 20.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
+MAX_RETRY_AFTER_S = 15.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
 DEFAULT_CONCURRENCY = 8
 _UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
 
