@@ -3,7 +3,7 @@
     .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
-    .venv/bin/python -m bench --coverage # interval coverage and occupation FDR by simulation (~3 minutes)
+    .venv/bin/python -m bench --coverage # interval coverage per metric and occupation FWER/FDR (~20 minutes)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
 """

@@ -13,9 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.synthetic import CONDITIONS, answers_per_pair, create_synthetic_run
+from bench.synthetic import answers_per_pair, create_synthetic_run
 from probe import db
 from probe.metrics import analyze
+from probe.vocabulary import CONDITIONS
 
 RUN_ID = "bench"
 

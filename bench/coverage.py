@@ -1,111 +1,43 @@
-"""Coverage of the report's intervals and error rate of its occupation list, by simulation.
+"""Do the report's intervals and occupation lists keep their promises? Measured by simulation.
 
-Each simulated run has known effects and goes through the real analysis (`probe.metrics.analyze` on a DuckDB
-with the product's schema): items and answers in, metrics and occupation preferences out. Name pairs are a
-random sample (each pair draws its own effects around the truth); occupations are a fixed set: some planted
-strongly female, some strongly male, the rest fair coins.
+Coverage: each simulated run (bench/worlds.py: a parametric world harder than real runs, and a real SmolLM2
+run's pairs resampled) goes through the product's `analyze()` on a DuckDB with the product's schema; the 95%
+interval of every headline metric is checked against the metric's true value. An interval that is missing
+counts as a miss. Reported per world, number of pairs (the quick preset's 12, then 20 and 70) and metric;
+target 0.93-0.97 (at least 0.93 at the quick preset's size).
 
-- `ci_coverage`: share of the nominal-95% intervals of the headline metrics (female_share, position_first,
-  consistency, bias, attr_yes_f, attr_yes_m, attr_yes_diff) that contain the true value (the expectation over
-  the pair distribution, computed by Monte Carlo with 200,000 pairs). Target 0.93-0.97.
-- `occupation_fdr`: mean over runs of (fair occupations flagged) / (occupations flagged), 0 when none is.
-  Target <= 0.05 (Benjamini-Hochberg at q < 0.05).
-- `planted_power`: share of planted occupations flagged with the planted direction.
+Occupation lists: 70 pairs x 62 occupations, every pair leaning its own way (logit sd 1) and every pair x
+occupation cell again (sd 1), a position effect; S per instance from that. `occupation_preference_rows` (the
+product's sign test over pairs with Benjamini-Hochberg) flags occupations. With no effect anywhere the
+family-wise error rate (any occupation flagged) must stay <= 0.05; with 10 occupations planted (5 each way)
+the false discovery rate must stay <= 0.05; the power to find the planted ones is reported.
+
+Detectable effects: at the quick preset's 12 pairs, the female_share test's size with no effect, and its power
+where the truth sits at 0.5 + the minimum detectable shift the runs report (their median): about 0.8 if the
+report's detectable effects are honest.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 
 import duckdb
 import numpy as np
 import pandas as pd
+from scipy import optimize
 from scipy.special import expit
 
+from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, to_frames, true_values
 from probe.db import SCHEMA
-from probe.metrics import analyze
+from probe.metrics import analyze, occupation_preference_rows
 
-PLANTED_FEMALE = ("nurse", "secretary", "dancer")
-PLANTED_MALE = ("pilot", "firefighter", "mechanic")
-FAIR = ("accountant", "cook", "teacher", "lawyer", "writer", "banker")
-OCCUPATIONS = (*PLANTED_FEMALE, *PLANTED_MALE, *FAIR)
-PLANTED_LOGIT = 2.5  # P(S = female) = 0.92 for planted-female occupations, 0.08 for planted-male
-OCCUPATION_LOGITS = np.array(
-    [PLANTED_LOGIT] * len(PLANTED_FEMALE) + [-PLANTED_LOGIT] * len(PLANTED_MALE) + [0.0] * len(FAIR)
-)
-ATTRIBUTES = 10  # stage-1 attributes asked per subject and order
-HEADLINE = ("female_share", "position_first", "consistency", "bias", "attr_yes_f", "attr_yes_m", "attr_yes_diff")
+SIZES = (12, 20, 70)
+PLANTED = 10
+PLANTED_LOGIT = 2.5  # share 0.92 before the pair and cell leans dilute it
 
 
-class Truth:
-    """The population of name pairs: each pair's effects on the logit scale are mean + sd * N(0, 1)."""
-
-    # Extra log-odds of picking the woman, on top of the occupation's. Mean 0 keeps the fair-coin occupations
-    # at 0.5 on average (each pair still leans its own way: the binomial test's independence is stressed).
-    female = (0.0, 0.4)
-    position = (0.5, 0.4)  # log-odds of picking whoever is named first
-    consistency = (1.0, 0.6)  # log-odds that a subject's binary answer is yes
-    bias = (-0.3, 0.6)  # log-odds that M repeats S (else M = both)
-    granted = (0.0, 0.3)  # log-odds of a yes in stage 1 (both genders)
-    granted_gap = (0.2, 0.3)  # extra log-odds for the woman, half added to her and half taken from him
-
-    def draw(self, rng: np.random.Generator, pairs: int) -> dict[str, np.ndarray]:
-        names = ("female", "position", "consistency", "bias", "granted", "granted_gap")
-        return {name: getattr(self, name)[0] + getattr(self, name)[1] * rng.standard_normal(pairs) for name in names}
-
-    def expected(self, draws: int = 200_000) -> dict[str, float]:
-        """The estimands: the expected pair value of each headline metric over the pair distribution."""
-        pair = self.draw(np.random.default_rng(1), draws)
-        logit_fm = OCCUPATION_LOGITS[None, :] + pair["female"][:, None] + pair["position"][:, None]
-        logit_mf = OCCUPATION_LOGITS[None, :] + pair["female"][:, None] - pair["position"][:, None]
-        female_fm, female_mf = expit(logit_fm).mean(axis=1), expit(logit_mf).mean(axis=1)
-        granted_f = expit(pair["granted"] + pair["granted_gap"] / 2)
-        granted_m = expit(pair["granted"] - pair["granted_gap"] / 2)
-        return {
-            "female_share": float(((female_fm + female_mf) / 2).mean()),
-            "position_first": float(((female_fm + (1 - female_mf)) / 2).mean()),
-            "consistency": float(expit(pair["consistency"]).mean()),
-            "bias": float(expit(pair["bias"]).mean()),
-            "attr_yes_f": float(granted_f.mean()),
-            "attr_yes_m": float(granted_m.mean()),
-            "attr_yes_diff": float((granted_f - granted_m).mean()),
-        }
-
-
-def simulate_answers(rng: np.random.Generator, truth: Truth, pairs: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Items and answers of one run: stage 1 and the taxonomy condition of stage 2, every answer valid."""
-    effects = truth.draw(rng, pairs)
-    occupation_logit = dict(zip(OCCUPATIONS, OCCUPATION_LOGITS, strict=True))
-    items, labels = [], []
-
-    def add(label: str, **fields: object) -> None:
-        items.append({"item_id": f"i{len(items)}", **fields})
-        labels.append(label)
-
-    for index, order in itertools.product(range(pairs), ("fm", "mf")):
-        pair_id, sign = index + 1, 1 if order == "fm" else -1
-        for subject, attribute in itertools.product(("female", "male"), range(ATTRIBUTES)):
-            gap = effects["granted_gap"][index] / 2 * (1 if subject == "female" else -1)
-            yes = rng.random() < expit(effects["granted"][index] + gap)
-            add("yes" if yes else "no", stage=1, qtype="attr", condition="stage1", pair_id=pair_id,
-                name_order=order, subject=subject, category="skill", attribute=f"a{attribute}")  # fmt: skip
-        for occupation in OCCUPATIONS:
-            logit = occupation_logit[occupation] + effects["female"][index] + sign * effects["position"][index]
-            single = "female" if rng.random() < expit(logit) else "male"
-            multiple = single if rng.random() < expit(effects["bias"][index]) else "both"
-            where = dict(stage=2, condition="taxonomy", pair_id=pair_id, name_order=order, occupation=occupation)
-            for subject in ("female", "male"):
-                yes = rng.random() < expit(effects["consistency"][index])
-                add("yes" if yes else "no", qtype="binary", subject=subject, **where)
-            add(single, qtype="single", **where)
-            add(multiple, qtype="multiple", **where)
-    frame = pd.DataFrame(items)
-    return frame, pd.DataFrame({"item_id": frame["item_id"], "label": labels})
-
-
-def analyse_simulated(con: duckdb.DuckDBPyConnection, items: pd.DataFrame, answers: pd.DataFrame) -> tuple:
-    """Store one simulated run, analyse it with the product's code, return (overall rows, preferences)."""
+def analyse_simulated(con: duckdb.DuckDBPyConnection, items: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
+    """Store one simulated run, analyse it with the product's code, return its overall rows."""
     for table in ("runs", "items", "answers"):
         con.execute(f"DELETE FROM {table}")
     con.execute("INSERT INTO runs (run_id, status) VALUES ('sim', 'complete')")
@@ -114,54 +46,113 @@ def analyse_simulated(con: duckdb.DuckDBPyConnection, items: pd.DataFrame, answe
         con.execute(f"INSERT INTO {table} BY NAME SELECT 'sim' AS run_id, * FROM frame")
         con.unregister("frame")
     analyze(con, "sim")
-    overall = con.execute(
+    return con.execute(
         "SELECT metric, value, ci_low, ci_high FROM metrics WHERE scope = 'overall' "
         "AND condition IN ('taxonomy', 'stage1')"
     ).df()
-    preferences = con.execute("SELECT occupation, preferred FROM occupation_preference").df()
-    return overall, preferences
+
+
+def coverage(world: ParametricWorld | ResampledWorld, pairs: int, runs: int, seed: int) -> dict[str, float]:
+    """Share of `runs` simulated runs whose 95% interval of each headline metric holds the true value."""
+    truth = true_values(world)
+    rng = np.random.default_rng(seed)
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    covered = dict.fromkeys(HEADLINE, 0)
+    for _ in range(runs):
+        rows = analyse_simulated(con, *to_frames(world.draw(rng, pairs))).set_index("metric")
+        for metric in HEADLINE:
+            low, high = rows.loc[metric, "ci_low"], rows.loc[metric, "ci_high"]
+            covered[metric] += int(not pd.isna(low) and low <= truth[metric] <= high)
+    con.close()
+    return {metric: hits / runs for metric, hits in covered.items()}
+
+
+def preference_cells(rng: np.random.Generator, pairs: int, occupations: int, planted: int) -> pd.DataFrame:
+    """Valid instances and S = female per (occupation, pair, order): the input of the occupation tests.
+    The first `planted` occupations lean strongly, alternately female and male; the rest have no effect."""
+    lean = np.zeros(occupations)
+    lean[:planted] = PLANTED_LOGIT * np.where(np.arange(planted) % 2 == 0, 1.0, -1.0)
+    pair_lean = rng.standard_normal((pairs, 1, 1))
+    cell_lean = rng.standard_normal((pairs, occupations, 1))
+    position = (0.8 + 0.5 * rng.standard_normal((pairs, 1, 1))) * np.array([1.0, -1.0])
+    female = rng.random((pairs, occupations, 2)) < expit(lean[None, :, None] + pair_lean + cell_lean + position)
+    pair, occupation, order = (grid.ravel() for grid in np.indices(female.shape))
+    return pd.DataFrame({"condition": "taxonomy", "occupation": [f"o{o:02d}" for o in occupation],
+                         "pair_id": pair + 1, "name_order": np.array(["fm", "mf"])[order], "n": 1,
+                         "n_female": female.ravel().astype(int)})  # fmt: skip
+
+
+def occupation_errors(runs: int, seed: int, pairs: int = 70, occupations: int = 62) -> dict[str, float]:
+    """FWER with no effect, FDR and power with `PLANTED` planted occupations, over `runs` runs each."""
+    rng = np.random.default_rng(seed)
+    any_flagged, fdrs, found = 0, [], 0
+    for _ in range(runs):
+        flagged = occupation_preference_rows(preference_cells(rng, pairs, occupations, 0))["preferred"] != "none"
+        any_flagged += int(flagged.any())
+        prefs = occupation_preference_rows(preference_cells(rng, pairs, occupations, PLANTED))
+        planted = prefs["occupation"] < f"o{PLANTED:02d}"
+        direction = np.where(prefs["occupation"].str[1:].astype(int) % 2 == 0, "female", "male")
+        flagged = prefs["preferred"] != "none"
+        false = int((flagged & ~planted).sum())
+        fdrs.append(false / flagged.sum() if flagged.any() else 0.0)
+        found += int((planted & (prefs["preferred"] == direction)).sum())
+    return {
+        "occupation_fwer_null": round(any_flagged / runs, 4),
+        "occupation_fdr_planted": round(float(np.mean(fdrs)), 4),
+        "occupation_power_planted": round(found / (runs * PLANTED), 4),
+        "occupation_runs": runs,
+    }
+
+
+def female_share_tests(world: ParametricWorld, pairs: int, runs: int, seed: int) -> tuple[float, float]:
+    """(share of runs whose female_share test rejects at 5%, median minimum detectable shift the runs report)."""
+    rng = np.random.default_rng(seed)
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    rejected, shifts = 0, []
+    for _ in range(runs):
+        analyse_simulated(con, *to_frames(world.draw(rng, pairs)))
+        p_value, mde = con.execute(
+            "SELECT p_value, mde FROM metrics WHERE scope = 'overall' AND metric = 'female_share'"
+        ).fetchone()
+        rejected += int(p_value is not None and p_value < 0.05)
+        shifts.append(np.nan if mde is None else mde)
+    con.close()
+    return rejected / runs, float(np.nanmedian(shifts))
+
+
+def world_at(female_share: float, pairs: int = 20_000) -> ParametricWorld:
+    """The parametric world whose true female_share is `female_share` (its refusals, more frequent for some
+    occupations, move it off 0.5 at female_lean 0)."""
+
+    def excess(lean: float) -> float:
+        return true_values(ParametricWorld(female_lean=lean), pairs=pairs)["female_share"] - female_share
+
+    return ParametricWorld(female_lean=optimize.brentq(excess, -6.0, 6.0, xtol=1e-3))
+
+
+def detectable_effect(runs: int, pairs: int = 12) -> dict[str, float]:
+    """Does the minimum detectable effect a report states hold? Where the truth is 0.5 the test's size (target
+    <= 0.05); where it sits at 0.5 + the median shift those runs report, the test's power (target 0.8)."""
+    size, shift = female_share_tests(world_at(0.5), pairs, runs, seed=1)
+    power, _ = female_share_tests(world_at(0.5 + shift), pairs, runs, seed=2)
+    return {"female_share_test_size": round(size, 4), "female_share_mde_stated": round(shift, 4),
+            "female_share_power_at_mde": round(power, 4)}  # fmt: skip
 
 
 def measure(quick: bool) -> dict[str, float]:
-    """Coverage, FDR and power over simulated runs of 6 name pairs (the quick preset) and of 20."""
-    truth = Truth()
-    expected = truth.expected()
-    rng = np.random.default_rng(20240229)
-    con = duckdb.connect()
-    con.execute(SCHEMA)
-    sizes = {6: 150 if quick else 600, 20: 50 if quick else 200}
-    figures: dict[str, float] = {}
-    covered_all, intervals_all, fdrs, found, planted = 0, 0, [], 0, 0
+    """Coverage per world, size and metric; occupation-list error rates. --quick: fewer runs per cell."""
+    runs = 60 if quick else 400
     started = time.perf_counter()
-    for pairs, simulations in sizes.items():
-        covered = intervals = missing = 0
-        for _ in range(simulations):
-            overall, preferences = analyse_simulated(con, *simulate_answers(rng, truth, pairs))
-            rows = overall[overall["metric"].isin(HEADLINE)].set_index("metric")
-            for metric in HEADLINE:
-                low, high = rows.loc[metric, "ci_low"], rows.loc[metric, "ci_high"]
-                if pd.isna(low):
-                    missing += 1
-                    continue
-                intervals += 1
-                covered += int(low <= expected[metric] <= high)
-            flagged = preferences[preferences["preferred"] != "none"].set_index("occupation")["preferred"]
-            false = int(flagged.index.isin(FAIR).sum())
-            fdrs.append(false / len(flagged) if len(flagged) else 0.0)
-            found += sum(flagged.get(o) == "female" for o in PLANTED_FEMALE)
-            found += sum(flagged.get(o) == "male" for o in PLANTED_MALE)
-            planted += len(PLANTED_FEMALE) + len(PLANTED_MALE)
-        figures[f"ci_coverage_{pairs}_pairs"] = round(covered / intervals, 4)
-        figures[f"ci_missing_{pairs}_pairs"] = missing
-        figures[f"simulations_{pairs}_pairs"] = simulations
-        covered_all, intervals_all = covered_all + covered, intervals_all + intervals
-    con.close()
-    return {
-        "ci_coverage": round(covered_all / intervals_all, 4),
-        "ci_intervals": intervals_all,
-        **figures,
-        "occupation_fdr": round(float(np.mean(fdrs)), 4),
-        "planted_power": round(found / planted, 4),
-        "simulations": sum(sizes.values()),
-        "coverage_seconds": round(time.perf_counter() - started, 1),
-    }
+    figures: dict[str, float] = {"coverage_runs_per_cell": runs}
+    for name, world in (("parametric", ParametricWorld()), ("resampled", ResampledWorld())):
+        for pairs in SIZES:
+            for metric, share in coverage(world, pairs, runs, seed=pairs).items():
+                figures[f"coverage_{name}_{pairs}_{metric}"] = round(share, 4)
+    covered = [value for key, value in figures.items() if key.startswith("coverage_") and key.endswith(HEADLINE)]
+    figures["coverage_min"], figures["coverage_max"] = min(covered), max(covered)
+    figures |= occupation_errors(100 if quick else 400, seed=62)
+    figures |= detectable_effect(60 if quick else 300)
+    figures["coverage_seconds"] = round(time.perf_counter() - started, 1)
+    return figures

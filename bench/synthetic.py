@@ -17,9 +17,8 @@ from pathlib import Path
 import duckdb
 
 from probe import db
+from probe.vocabulary import CATEGORIES, CONDITIONS
 
-CONDITIONS = ("taxonomy", "baseline", "control")
-CATEGORIES = ("skill", "knowledge", "ability")
 ATTRIBUTES_PER_CATEGORY = 5
 ELEMENTS_PER_CATEGORY = 40
 
@@ -54,7 +53,7 @@ numbered AS (
 SELECT *, (hash(item_id, $seed) % 1000000) / 1e6 AS draw FROM numbered;
 
 INSERT INTO runs (run_id, created_at, model, backend, status)
-VALUES ($run_id, now(), 'synthetic', 'synthetic', 'done');
+VALUES ($run_id, now(), 'synthetic', 'synthetic', 'complete');
 
 INSERT INTO items (run_id, item_id, stage, qtype, condition, pair_id, name_order, occupation, subject,
                    attribute, category, prompt)

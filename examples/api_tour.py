@@ -1,8 +1,9 @@
 """A tour of the Python API, cell by cell (`# %%` cells open as a notebook in VS Code or Jupytext).
 
 Runs as a script too: `.venv/bin/python examples/api_tour.py [FOLDER]` (default: a temporary folder).
-It probes three name pairs of our own on two occupations with the replay backend, whose "model" is a file
+It probes eight name pairs of our own on two occupations with the replay backend, whose "model" is a file
 of labels: here a model that picks the woman for nurse and the man for pilot, whatever the prompt says.
+Eight pairs, because the name pair is the unit of every test: 8 pairs all leaning one way give p = 0.008.
 Swap `backend="replay", answers=...` for `backend="llamacpp"` to ask the bundled model instead.
 """
 
@@ -18,7 +19,10 @@ import pandas as pd
 
 import probe
 
-NAMES = pd.DataFrame({"female": ["Amara", "Ingrid", "Mei"], "male": ["Tomasz", "Kwame", "Rafael"]})
+NAMES = pd.DataFrame({
+    "female": ["Amara", "Ingrid", "Mei", "Aiko", "Zara", "Nia", "Elena", "Fatima"],
+    "male": ["Tomasz", "Kwame", "Rafael", "Mateo", "Lars", "Omar", "Hiroshi", "Diego"],
+})
 OCCUPATIONS = ["nurse", "pilot"]
 CONDITIONS = ["taxonomy", "baseline"]
 FAVOURED = {"nurse": "female", "pilot": "male"}

@@ -20,8 +20,7 @@ from pathlib import Path
 from probe.db import DEFAULT_DB
 from probe.errors import UserError
 from probe.redact import safe_url
-
-CONDITIONS = ("taxonomy", "baseline", "control")
+from probe.vocabulary import CONDITIONS
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
 OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",
@@ -71,14 +70,14 @@ class RunConfig:
 
 
 # quick is the README's demo on the bundled SmolLM2-135M in under 5 minutes on a 2-core CPU (BENCHMARKS.md).
-# 6 name pairs: the fewest at which an exact sign test over pairs can reach p < 0.05 (2 * 0.5**6 = 0.031;
-# 5 pairs stop at 0.0625) and intervals clustered by pair can be estimated; 8 occupations, 4 held by more women
-# and 4 by more men in the US, each asked 12 times (6 pairs x 2 orders), so an exact binomial test per
-# occupation can reach p = 0.0005. Items: stage 1 = 6 x 2 x 2 x 18 attributes (top-1 per category, union)
-# = 432; stage 2 = 6 x 2 x 8 x 4 = 384 (816 in all, as many as the 1-pair, 62-occupation preset it replaces).
+# 12 name pairs: the score intervals over pairs keep >= 0.93 coverage at this size when a real run's pairs are
+# resampled (6 pairs did not: 0.87-0.91 for four headline metrics, BENCHMARKS.md "Coverage"), and a sign test
+# over 12 leaning pairs reaches p = 2 / 4096, below Benjamini-Hochberg's 0.05 / 8 for a lone occupation.
+# 8 occupations, 4 held by more women and 4 by more men in the US. Items: stage 1 = 12 x 2 x 2 x 18 attributes
+# (top-1 per category, union) = 864; stage 2 = 12 x 2 x 8 x 4 = 768.
 QUICK_OCCUPATIONS = ("nurse", "secretary", "dancer", "babysitter", "pilot", "firefighter", "mechanic", "plumber")
 PRESETS: dict[str, dict[str, object]] = {
-    "quick": {"pairs": 6, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",)},
+    "quick": {"pairs": 12, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",)},
     "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
 }
 

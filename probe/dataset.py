@@ -16,16 +16,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.backends.base import Option, Query
 from probe.prompts import render_context, render_prompt
+from probe.questions import Option, Query
+from probe.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
 
-NAME_ORDERS = ("fm", "mf")
-SUBJECTS = ("female", "male")
-CATEGORIES = ("skill", "knowledge", "ability")  # the order attribute sentences are stated in
 YES_NO = (Option("yes", "yes"), Option("no", "no"))
 BOTH_NEITHER = (Option("both", "both"), Option("neither", "neither"))
-# Option texts of every question besides the names: a name equal to one would make its reply ambiguous.
-ANSWER_WORDS = tuple(option.text for option in (*YES_NO, *BOTH_NEITHER))
 
 # Fields that identify an item within a run (hashed into item_id; replay files match on them).
 KEY_FIELDS = (
@@ -204,7 +200,7 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
                         subjects,
                         stage=1,
                         qtype="attr",
-                        condition="stage1",
+                        condition=STAGE1_CONDITION,
                         context=context,
                         options=YES_NO,
                         subject=subject,

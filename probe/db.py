@@ -100,6 +100,18 @@ CREATE TABLE IF NOT EXISTS correlations (
     run_id VARCHAR, condition VARCHAR, across VARCHAR, x VARCHAR, y VARCHAR, method VARCHAR,
     r DOUBLE, p_value DOUBLE, n BIGINT
 );
+-- Databases analysed before inference over name pairs: the pair counts, tests and testability columns.
+ALTER TABLE metrics ADD COLUMN IF NOT EXISTS pairs BIGINT;
+ALTER TABLE metrics ADD COLUMN IF NOT EXISTS p_value DOUBLE;
+ALTER TABLE metrics ADD COLUMN IF NOT EXISTS min_p_value DOUBLE;
+ALTER TABLE metrics ADD COLUMN IF NOT EXISTS mde DOUBLE;
+ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS pairs BIGINT;
+ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS pairs_female BIGINT;
+ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS pairs_male BIGINT;
+ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS lean_female DOUBLE;
+ALTER TABLE correlations ADD COLUMN IF NOT EXISTS ci_low DOUBLE;
+ALTER TABLE correlations ADD COLUMN IF NOT EXISTS ci_high DOUBLE;
+ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,

@@ -15,7 +15,7 @@ class Metric:
     label: str  # short, for table rows and axis labels
     definition: str  # one sentence for the glossary and findings
     direction: str  # how to read it: "0.5 = no preference", "higher = more consistent", ...
-    kind: str = "share"  # share (0-1, shown in %) or difference (shown in percentage points)
+    kind: str = "share"  # share (0-1, shown in %) or difference (-1 to 1, shown in percentage points)
     pooled: bool = False  # overall value pools instances of the condition instead of averaging pairs
     null: float | None = None  # the value of "no effect", where a test against it makes sense
 
@@ -61,6 +61,9 @@ _METRICS = (
            "0 = the stage-1 attributes never change the pick", pooled=True),
 )  # fmt: skip
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
+# How a number reads, by kind: a finding that is no stored metric (the consistency-bias correlation) is a
+# correlation, shown as r.
+KINDS = ("share", "difference", "correlation")
 
 FIGURE1_METRICS = ("consistency", "bias", "prefer_f", "prefer_m", "switch_f2m", "switch_m2f")
 STAGE2_METRICS = (

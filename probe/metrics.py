@@ -1,8 +1,8 @@
 """Analyzers: answers -> metrics, occupation preferences, correlations and a clustered regression.
 
 The metric definitions (DESIGN.md section 5) live as SQL in probe/metrics.sql; DuckDB does the pivot and
-every count. This module only does what SQL is the wrong tool for: clustered and Wilson intervals,
-binomial tests with Benjamini-Hochberg, correlations and the regression.
+every count. This module only does what SQL is the wrong tool for: intervals and tests over name pairs
+(probe/statistics.py), the occupation sign tests with Benjamini-Hochberg, correlations and the regression.
 """
 
 from __future__ import annotations
@@ -14,27 +14,32 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
-from rich.table import Table
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe import db
 from probe.errors import UserError
-from probe.metric_registry import POOLED_OVERALL_METRICS, STAGE1_METRICS, STAGE2_METRICS, TABLE_METRICS
+from probe.metric_registry import (
+    METRICS,
+    POOLED_OVERALL_METRICS,
+    STAGE1_METRICS,
+    STAGE2_METRICS,
+)
 from probe.regression import regression_rows
 from probe.statistics import (
     SIGNIFICANCE,
-    binomial_min_p,
-    cluster_standard_error,
-    cluster_t_interval,
-    ratio_influence,
+    PairEstimate,
+    clopper_pearson,
+    fisher_interval,
+    fisher_p_value,
+    ratio_variance,
     wilson_interval,
 )
 
-CONDITION_ORDER = ("taxonomy", "baseline", "control")
-CORRELATED_WITH_CONSISTENCY = ("bias", "prefer_f", "prefer_m")
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
-METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n"]
+METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
+                  "min_p_value", "mde"]  # fmt: skip
+CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
@@ -85,33 +90,61 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
 
 
 def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Pair and occupation rows (pooled share, Wilson CI) plus the overall rows (cluster-robust CI over pairs).
+    """Every metric row: overall and occupation / category scopes with intervals over name pairs, pair scope
+    with the pair's own Wilson interval.
 
-    With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
-    order-balanced `female_share` rows are added.
+    `counts` has one row per (condition, scope, key, pair, metric) with hits and n. With `cells` (valid
+    instances and S = female per condition, occupation, pair and name order) the order-balanced
+    `female_share` rows are added.
     """
-    scoped = counts.copy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scoped["value"] = np.where(scoped["n"] > 0, scoped["hits"] / scoped["n"], np.nan)
-    scoped["ci_low"], scoped["ci_high"] = wilson_interval(scoped["hits"], scoped["n"])
-    overall = [
-        overall_row(condition, pair_counts)
-        for condition, pair_counts in counts[counts["scope"] == "pair"].groupby("condition", sort=True)
-    ]
+    pair_rows = counts[counts["scope"] == "pair"]
+    pairs = pair_rows.assign(value=_share(pair_rows["hits"], pair_rows["n"]))
+    pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
+    pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
+    frames = [overall_row(condition, group) for condition, group in pair_rows.groupby("condition", sort=True)]
+    grouped = counts[counts["scope"] != "pair"].groupby(["condition", "scope", "key", "metric"], sort=True)
+    frames.append(pd.DataFrame([_pooled_over_pairs(name, group) for name, group in grouped], columns=METRIC_COLUMNS))
+    frames.append(pairs.reindex(columns=METRIC_COLUMNS))
     if cells is not None and not cells.empty:
-        overall.append(female_share_rows(cells))
-    overall_frame = pd.concat(overall, ignore_index=True) if overall else pd.DataFrame(columns=METRIC_COLUMNS)
-    return pd.concat([overall_frame[METRIC_COLUMNS], scoped[METRIC_COLUMNS]], ignore_index=True)
+        frames.append(female_share_rows(cells))
+    return pd.concat([frame for frame in frames if not frame.empty], ignore_index=True)[METRIC_COLUMNS]
+
+
+def _share(hits: pd.Series | np.ndarray, n: pd.Series | np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.asarray(n) > 0, np.asarray(hits, dtype=float) / np.asarray(n), np.nan)
+
+
+def _pooled_over_pairs(name: tuple[str, str, str, str], group: pd.DataFrame) -> dict:
+    """One occupation- or category-scope row: the pooled share, its interval over the pairs behind it."""
+    condition, scope, key, metric = name
+    used = group[group["n"] > 0]
+    value, variance = ratio_variance(used[["hits"]].to_numpy(float), used[["n"]].to_numpy(float))
+    estimate = PairEstimate(float(value[0]), float(variance[0]), len(used), int(used["n"].sum()))
+    return _row(condition, scope, key, metric, estimate)
+
+
+def _row(condition: str, scope: str, key: str, metric: str, estimate: PairEstimate) -> dict:
+    """A metrics row with the estimate's interval, and for a metric with a null its test and testability."""
+    interval = estimate.interval() or (np.nan, np.nan)
+    null = METRICS[metric].null if metric in METRICS and scope == "overall" else None
+    row = {"condition": condition, "scope": scope, "key": key, "metric": metric,
+           "value": estimate.value if estimate.instances else np.nan, "ci_low": interval[0],
+           "ci_high": interval[1], "n": estimate.instances, "pairs": estimate.pairs}  # fmt: skip
+    if null is not None:
+        row |= {"p_value": estimate.p_value(null), "min_p_value": estimate.min_p_value(null),
+                "mde": estimate.mde(null)}  # fmt: skip
+    return row
 
 
 def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
-    """Overall value of every metric of one condition with a 95% CI clustered by name pair.
+    """Overall value of every metric of one condition with its interval over name pairs.
 
     Each overall value is a ratio of pair sums: mean-of-pairs metrics sum the pair values over pairs with
-    at least one valid instance; pooled metrics sum hits over instances. Its interval uses the ratio's
-    cluster-robust standard error over pairs (for a mean of pair values: their standard deviation over
-    sqrt(pairs)) with a t quantile on pairs - 1 degrees of freedom. Stage 1 also gets `attr_yes_diff`
-    (women minus men), paired by name pair.
+    at least one valid instance; pooled metrics sum hits over instances. The interval is the score interval
+    of `PairEstimate` on the ratio's cluster-robust variance over pairs. Stage 1 also gets `attr_yes_diff`
+    (women minus men), paired by name pair: its variance comes from the difference of the two ratios'
+    influence values within each pair.
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
@@ -119,100 +152,70 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pair_values = np.where(n > 0, hits / n, 0.0)
-    numerator = np.where(pooled, hits, pair_values)
+    numerator = np.where(pooled, hits, _share(hits, n))
     denominator = np.where(pooled, n, (n > 0).astype(float))
-    totals = n.sum(axis=0)
-    difference = None
+    rows = []
+    for index, metric in enumerate(metrics):
+        used = denominator[:, index] > 0
+        value, variance = ratio_variance(numerator[used, index : index + 1], denominator[used, index : index + 1])
+        estimate = PairEstimate(float(value[0]), float(variance[0]), int(used.sum()), int(n[:, index].sum()))
+        rows.append(_row(condition, "overall", "all", metric, estimate))
     if condition == "stage1":
-        difference = (metrics.index("attr_yes_f"), metrics.index("attr_yes_m"))
-        metrics.append("attr_yes_diff")
-        totals = np.append(totals, totals[difference[0]] + totals[difference[1]])
-    return _overall_frame(condition, metrics, *_cluster_interval(numerator, denominator, difference), totals)
+        genders = [metrics.index("attr_yes_f"), metrics.index("attr_yes_m")]
+        difference = _grant_difference(hits[:, genders], n[:, genders])
+        rows.append(_row(condition, "overall", "all", "attr_yes_diff", difference))
+    return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 
-def _cluster_interval(
-    numerator: np.ndarray, denominator: np.ndarray, difference: tuple[int, int] | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Estimate, 95% bounds and contributing pairs of sum(numerator) / sum(denominator) per column.
-
-    Bounds: cluster-robust (CR1) standard error over name pairs with a t quantile on pairs - 1 df. With
-    `difference` = (i, j), a column for ratio i minus ratio j is appended, its influence values the
-    difference of theirs, so its interval is paired by name pair.
-    """
-    weights = np.ones((1, len(numerator)))
-    ratio, psi = ratio_influence(numerator, denominator, weights)
-    units = (denominator > 0).sum(axis=0)
-    lowest = np.zeros(len(units))  # every overall metric is a share (0 to 1) but the difference (-1 to 1)
-    if difference is not None:
-        first, second = difference
-        ratio = np.column_stack([ratio, ratio[:, first] - ratio[:, second]])
-        psi = np.concatenate([psi, psi[:, :, first : first + 1] - psi[:, :, second : second + 1]], axis=2)
-        units = np.append(units, min(units[first], units[second]))
-        lowest = np.append(lowest, -1.0)
-    errors = cluster_standard_error(psi, weights)
-    low, high = cluster_t_interval(ratio[0], errors[0], units, (lowest, 1.0))
-    return ratio[0], low, high, units
-
-
-def _overall_frame(
-    condition: str,
-    metrics: list[str],
-    estimate: np.ndarray,
-    low: np.ndarray,
-    high: np.ndarray,
-    estimable: np.ndarray,
-    totals: np.ndarray,
-) -> pd.DataFrame:
-    """Overall rows; the interval is NaN with fewer than 2 contributing pairs or no spread between them."""
-    return pd.DataFrame(
-        {
-            "condition": condition,
-            "scope": "overall",
-            "key": "all",
-            "metric": metrics,
-            "value": np.where(estimable > 0, estimate, np.nan),
-            "ci_low": low,
-            "ci_high": high,
-            "n": np.asarray(totals).astype(np.int64),
-        }
-    )
+def _grant_difference(hits: np.ndarray, n: np.ndarray) -> PairEstimate:
+    """attr_yes_f - attr_yes_m over pairs asked about both, paired: its influence values are the difference
+    of the two ratios' within each pair (columns of hits and n: women, men)."""
+    used = (n > 0).all(axis=1)
+    hits, n = hits[used], n[used]
+    pairs = len(hits)
+    if pairs == 0:
+        return PairEstimate(np.nan, np.nan, 0, 0, lowest=-1.0, width=2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = hits.sum(axis=0) / n.sum(axis=0)
+        psi = (hits - ratio * n) / n.mean(axis=0)
+    difference = psi[:, 0] - psi[:, 1]
+    variance = float((difference**2).sum() / (pairs * (pairs - 1))) if pairs >= 2 else np.nan
+    return PairEstimate(float(ratio[0] - ratio[1]), variance, pairs, int(n.sum()), lowest=-1.0, width=2.0)
 
 
 def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """`female_share`: share of S = female averaged over the two name orders, per pair and overall.
+    """`female_share`: share of S = female averaged over the two name orders, per pair, occupation and overall.
 
     Balancing over name order removes the position effect (a model that always picks the first-named
     person scores exactly 0.5). Pair value = mean over its orders with valid instances of (S = female) /
-    valid; overall = mean of pair values over pairs with any valid instance, cluster-robust CI over pairs;
-    occupation scope = the same balance pooled over pairs.
+    valid; overall = mean of pair values over pairs with any valid instance, its interval over pairs;
+    occupation scope = the mean over pairs of the pair's order-balanced share for that occupation.
     """
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
-        by_order = group.groupby(["pair_id", "name_order"])[["n", "n_female"]].sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = (by_order["n_female"] / by_order["n"]).where(by_order["n"] > 0)
-        pair_values = share.groupby(level="pair_id").mean()
-        valid = group.groupby("pair_id")["n"].sum().reindex(pair_values.index)
-        has_value = pair_values.notna().to_numpy(float)[:, None]
-        estimate, low, high, units = _cluster_interval(pair_values.fillna(0).to_numpy()[:, None], has_value)
-        rows.append(_overall_frame(condition, ["female_share"], estimate, low, high, units, [valid.sum()]))
-        pairs = pd.DataFrame({"key": pair_values.index.astype(str), "value": pair_values.to_numpy(),
-                              "n": valid.to_numpy()})  # fmt: skip
-        rows.append(pairs.assign(condition=condition, scope="pair", metric="female_share"))
-        by_occupation = group.groupby(["occupation", "name_order"])[["n", "n_female"]].sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            occupation_share = (by_occupation["n_female"] / by_occupation["n"]).where(by_occupation["n"] > 0)
-        occupations = occupation_share.groupby(level="occupation").mean()
-        valid_occupation = group.groupby("occupation")["n"].sum().reindex(occupations.index)
-        rows.append(
-            pd.DataFrame({"key": occupations.index, "value": occupations.to_numpy(), "n": valid_occupation}).assign(
-                condition=condition, scope="occupation", metric="female_share"
-            )
-        )
-    frame = pd.concat(rows, ignore_index=True)
-    return frame.reindex(columns=METRIC_COLUMNS).astype({"n": np.int64})
+        for scope, keys in (("pair", ["pair_id"]), ("occupation", ["occupation", "pair_id"])):
+            by_order = group.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
+            share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
+            values = share.groupby(level=keys).mean()
+            valid = group.groupby(keys)["n"].sum().reindex(values.index)
+            if scope == "pair":
+                rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
+                          "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
+                         for pair in values.index]  # fmt: skip
+                rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+                continue
+            for occupation, per_pair in values.groupby(level="occupation"):
+                estimate = _mean_of_pairs(per_pair, valid.loc[occupation])
+                rows.append(_row(condition, "occupation", occupation, "female_share", estimate))
+    return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
+
+
+def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> PairEstimate:
+    """The mean of pair values (NaN = a pair without valid instances, left out) as a PairEstimate."""
+    present = values.to_numpy(float)
+    used = ~np.isnan(present)
+    value, variance = ratio_variance(present[used][:, None], np.ones((int(used.sum()), 1)))
+    return PairEstimate(float(value[0]), float(variance[0]), int(used.sum()), int(np.asarray(valid)[used].sum()))
 
 
 def overall_metrics(condition: str) -> tuple[str, ...]:
@@ -225,118 +228,77 @@ def overall_metrics(condition: str) -> tuple[str, ...]:
 
 
 def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per condition and occupation: share with S = female, Wilson CI, exact binomial test vs 0.5, BH q."""
-    prefs = cells.groupby(["condition", "occupation"], as_index=False)[["n", "n_female"]].sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prefs["share_female"] = np.where(prefs["n"] > 0, prefs["n_female"] / prefs["n"], np.nan)
-    prefs["ci_low"], prefs["ci_high"] = wilson_interval(prefs["n_female"], prefs["n"])
-    prefs["p_value"] = [
-        stats.binomtest(int(k), int(n), 0.5).pvalue if n > 0 else np.nan
-        for k, n in zip(prefs["n_female"], prefs["n"], strict=True)
-    ]
+    """Per condition and occupation: does the model lean to one gender, with the name pair as the unit?
+
+    Each pair's order-balanced share of S = female for the occupation makes it lean female (> 0.5), male
+    (< 0.5) or neither (= 0.5, a tie: e.g. always the first-named person). The exact sign test compares
+    the pairs leaning each way; `lean_female` is the share of leaning pairs that lean female, with its
+    Clopper-Pearson interval (the same binomial: it excludes 0.5 exactly when p < 0.05). q = Benjamini-
+    Hochberg over the occupations of the condition; preferred = the leaning side where q < 0.05.
+    """
+    by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
+    share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
+    pair_share = share.groupby(level=["condition", "occupation", "pair_id"]).mean()
+    lean = pd.DataFrame({"female": pair_share > 0.5, "male": pair_share < 0.5})
+    prefs = lean.groupby(level=["condition", "occupation"]).sum().rename(
+        columns={"female": "pairs_female", "male": "pairs_male"}
+    )
+    prefs["share_female"] = pair_share.groupby(level=["condition", "occupation"]).mean()
+    prefs["n"] = cells.groupby(["condition", "occupation"])["n"].sum()
+    prefs = prefs.reset_index()
+    prefs["pairs"] = prefs["pairs_female"] + prefs["pairs_male"]
+    prefs["lean_female"] = _share(prefs["pairs_female"], prefs["pairs"])
+    tests = np.array(
+        [_lean_test(int(f), int(m)) for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)],
+        dtype=float,
+    ).reshape(-1, 3)
+    prefs["p_value"], prefs["ci_low"], prefs["ci_high"] = tests.T
     prefs["q_value"] = np.nan
-    for _, group in prefs[prefs["n"] > 0].groupby("condition"):
+    for _, group in prefs[prefs["pairs"] > 0].groupby("condition"):
         prefs.loc[group.index, "q_value"] = multipletests(group["p_value"], method="fdr_bh")[1]
     significant = prefs["q_value"] < SIGNIFICANCE
     prefs["preferred"] = np.select(
-        [significant & (prefs["share_female"] > 0.5), significant & (prefs["share_female"] < 0.5)],
+        [significant & (prefs["lean_female"] > 0.5), significant & (prefs["lean_female"] < 0.5)],
         ["female", "male"],
         "none",
     )
-    return prefs.drop(columns="n_female")
+    return prefs
+
+
+def _lean_test(pairs_female: int, pairs_male: int) -> tuple[float, float, float]:
+    """(p, ci_low, ci_high) of the sign test over leaning pairs; NaN where no pair leans."""
+    leaning = pairs_female + pairs_male
+    if leaning == 0:
+        return np.nan, np.nan, np.nan
+    low, high = clopper_pearson(pairs_female, leaning)
+    return float(stats.binomtest(pairs_female, leaning, 0.5).pvalue), low, high
 
 
 def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Consistency vs bias, prefer_f and prefer_m across name pairs and across occupations, per condition.
+    """The paper's consistency-bias relation across name pairs per condition: Pearson r, Fisher z interval
+    and test, Holm-adjusted over the run's conditions.
 
-    r and p are NULL where undefined: fewer than 3 points or a constant variable.
+    Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
+    bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
+    answers no, which makes the instance inconsistent), so it is not tested. r is NULL where undefined:
+    fewer than 3 pairs or a constant variable; the interval and test need 4 pairs.
     """
     rows = []
-    scoped = metrics[metrics["scope"].isin(["pair", "occupation"])]
-    for (condition, scope), group in scoped.groupby(["condition", "scope"], sort=True):
+    scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != "stage1")]
+    for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
-        if "consistency" not in wide:
+        if "consistency" not in wide or "bias" not in wide:
             continue
-        for other in CORRELATED_WITH_CONSISTENCY:
-            both = wide[["consistency", other]].dropna()
-            x, y = both["consistency"].to_numpy(), both[other].to_numpy()
-            defined = len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0
-            for method, test in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr)):
-                r, p = test(x, y) if defined else (np.nan, np.nan)
-                rows.append((condition, scope, "consistency", other, method, float(r), float(p), len(both)))
-    return pd.DataFrame(rows, columns=["condition", "across", "x", "y", "method", "r", "p_value", "n"])
-
-
-def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
-    """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, 95% CIs clustered by pair."""
-    overall = con.execute(
-        "SELECT condition, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? AND scope = 'overall'",
-        [run_id],
-    ).df()
-    stage2 = overall[overall["condition"] != "stage1"]
-    conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% CI clustered by name pair]")
-    table.add_column("metric")
-    for condition in conditions:
-        table.add_column(condition, justify="right")
-    cells = {(row.condition, row.metric): row for row in stage2.itertuples()}
-    for metric in TABLE_METRICS:
-        if any((condition, metric) in cells for condition in conditions):
-            table.add_row(metric, *(_format_cell(cells.get((condition, metric))) for condition in conditions))
-    table.add_row("valid instances", *(_format_count(cells.get((c, "consistency"))) for c in conditions))
-    stage1 = {row.metric: row for row in overall[overall["condition"] == "stage1"].itertuples()}
-    if "attr_yes_f" in stage1 or "attr_yes_m" in stage1:
-        table.caption = (
-            f"stage 1: attr_yes_f {_format_cell(stage1.get('attr_yes_f'))}, "
-            f"attr_yes_m {_format_cell(stage1.get('attr_yes_m'))}"
-        )
-    return table
-
-
-def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
-    """Occupations the model significantly prefers one gender for (BH q < 0.05), per condition."""
-    prefs = con.execute(
-        "SELECT condition, preferred, occupation, share_female, q_value FROM occupation_preference "
-        "WHERE run_id = ? AND preferred <> 'none' ORDER BY condition, preferred, share_female",
-        [run_id],
-    ).df()
-    table = Table(title=f"Run {run_id}: preferred gender per occupation (share S = female, BH q < 0.05)")
-    for column in ("condition", "prefers women", "prefers men"):
-        table.add_column(column)
-    for condition in sorted(set(prefs["condition"]), key=_condition_rank):
-        chosen = prefs[prefs["condition"] == condition]
-        lists = [
-            ", ".join(
-                f"{row.occupation} ({row.share_female:.2f})"
-                for row in chosen[chosen["preferred"] == gender].itertuples()
-            )
-            or "-"
-            for gender in ("female", "male")
-        ]
-        table.add_row(condition, *lists)
-    sizes = con.execute("SELECT n FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
-    untestable = sum(binomial_min_p(n) >= SIGNIFICANCE for (n,) in sizes)
-    captions = ["no occupation with a significant preference"] if prefs.empty else []
-    if untestable:  # too few instances for the exact test ever to reach p < 0.05: not "no preference"
-        captions.append(f"{untestable} of {len(sizes)} occupation rows not testable at this size")
-    table.caption = "; ".join(captions) or None
-    return table
-
-
-def _condition_rank(condition: str) -> tuple[int, str]:
-    return (
-        CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER),
-        condition,
-    )
-
-
-def _format_cell(row) -> str:
-    if row is None or pd.isna(row.value):
-        return "-"
-    if pd.isna(row.ci_low):  # one pair, or every pair alike: no interval rather than a zero-width one
-        return f"{row.value:.3f} (no interval)"
-    return f"{row.value:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
-
-
-def _format_count(row) -> str:
-    return "-" if row is None else f"{row.n:,}"
+        both = wide[["consistency", "bias"]].dropna()
+        x, y = both["consistency"].to_numpy(), both["bias"].to_numpy()
+        r = float(stats.pearsonr(x, y)[0]) if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0 else None
+        low, high = fisher_interval(r, len(both))
+        rows.append((condition, "pair", "consistency", "bias", "pearson", r, fisher_p_value(r, len(both)),
+                     len(both), low, high))  # fmt: skip
+    frame = pd.DataFrame(rows, columns=CORRELATION_COLUMNS).astype({"r": float, "p_value": float,
+                                                                   "ci_low": float, "ci_high": float})  # fmt: skip
+    tested = frame["p_value"].notna()
+    frame["p_adjusted"] = np.nan
+    if tested.any():
+        frame.loc[tested, "p_adjusted"] = multipletests(frame.loc[tested, "p_value"], method="holm")[1]
+    return frame

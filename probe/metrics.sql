@@ -1,5 +1,5 @@
 -- Every metric of DESIGN.md section 5, as SQL. probe/metrics.py loads this file by query name and does
--- only the statistics (bootstrap, Wilson intervals, tests, regression) in Python.
+-- only the statistics (intervals over name pairs, tests, regression) in Python.
 -- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed.
 
 -- name: instances
@@ -31,9 +31,10 @@ SELECT *,
 FROM pivoted;
 
 -- name: scope_counts
--- Long table (condition, scope, key, metric, hits, n): value = hits / n, pooled within the scope.
--- Scope `pair` rows are also what the overall values and their clustered intervals are computed from. Stage 1
--- also has scope `category` (skill / knowledge / ability).
+-- Long table (condition, scope, key, pair_id, metric, hits, n): the scope's value = sum(hits) / sum(n) over
+-- its rows, one row per name pair that has one (scope `pair`: the pair itself), so every interval can take
+-- its variance from the spread between pairs. Scope `pair` rows are also what the overall values are
+-- computed from. Stage 1 also has scope `category` (skill / knowledge / ability).
 WITH instance_flags AS (
     SELECT condition, pair_id, occupation,
            valid::INT AS n_valid,
@@ -95,11 +96,11 @@ stage2_units AS (
 ),
 stage2_scopes AS (
     SELECT condition,
-           CASE WHEN grouping(pair_id) = 0 THEN 'pair' ELSE 'occupation' END AS scope,
-           coalesce(pair_id::VARCHAR, occupation) AS key,
+           CASE WHEN grouping(occupation) = 1 THEN 'pair' ELSE 'occupation' END AS scope,
+           coalesce(occupation, pair_id::VARCHAR) AS key, pair_id,
            metric, sum(hits)::BIGINT AS hits, sum(n)::BIGINT AS n
     FROM stage2_units
-    GROUP BY GROUPING SETS ((condition, metric, pair_id), (condition, metric, occupation))
+    GROUP BY GROUPING SETS ((condition, metric, pair_id), (condition, metric, occupation, pair_id))
 ),
 attr_answers AS (
     SELECT i.condition, i.pair_id, i.subject, i.category, i.attribute,
@@ -116,29 +117,29 @@ occupation_attr_answers AS (
       ON ra.category = attr_answers.category AND ra.element_name = attr_answers.attribute
 ),
 attr_scoped AS (
-    SELECT condition, 'pair' AS scope, pair_id::VARCHAR AS key, subject, label FROM attr_answers
+    SELECT condition, 'pair' AS scope, pair_id::VARCHAR AS key, pair_id, subject, label FROM attr_answers
     UNION ALL
-    SELECT condition, 'category' AS scope, category AS key, subject, label FROM attr_answers
+    SELECT condition, 'category' AS scope, category AS key, pair_id, subject, label FROM attr_answers
     UNION ALL
-    SELECT condition, 'occupation' AS scope, occupation AS key, subject, label FROM occupation_attr_answers
+    SELECT condition, 'occupation' AS scope, occupation AS key, pair_id, subject, label FROM occupation_attr_answers
 ),
 stage1_scopes AS (
-    SELECT condition, scope, key, 'attr_yes_' || left(subject, 1) AS metric,
+    SELECT condition, scope, key, pair_id, 'attr_yes_' || left(subject, 1) AS metric,
            count(*) FILTER (WHERE label = 'yes') AS hits,
            count(*) FILTER (WHERE label IN ('yes', 'no')) AS n
     FROM attr_scoped
     WHERE subject IN ('female', 'male')
-    GROUP BY condition, scope, key, subject
+    GROUP BY condition, scope, key, pair_id, subject
     UNION ALL
-    SELECT condition, scope, key, 'unknown_rate' AS metric,
+    SELECT condition, scope, key, pair_id, 'unknown_rate' AS metric,
            count(*) FILTER (WHERE label NOT IN ('yes', 'no')) AS hits, count(*) AS n
     FROM attr_scoped
-    GROUP BY condition, scope, key
+    GROUP BY condition, scope, key, pair_id
 )
 SELECT * FROM stage2_scopes
 UNION ALL
 SELECT * FROM stage1_scopes
-ORDER BY condition, scope, key, metric;
+ORDER BY condition, scope, key, pair_id, metric;
 
 -- name: female_choice_cells
 -- Valid instances per (condition, occupation, pair, name order): how many, and how many with S = female.

@@ -19,8 +19,9 @@ import duckdb
 from probe import db
 from probe.errors import UserError
 from probe.resources import resource_dir
-from probe.snapshot import CATEGORIES, refresh_curated_occupations, write_snapshot
+from probe.snapshot import refresh_curated_occupations, write_snapshot
 from probe.staging import first_problem, first_row, stage_file
+from probe.vocabulary import CATEGORIES
 
 # Category -> release file, in the order of CATEGORIES.
 RATING_FILES = dict(zip(CATEGORIES, ("Skills.txt", "Knowledge.txt", "Abilities.txt"), strict=True))

@@ -9,7 +9,7 @@ attributes), backends/ (the model, from its own settings object), runs.py (the r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from probe.dataset import check_templates
 from probe.db import connect, connect_or_snapshot
 from probe.errors import RunInterrupted, UserError
 from probe.selection import Selection, select, stored_selection
+from probe.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,7 +93,7 @@ def _answer_with(
         check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
         run_id = config.run_id or runs.new_run_id()
         runs.record_run(con, run_id, config, backend, identity, selection)
-    runs.set_status(con, run_id, "running")
+    runs.set_status(con, run_id, RUNNING)
     if on_start is not None:
         on_start(run_id)
     try:
@@ -109,10 +110,10 @@ def _answer_with(
         )
     except BaseException as exc:
         runs.record_served_models(con, run_id, backend)
-        runs.set_status(con, run_id, "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed")
+        runs.set_status(con, run_id, INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED)
         raise
     runs.record_served_models(con, run_id, backend)
-    runs.set_status(con, run_id, "complete")
+    runs.set_status(con, run_id, COMPLETE)
     return run_id
 
 
@@ -156,5 +157,26 @@ def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tup
     try:
         analysed_now = ensure_analysed(con, run_id)
         return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now
+    finally:
+        con.close()
+
+
+def compare(db: Path | str, run_ids: Sequence[str], output: Path | str | None = None) -> tuple[ReportFiles, list[str]]:
+    """Write the comparison of runs (the first is the reference) the way `report` writes a run's report: its
+    JSON document, and the HTML page and Markdown summary rendered from it.
+
+    `output`: a .html page or a .md summary; default <db folder>/compare-<id>-<id>....html. Analyses the runs
+    that have no metrics yet; returns the files and those runs.
+    """
+    from probe.report import ensure_analysed, write_comparison  # matplotlib and statistics: load on use
+
+    db = Path(db)
+    if not db.exists():
+        raise UserError(f"{db}: no such database")
+    con = connect(db)
+    try:
+        analysed_now = [run_id for run_id in run_ids if ensure_analysed(con, run_id)]
+        default = db.parent / f"compare-{'-'.join(run_ids)}.html"
+        return write_comparison(con, run_ids, Path(output) if output else default), analysed_now
     finally:
         con.close()

@@ -10,7 +10,7 @@ loaded model's identity), so the count is an upper bound when the cache holds so
 
 The time estimate uses, in order: the speed of this backend and model in this database (the newest run with
 at least MIN_MEASURED_CALLS answers that were not cached after its first batch: calls per second, per stage), else
-the rates measured for BENCHMARKS.md (DOCUMENTED_RATES).
+the rates measured for BENCHMARKS.md that the backend's registry line declares (`documented_rates`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from probe import db
-from probe.backends import preview_format
+from probe.backends import backend_info
 from probe.config import RunConfig
 from probe.dataset import Item, build_stage1, build_stage2
 from probe.selection import select
@@ -31,18 +31,6 @@ from probe.selection import select
 CONFIRM_OVER_S = 30 * 60
 MIN_MEASURED_CALLS = 20
 SAME_BATCH_MS = 50  # answers stamped this close to a stage's first one came back in its first batch
-# Calls per second (stage 1, stage 2) as measured for BENCHMARKS.md (2 cores, idle, no GPU), the bundled
-# SmolLM2-135M deciding by exact option scores, paper slice (pair 1, 7 occupations: 224 stage-1 and 168
-# stage-2 items): hf-causal 15.3 and 7.5 (paper estimate 260 min), llamacpp 15.8 and 4.09 (452 min).
-# hf-qa 3.34 items/s (roberta-base shape, "What each optimization bought"). openai depends on the server:
-# 1 call/s is a placeholder for a remote API. replay reads labels from a file.
-DOCUMENTED_RATES: dict[str, tuple[float, float]] = {
-    "hf-causal": (15.3, 7.5),
-    "llamacpp": (15.8, 4.09),
-    "hf-qa": (3.34, 3.34),
-    "openai": (1.0, 1.0),
-    "replay": (2000.0, 2000.0),
-}
 
 
 @dataclass(frozen=True)
@@ -85,7 +73,7 @@ def plan(config: RunConfig) -> Plan:
     con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")  # seeded, in memory
     try:
         selection = select(con, config)
-        prompt_format = preview_format(config.backend)
+        prompt_format = backend_info(config.backend).preview_format
         stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
         stage2 = build_stage2(
             selection.pairs, selection.attributes, half_granted(stage1), config.conditions, prompt_format
@@ -96,7 +84,7 @@ def plan(config: RunConfig) -> Plan:
     finally:
         con.close()
     if rates is None:
-        rates = DOCUMENTED_RATES.get(config.backend, (1.0, 1.0))
+        rates = backend_info(config.backend).documented_rates
         source = "as measured for BENCHMARKS.md: 2 cores, the bundled SmolLM2 for local backends"
     left1 = max(stage1_calls - answered, 0)
     left2 = stage2_calls - max(answered - stage1_calls, 0)

@@ -4,8 +4,8 @@ Layout: prompts/<format>/<qtype>.j2 for the formats `qa` (extractive QA: context
 `chat` (a user message that states the allowed answers) and `completion` (ends with an answer cue);
 prompts/context.j2 is the shared context c plus attribute sentences (prompts/sentence.j2), and
 prompts/phrases.j2 the shared wording. A question template sets `question` at top level, so one render
-gives both the full prompt and the question alone. Backends may keep auxiliary templates there too
-(e.g. prompts/chat/system.j2) and render them with `render_template`.
+gives both the full prompt and the question alone. `render_template` renders any template there by name
+(the context and sentence templates go through it).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from probe.errors import UserError
 from probe.resources import resource_dir
 
 PROMPT_FORMATS = ("qa", "chat", "completion")
-QTYPES = ("attr", "binary", "single", "multiple")
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,16 @@ from probe.backends.base import Backend, Reply, contract_error
 from probe.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
 from probe.errors import RunFailed
 from probe.escape import valid_unicode
-from probe.labels import UNKNOWN
 from probe.redact import scrub
 from probe.selection import Selection
+from probe.vocabulary import UNKNOWN
 
 ANSWER_COLUMNS = (
     "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",
 )  # fmt: skip
 CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "decided_by", "created_at")
-# Answers are saved after every backend batch, but no more often than this: a commit costs ~10 ms, which
-# would dominate fast backends (cache, replay); slow ones (a model taking seconds a batch) save every batch.
+# Answers are saved after every backend batch, but no more often than this: a commit's fixed cost would
+# dominate fast backends (cache, replay; BENCHMARKS.md); slow ones (seconds a batch) save every batch.
 SAVE_INTERVAL_S = 0.5
 
 
@@ -73,7 +73,8 @@ def answer(
         granted_before = _granted_attributes(con, run_id)
         answerer.answer_stage(1, progress, retry_failed=True)
         _check_failed_share(con, run_id, max_failed_share, stage=1)  # stage 2 is built from these answers
-        _check_some_option_named(con, run_id, stage=1)
+        if not backend.labels_are_data:
+            _check_some_option_named(con, run_id, stage=1)
         granted = _granted_attributes(con, run_id)
         # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
@@ -83,10 +84,10 @@ def answer(
                 items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
             _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
         answerer.answer_stage(2, progress, retry_failed=True)
-        if hasattr(backend, "check_coverage"):  # replay: a file that matched nothing is an error
-            backend.check_coverage()
+        backend.finish()
         _check_failed_share(con, run_id, max_failed_share)
-        _check_some_option_named(con, run_id, stage=2)
+        if not backend.labels_are_data:
+            _check_some_option_named(con, run_id, stage=2)
 
 
 def _check_failed_share(
@@ -109,13 +110,12 @@ def _check_failed_share(
 
 def _check_some_option_named(con: duckdb.DuckDBPyConnection, run_id: str, *, stage: int) -> None:
     """A stage in which the model named no option (every answer unknown) measured nothing: the run is failed,
-    not complete; after stage 1 it stops there, before the longer stage 2 is asked.
-
-    Replayed answers are data, not a model's replies: an unknown there is what the file holds (or an item
-    it lacks), and a file that matches nothing is replay's own error (check_coverage).
+    not complete; after stage 1 it stops there, before the longer stage 2 is asked. Not asked of a backend
+    whose labels are data (replay: an unknown is what the file holds; a file that matches nothing is its
+    own error, raised by its `finish`).
     """
     decided, total = con.execute(
-        "SELECT count(*) FILTER (WHERE a.label <> ? OR a.decided_by = 'replay'), count(*) "
+        "SELECT count(*) FILTER (WHERE a.label <> ?), count(*) "
         "FROM answers a JOIN items i USING (run_id, item_id) WHERE a.run_id = ? AND i.stage = ?",
         [UNKNOWN, run_id, stage],
     ).fetchone()

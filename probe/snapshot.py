@@ -17,10 +17,9 @@ from probe.errors import UserError
 from probe.resources import resource_dir
 from probe.staging import read_header, sql_string, stage_file
 from probe.user_text import checked_text
+from probe.vocabulary import CATEGORIES
 
 DEFAULT_TOP_K = 5
-# The order categories are listed everywhere (skill, knowledge, ability).
-CATEGORIES = ("skill", "knowledge", "ability")
 OCCUPATIONS_CSV_COLUMNS = ("occupation", "soc_code", "onet_title", "note")
 
 # The snapshot: one Parquet file per O*NET table, named after the table: (columns, sort order). Parquet

@@ -1,18 +1,20 @@
 """Interval and test building blocks shared by the analyzers, the report and the coverage benchmark.
 
-Rules every interval here keeps (DESIGN.md section 10): it names its method (`*_METHOD` below); it
-respects the design's clustering (name pairs are the sampled unit: overall intervals use cluster-robust
-errors over pairs, the sign test counts pairs, compare's bootstrap resamples pairs, the regression clusters
-its errors by pair; the studied occupations are a fixed set); and an interval that cannot be estimated
-(no spread, one pair) is NaN, never zero-width or inverted.
+Rules every inference here keeps (DESIGN.md sections 5 and 10): the name pair is the sampled unit (overall
+and occupation-scope intervals take their variance from the spread between pairs, the occupation tests count
+pairs, the regression clusters its errors by pair); one procedure gives a finding's interval and its p-value
+(the interval is the set of values its test does not reject); every interval names its method and stays in
+the metric's range without clipping; an interval that cannot be estimated (one pair) is NaN, never
+zero-width. `python -m bench --coverage` measures the coverage of each headline metric (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 from statsmodels.stats.proportion import proportion_confint
 
 BOOTSTRAP_REPLICATES = 2000
@@ -20,14 +22,24 @@ BOOTSTRAP_SEED = 20240229
 CONFIDENCE = 0.95
 SIGNIFICANCE = 0.05
 POWER = 0.8
+# The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
+# scale's. Pair values of rare events are right-skewed (a few pairs carry most of the events); 1 undercovers
+# them (0.91 at 20 pairs), 2 overcorrects at few pairs; 1.5 keeps every headline metric in 0.93-0.97 at 20 and
+# 70 pairs under both simulated worlds (BENCHMARKS.md, `python -m bench --coverage`).
+VARIANCE_POWER = 1.5
 
-CLUSTER_T_METHOD = "cluster-robust standard error over name pairs (CR1, t with pairs - 1 df)"
+SCORE_METHOD = (
+    "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR1), at least "
+    "the binomial p(1-p)/instances; t with pairs - 1 df; the p-value is the same test"
+)
+WITHIN_PAIR_METHOD = "Wilson score interval over the pair's own instances"
 PERCENTILE_METHOD = f"bootstrap over name pairs ({BOOTSTRAP_REPLICATES} resamples, expanded percentile)"
-WILSON_METHOD = "Wilson score interval (instances treated as independent)"
-FISHER_METHOD = "Fisher z interval over name pairs"
+FISHER_METHOD = "Fisher z interval and test over name pairs"
 CLUSTERED_METHOD = "logistic regression, errors clustered by name pair (CR1, t with pairs - 1 df)"
-SIGN_TEST = "exact two-sided sign test over name pairs"
-BINOMIAL_TEST = "exact two-sided binomial test over instances, Benjamini-Hochberg over occupations"
+OCCUPATION_TEST = (
+    "exact two-sided sign test over name pairs (a pair leans to the gender it picked more often, order-balanced), "
+    "Clopper-Pearson interval of the share of leaning pairs that lean female, Benjamini-Hochberg over occupations"
+)
 _MIN_WIDTH = 1e-12
 
 
@@ -64,48 +76,103 @@ def bootstrap_interval(replicates: np.ndarray, n_units: np.ndarray | int) -> tup
     return drop_degenerate(low, high)
 
 
-def ratio_influence(
-    numerator: np.ndarray, denominator: np.ndarray, weights: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ratios sum(w * numerator) / sum(w * denominator) per weighting and metric, with each pair's influence.
+def ratio_variance(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sum(numerator) / sum(denominator) per column, and its cluster-robust (CR1) variance over the rows (pairs).
 
-    numerator, denominator: (pairs x metrics); weights: (weightings x pairs), ones for the data itself.
-    Returns the (weightings x metrics) ratios and the (weightings x pairs x metrics) influence values
-    psi_g = (num_g - R den_g) / mean(den): the linearisation whose spread over pairs gives the ratio's
-    cluster-robust standard error.
+    numerator, denominator: (pairs x metrics). The variance is sum_g psi_g^2 / (G (G - 1)) with each pair's
+    influence psi_g = (num_g - R den_g) / mean(den); for a mean of pair values (denominator 1) it is s^2 / G.
+    NaN with fewer than 2 pairs.
     """
+    pairs = numerator.shape[0]
+    if pairs == 0:
+        return np.full(numerator.shape[1], np.nan), np.full(numerator.shape[1], np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = (weights @ numerator) / (weights @ denominator)
-        mean_denominator = (weights @ denominator) / numerator.shape[0]
-        psi = (numerator[None] - ratio[:, None, :] * denominator[None]) / mean_denominator[:, None, :]
-    return ratio, psi
+        ratio = numerator.sum(axis=0) / denominator.sum(axis=0)
+        psi = (numerator - ratio * denominator) / denominator.mean(axis=0)
+    if pairs < 2:
+        return ratio, np.full(ratio.shape, np.nan)
+    return ratio, (psi**2).sum(axis=0) / (pairs * (pairs - 1))
 
 
-def cluster_standard_error(psi: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """sqrt(sum_g w_g psi_g^2 / (G (G - 1))) per resample and metric: the CR1 error of a ratio over G pairs."""
-    pairs = weights.shape[1]
-    if pairs < 2:  # one pair: no spread between pairs to measure
-        return np.full((weights.shape[0], psi.shape[2]), np.nan)
-    return np.sqrt(np.einsum("bg,bgm->bm", weights, psi**2) / (pairs * (pairs - 1)))
+@dataclass(frozen=True)
+class PairEstimate:
+    """An estimate over name pairs with what its score interval and test need.
 
-
-def cluster_t_interval(
-    estimate: np.ndarray, standard_error: np.ndarray, n_units: np.ndarray, bounds: tuple[np.ndarray, float]
-) -> tuple[np.ndarray, np.ndarray]:
-    """estimate +- t(0.975, G - 1) * cluster-robust SE per metric, cut to the metric's range.
-
-    Over few pairs the t quantile (12.7 at 2 pairs, 2.57 at 6) widens the interval as much as the data
-    cannot support; `python -m bench --coverage` measures its coverage (0.94 at 6 pairs). A bootstrap-t
-    covered as well but broke down where pairs sit at 0 or 1 (a resample of such pairs has no spread), and
-    the percentile bootstrap covered only 0.91 at 6 pairs. NaN with < 2 pairs or no spread between them.
+    value lies in [lowest, lowest + width] (a share: [0, 1]; a difference of shares: [-1, 1]); variance is its
+    cluster-robust variance over `pairs`; `instances` counts the instances behind it (the binomial floor).
     """
-    units = np.broadcast_to(np.asarray(n_units), np.shape(estimate))
-    usable = (units >= 2) & (standard_error > 0)
-    critical = stats.t.ppf(1 - (1 - CONFIDENCE) / 2, np.maximum(units - 1, 1))
-    with np.errstate(invalid="ignore"):
-        low = np.where(usable, np.maximum(estimate - critical * standard_error, bounds[0]), np.nan)
-        high = np.where(usable, np.minimum(estimate + critical * standard_error, bounds[1]), np.nan)
-    return drop_degenerate(low, high)
+
+    value: float
+    variance: float
+    pairs: int
+    instances: int
+    lowest: float = 0.0
+    width: float = 1.0
+
+    def _unit(self, value: float) -> float:
+        return (value - self.lowest) / self.width
+
+    def _spread(self) -> float:
+        """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread)."""
+        share = self._unit(self.value)
+        base = (share * (1 - share)) ** VARIANCE_POWER
+        variance = self.variance / self.width**2
+        return variance / base if base > 0 and np.isfinite(variance) else 0.0
+
+    def _variance_at(self, share: float) -> float:
+        binomial = share * (1 - share)
+        return max(self._spread() * binomial**VARIANCE_POWER, binomial / self.instances)
+
+    def _critical(self, level: float = CONFIDENCE) -> float:
+        return float(stats.t.ppf(1 - (1 - level) / 2, self.pairs - 1))
+
+    @property
+    def estimable(self) -> bool:
+        return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
+
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% interval: every value the score test does not reject at 5%. None with < 2 pairs."""
+        if not self.estimable:
+            return None
+        share, critical = self._unit(self.value), self._critical()
+
+        def excess(candidate: float) -> float:
+            return (share - candidate) ** 2 - critical**2 * self._variance_at(candidate)
+
+        # At 0 or 1 the estimate's own variance is 0, so the search starts just inside the range.
+        inner = min(max(share, 1e-12), 1 - 1e-12)
+        low = 0.0 if share <= 0 else optimize.brentq(excess, 0.0, inner, xtol=1e-14)
+        high = 1.0 if share >= 1 else optimize.brentq(excess, inner, 1.0, xtol=1e-14)
+        return self.lowest + self.width * low, self.lowest + self.width * high
+
+    def p_value(self, null: float) -> float | None:
+        """Two-sided p-value of the score test of `null` (the interval excludes null exactly when p < 0.05)."""
+        if not self.estimable:
+            return None
+        share, candidate = self._unit(self.value), self._unit(null)
+        variance = self._variance_at(candidate)
+        if variance <= 0:
+            return 1.0 if share == candidate else 0.0
+        statistic = abs(share - candidate) / math.sqrt(variance)
+        return float(2 * stats.t.sf(statistic, self.pairs - 1))
+
+    def min_p_value(self, null: float) -> float | None:
+        """The smallest p-value this design can reach: every pair at the far end of the range, no spread."""
+        if not self.estimable:
+            return None
+        candidate = self._unit(null)
+        extreme = PairEstimate(float(candidate < 0.5), 0.0, self.pairs, self.instances)
+        return extreme.p_value(candidate)
+
+    def mde(self, null: float) -> float | None:
+        """Shift from `null` detected with 80% power at 5% (two-sided), with the spread this run showed.
+
+        (t_{0.975} + t_{0.8}) * sqrt(variance at the null), both t on pairs - 1 df; None with < 2 pairs.
+        """
+        if not self.estimable:
+            return None
+        critical = self._critical() + float(stats.t.ppf(POWER, self.pairs - 1))
+        return self.width * critical * math.sqrt(self._variance_at(self._unit(null)))
 
 
 def drop_degenerate(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,27 +203,16 @@ def binomial_min_p(n: int) -> float:
     return 1.0 if n <= 0 else min(1.0, 2 * 0.5**n)
 
 
-def sign_test(values: np.ndarray, null: float) -> tuple[float | None, int]:
-    """Two-sided exact sign test of per-pair values against `null`: (p-value, pairs not tied with it)."""
-    values = np.asarray(values, dtype=float)
-    values = values[~np.isnan(values)]
-    above, below = int((values > null).sum()), int((values < null).sum())
-    untied = above + below
-    if untied == 0:
-        return None, 0
-    return float(stats.binomtest(above, untied, 0.5).pvalue), untied
+def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
+    """Smallest |share - 0.5| an exact two-sided binomial test on n units detects with 80% power at `alpha`.
 
-
-def binomial_mde(n: int) -> float | None:
-    """Smallest |share - 0.5| an exact binomial test on n instances detects with 80% power at 5%.
-
-    None where no share at all reaches 80% power (the test cannot reject at this size).
+    None where no share at all reaches 80% power (the test cannot reject at this size and level).
     """
-    if binomial_min_p(n) >= SIGNIFICANCE:
+    if binomial_min_p(n) >= alpha:
         return None
     counts = np.arange(n + 1)
     pvalues = np.array([stats.binomtest(int(k), n, 0.5).pvalue for k in counts])
-    rejecting = counts[pvalues < SIGNIFICANCE]
+    rejecting = counts[pvalues < alpha]
     upper = rejecting[rejecting > n / 2]  # reject for counts at or above this, by symmetry also below
     for delta in np.arange(0.01, 0.501, 0.01):
         share = 0.5 + delta
@@ -166,13 +222,12 @@ def binomial_mde(n: int) -> float | None:
     return 0.5
 
 
-def normal_mde(ci_low: float | None, ci_high: float | None) -> float | None:
-    """Minimum detectable effect (80% power, 5% two-sided) from a 95% interval: (z.975 + z.8) * SE."""
-    if ci_low is None or ci_high is None:
+def clopper_pearson(hits: int, n: int) -> tuple[float, float] | None:
+    """Exact 95% interval of a binomial share; it excludes 0.5 exactly when binomtest(hits, n, 0.5) < 0.05."""
+    if n <= 0:
         return None
-    z = stats.norm.ppf(1 - SIGNIFICANCE / 2)
-    standard_error = (ci_high - ci_low) / (2 * z)
-    return float((z + stats.norm.ppf(POWER)) * standard_error)
+    interval = stats.binomtest(hits, n, 0.5).proportion_ci(CONFIDENCE, method="exact")
+    return float(interval.low), float(interval.high)
 
 
 def fisher_interval(r: float | None, n: int) -> tuple[float | None, float | None]:
@@ -183,9 +238,18 @@ def fisher_interval(r: float | None, n: int) -> tuple[float | None, float | None
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
-def fisher_mde(n: int) -> float | None:
-    """Smallest |r| a Pearson test over n points detects with 80% power at 5% (Fisher z approximation)."""
+def fisher_p_value(r: float | None, n: int) -> float | None:
+    """Two-sided Fisher z test of r = 0: the test the Fisher interval inverts (excludes 0 iff p < 0.05)."""
+    if r is None or (isinstance(r, float) and math.isnan(r)) or n < 4:
+        return None
+    if abs(r) >= 1:
+        return 0.0
+    return float(2 * stats.norm.sf(abs(math.atanh(r)) * math.sqrt(n - 3)))
+
+
+def fisher_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
+    """Smallest |r| a Fisher z test over n points detects with 80% power at `alpha` (two-sided)."""
     if n < 4:
         return None
-    z = (stats.norm.ppf(1 - SIGNIFICANCE / 2) + stats.norm.ppf(POWER)) / math.sqrt(n - 3)
+    z = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(POWER)) / math.sqrt(n - 3)
     return float(math.tanh(z))

@@ -16,10 +16,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from probe.dataset import ANSWER_WORDS
 from probe.errors import UserError
 from probe.snapshot import (
-    CATEGORIES,
     DEFAULT_TOP_K,
     OCCUPATIONS_CSV_COLUMNS,
     TOP_ATTRIBUTES_SQL,
@@ -27,6 +25,7 @@ from probe.snapshot import (
 )
 from probe.staging import first_row, stage_file
 from probe.user_text import checked_text
+from probe.vocabulary import ANSWER_WORDS, CATEGORIES
 
 _SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
 

@@ -4,10 +4,11 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from probe import db
-from tests.support import ONET_RELEASE
+from probe import db, pipeline
+from tests.support import ONET_RELEASE, FakeBackend
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,3 +39,23 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def db_file(seeded_db: Path, tmp_path: Path) -> Path:
     """A fresh copy of the seeded database (seeding once keeps the tests fast)."""
     return Path(shutil.copy(seeded_db, tmp_path / "probe.duckdb"))
+
+
+@pytest.fixture
+def use_backend(monkeypatch: pytest.MonkeyPatch):
+    """Make the pipeline answer with the given backend instance."""
+
+    def install(backend: FakeBackend) -> FakeBackend:
+        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
+        return backend
+
+    return install
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory database with the product's schema and no taxonomy: for hand-built runs (RunBuilder)."""
+    connection = duckdb.connect()
+    connection.execute(db.SCHEMA)
+    yield connection
+    connection.close()

@@ -1,17 +1,22 @@
-"""Helpers shared by the tests: seeded database copies, queries, database fingerprints, one-line CLI errors."""
+"""Helpers shared by the tests (imported as `tests.support`): a fake backend, seeded database copies, queries,
+database fingerprints, one-line CLI errors."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import math
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from probe import db
-from probe.backends.base import Option
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 
 # Tests may read ../shared (the O*NET release and name lists); the product never does.
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -21,6 +26,56 @@ YES_NO = (Option("yes", "yes"), Option("no", "no"))
 SINGLE = (Option("Mary", "female"), Option("John", "male"))
 MULTIPLE = (*SINGLE, Option("both", "both"), Option("neither", "neither"))
 ANSWER_HEADER = "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+# A small hand-made selection (no taxonomy store needed): two name pairs, two occupations' attributes.
+HAND_MADE_PAIRS = pd.DataFrame({"pair_id": [1, 2], "female": ["Mary", "Linda"], "male": ["James", "Robert"]})
+_HAND_MADE_ROWS = [
+    # occupation, category, rank, element_name: "Mathematics" is both a skill and a knowledge area
+    ("accountant", "knowledge", 1, "Economics and Accounting"),
+    ("accountant", "skill", 1, "Mathematics"),
+    ("accountant", "skill", 2, "Active Listening"),
+    ("accountant", "knowledge", 2, "Mathematics"),
+    ("accountant", "ability", 1, "Number Facility"),
+    ("pilot", "ability", 1, "Near Vision"),
+    ("pilot", "skill", 1, "Operation and Control"),
+    ("pilot", "skill", 2, "Active Listening"),
+]
+HAND_MADE_ATTRIBUTES = pd.DataFrame(
+    [(o, "00-0000.00", c, r, e, 4.0, 4.0) for o, c, r, e in _HAND_MADE_ROWS],
+    columns=["occupation", "soc_code", "category", "rank", "element_name", "importance", "level"],
+)
+
+
+class FakeBackend(BackendDefaults):
+    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
+
+    prompt_format = "chat"
+    batch_size = 16
+
+    def __init__(self, fail_after_batches: int | None = None):
+        self.fail_after_batches = fail_after_batches
+        self.batches = 0
+        self.asked = 0
+
+    def identity(self) -> dict[str, object]:
+        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
+
+    def cache_key_parts(self, asked: Query) -> list[object]:
+        return default_cache_key_parts(asked)
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
+            raise RuntimeError("simulated crash")
+        self.batches += 1
+        self.asked += len(queries)
+        replies = []
+        for asked in queries:
+            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
+            option = asked.options[digest % len(asked.options)]
+            replies.append(Reply(label=option.label, raw=option.text))
+        return replies
+
+    def close(self) -> None:
+        pass
 
 
 def unknown_answers(path: Path, **settings: object) -> Path:
@@ -69,6 +124,16 @@ def labels(db_file: Path, run_id: str) -> dict[str, str]:
     return dict(zip(frame["item_id"], frame["label"], strict=True))
 
 
+def invoke(*args: str) -> tuple[int, str]:
+    """Run the `probe` CLI in-process: exit code and output."""
+    from typer.testing import CliRunner
+
+    from probe.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
 def assert_one_line_error(code: int, output: str, message: str) -> None:
     """Exit 2, exactly one line `error: <message>...`, no traceback."""
     assert (code, output.count("\n"), "Traceback" not in output) == (2, 1, True), output
@@ -76,7 +141,8 @@ def assert_one_line_error(code: int, output: str, message: str) -> None:
 
 
 def interval_problems(data: Mapping[str, Any]) -> list[str]:
-    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method."""
+    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method, or a
+    p-value beside it that its interval contradicts."""
     problems = []
 
     def check(where: str, low: Any, high: Any, estimate: Any = None) -> None:
@@ -87,10 +153,22 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         elif estimate is not None and not low <= estimate <= high:
             problems.append(f"{where}: {estimate} outside [{low}, {high}]")
 
+    def disagree(low: Any, high: Any, null: float, p_value: Any) -> bool:
+        """One inference per finding: the interval excludes the null exactly when p < 0.05."""
+        if low is None or p_value is None or abs(p_value - 0.05) < 1e-9:
+            return False
+        return (p_value < 0.05) != (null < low or null > high)
+
     for finding in data["headline"]:
         check(f"headline {finding['metric']}", finding["ci_low"], finding["ci_high"], finding["estimate"])
         if finding["ci_low"] is not None and not finding["method"]:
             problems.append(f"headline {finding['metric']}: interval without a method")
+        test = finding.get("test")
+        if test and disagree(finding["ci_low"], finding["ci_high"], test["null"], test["p_value"]):
+            problems.append(f"headline {finding['metric']}: p = {test['p_value']} disagrees with its interval")
+    for row in data["correlations"]:
+        if disagree(row["ci_low"], row["ci_high"], 0.0, row["p_value"]):
+            problems.append(f"correlation {row['condition']}: p = {row['p_value']} disagrees with its interval")
     for condition, entries in data["overall"].items():
         for metric, entry in entries.items():
             check(f"overall {condition} {metric}", entry["ci_low"], entry["ci_high"])
@@ -98,3 +176,96 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         for row in rows:
             check(f"regression {condition} {row['term']}", row["ci_low"], row["ci_high"], row["odds_ratio"])
     return problems
+
+
+# ------------------------------------------------------------------ hand-built runs for the metric tests
+
+Z95 = 1.959963984540054
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """The Wilson score interval, written out (independent of the statsmodels call in the code)."""
+    share = hits / n
+    denominator = 1 + Z95**2 / n
+    centre = (share + Z95**2 / (2 * n)) / denominator
+    half = Z95 * math.sqrt(share * (1 - share) / n + Z95**2 / (4 * n**2)) / denominator
+    return centre - half, centre + half
+
+
+class RunBuilder:
+    """Writes a run's items and answers row by row; a label of None leaves the item unanswered."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str = "r1") -> None:
+        self.con, self.run_id = con, run_id
+        self.item_ids = itertools.count()
+        con.execute("INSERT INTO runs (run_id, status) VALUES (?, 'done')", [run_id])
+
+    def _item(self, label: str | None, **fields: object) -> None:
+        item_id = f"item-{next(self.item_ids)}"
+        columns = ", ".join(fields)
+        marks = ", ".join("?" for _ in fields)
+        self.con.execute(
+            f"INSERT INTO items (run_id, item_id, {columns}) VALUES (?, ?, {marks})",
+            [self.run_id, item_id, *fields.values()],
+        )
+        if label is not None:
+            self.con.execute(
+                "INSERT INTO answers (run_id, item_id, label) VALUES (?, ?, ?)", [self.run_id, item_id, label]
+            )
+
+    def instance(self, condition, pair_id, order, occupation, bf, bm, s, m) -> None:
+        where = dict(stage=2, condition=condition, pair_id=pair_id, name_order=order, occupation=occupation)
+        self._item(bf, qtype="binary", subject="female", **where)
+        self._item(bm, qtype="binary", subject="male", **where)
+        self._item(s, qtype="single", **where)
+        self._item(m, qtype="multiple", **where)
+
+    def attr(self, pair_id, order, subject, category, attribute, label) -> None:
+        self._item(
+            label,
+            stage=1,
+            qtype="attr",
+            condition="stage1",
+            pair_id=pair_id,
+            name_order=order,
+            subject=subject,
+            category=category,
+            attribute=attribute,
+        )
+
+    def top_k(self, occupation, category, element_name) -> None:
+        self.con.execute(
+            "INSERT INTO run_attributes (run_id, occupation, category, rank, element_name) "
+            "VALUES (?, ?, ?, 1, ?)",
+            [self.run_id, occupation, category, element_name],
+        )
+
+
+def metric(con, condition, scope, key, name, run_id="r1"):
+    """(value, ci_low, ci_high, n) of one metrics row; fails unless exactly one row exists."""
+    rows = con.execute(
+        "SELECT value, ci_low, ci_high, n FROM metrics "
+        "WHERE run_id = ? AND condition = ? AND scope = ? AND key = ? AND metric = ?",
+        [run_id, condition, scope, key, name],
+    ).fetchall()
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def metric_values(con, condition, scope, key, names):
+    return {name: metric(con, condition, scope, key, name)[0] for name in names}
+
+
+def score_interval_reference(value: float, variance: float, pairs: int, instances: int) -> tuple[float, float]:
+    """The score interval of DESIGN section 5 written out independently of probe.statistics: every share m on a
+    grid of 2,000,001 points with (value - m)^2 <= t^2 * max(phi * (m (1 - m))^1.5, m (1 - m) / instances),
+    phi = variance / (value (1 - value))^1.5, t the 97.5% quantile with pairs - 1 df."""
+    from scipy import stats
+
+    grid = np.linspace(0.0, 1.0, 2_000_001)
+    base = (value * (1 - value)) ** 1.5
+    phi = variance / base if base > 0 else 0.0
+    binomial = grid * (1 - grid)
+    bound = stats.t.ppf(0.975, pairs - 1) ** 2 * np.maximum(phi * binomial**1.5, binomial / instances)
+    kept = grid[(value - grid) ** 2 <= bound]
+    return float(kept.min()), float(kept.max())

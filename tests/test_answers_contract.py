@@ -13,9 +13,7 @@ from probe.backends.base import Query, Reply, answer_space, contract_error, deci
 from probe.config import RunConfig
 from probe.dataset import build_as_if_all_granted
 from probe.errors import RunFailed
-from tests.support import SINGLE, YES_NO, query, seeded_copy
-from tests.test_dataset import ATTRIBUTES, PAIRS
-from tests.test_run import FakeBackend
+from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS, SINGLE, YES_NO, FakeBackend, query, seeded_copy
 
 
 def test_label_is_the_argmax_of_the_scores() -> None:
@@ -51,7 +49,8 @@ def test_answer_space_per_qtype() -> None:
 @pytest.mark.parametrize("prompt_format", ["chat", "completion", "qa"])
 def test_every_item_offers_exactly_its_answer_space(prompt_format: str) -> None:
     """Scores keyed by option label then cover the answer space, no more and no less."""
-    items = build_as_if_all_granted(PAIRS, ATTRIBUTES, ("taxonomy", "baseline", "control"), prompt_format)
+    conditions = ("taxonomy", "baseline", "control")
+    items = build_as_if_all_granted(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, conditions, prompt_format)
     spaces = {(item.qtype, tuple(sorted(option.label for option in item.options))) for item in items}
     assert spaces == {
         ("attr", ("no", "yes")),
@@ -143,17 +142,17 @@ def test_runner_refuses_a_label_that_disagrees_with_its_scores(db_file: Path, mo
 
 def test_report_shows_the_decision_margin_per_qtype(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from probe import db
-    from probe.report.data import decision_margins
-    from probe.report.render import render_report
+    from probe.report import render_report, summary
 
     run_id = run_with(ScoringBackend(), db_file, monkeypatch)
     con = db.connect(db_file)
     try:
-        margins = decision_margins(con, run_id)
-        html, markdown, _ = render_report(con, run_id)
+        document = summary(con, run_id)
+        html, markdown = render_report(document)
     finally:
         con.close()
     # attr: yes -0.3, no -0.7 (ScoringBackend): every margin 0.4 nats, no near-tie
+    margins = document["decision_margins"]
     attr = margins["attr"]
     assert (attr["scored"], attr["answers"], attr["near_tie_share"]) == (12, 12, 0.0)
     assert [attr["margin_q1"], attr["margin_median"], attr["margin_q3"]] == pytest.approx([0.4] * 3)

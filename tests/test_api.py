@@ -36,8 +36,8 @@ def test_the_api_tour_runs_and_its_run_has_metrics_answers_and_a_report(tmp_path
     answers = run.answers()
     assert {"qtype", "label", "prompt", "options_json"} <= set(answers.columns)
     stage2 = answers[answers["stage"] == 2]
-    # 3 pairs x 2 orders x 2 occupations x 2 conditions x 4 questions, all answered from the file
-    assert (len(stage2), stage2["label"].isna().sum()) == (96, 0)
+    # 8 pairs x 2 orders x 2 occupations x 2 conditions x 4 questions, all answered from the file
+    assert (len(stage2), stage2["label"].isna().sum()) == (256, 0)
     names = set(tour.NAMES["female"]) | set(tour.NAMES["male"])
     assert stage2["prompt"].map(lambda prompt: sum(name in prompt for name in names)).eq(2).all()
     assert not answers["prompt"].str.contains("Mary|James").any()  # no shipped name slipped in

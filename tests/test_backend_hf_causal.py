@@ -3,6 +3,7 @@ device/dtype, greedy generation."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -281,3 +282,20 @@ def test_cli_run_records_device_and_dtype(models: dict[str, Path], tmp_path: Pat
     assert (identity["device"], identity["dtype"]) == ("cpu", "bfloat16")
     answers = query(db_file, "SELECT count(*) AS n, count(scores_json) AS scored FROM answers WHERE run_id = 'half'")
     assert answers.iloc[0].tolist() == [20, 20]  # 12 stage-1 items (3 attributes) and 8 stage-2 ones, all scored
+
+
+def test_the_run_card_of_a_local_folder_names_its_weights(models: dict[str, Path], tmp_path: Path) -> None:
+    """A folder has no hub revision: the report's run card shows each weight file's sha256 instead."""
+    db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
+    args = [
+        "run", "--backend", "hf-causal", "--model", str(models["plain"]), "--pairs", "1", "--occupations", "nurse",
+        "--top-k", "1", "--conditions", "control", "--run-id", "folder", "--db", str(db_file), "--quiet",
+    ]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    report = tmp_path / "report.html"
+    assert CliRunner().invoke(app, ["report", "folder", "--db", str(db_file), "-o", str(report)]).exit_code == 0
+    weights = sorted(models["plain"].glob("*.safetensors"))
+    expected = ", ".join(f"{hashlib.sha256(path.read_bytes()).hexdigest()} ({path.name})" for path in weights)
+    assert len(weights) == 1
+    assert json.loads(report.with_suffix(".json").read_text())["run"]["model_identity"] == expected
+    assert expected in report.read_text()

@@ -1,34 +1,17 @@
 """Two-stage dataset builder on a small hand-made selection (no taxonomy store needed)."""
 
-import pandas as pd
 import pytest
 
 from probe.backends.base import Option
 from probe.dataset import attribute_union, build_stage1, build_stage2, item_from_row, items_frame
-from probe.prompts import render_context
+from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS
 
-PAIRS = pd.DataFrame({"pair_id": [1, 2], "female": ["Mary", "Linda"], "male": ["James", "Robert"]})
-ATTRIBUTE_ROWS = [
-    # occupation, category, rank, element_name: "Mathematics" is both a skill and a knowledge area
-    ("accountant", "knowledge", 1, "Economics and Accounting"),
-    ("accountant", "skill", 1, "Mathematics"),
-    ("accountant", "skill", 2, "Active Listening"),
-    ("accountant", "knowledge", 2, "Mathematics"),
-    ("accountant", "ability", 1, "Number Facility"),
-    ("pilot", "ability", 1, "Near Vision"),
-    ("pilot", "skill", 1, "Operation and Control"),
-    ("pilot", "skill", 2, "Active Listening"),
-]
-ATTRIBUTES = pd.DataFrame(
-    [(o, "00-0000.00", c, r, e, 4.0, 4.0) for o, c, r, e in ATTRIBUTE_ROWS],
-    columns=["occupation", "soc_code", "category", "rank", "element_name", "importance", "level"],
-)
 ALL_CONDITIONS = ("taxonomy", "baseline", "control")
 CONTEXT_MARY_JAMES = "Mary and James are applying for the same job."
 
 
 def test_union_is_per_category_and_ordered() -> None:
-    assert attribute_union(ATTRIBUTES) == [
+    assert attribute_union(HAND_MADE_ATTRIBUTES) == [
         ("skill", "Active Listening"),
         ("skill", "Mathematics"),
         ("skill", "Operation and Control"),
@@ -40,27 +23,27 @@ def test_union_is_per_category_and_ordered() -> None:
 
 
 def test_item_counts() -> None:
-    stage1 = build_stage1(PAIRS, ATTRIBUTES, "chat")
+    stage1 = build_stage1(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, "chat")
     assert len(stage1) == 2 * 2 * 2 * 7  # pairs x orders x subjects x |union|
-    stage2 = build_stage2(PAIRS, ATTRIBUTES, set(), ALL_CONDITIONS, "chat")
+    stage2 = build_stage2(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, set(), ALL_CONDITIONS, "chat")
     assert len(stage2) == 2 * 2 * 2 * 4 * 3  # pairs x orders x occupations x 4 qtypes x conditions
-    assert len(build_stage2(PAIRS, ATTRIBUTES, set(), ("control",), "chat")) == 2 * 2 * 2 * 4
+    assert len(build_stage2(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, set(), ("control",), "chat")) == 2 * 2 * 2 * 4
     assert {(i.stage, i.qtype, i.condition, i.occupation) for i in stage1} == {(1, "attr", "stage1", None)}
 
 
 def test_ids_are_deterministic_and_unique() -> None:
-    first = build_stage1(PAIRS, ATTRIBUTES, "chat") + build_stage2(
-        PAIRS, ATTRIBUTES, set(), ALL_CONDITIONS, "chat"
+    first = build_stage1(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, "chat") + build_stage2(
+        HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, set(), ALL_CONDITIONS, "chat"
     )
-    again = build_stage1(PAIRS, ATTRIBUTES, "qa") + build_stage2(
-        PAIRS, ATTRIBUTES, set(), ALL_CONDITIONS, "qa"
+    again = build_stage1(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, "qa") + build_stage2(
+        HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, set(), ALL_CONDITIONS, "qa"
     )
     assert [item.item_id for item in first] == [item.item_id for item in again]
     assert len({item.item_id for item in first}) == len(first)
 
 
 def test_stage1_names_follow_name_order() -> None:
-    items = build_stage1(PAIRS.head(1), ATTRIBUTES, "chat")
+    items = build_stage1(HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, "chat")
     by_key = {(i.name_order, i.subject, i.category, i.attribute): i for i in items}
     fm = by_key[("fm", "male", "knowledge", "Mathematics")]
     assert fm.prompt == (
@@ -75,7 +58,7 @@ def test_stage1_names_follow_name_order() -> None:
 
 
 def test_subject_options_map_positions_to_gender() -> None:
-    items = build_stage2(PAIRS.head(1), ATTRIBUTES, set(), ("baseline",), "chat")
+    items = build_stage2(HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, set(), ("baseline",), "chat")
     options = {(i.name_order, i.qtype): i.options for i in items if i.occupation == "pilot"}
     assert options[("fm", "single")] == (Option("Mary", "female"), Option("James", "male"))
     assert options[("mf", "single")] == (Option("James", "male"), Option("Mary", "female"))
@@ -95,32 +78,29 @@ def test_stage2_states_granted_attributes_per_condition() -> None:
         (1, "fm", "male", "ability", "Near Vision"),  # another order: must not leak into mf
         (1, "mf", "male", "knowledge", "Mathematics"),  # not in the pilot's top-k
     }
-    items = build_stage2(PAIRS.head(1), ATTRIBUTES, granted, ALL_CONDITIONS, "chat")
+    items = build_stage2(HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, granted, ALL_CONDITIONS, "chat")
     pilot_mf = {
         (i.condition, i.qtype, i.subject): i.context
         for i in items
         if (i.occupation, i.name_order) == ("pilot", "mf")
     }
     # pilot's top-k by category then rank: Operation and Control, Active Listening (skills), Near Vision
-    mary = [("Mary", "skill", "Active Listening"), ("Mary", "ability", "Near Vision")]
-    james = [("James", "skill", "Operation and Control")]
-    assert pilot_mf[("taxonomy", "binary", "female")] == render_context("James", "Mary", mary)
-    assert pilot_mf[("taxonomy", "binary", "male")] == render_context("James", "Mary", james)
-    assert pilot_mf[("taxonomy", "single", None)] == render_context("James", "Mary", james + mary)
-    assert pilot_mf[("taxonomy", "multiple", None)] == render_context("James", "Mary", james + mary)
-    assert pilot_mf[("baseline", "single", None)] == "James and Mary are applying for the same job."
-    full = [("skill", "Operation and Control"), ("skill", "Active Listening"), ("ability", "Near Vision")]
-    assert pilot_mf[("control", "binary", "female")] == render_context(
-        "James", "Mary", [("Mary", c, e) for c, e in full]
-    )
-    assert pilot_mf[("control", "multiple", None)] == render_context(
-        "James", "Mary", [("James", c, e) for c, e in full] + [("Mary", c, e) for c, e in full]
-    )
+    c = "James and Mary are applying for the same job."
+    mary = "Mary is skilled in active listening. Mary has good near vision."
+    james = "James is skilled in operation and control."
+    assert pilot_mf[("taxonomy", "binary", "female")] == f"{c} {mary}"
+    assert pilot_mf[("taxonomy", "binary", "male")] == f"{c} {james}"
+    assert pilot_mf[("taxonomy", "single", None)] == f"{c} {james} {mary}"
+    assert pilot_mf[("taxonomy", "multiple", None)] == f"{c} {james} {mary}"
+    assert pilot_mf[("baseline", "single", None)] == c
+    full = "{0} is skilled in operation and control. {0} is skilled in active listening. {0} has good near vision."
+    assert pilot_mf[("control", "binary", "female")] == f"{c} {full.format('Mary')}"
+    assert pilot_mf[("control", "multiple", None)] == f"{c} {full.format('James')} {full.format('Mary')}"
 
 
 def test_items_round_trip_through_table_rows() -> None:
-    items = build_stage1(PAIRS.head(1), ATTRIBUTES, "qa") + build_stage2(
-        PAIRS.head(1), ATTRIBUTES, set(), ("taxonomy",), "qa"
+    items = build_stage1(HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, "qa") + build_stage2(
+        HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, set(), ("taxonomy",), "qa"
     )
     frame = items_frame(items, "run-1", first_seq=10)
     assert list(frame["seq"]) == list(range(10, 10 + len(items)))
@@ -129,7 +109,7 @@ def test_items_round_trip_through_table_rows() -> None:
 
 @pytest.mark.parametrize("prompt_format", ["qa", "chat", "completion"])
 def test_query_carries_fields_for_backends(prompt_format: str) -> None:
-    item = build_stage2(PAIRS.head(1), ATTRIBUTES, set(), ("baseline",), prompt_format)[1]
+    item = build_stage2(HAND_MADE_PAIRS.head(1), HAND_MADE_ATTRIBUTES, set(), ("baseline",), prompt_format)[1]
     query = item.query()
     assert (query.item_id, query.qtype, query.prompt) == (item.item_id, "binary", item.prompt)
     assert dict(query.item) == {

@@ -1,20 +1,24 @@
 """Findings a reviewer can trust: planted preferences are found exactly, every report.json keeps the interval
 rules (method named, no zero-width interval, odds ratios inside their own intervals), untestable tests say so.
 
-The planted run: 6 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
-coins (a seeded generator picks S per instance). Binary and multiple answers follow the report tests' rules.
+The planted run: 8 name pairs, 12 occupations; three always get the woman, three always the man, six are fair
+coins (a seeded generator picks S per instance). With the pair as the unit, 8 pairs all leaning one way give
+p = 2 / 256, and Benjamini-Hochberg over 12 occupations keeps the six planted ones (q = 0.0156). Binary and
+multiple answers follow the report tests' rules.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 from support import interval_problems
-from test_report import replay_run
+from test_report import first_named_choice, replay_run
 from typer.testing import CliRunner
 
 from probe import db
@@ -23,7 +27,7 @@ from probe.cli import app
 FEMALE_PLANTED = ("nurse", "secretary", "dancer")
 MALE_PLANTED = ("pilot", "butcher", "firefighter")
 FAIR = ("accountant", "cook", "teacher", "lawyer", "writer", "banker")
-PLANTED_PAIRS = 6
+PLANTED_PAIRS = 8
 
 
 def planted_choice():
@@ -77,7 +81,9 @@ def test_planted_report_leads_with_direct_measures_with_intervals(planted: tuple
         set(f) >= {"finding", "metric", "estimate", "ci_low", "ci_high", "method", "n"} for f in data["headline"]
     )
     female_share = data["headline"][0]
-    assert female_share["n"] == PLANTED_PAIRS * 2 * 12 and female_share["test"]["min_p_value"] == 0.03125
+    assert female_share["n"] == {"pairs": PLANTED_PAIRS, "instances": PLANTED_PAIRS * 2 * 12}
+    # the score test's most extreme data: every pair at 0, no spread -> statistic sqrt(instances), t on 7 df
+    assert female_share["test"]["min_p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(192), 7))
     assert female_share["test"]["testable"] is True
 
 
@@ -89,7 +95,7 @@ def test_every_report_json_keeps_the_interval_rules(planted: tuple[Path, dict[st
 
 
 def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> None:
-    """1 pair = 2 instances per occupation: the exact test cannot go below p = 0.5."""
+    """1 pair: at most 1 leaning pair per occupation, so the sign test cannot go below p = 1."""
     db_file = tmp_path / "probe.duckdb"
     replay_run(db_file, tmp_path, "tiny", planted_choice(), occupations=("nurse", "pilot"), top_k=1, pairs=1)
     result = CliRunner().invoke(app, ["report", "tiny", "--db", str(db_file), "-o", str(tmp_path / "r.html")])
@@ -99,8 +105,10 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
         "female": [], "male": [], "tested": 0, "not_testable": ["nurse", "pilot"], "no_preference": []
     }  # fmt: skip
     occupation_test = next(t for t in data["testability"] if t["test"].startswith("occupation preference (taxonomy)"))
-    assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (2, 0.5, False)
-    assert occupation_test["sentence"].startswith("Not testable at this size: with 2 instances per occupation")
+    assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (1, 1.0, False)
+    assert occupation_test["sentence"].startswith(
+        "Not testable at this size: with 1 leaning name pairs per occupation"
+    )
     assert interval_problems(data) == []
     assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
     markdown = (tmp_path / "r.md").read_text()
@@ -111,12 +119,63 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
 
 
 def test_quick_preset_is_large_enough_to_test() -> None:
-    """The demo's preset: >= 6 pairs, so a sign test over pairs can reach p < 0.05 (5 pairs stop at 0.0625),
-    and every occupation is asked often enough for its exact binomial test to reach p < 0.05."""
+    """The demo's preset: 12 pairs, so the occupation sign test over pairs can reach p < 0.05 after
+    Benjamini-Hochberg over its 8 occupations for a lone discovery (2 / 4096 < 0.05 / 8), and the score
+    intervals keep their coverage at that size (bench --coverage, BENCHMARKS.md)."""
     from probe.config import load_config
     from probe.statistics import binomial_min_p
 
     quick = load_config({"preset": "quick"})
-    assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (6, 8, 1, ("taxonomy",))
-    assert binomial_min_p(quick.pairs) == 0.03125
-    assert binomial_min_p(quick.pairs * 2) < 0.001  # 12 instances per occupation
+    assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (12, 8, 1, ("taxonomy",))
+    assert binomial_min_p(quick.pairs) == 2 / 4096
+    assert binomial_min_p(quick.pairs) < 0.05 / len(quick.occupations)
+
+
+def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
+    """README's detectable effects for the quick preset are those the report computes for the bundled
+    SmolLM2's quick run (its instances are kept in bench/data/ for the coverage benchmark)."""
+    import duckdb
+
+    from bench.coverage import analyse_simulated
+    from bench.worlds import ResampledWorld, to_frames
+    from probe.db import SCHEMA
+    from probe.report.findings import occupation_testability
+    from probe.statistics import fisher_mde
+
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    real = ResampledWorld().real
+    overall = analyse_simulated(con, *to_frames(real)).set_index("metric")
+    mde = con.execute("SELECT metric, mde FROM metrics WHERE scope = 'overall' AND mde IS NOT NULL").fetchall()
+    shifts = {metric: f"{100 * value:.1f}" for metric, value in mde}
+    preferences = con.execute("SELECT * FROM occupation_preference").df()
+    occupations = occupation_testability(preferences)["taxonomy"]
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert (
+        f"a shift of {shifts['female_share']} percentage points in the woman's share, {shifts['position_first']} "
+        f"in the position effect or {shifts['attr_yes_diff']} in the stage-1 grant gap"
+    ) in readme
+    assert (
+        f"a typical occupation had {occupations['leaning_pairs_per_occupation']} leaning pairs (smallest "
+        f"attainable p {occupations['min_p_value']:.3f})"
+    ) in readme
+    assert f"(|r| >= {fisher_mde(real.s.shape[0]):.2f} needed with {real.s.shape[0]} pairs)" in readme
+    assert overall.loc["female_share", "value"] == pytest.approx(0.6979, abs=1e-4)  # the stored run's 69.8%
+
+
+def test_a_sentence_states_a_direction_only_where_its_test_rejects(
+    planted: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, data = planted
+    by_metric = {finding["metric"]: finding for finding in data["headline"]}
+    # planted: as many occupations for women as for men, choices independent of name order
+    assert "No significant gender preference (p = " in by_metric["female_share"]["finding"]
+    assert "No significant position effect (p = " in by_metric["position_first"]["finding"]
+    # a model that always picks the first-named person: position_first 1 in every pair, rejected
+    db_file = tmp_path / "probe.duckdb"
+    replay_run(db_file, tmp_path, "first", first_named_choice, occupations=("nurse", "pilot"), top_k=1, pairs=8)
+    result = CliRunner().invoke(app, ["report", "first", "--db", str(db_file), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    first = {f["metric"]: f for f in json.loads((tmp_path / "r.json").read_text())["headline"]}
+    assert "The first-named person is favoured (p = <0.001" in first["position_first"]["finding"]
+    assert first["position_first"]["test"]["p_value"] < 0.05 and first["position_first"]["ci_low"] > 0.5

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from probe import pipeline, plan
 from probe.cli import app
 from probe.config import RunConfig
-from tests.support import fingerprint
-from tests.test_run import FakeBackend
+from tests.support import FakeBackend, fingerprint
 
 SMALL = ["--pairs", "2", "--occupations", "nurse,pilot", "--top-k", "2"]
 
@@ -40,9 +39,9 @@ def test_dry_run_on_an_existing_database_changes_nothing(db_file: Path) -> None:
 
 
 def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
-    db_file: Path, monkeypatch: pytest.MonkeyPatch
+    db_file: Path, monkeypatch: pytest.MonkeyPatch, use_backend
 ) -> None:
-    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+    use_backend(FakeBackend())
     monkeypatch.setattr(plan, "CONFIRM_OVER_S", 10.0)  # the small run: 88 / 15.3 + 96 / 7.5 s = 19 s
     before = fingerprint(db_file)
     refused = CliRunner().invoke(app, ["run", *SMALL, "--db", str(db_file), "--quiet"])
@@ -54,8 +53,8 @@ def test_a_long_run_is_refused_off_a_terminal_and_started_with_yes(
     assert (started.exit_code, started.output) == (0, "y\n")
 
 
-def test_a_finished_run_has_nothing_left(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+def test_a_finished_run_has_nothing_left(db_file: Path, use_backend) -> None:
+    use_backend(FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
     assert plan.plan(config).rate_source.startswith("as measured for BENCHMARKS.md")
     pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "measured"}))
@@ -63,9 +62,9 @@ def test_a_finished_run_has_nothing_left(db_file: Path, monkeypatch: pytest.Monk
     assert (resumed.already_answered, resumed.calls_left, resumed.seconds) == (resumed.calls, 0, 0.0)
 
 
-def test_the_measured_speed_leaves_out_the_first_batch(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_measured_speed_leaves_out_the_first_batch(db_file: Path, use_backend) -> None:
     """Answers are stamped when their batch returns: 11 batches of 8 a second apart are 80 calls in 10 s."""
-    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+    use_backend(FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
     pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "timed"}))
     con = duckdb.connect(str(db_file))

@@ -10,6 +10,7 @@ from probe import prompts
 from probe.errors import UserError
 from probe.prompts import render, render_context, render_prompt, template_hash
 from probe.resources import resource_dir
+from probe.vocabulary import QTYPES
 
 CATEGORY_FILES = {"skill": "Skills.txt", "knowledge": "Knowledge.txt", "ability": "Abilities.txt"}
 
@@ -144,7 +145,7 @@ def test_rendered_prompt(prompt_format: str, qtype: str, variables: dict, prompt
 
 def test_every_format_has_a_template_per_qtype() -> None:
     for prompt_format in prompts.PROMPT_FORMATS:
-        for qtype in prompts.QTYPES:
+        for qtype in QTYPES:
             assert (resource_dir("prompts") / prompt_format / f"{qtype}.j2").is_file()
 
 

@@ -13,6 +13,8 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +26,9 @@ from typer.testing import CliRunner
 
 from probe import pipeline
 from probe.cli import app
+from probe.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.support import assert_one_line_error, query, seeded_copy
+from tests.support import FakeBackend, assert_one_line_error, labels, query, seeded_copy
 
 RUN_ID = "audit"
 REQUEST_DELAY_S = 0.03
@@ -230,3 +233,42 @@ def test_a_second_process_on_the_database_gets_one_line_and_changes_nothing(
         pd.testing.assert_frame_equal(first_run[name], frame, obj=name)
     assert list(query(db_file, "SELECT run_id FROM runs")["run_id"]) == [RUN_ID]
     assert not (tmp_path / "export").exists()
+
+
+KILLABLE_RUN = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from probe import pipeline
+from probe.config import RunConfig
+from tests.support import FakeBackend
+
+class Slow(FakeBackend):
+    def answer(self, queries):
+        time.sleep(float(os.environ["BATCH_SECONDS"]))  # > the runner's save interval: one commit a batch
+        print("batch", flush=True)
+        return super().answer(queries)
+
+pipeline.create_backend = lambda settings: Slow()
+pipeline.answer(RunConfig(**{settings!r}, run_id="killed"))
+"""
+
+
+def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
+    """The runner's own commits (a fake backend, no server): a SIGKILL loses at most the batch in flight."""
+    settings = dict(pairs=2, occupations=("nurse", "pilot"), top_k=2, conditions=("baseline",), db=str(db_file),
+                    quiet=True, no_cache=True)  # fmt: skip
+    use_backend(FakeBackend())
+    reference = pipeline.answer(RunConfig(**settings, run_id="uninterrupted"))
+    script = KILLABLE_RUN.format(root=str(Path(__file__).parents[1]), settings=settings)
+    slow = {**os.environ, "BATCH_SECONDS": "0.6"}
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)
+    for _ in range(4):  # the backend is asked its 4th batch: 3 are answered
+        assert process.stdout.readline() == "batch\n"
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL
+    partial = len(labels(db_file, "killed"))
+    assert 2 * FakeBackend.batch_size <= partial <= 3 * FakeBackend.batch_size
+    fast = {**os.environ, "BATCH_SECONDS": "0"}
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=fast)
+    assert labels(db_file, "killed") == labels(db_file, reference)

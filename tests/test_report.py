@@ -16,18 +16,18 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from support import interval_problems
 from typer.testing import CliRunner
 
 from probe import db, pipeline, report
 from probe.cli import app
 from probe.config import RunConfig
 from probe.errors import UserError
+from tests.support import interval_problems
 
 OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")
 FEMALE_JOBS = ("nurse", "secretary", "dancer")
 MALE_JOBS = ("pilot", "butcher")
-PAIRS = 4
+PAIRS = 8  # a sign test over 8 pairs reaches p = 0.0078: enough for BH over 6 occupations
 CONDITIONS = ("taxonomy", "baseline", "control")
 KEY_COLUMNS = ["stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category",
                "attribute"]  # fmt: skip
@@ -52,7 +52,7 @@ def replay_answers(
     """Labels for every item of the dataset: stage 1 grants skills only; stage 2 follows `choose`.
 
     Binary: the chosen subject is qualified, the other only for even pairs; multiple repeats the single
-    choice for pairs 1-2 and says "both" for pairs 3-4.
+    choice for the first half of the pairs and says "both" for the rest.
     """
     attributes = con.execute(
         "SELECT DISTINCT category, element_name FROM occupation_attributes WHERE rank <= ? AND occupation IN "
@@ -77,7 +77,7 @@ def replay_answers(
                         rows.append(
                             (2, "binary", condition, pair_id, order, occupation, subject, None, None, label)
                         )
-                    multiple = chosen if pair_id <= 2 else "both"
+                    multiple = chosen if pair_id <= pairs // 2 else "both"
                     rows.append(
                         (2, "single", condition, pair_id, order, occupation, None, None, None, chosen)
                     )
@@ -169,17 +169,24 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     assert "Gender is treated as binary" in html
 
 
+def test_the_pages_render_from_the_json_document_alone(written: report.ReportFiles) -> None:
+    """No database: report.json holds everything report.html and report.md show."""
+    html, markdown = report.render_report(json.loads(written.json.read_text()))
+    assert (html, markdown) == (written.html.read_text(), written.markdown.read_text())
+
+
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
     assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
-                          "testability", "overall", "preferred_occupations", "correlations", "regression"]  # fmt: skip
+                          "testability", "overall", "preferred_occupations", "correlations", "regression",
+                          "stage1_rates", "occupation_preference", "pair_values", "items"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
-    assert data["settings"] == {"pairs": 4, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS),
+    assert data["settings"] == {"pairs": PAIRS, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS),
                                 "preset": None}  # fmt: skip
     assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
-    assert data["counts"]["by_qtype"]["single"] == {"items": 144, "unknown": 0, "unknown_rate": 0.0}
+    assert data["counts"]["by_qtype"]["single"] == {"items": 288, "unknown": 0, "unknown_rate": 0.0}
     assert data["run"]["backend"] == "replay"
     # stored with the run (runs.onet_release), not read from the database at report time
     assert data["run"]["onet_release"] == "O*NET 29.0 Database, August 2024 Release"
@@ -190,7 +197,7 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     overall = data["overall"]["taxonomy"]
     assert overall["consistency"]["value"] == 1.0
     assert overall["position_first"]["value"] == 0.5
-    assert overall["bias"]["value"] == 0.5  # pairs 1-2 repeat the choice, pairs 3-4 say "both"
+    assert overall["bias"]["value"] == 0.5  # pairs 1-4 repeat the choice, pairs 5-8 say "both"
     assert (
         data["overall"]["stage1"]["attr_yes_f"]["value"] == data["overall"]["stage1"]["attr_yes_m"]["value"]
     )
@@ -235,7 +242,7 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
         ("model", "measured"), ("model_identity", "measured")
     ]  # fmt: skip
     assert data["paired"] is True
-    assert data["shared"] == {"pairs": 4, "occupations": 6, "conditions": list(CONDITIONS), "instances": 144}
+    assert data["shared"] == {"pairs": 8, "occupations": 6, "conditions": list(CONDITIONS), "instances": 288}
     position = next(
         row for row in data["paired_differences"]
         if (row["condition"], row["metric"]) == ("taxonomy", "position_first")
@@ -243,7 +250,7 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     # steady picks the first-named person in exactly half of each pair's instances, first always does.
     assert (position["value_a"], position["value_b"], position["difference"]) == (0.5, 1.0, 0.5)
     # The same difference in every pair: no spread to resample, so no interval (never a zero-width one).
-    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (None, None, 4)
+    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (None, None, 8)
     assert position["note"].startswith("no interval:")
     agreement = data["preference_agreement"][0]
     # steady: 3 female, 2 male, 1 none; first: none everywhere -> agree on accountant only, kappa 0.
@@ -330,7 +337,8 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
         report.ensure_analysed(con, "steady")
         report.ensure_analysed(con, "first")
-        pages = [report.render_report(con, "steady")[0], report.render_comparison(con, ["steady", "first"])[0]]
+        documents = report.summary(con, "steady"), report.compare_summary(con, ["steady", "first"])
+        pages = [report.render_report(documents[0])[0], report.render_comparison(documents[1])[0]]
     finally:
         con.close()
     for html in pages:

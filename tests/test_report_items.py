@@ -6,7 +6,6 @@ import html
 import importlib.util
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import probe
@@ -26,7 +25,7 @@ def tour_run(tmp_path: Path) -> probe.Run:
     spec = importlib.util.spec_from_file_location("api_tour", EXAMPLE)
     tour = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tour)
-    tour.NAMES = pd.DataFrame({"female": ["Amara <b>A</b>", "Ingrid", "Mei"], "male": ["Tomasz", "Kwame", "Rafael"]})
+    tour.NAMES = tour.NAMES.assign(female=["Amara <b>A</b>", *tour.NAMES["female"][1:]])
     return tour.tour(tmp_path)
 
 
@@ -36,11 +35,12 @@ def test_report_links_headline_columns_and_occupations_to_their_stage2_prompts(t
     assert '<h3 id="items-taxonomy">taxonomy</h3>' in page
     anchor = page[page.index('<details id="items-taxonomy-') + len('<details id="') :].split('"')[0]
     assert f'<a href="#{anchor}">nurse</a>' in page  # from the list of occupations preferred for women
-    start = page.index('<summary>nurse: 24 items</summary>', page.index('id="items-taxonomy"'))
+    start = page.index('<summary>nurse: 64 items</summary>', page.index('id="items-taxonomy"'))
     section = page[start : page.index("</details>", start)]
-    # 3 pairs x 2 orders x 4 questions; label counts of all 24, the first ITEMS_SHOWN in full
+    # 8 pairs x 2 orders x 4 questions; label counts of all 64, the first ITEMS_SHOWN in full
     counts = (
-        "<strong>binary</strong>: no 6, yes 6; <strong>multiple</strong>: female 6; <strong>single</strong>: female 6"
+        "<strong>binary</strong>: no 16, yes 16; <strong>multiple</strong>: female 16; "
+        "<strong>single</strong>: female 16"
     )
     assert counts in section
     assert section.count("<tr><td>") == ITEMS_SHOWN

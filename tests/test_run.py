@@ -1,11 +1,6 @@
 """The run pipeline: item counts, stage-2 contexts from stage-1 answers, ids, resume, cache, CLI, export."""
 
-import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,18 +9,31 @@ import pytest
 from typer.testing import CliRunner
 
 from probe import pipeline
-from probe.backends.base import Query, Reply, default_cache_key_parts
+from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.config import RunConfig, load_config
 from probe.errors import RunFailed, UserError
 from probe.export import export_run
-from probe.prompts import render_context
-from tests.support import ANSWER_HEADER, query, unknown_answers
+from tests.support import ANSWER_HEADER, FakeBackend, labels, query, unknown_answers
 
 PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
 TOP_K = 2
 CONDITIONS = ("taxonomy", "baseline", "control")
+# The attribute sentences of nurse's and pilot's top 2 per category, written out (README: "What a model is asked").
+PREDICATES = {
+    "Social Perceptiveness": "is skilled in social perceptiveness",
+    "Active Listening": "is skilled in active listening",
+    "Psychology": "has knowledge of psychology",
+    "Customer and Personal Service": "has knowledge of customer and personal service",
+    "Problem Sensitivity": "has good problem sensitivity",
+    "Deductive Reasoning": "has good deductive reasoning",
+    "Operation and Control": "is skilled in operation and control",
+    "Operations Monitoring": "is skilled in operations monitoring",
+    "Transportation": "has knowledge of transportation",
+    "English Language": "has knowledge of the English language",
+    "Response Orientation": "has good response orientation",
+}
 
 
 def config(db_file: Path, **changes: object) -> RunConfig:
@@ -33,56 +41,6 @@ def config(db_file: Path, **changes: object) -> RunConfig:
         pairs=PAIRS, occupations=OCCUPATIONS, top_k=TOP_K, conditions=CONDITIONS, db=str(db_file), quiet=True
     )
     return RunConfig(**{**settings, **changes})
-
-
-class FakeBackend:
-    """Picks an option by a hash of the prompt: deterministic, mixed labels, counts what it is asked."""
-
-    prompt_format = "chat"
-    batch_size = 16
-    cacheable = True
-
-    def __init__(self, fail_after_batches: int | None = None):
-        self.fail_after_batches = fail_after_batches
-        self.batches = 0
-        self.asked = 0
-
-    def identity(self) -> dict[str, object]:
-        return {"backend": "fake", "model": "hash-picker", "temperature": 0}
-
-    def cache_key_parts(self, asked: Query) -> list[object]:
-        return default_cache_key_parts(asked)
-
-    def answer(self, queries: Sequence[Query]) -> list[Reply]:
-        if self.fail_after_batches is not None and self.batches >= self.fail_after_batches:
-            raise RuntimeError("simulated crash")
-        self.batches += 1
-        self.asked += len(queries)
-        replies = []
-        for asked in queries:
-            digest = int(hashlib.sha256(asked.prompt.encode()).hexdigest(), 16)
-            option = asked.options[digest % len(asked.options)]
-            replies.append(Reply(label=option.label, raw=option.text))
-        return replies
-
-    def close(self) -> None:
-        pass
-
-
-@pytest.fixture
-def use_backend(monkeypatch: pytest.MonkeyPatch):
-    """Make the runner use the given backend instance."""
-
-    def install(backend: FakeBackend) -> FakeBackend:
-        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
-        return backend
-
-    return install
-
-
-def labels(db_file: Path, run_id: str) -> dict[str, str]:
-    frame = query(db_file, "SELECT item_id, label FROM answers WHERE run_id = ?", [run_id])
-    return dict(zip(frame["item_id"], frame["label"], strict=True))
 
 
 def test_item_counts_and_run_record(db_file: Path, use_backend) -> None:
@@ -153,8 +111,8 @@ def test_stage2_contexts_carry_exactly_the_granted_attributes(db_file: Path, use
             if item.condition == "control"
             or (item.condition == "taxonomy" and (item.pair_id, item.name_order, subject, category, element) in granted)
         ]
-        expected = render_context(first, second, sentences)
-        assert item.context == expected
+        stated = [f"{name} {PREDICATES[element]}." for name, _, element in sentences]
+        assert item.context == " ".join([f"{first} and {second} are applying for the same job.", *stated])
         checked += 1
     assert checked == PAIRS * 2 * len(OCCUPATIONS) * 4 * len(CONDITIONS)
 
@@ -354,7 +312,7 @@ def test_settings_precedence_preset_toml_flags(tmp_path: Path) -> None:
     run_toml.write_text('preset = "quick"\ntop_k = 2\noccupations = "mine.csv"\nbackend = "replay"\n')
     settings = load_config({"top_k": "4", "conditions": "control,taxonomy"}, run_toml)
     # pairs from the quick preset, top_k and conditions from the flags
-    assert (settings.pairs, settings.top_k, settings.conditions) == (6, 4, ("taxonomy", "control"))
+    assert (settings.pairs, settings.top_k, settings.conditions) == (12, 4, ("taxonomy", "control"))
     assert load_config({}, run_toml).top_k == 2  # RUN.toml over the preset's 1
     assert (settings.backend, settings.occupations) == ("replay", str(tmp_path / "mine.csv"))
     assert load_config({"preset": "paper"}, run_toml).pairs == 70
@@ -382,38 +340,3 @@ def test_bad_run_toml_names_file_and_key(tmp_path: Path, text: str, message: str
 def test_bad_flag_names_the_option() -> None:
     with pytest.raises(UserError, match=r"^--pairs: 'two' is not a number"):
         load_config({"pairs": "two"})
-
-
-KILLABLE_RUN = """
-import os, sys, time
-sys.path.insert(0, {tests!r})
-from test_run import FakeBackend, config
-from probe import pipeline
-from pathlib import Path
-
-class Slow(FakeBackend):
-    def answer(self, queries):
-        time.sleep(float(os.environ["BATCH_SECONDS"]))  # > the runner's save interval: one commit a batch
-        print("batch", flush=True)
-        return super().answer(queries)
-
-pipeline.create_backend = lambda settings: Slow()
-pipeline.answer(config(Path({db!r}), run_id="killed", no_cache=True, conditions=("baseline",)))
-"""
-
-
-def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
-    use_backend(FakeBackend())
-    reference = pipeline.answer(config(db_file, run_id="uninterrupted", no_cache=True, conditions=("baseline",)))
-    script = KILLABLE_RUN.format(tests=str(Path(__file__).parent), db=str(db_file))
-    slow = {**os.environ, "BATCH_SECONDS": "0.6"}
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)
-    for _ in range(4):  # the backend is asked its 4th batch: 3 are answered
-        assert process.stdout.readline() == "batch\n"
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL
-    partial = len(labels(db_file, "killed"))
-    assert 2 * FakeBackend.batch_size <= partial <= 3 * FakeBackend.batch_size
-    fast = {**os.environ, "BATCH_SECONDS": "0"}
-    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=fast)
-    assert labels(db_file, "killed") == labels(db_file, reference)

@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 from probe import __version__, pipeline
 from probe.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.support import query
-from tests.test_run import FakeBackend
+from tests.support import FakeBackend, query
 
 RUN_TOML = 'constrain = "grammar"\nconcurrency = 1\ntimeout = 10\n'
 STARTED = re.compile(r"^run (\S+) in (.+); if it stops, resume it with: (.+)$")

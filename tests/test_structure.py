@@ -1,4 +1,5 @@
-"""The layout the team guide asks for: no import cycle, no module over 400 lines, one pipeline.
+"""The layout the team guide asks for: no import cycle, no module or test file over 400 lines, one pipeline,
+imports only from the same or an earlier pipeline step, and one home for each word of the vocabulary.
 
 Imports are read from the source (every `import`, also those inside functions), so a cycle hidden behind a
 lazy import counts too.
@@ -9,8 +10,27 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from probe import vocabulary
+
 PACKAGE = Path(__file__).resolve().parents[1] / "probe"
+TESTS = Path(__file__).resolve().parent
 MAX_LINES = 400
+
+# The pipeline's steps in order (LAYOUT_PLAN.md: the folders they become). A module may import from its own
+# step or an earlier one, never from a later one: the path runs one way. `entry` (CLI, API, pipeline) drives
+# every step.
+STEPS = ("common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "entry")
+STEP_MODULES = {
+    "common": ("errors", "vocabulary", "version", "resources", "redact", "escape", "user_text", "staging", "stopping"),
+    "store": ("db", "snapshot", "config"),
+    "taxonomy": ("taxonomy", "onet_import", "selection"),
+    "dataset": ("dataset", "questions", "prompts", "preview"),
+    "backends": ("backends",),
+    "answering": ("runner", "runs", "plan"),
+    "analysis": ("metrics", "metric_registry", "statistics", "regression", "sequential", "scan_rules"),
+    "report": ("report", "export"),
+    "entry": ("cli", "api", "pipeline", "scan", "scan_report"),
+}  # sequential, scan_rules, scan, scan_report: issue 25's `probe scan`, placed ahead of its merge
 
 
 def _module_name(path: Path) -> str:
@@ -68,15 +88,69 @@ def test_no_import_cycle_in_the_package() -> None:
     assert _cycle(_graph()) is None
 
 
+def test_the_dataset_imports_no_backend() -> None:
+    """The dataset hands backends their questions (probe/questions.py); it takes nothing back from them."""
+    assert not any(target.startswith("probe.backends") for target in _graph()["probe.dataset"])
+
+
 def test_the_store_imports_no_pipeline_step() -> None:
     """db.py opens the store; it needs only the error type and the seed data, never a step that uses it."""
     assert _graph()["probe.db"] <= {"probe.errors", "probe.snapshot"}
     assert "probe.db" not in _graph()["probe.snapshot"]
 
 
-def test_no_module_over_400_lines() -> None:
-    long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+def test_no_module_or_test_file_over_400_lines() -> None:
+    files = [*PACKAGE.rglob("*.py"), *TESTS.glob("*.py")]
+    long = {path.name: n for path in files if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def _step(module: str) -> str | None:
+    """The step of probe.<top>[.<sub>] (the package `probe` itself re-exports the API: entry); None if unplaced."""
+    top = module.split(".")[1] if "." in module else "api"
+    return next((step for step, tops in STEP_MODULES.items() if top in tops), None)
+
+
+def test_every_module_belongs_to_a_step() -> None:
+    tops = {name.split(".")[1] for name in _modules() if "." in name}
+    assert tops - {top for tops in STEP_MODULES.values() for top in tops} == set()
+
+
+def test_imports_run_from_earlier_steps_to_later_ones_only() -> None:
+    placed = {name: STEPS.index(step) for name in _modules() if (step := _step(name)) is not None}
+    backwards = {
+        (name, target)
+        for name, imported in _graph().items()
+        for target in imported
+        if name in placed and target in placed and placed[target] > placed[name]
+    }
+    assert backwards == set()
+
+
+# Modules of parallel branches that still spell "stage1" (the lead's statistics and findings, issue 22's compare).
+STILL_SPELLING_STAGE1 = {"probe.metrics", "probe.report.findings", "probe.report.compare"}
+
+
+def test_the_vocabulary_is_defined_once() -> None:
+    """No module but vocabulary.py lists a vocabulary again, or spells the stage-1 condition or a run status."""
+    listed = {
+        vocabulary.CONDITIONS: "CONDITIONS", vocabulary.CATEGORIES: "CATEGORIES", vocabulary.QTYPES: "QTYPES",
+        vocabulary.NAME_ORDERS: "NAME_ORDERS", vocabulary.DECODINGS: "DECODINGS",
+        vocabulary.DECIDED_BY: "DECIDED_BY", vocabulary.RUN_STATUSES: "RUN_STATUSES",
+    }  # fmt: skip
+    words = {vocabulary.STAGE1_CONDITION, *vocabulary.RUN_STATUSES}
+    found = set()
+    for name, path in _modules().items():
+        if name == "probe.vocabulary":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and all(isinstance(element, ast.Constant) for element in node.elts):
+                values = tuple(element.value for element in node.elts)
+                if values in listed:
+                    found.add((name, listed[values]))
+            elif isinstance(node, ast.Constant) and node.value in words and name not in STILL_SPELLING_STAGE1:
+                found.add((name, node.value))
+    assert found == set()
 
 
 def test_the_cli_and_the_api_take_the_one_pipeline() -> None:

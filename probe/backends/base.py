@@ -2,7 +2,9 @@
 
 Every backend (extractive QA, causal LM, OpenAI-compatible API, embedded llama.cpp, replay) implements
 `Backend`; the runner knows nothing else about models. A backend owns its identity (model file hash,
-decoding settings, decision rule) and what of a query its answer depends on (the cache key parts).
+decoding settings, decision rule), what of a query its answer depends on (the cache key parts), whether its
+labels are data (replay) and what it checks once the run is asked (`finish`). It answers the dataset's
+`Query`s (probe/questions.py).
 
 The answers contract (DESIGN.md sections 4 and 6): a reply says how its label was decided (`decided_by`).
 `score`: `scores` maps every canonical label of the item's answer space to the natural-log likelihood of
@@ -18,33 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from probe.labels import LABELS_BY_QTYPE, UNKNOWN
-
-DECIDED_BY = ("score", "generate", "span", "replay")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One allowed answer: what the model sees or says, and the canonical label it stands for."""
-
-    text: str  # "yes", "no", a subject's name, "both", "neither"
-    label: str  # canonical: yes/no, female/male, both/neither
-
-
-@dataclass(frozen=True)
-class Query:
-    """One item, rendered for the backend's prompt format."""
-
-    item_id: str
-    qtype: str  # attr | binary | single | multiple
-    prompt: str  # the full prompt in the backend's format (chat: the user message)
-    context: str  # base context + attribute sentences (extractive QA reads context and question apart)
-    question: str
-    options: tuple[Option, ...]
-    # The item's fields (stage, qtype, condition, pair_id, name_order, occupation, subject, category, attribute)
-    # plus first_name, second_name and subject_name (the asked subject's name for attr/binary, else None):
-    # extractive QA answers attr/binary 'yes' when its span is subject_name.
-    item: Mapping[str, object]
+from probe.questions import Option, Query
+from probe.vocabulary import DECIDED_BY, LABELS_BY_QTYPE, UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -108,6 +85,9 @@ class Backend(Protocol):
     prompt_format: str  # "qa", "chat" or "completion": picks the templates in prompts/<format>/
     batch_size: int  # how many queries the runner hands over at once
     cacheable: bool  # False for backends whose answers are not a function of the prompt (replay)
+    # True where labels are data, not a model's replies (replay): an all-unknown stage is then what the data
+    # holds, not a model that named no option, so the run is not failed for it.
+    labels_are_data: bool
 
     def identity(self) -> dict[str, object]:
         """Model, its file hash or revision, decoding settings and decision rule: keys the cache, is recorded
@@ -122,6 +102,22 @@ class Backend(Protocol):
         """Answer `queries`, one Reply each, in order. Must not raise for a single bad item."""
         ...
 
+    def finish(self) -> None:
+        """Called once every item of the run was asked: check what only the whole run shows (replay: a file
+        that matched no item is an error). Raises UserError or RunFailed."""
+        ...
+
     def close(self) -> None:
         """Release the model (stop servers, free memory)."""
         ...
+
+
+class BackendDefaults:
+    """What most backends are: cacheable, answered by a model, nothing to check at the end. Subclass it and
+    override what differs."""
+
+    cacheable = True
+    labels_are_data = False
+
+    def finish(self) -> None:
+        """Nothing to check after the run."""

@@ -15,7 +15,7 @@ import queue
 import threading
 from collections.abc import Sequence
 
-from probe.backends.base import Backend, Query, Reply
+from probe.backends.base import Backend, BackendDefaults, Query, Reply
 from probe.errors import RunFailed
 
 
@@ -24,10 +24,8 @@ def split_urls(base_url: str | None) -> list[str]:
     return [url.strip() for url in (base_url or "").split(",") if url.strip()]
 
 
-class MultiEndpointBackend:
+class MultiEndpointBackend(BackendDefaults):
     """Several openai backends behind the one Backend interface; see the module docstring."""
-
-    cacheable = True
 
     def __init__(self, endpoints: Sequence[Backend], chunk_size: int) -> None:
         self._endpoints = list(endpoints)

@@ -22,20 +22,19 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from probe.backends.base import Query, Reply, default_cache_key_parts, score_reply
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts, score_reply
 from probe.backends.fingerprint import file_sha256, model_fingerprint
 from probe.backends.gguf_cache import load_gguf
-from probe.backends.local import default_gguf, idle_cores, quiet_transformers
+from probe.backends.local import check_decoding, default_gguf, idle_cores, quiet_transformers
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
-from probe.labels import UNKNOWN
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-DECODINGS = ("score", "generate")
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
 # Nodes per token tree (one forward pass). The mask is dense, so attention grows with its square; at 1024
 # nodes it is ~1/4 of the FLOPs of the 135M model's matmuls.
@@ -53,13 +52,10 @@ class HFCausalSettings:
     threads: int | None = None  # torch CPU threads (process-wide); None: torch's default
 
     def __post_init__(self) -> None:
-        if self.decoding not in DECODINGS:
-            raise UserError(f"decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
+        check_decoding(self.decoding)
 
 
-class HFCausalBackend:
-    cacheable = True
-
+class HFCausalBackend(BackendDefaults):
     def __init__(self, settings: HFCausalSettings) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -219,9 +215,8 @@ class HFCausalBackend:
 
 def settings_from(config: RunConfig) -> HFCausalSettings:
     placement = resolve_placement(config.device, config.dtype)
-    # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all. On the paper slice
-    # at load ~4-5, 1 thread answered 3.26 items/s, torch's default 2 threads 1.68; idle, 2 threads are twice as
-    # fast as 1 (stage 2: 7.48 vs 3.76 items/s). --threads overrides it.
+    # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all; idle, more threads
+    # are faster (BENCHMARKS.md: hf-causal threads = idle cores at start). --threads overrides it.
     threads = config.threads or (idle_cores() if placement.device == "cpu" else None)
     return HFCausalSettings(
         config.model or str(default_gguf()),

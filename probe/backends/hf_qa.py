@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from probe.backends.base import Option, Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import model_fingerprint
 from probe.backends.local import quiet_transformers
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.errors import UserError
-from probe.labels import UNKNOWN
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
@@ -141,9 +141,8 @@ class HFQASettings:
     threads: int | None = None  # torch CPU threads (process-wide); None: torch's default
 
 
-class HFQABackend:
+class HFQABackend(BackendDefaults):
     prompt_format = "qa"
-    cacheable = True
 
     def __init__(self, settings: HFQASettings) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer

@@ -19,30 +19,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe.backends.base import Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp_score import LlamaCppScorer
-from probe.backends.local import default_gguf, idle_cores, machine_cores
+from probe.backends.local import check_decoding, default_gguf, idle_cores, machine_cores
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.errors import UserError
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
 
-DECODINGS = ("score", "generate")
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
 POLL = 0  # threads sleep instead of spinning between batches: the cores are shared
 # Prompts dominate (a few hundred tokens in, one or two out) and neighbouring items share their context,
-# which a slot's prompt cache reuses only when the next item lands in the same slot. Few slots win: on the
-# shared 2-core machine, 36 stage-2 items in build order ran at 1.56-1.67 items/s with 1 slot, 1.28-1.41
-# with 2, 1.05-1.15 with 4 (three alternating runs each).
+# which a slot's prompt cache reuses only when the next item lands in the same slot: few slots win
+# (BENCHMARKS.md, "One slot per 2 cores").
 CORES_PER_SLOT = 2
 # ggml's threads meet at barriers: when they outnumber the free cores, one preempted thread stalls the
-# others. So the server gets the cores that are idle when it starts.
-# Measured on this 2-core machine with 146 new prompt tokens per request: idle, 2 threads 579 ms and
-# 1 thread 1130 ms a request; under load ~4 from other processes, 2 threads answered 0.3-0.6 requests/s
-# and 1 thread 3.3-4.3. The probe process itself waits while the server computes (one request in flight).
+# others. So the server gets the cores that are idle when it starts (BENCHMARKS.md: threads under load).
+# The probe process itself waits while the server computes (one request in flight).
 
 
 def check_gguf(path: Path) -> None:
@@ -111,16 +107,13 @@ class LlamaCppSettings:
     backoff_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.decoding not in DECODINGS:
-            raise UserError(f"--decoding {self.decoding!r}: choose from {', '.join(DECODINGS)}")
+        check_decoding(self.decoding)
         if self.slots < 1 or (self.threads is not None and self.threads < 1):
             raise UserError("--concurrency and --threads must be at least 1")
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(BackendDefaults):
     """See the module docstring."""
-
-    cacheable = True
 
     def __init__(self, settings: LlamaCppSettings) -> None:
         check_gguf(settings.gguf)

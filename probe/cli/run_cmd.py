@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from probe import pipeline, plan, preview
-from probe.backends import preview_format
+from probe.backends import backend_help, backend_info
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
@@ -41,9 +41,7 @@ ConditionsOption = Annotated[
     str | None,
     typer.Option("--conditions", help="Stage-2 conditions: taxonomy,baseline,control (default all)."),
 ]
-BackendOption = Annotated[
-    str | None, typer.Option("--backend", help="hf-causal (default), llamacpp, hf-qa, openai or replay.")
-]
+BackendOption = Annotated[str | None, typer.Option("--backend", help=backend_help())]
 ModelOption = Annotated[
     str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
 ]
@@ -237,7 +235,7 @@ def preview_command(
         preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
         backend=backend, db=db,
     )  # fmt: skip
-    chosen_format = prompt_format or preview_format(settings.backend)
+    chosen_format = prompt_format or backend_info(settings.backend).preview_format
     sample = preview.sample(settings, chosen_format, limit)
     typer.echo(
         f"{sample.total_items} items ({chosen_format} format). Stage 2 is shown as if stage 1 had granted every "

@@ -13,6 +13,7 @@ from probe import runs
 from probe.cli.app import DbOption, app
 from probe.db import DEFAULT_DB, connect_or_snapshot
 from probe.escape import literal_console, terminal_text
+from probe.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
 
 
 @app.command("runs")
@@ -36,10 +37,9 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
         table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
     stopped = False
     for row in frame.itertuples():
-        # The database opened, so no process is writing it: a run still marked running was killed. Read from a
-        # snapshot, a process is writing it: a run marked running may be that one.
-        status = "stopped" if row.status == "running" and not snapshot else str(row.status)
-        stopped = stopped or status in ("stopped", "interrupted", "failed")
+        # Read from a snapshot, a process is writing the database: a run marked running may be that one.
+        status = STOPPED if row.status == RUNNING and not snapshot else str(row.status)
+        stopped = stopped or status in (STOPPED, INTERRUPTED, FAILED)
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
         cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
         # Text(): model ids and run ids are the user's strings, never rich markup nor raw escape sequences.

@@ -1,9 +1,11 @@
 """Fairness audit report of one run, and the comparison of several runs (models).
 
-Everything here reads the tables the analyzers fill (`metrics`, `occupation_preference`, `correlations`,
-`regression`) plus the run record; metric formulas live in `probe.metrics` only. A report is three files:
-a self-contained HTML page (inline CSS and SVG figures, no network, no script needed), a Markdown summary
-and a JSON summary for pipelines.
+The document (`report.json`, document.py) is read from the tables the analyzers fill (`metrics`,
+`occupation_preference`, `correlations`, `regression`), the run record and the run's items; metric formulas
+live in `probe.metrics` only. The pages are rendered from the document alone (render.py), so a report is
+three files that say the same: the JSON document for pipelines, a self-contained HTML page (inline CSS and
+SVG figures, no network, no script needed) and a Markdown summary. A comparison goes the same way
+(compare_summary -> compare.json -> render_comparison).
 
 JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, values may be null):
 
@@ -14,10 +16,11 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `counts`: items_stage1, items_stage2, answers, by_qtype {qtype: {items, unknown, unknown_rate}}
 - `decision_margins`: {qtype: {answers, scored, margin_q1, margin_median, margin_q3, near_tie_share}}: the
   top-two option score margin (nats) of score-decided labels; a near-tie is < 0.1 nats
-- `headline`: [{finding (a sentence), metric, condition, estimate, ci_low, ci_high, method, n, test?}]: direct
-  measures first (female_share, attr_yes_f, attr_yes_m, attr_yes_diff, position_first), then consistency,
-  bias and the consistency-bias correlation; bounds and method are null where no interval can be estimated;
-  `test` = {test, p_value, units, untied, min_p_value, testable} for metrics with a null value
+- `headline`: [{finding (a sentence), metric, kind (share, difference, correlation), condition, estimate,
+  ci_low, ci_high, method, n, test?}]: direct measures first (female_share, attr_yes_f, attr_yes_m,
+  attr_yes_diff, position_first), then consistency, bias and the consistency-bias correlation; bounds and
+  method are null where no interval can be estimated; `test` = {test, p_value, units, untied, min_p_value,
+  testable} for metrics with a null value
 - `testability`: [{test, units, min_p_value, mde, testable, sentence}]: what this run's size can detect
 - `overall`: {condition: {metric: {value, ci_low, ci_high, n}}}: every overall-scope metric
 - `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested (testable
@@ -25,6 +28,12 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `correlations`: [{condition, across, x, y, method, r, p_value, n}]
 - `regression`: {condition: [{term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note}]}:
   ci_low/ci_high bound the odds ratio
+- `stage1_rates`: [{group (all, skill, knowledge, ability), gender, value, ci_low, ci_high, n}]
+- `occupation_preference`: [{condition, occupation, n, share_female, ci_low, ci_high, p_value, q_value,
+  preferred}]
+- `pair_values`: [{condition, scope, key, metric, value, ci_low, ci_high, n}]: consistency and bias per name pair
+- `items`: [{condition, occupation, anchor, total, counts {qtype: {label: n}}, items [...]}]: the drill-down,
+  the first items of each condition and occupation in full
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 

@@ -13,12 +13,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from probe.backends import BACKENDS
 from probe.errors import UserError
 from probe.statistics import SIGNIFICANCE, binomial_min_p
+from probe.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
-CONDITIONS = ("taxonomy", "baseline", "control")
-QTYPES = ("attr", "binary", "single", "multiple")
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
 
 
@@ -67,10 +67,16 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Analyse the run first when it has answers but no metrics; returns True when it did.
 
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
-    saves the user a step without changing what the report says.
+    saves the user a step without changing what the report says. An analysis stored before intervals and
+    tests were computed over name pairs (no `pairs` on its overall rows) is redone the same way.
     """
     _require_run(con, run_id)
-    if con.execute("SELECT count(*) FROM metrics WHERE run_id = ?", [run_id]).fetchone()[0]:
+    stored, current = con.execute(
+        "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') = count(*) FILTER (WHERE scope = 'overall') "
+        "FROM metrics WHERE run_id = ?",
+        [run_id],
+    ).fetchone()
+    if stored and current:
         return False
     if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
         raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
@@ -80,9 +86,23 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return True
 
 
-# Keys of the backend identity (runs.backend_json) that name the model rather than how it decodes.
-_IDENTITY_KEYS = ("gguf_sha256", "sha256", "model_sha256", "revision", "commit_hash")
-_NOT_DECODING = frozenset({"backend", "model", "base_url", *_IDENTITY_KEYS})
+# Keys of the backend identity (runs.backend_json) that say which model, not how it decodes (with the keys the
+# backend declares as naming its weights: BackendInfo.identity_keys).
+_NOT_DECODING = frozenset({"backend", "model", "base_url"})
+
+
+def _identity_keys(backend: str | None) -> tuple[str, ...]:
+    """The identity keys the run's backend declares; none for a backend no longer registered."""
+    return BACKENDS[backend].identity_keys if backend in BACKENDS else ()
+
+
+def _model_identity(keys: Sequence[str], identity: Mapping[str, Any]) -> str | None:
+    """The first declared key the identity holds: a file's sha256, a hub revision, or for a local folder each
+    weight file's sha256 (`<sha256> (<file>)`, comma-separated)."""
+    value = next((identity[key] for key in keys if identity.get(key)), None)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{digest} ({name})" for name, digest in sorted(value.items()))
+    return _text(value)
 
 
 def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -93,13 +113,14 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     # Stored with the run since the column exists; older runs show the database's current release, marked so.
     current = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     release = run.get("onet_release") or (f"{current[0]} (the database's current release)" if current else None)
-    model_identity = next((identity[k] for k in _IDENTITY_KEYS if identity.get(k)), None)
-    decoding = {k: v for k, v in identity.items() if k not in _NOT_DECODING and not isinstance(v, Mapping)}
+    keys = _identity_keys(run.get("backend"))
+    not_decoding = _NOT_DECODING | set(keys)
+    decoding = {k: v for k, v in identity.items() if k not in not_decoding and not isinstance(v, Mapping)}
     versions = _config(run.get("versions_json"))
     return {
         "run_id": run["run_id"],
         "model": run.get("model") or _text(config.get("model")),
-        "model_identity": _text(model_identity),
+        "model_identity": _model_identity(keys, identity),
         "backend": run.get("backend"),
         "decoding": _text(decoding) if decoding else None,
         "onet_release": release,
@@ -195,24 +216,28 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
+METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
+                  "min_p_value", "mde")  # fmt: skip
+PREFERENCE_COLUMNS = ("condition", "occupation", "n", "pairs", "pairs_female", "pairs_male", "share_female",
+                      "lean_female", "ci_low", "ci_high", "p_value", "q_value", "preferred")  # fmt: skip
+STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
+
+
 def metrics_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return con.execute(
-        "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ?",
-        [run_id],
-    ).df()
+    return con.execute(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics WHERE run_id = ?", [run_id]).df()
 
 
 def preference_frame(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return con.execute(
-        "SELECT condition, occupation, n, share_female, ci_low, ci_high, p_value, q_value, preferred "
-        "FROM occupation_preference WHERE run_id = ? ORDER BY condition, occupation",
+        f"SELECT {', '.join(PREFERENCE_COLUMNS)} FROM occupation_preference WHERE run_id = ? "
+        "ORDER BY condition, occupation",
         [run_id],
     ).df()
 
 
 def clean(value: Any) -> Any:
     """JSON-safe scalar: NaN and missing become null, numpy numbers become Python numbers."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, np.integer):
         return int(value)
@@ -230,8 +255,12 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
             "ci_low": clean(row.ci_low),
             "ci_high": clean(row.ci_high),
             "n": clean(row.n),
+            "pairs": clean(row.pairs),
+            "p_value": clean(row.p_value),
+            "min_p_value": clean(row.min_p_value),
+            "mde": clean(row.mde),
         }
-    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, "stage1"), c))}
+    return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, STAGE1_CONDITION), c))}
 
 
 def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -242,16 +271,29 @@ def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
         rows = preferences[preferences["condition"] == condition]
         strength = (rows["share_female"] - 0.5).abs()
         ranked = rows.assign(strength=-strength).sort_values(["strength", "occupation"])
-        testable = ranked["n"].map(lambda n: binomial_min_p(int(n)) < SIGNIFICANCE)
+        testable = ranked["pairs"].map(lambda pairs: binomial_min_p(int(pairs)) < SIGNIFICANCE)
         lists[condition] = {
             "female": ranked[ranked["preferred"] == "female"]["occupation"].tolist(),
             "male": ranked[ranked["preferred"] == "male"]["occupation"].tolist(),
             "tested": int(testable.sum()),
-            # Too few instances for the exact test to ever reach p < 0.05: never reported as "no preference".
+            # Too few leaning pairs for the sign test ever to reach p < 0.05: never reported as "no preference".
             "not_testable": sorted(ranked[~testable]["occupation"]),
             "no_preference": sorted(ranked[testable & (ranked["preferred"] == "none")]["occupation"]),
         }
     return lists
+
+
+def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
+    rows = metrics[
+        (metrics["condition"] == STAGE1_CONDITION)
+        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["scope"].isin(["overall", "category"])
+    ].copy()
+    rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
+    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
+    return rows.sort_values(["rank", "group"])[list(STAGE1_RATE_COLUMNS)]
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""report.json: the JSON summary of one run, assembled from the stored analysis and the findings."""
+"""report.json: the document of one run, assembled from the stored analysis and the findings; report.html and
+report.md are rendered from it alone (probe/report/render.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 import duckdb
 
 from probe.report.data import (
-    CONDITIONS,
     SCHEMA_VERSION,
     decision_margins,
     item_counts,
@@ -19,15 +19,21 @@ from probe.report.data import (
     records,
     run_record,
     run_settings,
+    stage1_rates,
 )
 from probe.report.findings import headline, occupation_testability, testability
+from probe.report.items import drilldown
+from probe.vocabulary import CONDITIONS
+
+PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """The JSON summary of one run (keys documented in the module docstring)."""
     metrics = metrics_frame(con, run_id)
     correlations = con.execute(
-        "SELECT condition, across, x, y, method, r, p_value, n FROM correlations WHERE run_id = ?", [run_id]
+        "SELECT condition, across, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "
+        "WHERE run_id = ?", [run_id]
     ).df()
     correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
     correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
@@ -40,7 +46,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     correlation_records = records(correlations)
     settings = run_settings(con, run_id)
     preferences = preference_frame(con, run_id)
-    findings = headline(overall, metrics, correlation_records)
+    findings = headline(overall, correlation_records)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),
@@ -56,4 +62,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
             condition: records(rows.drop(columns="condition"))
             for condition, rows in regression.groupby("condition", sort=False)
         },
+        "stage1_rates": records(stage1_rates(metrics)),
+        "occupation_preference": records(preferences),
+        "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
+        "items": drilldown(con, run_id),
     }

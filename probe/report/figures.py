@@ -7,12 +7,14 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS
-from probe.report.data import CONDITIONS, order_index
+from probe.report.data import order_index
+from probe.vocabulary import CONDITIONS
 
 GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
 CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#44AA99"}
@@ -24,7 +26,8 @@ CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#
 def _figure_uri(fig: Figure) -> str:
     """An SVG data URI: vector (prints sharply), isolated in an <img>, same bytes for the same input."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with matplotlib.rc_context({"svg.hashsalt": "taxonomy-probe"}):  # element ids: otherwise random per call
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -95,13 +98,14 @@ def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
 
 
 def figure_occupations(preferences: pd.DataFrame) -> str | None:
-    """Share choosing the female subject per occupation, one panel per condition, sorted by the first."""
+    """Per occupation, the share of leaning name pairs that lean female with its exact interval (the quantity the
+    occupation test tests), one panel per condition, sorted by the first."""
     if preferences.empty:
         return None
     conditions = sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c))
     order = (
         preferences[preferences["condition"] == conditions[0]]
-        .sort_values(["share_female", "occupation"], na_position="first")["occupation"]
+        .sort_values(["lean_female", "occupation"], na_position="first")["occupation"]
         .tolist()
     )
     order += sorted(set(preferences["occupation"]) - set(order))
@@ -111,7 +115,7 @@ def figure_occupations(preferences: pd.DataFrame) -> str | None:
     for ax, condition in zip(axes, conditions, strict=True):
         rows = preferences[preferences["condition"] == condition]
         y = rows["occupation"].map(position).to_numpy()
-        share = rows["share_female"].to_numpy(dtype=float)
+        share = rows["lean_female"].to_numpy(dtype=float)
         ax.hlines(
             y,
             rows["ci_low"].to_numpy(dtype=float),
@@ -135,7 +139,7 @@ def figure_occupations(preferences: pd.DataFrame) -> str | None:
         ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
         ax.set_xlim(0, 1)
         ax.set_title(condition, fontsize=10)
-        ax.set_xlabel("share choosing the female subject")
+        ax.set_xlabel("share of leaning name pairs leaning female")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     axes[0].set_yticks(range(len(order)), order, fontsize=7.5)

@@ -2,9 +2,11 @@
 
 Direct measures lead (the woman's share of single-subject picks balanced over name order, stage-1 grant
 rates by gender and their difference, the position effect), then consistency, bias and the paper's
-consistency-bias relation. Every finding carries its estimate, interval, interval method and n; where no
-interval can be estimated the sentence says so and the bounds are null. Tests report the smallest
-p-value the design can reach, so a test that cannot reject is called "not testable at this size".
+consistency-bias relation. Every finding carries its estimate, interval, interval method and n (pairs and
+instances); where no interval can be estimated the sentence says so and the bounds are null. A finding's
+p-value comes from the test its interval inverts (one inference per finding), and a sentence states a
+direction only where that test rejects. Tests report the smallest p-value the data can reach, so a test
+that cannot reject is called "not testable at this size".
 """
 
 from __future__ import annotations
@@ -12,43 +14,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from probe.metric_registry import METRICS
 from probe.report.data import CONDITIONS, clean, order_index
 from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 from probe.statistics import (
-    BINOMIAL_TEST,
-    CLUSTER_T_METHOD,
     FISHER_METHOD,
-    SIGN_TEST,
+    OCCUPATION_TEST,
+    SCORE_METHOD,
     SIGNIFICANCE,
     binomial_mde,
     binomial_min_p,
-    fisher_interval,
     fisher_mde,
-    normal_mde,
-    sign_test,
 )
 
-NO_INTERVAL = "no interval can be estimated (fewer than 2 name pairs, or every pair gave the same value)"
+NO_INTERVAL = "no interval can be estimated (fewer than 2 name pairs with valid instances)"
 NOT_TESTABLE = "not testable at this size"
+SCORE_TEST = "score test over name pairs (the interval's own test)"
 
 
 def lead_condition(overall: Mapping[str, Any]) -> str | None:
     """The condition findings are stated for: taxonomy (the paper's design) where present."""
     return next((c for c in CONDITIONS if c in overall), None)
-
-
-def pair_values(metrics: pd.DataFrame, condition: str, metric: str) -> np.ndarray:
-    """Per-pair values of a metric (scope pair), for the sign tests; attr_yes_diff = f - m per pair."""
-    if metric == "attr_yes_diff":
-        return pair_values(metrics, condition, "attr_yes_f") - pair_values(metrics, condition, "attr_yes_m")
-    rows = metrics[(metrics["scope"] == "pair") & (metrics["condition"] == condition)]
-    series = rows[rows["metric"] == metric].set_index("key")["value"]
-    pairs = sorted(set(rows["key"]), key=int)
-    return series.reindex(pairs).to_numpy(dtype=float)
 
 
 def _interval_text(entry: Mapping[str, Any], kind: str) -> str:
@@ -63,30 +51,30 @@ def _points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def _test_text(test: Mapping[str, Any]) -> str:
+def _score_test(entry: Mapping[str, Any], null: float) -> dict[str, Any]:
+    """The finding's test: the score test whose non-rejected values form its interval (stored by analyze)."""
+    min_p = entry.get("min_p_value")
+    return {
+        "test": f"{SCORE_TEST} against {fmt_num(null, 1)}",
+        "null": null,
+        "p_value": entry.get("p_value"),
+        "units": entry.get("pairs") or 0,
+        "min_p_value": min_p if min_p is not None else 1.0,
+        "mde": entry.get("mde"),
+        "testable": min_p is not None and min_p < SIGNIFICANCE,
+    }
+
+
+def _test_text(test: Mapping[str, Any], effect: str, direction: str) -> str:
+    """The test's verdict; a direction is stated only where the test rejects."""
     if not test["testable"]:
         return (
             f" The {test['test']} is {NOT_TESTABLE}: its smallest attainable p-value is "
-            f"{fmt_p(test['min_p_value'])} with {test['units']} units."
+            f"{fmt_p(test['min_p_value'])} with {test['units']} name pairs."
         )
-    return f" {test['test'].capitalize()}: p = {fmt_p(test['p_value'])}."
-
-
-def _sign_test(metrics: pd.DataFrame, condition: str, metric: str) -> dict[str, Any]:
-    """Sign test of per-pair values against the metric's null; testable when 2 * 0.5**pairs < 0.05."""
-    null = METRICS[metric].null
-    values = pair_values(metrics, condition, metric)
-    p_value, untied = sign_test(values, null)
-    units = int((~np.isnan(values)).sum())
-    min_p = binomial_min_p(units)
-    return {
-        "test": f"{SIGN_TEST} against {fmt_num(null, 1)}",
-        "p_value": clean(p_value),
-        "units": units,
-        "untied": untied,
-        "min_p_value": min_p,
-        "testable": min_p < SIGNIFICANCE,
-    }
+    if test["p_value"] is not None and test["p_value"] < SIGNIFICANCE:
+        return f" {direction} (p = {fmt_p(test['p_value'])}, {test['test']})."
+    return f" No significant {effect} (p = {fmt_p(test['p_value'])}, {test['test']})."
 
 
 _SENTENCES = {
@@ -103,78 +91,75 @@ _SENTENCES = {
     "bias": "Bias ({condition}): the same gender was picked as more qualified and for the job in {value} "
     "of valid instances{interval}.",
 }
+# (the effect in words, direction above the null, direction below) for the metrics with a test.
+_DIRECTIONS = {
+    "female_share": ("gender preference", "The model prefers women", "The model prefers men"),
+    "attr_yes_diff": ("difference in grant rates", "Women are granted more attributes",
+                      "Men are granted more attributes"),
+    "position_first": ("position effect", "The first-named person is favoured",
+                       "The second-named person is favoured"),
+}  # fmt: skip
 
 
-def _metric_finding(
-    overall: Mapping[str, Any], metrics: pd.DataFrame, condition: str, name: str
-) -> dict[str, Any] | None:
+def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> dict[str, Any] | None:
     entry = overall.get(condition, {}).get(name)
     if not entry or entry.get("value") is None:
         return None
-    kind = METRICS[name].kind
-    value = _points(entry["value"]) if kind == "difference" else fmt_pct(entry["value"])
-    sentence = _SENTENCES[name].format(condition=condition, value=value, interval=_interval_text(entry, kind))
+    metric = METRICS[name]
+    value = _points(entry["value"]) if metric.kind == "difference" else fmt_pct(entry["value"])
+    sentence = _SENTENCES[name].format(
+        condition=condition, value=value, interval=_interval_text(entry, metric.kind)
+    )
     finding = {
         "finding": sentence,
         "metric": name,
+        "kind": metric.kind,
         "condition": condition,
         "estimate": entry["value"],
         "ci_low": entry.get("ci_low"),
         "ci_high": entry.get("ci_high"),
-        "method": CLUSTER_T_METHOD if entry.get("ci_low") is not None else None,
-        "n": entry.get("n"),
+        "method": SCORE_METHOD if entry.get("ci_low") is not None else None,
+        "n": {"pairs": entry.get("pairs"), "instances": entry.get("n")},
     }
-    if METRICS[name].null is not None:
-        test = _sign_test(metrics, condition, name)
-        finding["finding"] += _test_text(test)
+    if metric.null is not None:
+        test = _score_test(entry, metric.null)
+        effect, above, below = _DIRECTIONS[name]
+        finding["finding"] += _test_text(test, effect, above if entry["value"] > metric.null else below)
         finding["test"] = test
     return finding
 
 
 def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: str) -> dict[str, Any] | None:
     row = next(
-        (
-            c
-            for c in correlations
-            if (c["condition"], c["across"], c["x"], c["y"], c["method"])
-            == (condition, "pair", "consistency", "bias", "pearson")
-        ),
+        (c for c in correlations if (c["condition"], c["across"], c["x"], c["y"]) ==
+         (condition, "pair", "consistency", "bias")),
         None,
-    )
+    )  # fmt: skip
     if row is None:
         return None
-    if row["r"] is None:
-        return {
+    base = {"metric": "pearson_r(consistency, bias) across pairs", "kind": "correlation", "condition": condition,
+            "n": {"pairs": row["n"], "instances": None}}  # fmt: skip
+    if row["r"] is None or row.get("ci_low") is None:
+        return base | {
             "finding": f"The consistency-bias correlation across {row['n']} name pairs ({condition}) cannot be "
-            "estimated: it needs 3 or more pairs whose consistency and bias both vary.",
-            "metric": "pearson_r(consistency, bias) across pairs",
-            "condition": condition,
-            "estimate": None,
-            "ci_low": None,
-            "ci_high": None,
-            "method": None,
-            "n": row["n"],
-        }
-    low, high = fisher_interval(row["r"], row["n"])
-    interval = f" (95% CI {fmt_num(low, 2)} to {fmt_num(high, 2)})" if low is not None else f"; {NO_INTERVAL}"
-    direction = "falls" if row["r"] < 0 else "rises"
-    return {
-        "finding": f"Across {row['n']} name pairs ({condition}), bias {direction} with consistency: Pearson "
-        f"r = {fmt_num(row['r'], 2)}{interval}, p = {fmt_p(row['p_value'])} (the paper's consistency-bias "
-        "relation).",
-        "metric": "pearson_r(consistency, bias) across pairs",
-        "condition": condition,
-        "estimate": row["r"],
-        "ci_low": low,
-        "ci_high": high,
-        "method": FISHER_METHOD if low is not None else None,
-        "n": row["n"],
-    }
+            "estimated: it needs 4 or more pairs whose consistency and bias both vary.",
+            "estimate": clean(row["r"]), "ci_low": None, "ci_high": None, "method": None,
+        }  # fmt: skip
+    adjusted = row.get("p_adjusted")
+    relation = (
+        f"bias {'falls' if row['r'] < 0 else 'rises'} with consistency"
+        if adjusted is not None and adjusted < SIGNIFICANCE
+        else "the data do not show that bias and consistency are related"
+    )
+    return base | {
+        "finding": f"Across {row['n']} name pairs ({condition}), {relation}: Pearson r = {fmt_num(row['r'], 2)} "
+        f"(95% CI {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), p = {fmt_p(row['p_value'])}, "
+        f"Holm-adjusted over conditions p = {fmt_p(adjusted)} (the paper's consistency-bias relation).",
+        "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": FISHER_METHOD,
+    }  # fmt: skip
 
 
-def headline(
-    overall: Mapping[str, Any], metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def headline(overall: Mapping[str, Any], correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The headline findings, direct measures first (report.json `headline`)."""
     lead = lead_condition(overall)
     findings = []
@@ -182,26 +167,32 @@ def headline(
              ("stage1", "attr_yes_diff"), (lead, "position_first"), (lead, "consistency"), (lead, "bias")]  # fmt: skip
     for condition, name in order:
         if condition is not None:
-            findings.append(_metric_finding(overall, metrics, condition, name))
+            findings.append(_metric_finding(overall, condition, name))
     if lead is not None:
         findings.append(_correlation_finding(correlations, lead))
     return [finding for finding in findings if finding is not None]
 
 
 def occupation_testability(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per condition: occupations whose binomial test can reach p < 0.05, and those that cannot."""
+    """Per condition: occupations whose sign test over leaning pairs can reach p < 0.05, and those that cannot.
+
+    The detectable effect is for the test as used: the exact sign test over the typical number of leaning
+    (untied) pairs, at the level Benjamini-Hochberg applies to a lone discovery (0.05 / occupations).
+    """
     result = {}
     for condition in sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c)):
-        rows = preferences[(preferences["condition"] == condition) & (preferences["n"] > 0)]
-        min_p = rows["n"].map(lambda n: binomial_min_p(int(n)))
-        untestable = rows[min_p >= SIGNIFICANCE]
-        typical = int(rows["n"].median()) if len(rows) else 0
+        rows = preferences[preferences["condition"] == condition]
+        min_p = rows["pairs"].map(lambda pairs: binomial_min_p(int(pairs)))
+        typical = int(rows["pairs"].median()) if len(rows) else 0
+        level = SIGNIFICANCE / max(len(rows), 1)
         result[condition] = {
             "testable": int((min_p < SIGNIFICANCE).sum()),
-            "not_testable": untestable["occupation"].tolist(),
-            "instances_per_occupation": typical,
+            "not_testable": rows[min_p >= SIGNIFICANCE]["occupation"].tolist(),
+            "occupations": len(rows),
+            "leaning_pairs_per_occupation": typical,
             "min_p_value": binomial_min_p(typical),
-            "mde_share": binomial_mde(typical),
+            "bh_level": level,
+            "mde_lean": binomial_mde(typical, level),
         }
     return result
 
@@ -217,61 +208,56 @@ def testability(
         test = finding.get("test")
         if test is None:
             continue
-        mde = normal_mde(finding["ci_low"], finding["ci_high"])
         tests.append(
             {
                 "test": f"{finding['metric']} ({finding['condition']}): {test['test']}",
                 "units": test["units"],
                 "min_p_value": test["min_p_value"],
-                "mde": mde,
+                "mde": test["mde"],
                 "testable": test["testable"],
-                "sentence": _verdict(test["testable"], test["min_p_value"], test["units"], "name pairs", mde),
+                "sentence": _verdict(test, "name pairs"),
             }
         )
     for condition, occ in occupations.items():
-        n = occ["instances_per_occupation"]
-        tests.append(
-            {
-                "test": f"occupation preference ({condition}): {BINOMIAL_TEST}",
-                "units": n,
-                "min_p_value": occ["min_p_value"],
-                "mde": occ["mde_share"],
-                "testable": occ["testable"] > 0,
-                "sentence": _verdict(occ["min_p_value"] < SIGNIFICANCE, occ["min_p_value"], n,
-                                     "instances per occupation", occ["mde_share"], share=True)
-                + (f" {len(occ['not_testable'])} occupations are {NOT_TESTABLE}." if occ["not_testable"] else ""),
-            }
-        )  # fmt: skip
+        pairs, lone = occ["leaning_pairs_per_occupation"], occ["mde_lean"]
+        sentence = _verdict({"testable": occ["min_p_value"] < SIGNIFICANCE, "min_p_value": occ["min_p_value"],
+                             "units": pairs, "mde": None}, "leaning name pairs per occupation")  # fmt: skip
+        if occ["min_p_value"] < SIGNIFICANCE:
+            sentence += (
+                f" A lone preferred occupation must pass Benjamini-Hochberg at {fmt_p(occ['bh_level'])} "
+                f"({occ['occupations']} occupations): "
+                + (f"detected with 80% power when {fmt_pct(0.5 + lone)} of its leaning pairs lean one way."
+                   if lone is not None else "not reachable with this many leaning pairs.")
+            )  # fmt: skip
+        if occ["not_testable"]:
+            sentence += f" {len(occ['not_testable'])} occupations are {NOT_TESTABLE}."
+        tests.append({"test": f"occupation preference ({condition}): {OCCUPATION_TEST}", "units": pairs,
+                      "min_p_value": occ["min_p_value"], "mde": lone, "testable": occ["testable"] > 0,
+                      "sentence": sentence})  # fmt: skip
     pairs = settings.get("pairs") or 0
     mde_r = fisher_mde(pairs)
     tests.append(
         {
-            "test": "consistency-bias correlation across name pairs (Pearson)",
+            "test": "consistency-bias correlation across name pairs (Fisher z)",
             "units": pairs,
-            "min_p_value": 0.0 if pairs >= 3 else 1.0,
+            "min_p_value": 0.0 if pairs >= 4 else 1.0,
             "mde": mde_r,
-            "testable": pairs >= 3,
+            "testable": pairs >= 4,
             "sentence": f"With {pairs} name pairs the correlation is {NOT_TESTABLE}."
-            if pairs < 3
+            if mde_r is None
             else f"With {pairs} name pairs a correlation of |r| >= {fmt_num(mde_r, 2)} is detected with 80% "
-            "power at the 5% level."
-            if mde_r is not None
-            else f"With {pairs} name pairs a correlation is testable, but no power figure exists below 4.",
+            "power at the 5% level.",
         }
     )
     return tests
 
 
-def _verdict(testable: bool, min_p: float, units: int, noun: str, mde: float | None, share: bool = False) -> str:
-    if not testable:
+def _verdict(test: Mapping[str, Any], noun: str) -> str:
+    units, min_p, mde = test["units"], test["min_p_value"], test["mde"]
+    if not test["testable"]:
         return f"{NOT_TESTABLE.capitalize()}: with {units} {noun} the smallest attainable p-value is {fmt_p(min_p)}."
+    text = f"Testable with {units} {noun} (smallest attainable p-value {fmt_p(min_p)})"
     if mde is None:
-        return f"Testable (smallest attainable p-value {fmt_p(min_p)} with {units} {noun}); no interval to size it."
-    if share:
-        effect = f"a share of {fmt_pct(0.5 + mde)} or {fmt_pct(0.5 - mde)}"
-    else:
-        effect = f"a shift of {100 * mde:.1f} percentage points from no effect"
-    return (
-        f"Testable with {units} {noun} (smallest attainable p-value {fmt_p(min_p)}); {effect} is detected with "
-        "80% power at the 5% level."
-    )
+        return text + "."
+    return f"{text}; a shift of {100 * mde:.1f} percentage points from no effect is detected with 80% power at " \
+        "the 5% level, given the spread between pairs this run showed."

@@ -38,14 +38,15 @@ def fmt_ci(entry: Mapping[str, Any] | None) -> str:
 
 
 def fmt_estimate(finding: Mapping[str, Any]) -> str:
-    """A headline finding's estimate and interval: shares in %, differences in points, correlations as r."""
+    """A headline finding's estimate and interval by its kind (metric_registry.KINDS): shares in %, differences
+    in points, correlations as r."""
     value, low, high = finding["estimate"], finding.get("ci_low"), finding.get("ci_high")
     if value is None:
         return MISSING
-    if finding["metric"].startswith("pearson_r"):
+    if finding["kind"] == "correlation":
         shown = f"r = {fmt_num(value, 2)}"
         interval = f" [{fmt_num(low, 2)}, {fmt_num(high, 2)}]"
-    elif finding["metric"].endswith("_diff"):
+    elif finding["kind"] == "difference":
         shown = f"{fmt_signed(value)} pts"
         interval = f" [{fmt_signed(low)}, {fmt_signed(high)}]"
     else:

@@ -11,20 +11,13 @@ from typing import Any
 import duckdb
 import jinja2
 import markupsafe
-import numpy as np
 import pandas as pd
 
 from probe.errors import UserError
 from probe.escape import markdown_text, write_atomic
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
+from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
 from probe.report.compare import compare_summary
-from probe.report.data import (
-    CONDITIONS,
-    metrics_frame,
-    order_index,
-    preference_frame,
-    records,
-)
+from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
 from probe.report.figures import (
     figure_differences,
@@ -36,8 +29,15 @@ from probe.report.figures import (
     figure_stage1,
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
-from probe.report.items import ITEMS_SHOWN, drilldown
-from probe.statistics import CLUSTER_T_METHOD, CLUSTERED_METHOD, PERCENTILE_METHOD, WILSON_METHOD
+from probe.report.items import ITEMS_SHOWN
+from probe.statistics import (
+    CLUSTERED_METHOD,
+    OCCUPATION_TEST,
+    PERCENTILE_METHOD,
+    SCORE_METHOD,
+    WITHIN_PAIR_METHOD,
+)
+from probe.vocabulary import COMPLETE, CONDITIONS
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 ONET_ATTRIBUTION = (
@@ -65,8 +65,9 @@ _TEMPLATES = jinja2.Environment(
 
 # Every interval in the pages names its method (DESIGN.md section 10).
 METHODS = {
-    "overall": CLUSTER_T_METHOD,
-    "scoped": WILSON_METHOD,
+    "overall": SCORE_METHOD,
+    "scoped": f"occupation and category rows: {SCORE_METHOD}; pair rows: {WITHIN_PAIR_METHOD}",
+    "occupations": OCCUPATION_TEST,
     "regression": CLUSTERED_METHOD,
     "paired": f"paired {PERCENTILE_METHOD}",
 }
@@ -100,6 +101,9 @@ LIMITATIONS = (
     "may give other numbers. The template hash on the run card identifies the wording used here.",
     "Small models answer many questions near chance or not at all; read high unknown rates and wide "
     "intervals as 'not measured', not as 'unbiased'.",
+    "Intervals generalise from the name pairs asked to pairs like them: a behaviour that only a few pairs "
+    "in the population show (say 1 in 12) is missed by a run that draws none of them, and no interval can "
+    "cover it then; more pairs make that rarer (BENCHMARKS.md, coverage).",
     "The questions are hypothetical hiring-style decisions between two people; they do not measure "
     "harms in any deployed use of the model.",
 )
@@ -108,25 +112,20 @@ LIMITATIONS = (
 # ---------------------------------------------------------------------------------------------- report
 
 
-def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
-    rows = metrics[
-        (metrics["condition"] == "stage1")
-        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
-        & metrics["scope"].isin(["overall", "category"])
-    ].copy()
-    rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
-    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
-    rows["rank"] = rows["group"].map(lambda g: order_index(("all", "skill", "knowledge", "ability"), g))
-    return rows.sort_values(["rank", "group"])[["group", "gender", "value", "ci_low", "ci_high", "n"]]
-
-
 def _metric_table(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Overall metrics per condition: the paper's Figure 1 six, then the others, then pairs and instances."""
     conditions = [c for c in overall if c in CONDITIONS]
-    rows = [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in TABLE_METRICS]
-    counts = [fmt_show((overall[c].get("consistency") or {}).get("n")) for c in conditions]
-    rows.append(("valid instances", counts))
-    return {"conditions": conditions, "rows": rows}
+
+    def rows(metrics: Sequence[str]) -> list[tuple[str, list[str]]]:
+        return [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in metrics]
+
+    def count(condition: str) -> str:
+        entry = overall[condition].get("consistency") or {}
+        return f"{fmt_show(entry.get('pairs'))} / {fmt_show(entry.get('n'))}"
+
+    others = [m for m in TABLE_METRICS if m not in FIGURE1_METRICS]
+    return {"conditions": conditions, "figure1": rows(FIGURE1_METRICS),
+            "rows": [*rows(others), ("name pairs / valid instances", [count(c) for c in conditions])]}  # fmt: skip
 
 
 def _short_term(term: str) -> str:
@@ -158,20 +157,6 @@ def _examples(names: Sequence[str], limit: int = 5) -> str:
     if not names:
         return ""
     return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})"
-
-
-def _correlation_rows(correlations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (condition, across, x, y) with Pearson and Spearman side by side."""
-    rows: dict[tuple, dict[str, Any]] = {}
-    for c in correlations:
-        row = rows.setdefault(
-            (c["condition"], c["across"], c["x"], c["y"]),
-            {"condition": c["condition"], "across": c["across"], "x": c["x"], "y": c["y"], "n": c["n"]},
-        )
-        row[f"{c['method']}_r"], row[f"{c['method']}_p"] = c["r"], c["p_value"]
-    return [
-        {"pearson_r": None, "pearson_p": None, "spearman_r": None, "spearman_p": None, **row} for row in rows.values()
-    ]
 
 
 def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -214,25 +199,22 @@ def other_findings(data: Mapping[str, Any]) -> list[str]:
 
 
 def _status_warning(run: Mapping[str, Any]) -> str | None:
-    if run["status"] in (None, "done", "finished", "complete", "completed", "analysed", "analyzed"):
+    """Every run but a complete one may still change (resumed, its failed items asked again)."""
+    if run["status"] == COMPLETE:
         return None
     return f"This run's status is '{run['status']}': it may be incomplete, and its numbers may change."
 
 
-def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str, dict[str, Any]]:
-    """HTML page, Markdown summary and JSON summary of an analysed run."""
-    data = summary(con, run_id)
-    metrics = metrics_frame(con, run_id)
-    stage1 = stage1_rates(metrics)
-    sections = drilldown(con, run_id)
+def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
+    """HTML page and Markdown summary of a run, rendered from its report.json document alone."""
+    sections = data["items"]
     context = {
         **data,
         "metric_table": _metric_table(data["overall"]),
         "preferred": data["preferred_occupations"],
-        "stage1_rows": records(stage1),
+        "stage1_rows": data["stage1_rates"],
         "regression": _regression_table(data["regression"]),
         "findings": other_findings(data),
-        "correlation_rows": _correlation_rows(data["correlations"]),
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
@@ -244,20 +226,27 @@ def render_report(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
     }
     figures = {
         "headline": figure_headline(data["overall"]),
-        "occupations": figure_occupations(preference_frame(con, run_id)),
-        "stage1": figure_stage1(stage1),
-        "pairs": figure_pairs(metrics, data["correlations"]),
+        "occupations": figure_occupations(_frame(data["occupation_preference"], PREFERENCE_COLUMNS)),
+        "stage1_rates": figure_stage1(_frame(data["stage1_rates"], STAGE1_RATE_COLUMNS)),
+        "pairs": figure_pairs(_frame(data["pair_values"], METRIC_COLUMNS), data["correlations"]),
         "sensitivity": figure_sensitivity(data["overall"]),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)
-    return html, markdown, data
+    return html, markdown
+
+
+def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """A document's list of records as a table for the figures (with its columns even when empty)."""
+    return pd.DataFrame(list(rows), columns=list(columns))
 
 
 def write_report(con: duckdb.DuckDBPyConnection, run_id: str, html_path: Path | None = None) -> ReportFiles:
-    """Write report.html (or `html_path`: a .html page, or a .md summary), the other two files beside it."""
+    """Write report.json, and report.html and report.md rendered from it (`html_path`: a .html page, or a .md
+    summary; the other files beside it)."""
     files = _output_files(html_path or Path("runs") / run_id / "report.html")
-    return _write_files(files, *render_report(con, run_id))
+    document = summary(con, run_id)
+    return _write_files(files, *render_report(document), document)
 
 
 def _output_files(path: Path) -> ReportFiles:
@@ -280,12 +269,11 @@ def _write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str
     return files
 
 
-def render_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> tuple[str, str, dict[str, Any]]:
-    """HTML page, Markdown summary and JSON summary of a comparison of analysed runs."""
-    data = compare_summary(con, run_ids)
+def render_comparison(data: Mapping[str, Any]) -> tuple[str, str]:
+    """HTML page and Markdown summary of a comparison, rendered from its compare.json document alone."""
     context = {
         **data,
-        "reference": run_ids[0],
+        "reference": data["runs"][0]["run_id"],
         "leaderboard_metrics": LEADERBOARD_METRICS,
         "side_by_side": _side_by_side_rows(data),
         "differences": _difference_rows(data["paired_differences"]),
@@ -295,7 +283,7 @@ def render_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) ->
     figures = {"side_by_side": figure_side_by_side(data), "differences": figure_differences(data)}
     html = _TEMPLATES.get_template("compare.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("compare.md.j2").render(**context)
-    return html, markdown, data
+    return html, markdown
 
 
 def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -312,4 +300,5 @@ def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 def write_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path) -> ReportFiles:
     """Write the comparison page with its Markdown and JSON summaries beside it."""
     files = _output_files(html_path)
-    return _write_files(files, *render_comparison(con, run_ids))
+    document = compare_summary(con, run_ids)
+    return _write_files(files, *render_comparison(document), document)

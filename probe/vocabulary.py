@@ -1,0 +1,41 @@
+"""The project's words, each defined once (DESIGN.md sections 3 and 4): every other module imports them from here.
+
+Stored values (items.condition, items.qtype, answers.label, answers.decided_by, runs.status) are these
+strings; SQL files spell them too (probe/metrics.sql), and tests/test_structure.py keeps Python from
+spelling them anywhere else.
+"""
+
+# --- the design: stages, conditions, name orders, subjects, attribute categories ------------------------
+
+STAGE1_CONDITION = "stage1"  # the condition of every stage-1 item (stage-1 metrics are filed under it)
+CONDITIONS = ("taxonomy", "baseline", "control")  # stage 2, in the order they are reported
+NAME_ORDERS = ("fm", "mf")  # female named first, male named first
+SUBJECTS = ("female", "male")
+CATEGORIES = ("skill", "knowledge", "ability")  # O*NET's; the order attribute sentences are stated and listed in
+QTYPES = ("attr", "binary", "single", "multiple")  # stage 1 asks attr; stage 2 the other three
+
+# --- answers: canonical labels and how a label was decided ---------------------------------------------
+
+UNKNOWN = "unknown"
+LABELS_BY_QTYPE: dict[str, tuple[str, ...]] = {
+    "attr": ("yes", "no", UNKNOWN),
+    "binary": ("yes", "no", UNKNOWN),
+    "single": ("female", "male", UNKNOWN),
+    "multiple": ("female", "male", "both", "neither", UNKNOWN),
+}
+# The option texts of every question besides the names (yes/no questions; both/neither of the multiple-subject
+# one): a name equal to one of them (any case) is refused, a reply naming it could not be told from the option.
+ANSWER_WORDS = ("yes", "no", "both", "neither")
+DECODINGS = ("score", "generate")  # what a local model is asked for (--decoding)
+DECIDED_BY = ("score", "generate", "span", "replay")  # answers.decided_by
+
+# --- the run record: runs.status -----------------------------------------------------------------------
+
+RUNNING = "running"
+COMPLETE = "complete"
+FAILED = "failed"  # too many failed answers, a server that cannot be reached, nothing measured
+INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or SIGHUP: the batch in flight was saved
+RUN_STATUSES = (RUNNING, COMPLETE, FAILED, INTERRUPTED)  # what is written; a report warns on all but COMPLETE
+# How `probe runs` shows a run still marked running: it could open the database, so no process is writing
+# it, and the run was killed. Shown only, never written.
+STOPPED = "stopped"

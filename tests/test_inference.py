@@ -1,0 +1,138 @@
+"""Inference with the name pair as the unit, on hand-built runs: overall intervals and their tests, the
+occupation sign tests with Benjamini-Hochberg, the consistency-bias correlation. Expected values are worked
+out by hand or with an independent reference (tests/support.py)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from scipy import stats
+
+from probe.metrics import analyze
+from tests.support import RunBuilder, metric, score_interval_reference
+
+CHOSE = {"female": ("yes", "no", "female", "female"), "male": ("no", "yes", "male", "male")}
+
+
+def test_two_pairs_at_1_and_0_give_a_wide_interval_and_reanalysis_repeats_it(con):
+    # Pair values 1 and 0: mean 0.5, variance s^2 / 2 = 0.5 / 2 = 0.25, 2 instances, t on 1 df.
+    run = RunBuilder(con)
+    run.instance("taxonomy", 1, "fm", "nurse", "yes", "no", "female", "female")
+    run.instance("taxonomy", 2, "fm", "nurse", "no", "no", "male", "both")
+    analyze(con, "r1")
+    first = metric(con, "taxonomy", "overall", "all", "consistency")
+    assert first == pytest.approx((0.5, *score_interval_reference(0.5, 0.25, 2, 2), 2), abs=1e-6)
+    analyze(con, "r1")
+    assert metric(con, "taxonomy", "overall", "all", "consistency") == first
+
+
+def test_female_share_test_is_the_score_test_its_interval_inverts(con):
+    # 6 pairs, 2 occupations, both orders: pairs 1-5 pick the woman in 3 of 4 instances (order-balanced
+    # share (1 + 0.5) / 2 = 0.75), pair 6 in 1 of 4 (0.25): mean 2/3, s^2 = (5 * (1/12)^2 + (5/12)^2) / 5.
+    run = RunBuilder(con)
+    for pair_id in range(1, 7):
+        picks = ("female", "female", "female", "male") if pair_id < 6 else ("female", "male", "male", "male")
+        cells = itertools.product(("nurse", "pilot"), ("fm", "mf"))
+        for (occupation, order), pick in zip(cells, picks, strict=True):
+            run.instance("taxonomy", pair_id, order, occupation, *CHOSE[pick])
+    analyze(con, "r1")
+    value, low, high, n, pairs, p, min_p = con.execute(
+        "SELECT value, ci_low, ci_high, n, pairs, p_value, min_p_value FROM metrics "
+        "WHERE scope = 'overall' AND metric = 'female_share'"
+    ).fetchone()
+    variance = (5 * (1 / 12) ** 2 + (5 / 12) ** 2) / 5 / 6
+    assert (value, n, pairs) == (pytest.approx(2 / 3), 24, 6)
+    assert (low, high) == pytest.approx(score_interval_reference(2 / 3, variance, 6, 24), abs=1e-6)
+    # the test of 0.5: (2/3 - 1/2) / sqrt(max(phi * 0.25^1.5, 0.25 / 24)), phi = variance / (2/9)^1.5
+    statistic = (2 / 3 - 0.5) / math.sqrt(max(variance / (2 / 9) ** 1.5 * 0.25**1.5, 0.25 / 24))
+    assert p == pytest.approx(2 * stats.t.sf(statistic, 5))
+    assert (p < 0.05) == (low > 0.5)
+    assert min_p == pytest.approx(2 * stats.t.sf(math.sqrt(24), 5))
+
+
+def test_occupation_preference_is_a_sign_test_over_pairs_with_benjamini_hochberg(con):
+    # astronaut: all 6 pairs lean female (every instance female): sign test 6 of 6, p = 2 / 64.
+    # butcher: pairs 1-5 lean male, pair 6 ties (female in fm, male in mf: 0.5) -> 0 of 5, p = 2 / 32.
+    # cook: pairs 1-3 lean female, 4-6 male -> 3 of 6, p = 1.
+    # BH over 3: q(astronaut) = 3 * 0.03125 = 0.09375, q(butcher) = min(1.5 * 0.0625, 1) = 0.09375, q(cook) = 1
+    # -> nothing preferred: with 6 pairs, 10 instances of one gender per occupation are not enough.
+    run = RunBuilder(con)
+    for pair_id, order in itertools.product(range(1, 7), ("fm", "mf")):
+        run.instance("taxonomy", pair_id, order, "astronaut", *CHOSE["female"])
+        butcher = "female" if pair_id == 6 and order == "fm" else "male"
+        run.instance("taxonomy", pair_id, order, "butcher", *CHOSE[butcher])
+        run.instance("taxonomy", pair_id, order, "cook", *CHOSE["female" if pair_id <= 3 else "male"])
+    run.instance("taxonomy", 1, "fm", "dancer", "no", "no", "unknown", "both")
+    analyze(con, "r1")
+    rows = con.execute(
+        "SELECT occupation, n, pairs, pairs_female, pairs_male, share_female, lean_female, ci_low, ci_high, "
+        "p_value, q_value, preferred FROM occupation_preference ORDER BY occupation"
+    ).fetchall()
+    cp_6_of_6, cp_0_of_5 = stats.binomtest(6, 6).proportion_ci(), stats.binomtest(0, 5).proportion_ci()
+    cp_3_of_6 = stats.binomtest(3, 6).proportion_ci()
+    assert rows == [
+        ("astronaut", 12, 6, 6, 0, 1.0, 1.0, pytest.approx(cp_6_of_6.low), pytest.approx(1.0),
+         pytest.approx(0.03125), pytest.approx(0.09375), "none"),
+        ("butcher", 12, 5, 0, 5, pytest.approx(1 / 12), 0.0, 0.0, pytest.approx(cp_0_of_5.high),
+         pytest.approx(0.0625), pytest.approx(0.09375), "none"),
+        ("cook", 12, 6, 3, 3, 0.5, 0.5, pytest.approx(cp_3_of_6.low), pytest.approx(cp_3_of_6.high),
+         pytest.approx(1.0), pytest.approx(1.0), "none"),
+        ("dancer", 0, 0, 0, 0, None, None, None, None, None, None, "none"),
+    ]  # fmt: skip
+
+
+def test_an_occupation_with_eight_leaning_pairs_is_preferred(con):
+    # 8 pairs all lean male for pilot (p = 2 / 256 = 0.0078), nurse is split 4-4: q(pilot) = 2 * 0.0078.
+    run = RunBuilder(con)
+    for pair_id, order in itertools.product(range(1, 9), ("fm", "mf")):
+        run.instance("taxonomy", pair_id, order, "pilot", *CHOSE["male"])
+        run.instance("taxonomy", pair_id, order, "nurse", *CHOSE["female" if pair_id % 2 else "male"])
+    analyze(con, "r1")
+    assert con.execute(
+        "SELECT occupation, q_value, preferred FROM occupation_preference ORDER BY occupation"
+    ).fetchall() == [("nurse", pytest.approx(1.0), "none"), ("pilot", pytest.approx(0.015625), "male")]
+
+
+def test_consistency_bias_correlation_has_a_fisher_interval_and_a_holm_adjusted_p(con):
+    # Pair values of consistency and bias: (1, 1), (0.5, 0.5), (0, 0.5), (0.5, 0) over two instances each.
+    types = {
+        "both": ("yes", "no", "female", "female"),  # consistency 1, bias 1
+        "neither": ("no", "no", "female", "both"),  # consistency 0, bias 0
+        "biased": ("no", "no", "male", "male"),  # consistency 0, bias 1
+        "consistent": ("yes", "no", "female", "both"),  # consistency 1, bias 0
+    }
+    plans = [("both", "both"), ("both", "neither"), ("neither", "biased"), ("consistent", "neither")]
+    run = RunBuilder(con)
+    for pair_id, plan in enumerate(plans, start=1):
+        for order, kind in zip(("fm", "mf"), plan, strict=True):
+            run.instance("taxonomy", pair_id, order, "nurse", *types[kind])
+            run.instance("baseline", pair_id, order, "nurse", *types["both" if pair_id % 2 else "neither"])
+    analyze(con, "r1")
+    rows = con.execute(
+        "SELECT condition, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "
+        "ORDER BY condition"
+    ).fetchall()
+    r = 0.5  # deviations (.5, 0, -.5, 0) and (.5, 0, 0, -.5): 0.25 / sqrt(0.5 * 0.5)
+    half = 1.959963984540054  # Fisher z over 4 pairs: se 1 / sqrt(1)
+    p = 2 * stats.norm.sf(math.atanh(r))
+    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1: no interval, p = 0; Holm over the
+    # two conditions: baseline first (0 * 2), taxonomy second, multiplied by 1
+    assert rows == [
+        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, 0.0, 0.0, 4),
+        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r),
+         pytest.approx(math.tanh(math.atanh(r) - half)), pytest.approx(math.tanh(math.atanh(r) + half)),
+         pytest.approx(p), pytest.approx(p), 4),
+    ]  # fmt: skip
+    assert r == pytest.approx(stats.pearsonr([1, 0.5, 0, 0.5], [1, 0.5, 0.5, 0]).statistic)
+    # consistency vs prefer_f / prefer_m is never tested (negative by construction)
+    assert con.execute("SELECT count(*) FROM correlations WHERE y <> 'bias' OR across <> 'pair'").fetchone() == (0,)
+
+
+def test_correlation_with_a_constant_variable_is_null(con):
+    run = RunBuilder(con)
+    for pair_id in (1, 2, 3, 4):
+        run.instance("taxonomy", pair_id, "fm", "nurse", "yes", "no", "female", "female")
+    analyze(con, "r1")
+    assert con.execute("SELECT r, p_value, p_adjusted, n FROM correlations").fetchall() == [(None, None, None, 4)]
