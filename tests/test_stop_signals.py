@@ -31,13 +31,14 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("seed") / "probe.duckdb"
 
 
-def start(server: FakeOpenAIServer, db_file: Path) -> subprocess.Popen[str]:
-    args = [
-        "run", "--backend", "openai", "--base-url", server.base_url, "--model", "m", "--pairs", "1",
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def command(server: FakeOpenAIServer, db_file: Path) -> list[str]:
+    return [
+        *CLI, "run", "--backend", "openai", "--base-url", server.base_url, "--model", "m", "--pairs", "1",
         "--occupations", "nurse", "--top-k", "1", "--run-id", "slow", "--db", str(db_file), "--quiet",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
@@ -57,7 +58,8 @@ def test_sigterm_while_waiting_on_the_server_exits_within_10_s_quietly(
 ) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: step) as server:
-        process = start(server, db_file)
+        process = subprocess.Popen(command(server, db_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=ENV)  # fmt: skip
         wait_for_requests(server, 8)
         sent = time.monotonic()
         for _ in range(signals):
@@ -66,8 +68,8 @@ def test_sigterm_while_waiting_on_the_server_exits_within_10_s_quietly(
         stdout, stderr = process.communicate(timeout=30)
         took = time.monotonic() - sent
         server.fault_plan = None
-        resumed = subprocess.run(start(server, db_file).args, capture_output=True, text=True, timeout=120,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)  # fmt: skip
+        resumed = subprocess.run(command(server, db_file), capture_output=True, text=True, timeout=120, env=ENV,
+                                 check=False)  # fmt: skip
     assert took < 10
     assert (process.returncode, stdout, stderr) == (128 + signal.SIGTERM, "", STOPPED)
     assert (resumed.returncode, resumed.stdout) == (0, "slow\n")
