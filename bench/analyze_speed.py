@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from bench.synthetic import answers_per_pair, create_synthetic_run
-from probe import db
-from probe.metrics import analyze
-from probe.vocabulary import CONDITIONS
+from probe.analysis.metrics import analyze
+from probe.common.vocabulary import CONDITIONS
+from probe.store import db
 
 RUN_ID = "bench"
 
@@ -40,7 +40,7 @@ def cli_analyze_seconds(path: Path) -> float:
 
 
 def in_process_analyze_seconds(path: Path) -> float:
-    """`probe.metrics.analyze` alone, on an open connection (re-analysis replaces the rows)."""
+    """`probe.analysis.metrics.analyze` alone, on an open connection (re-analysis replaces the rows)."""
     con = db.connect(path)
     try:
         started = time.perf_counter()

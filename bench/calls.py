@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from probe import db
-from probe.config import load_config
-from probe.dataset import Item, build_stage1, build_stage2
-from probe.plan import distinct_calls, half_granted
-from probe.selection import Selection, select
+from probe.answering.plan import distinct_calls, half_granted
+from probe.dataset.dataset import Item, build_stage1, build_stage2
+from probe.store import db
+from probe.store.config import load_config
+from probe.taxonomy.selection import Selection, select
 
 PROMPT_FORMAT = "chat"  # the default llamacpp backend's format
 

@@ -28,8 +28,8 @@ from scipy import optimize
 from scipy.special import expit
 
 from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, to_frames, true_values
-from probe.db import SCHEMA
-from probe.metrics import analyze, occupation_preference_rows
+from probe.analysis.metrics import analyze, occupation_preference_rows
+from probe.store.db import SCHEMA
 
 SIZES = (12, 20, 70)
 PLANTED = 10

@@ -27,7 +27,7 @@ import httpx
 
 from bench.llm import SLICE_ARGS, TimedRun, paper_minutes_estimate, timed_probe_run
 from probe.backends import llamacpp
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 
 CLEAR_MARGIN = 0.5  # nats between llama.cpp's best and second-best option
 

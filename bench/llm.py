@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 from probe.backends import create_backend
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 
 # The slice of the paper preset timed by `--quick` (and by bench.engines): the first name pair, these
 # occupations (office, manual, care, transport, science and teaching work, dance), all three conditions.

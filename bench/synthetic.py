@@ -16,8 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from probe import db
-from probe.vocabulary import CATEGORIES, CONDITIONS
+from probe.common.vocabulary import CATEGORIES, CONDITIONS
+from probe.store import db
 
 ATTRIBUTES_PER_CATEGORY = 5
 ELEMENTS_PER_CATEGORY = 40

@@ -37,7 +37,8 @@ def main() -> None:
     report_path, bodies_path, separator, *probe_args = sys.argv[1:]
     if separator != "--":
         raise SystemExit("usage: python -m bench.timed_run REPORT.json BODIES.jsonl -- PROBE ARGS")
-    from probe import pipeline, runner
+    from probe import pipeline
+    from probe.answering import runner
     from probe.cli import main as probe_main
 
     report: dict[str, object] = {

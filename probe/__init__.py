@@ -1,6 +1,6 @@
 """Taxonomy-grounded gender-bias probing of language models (after Zhang, "Taxonomy-based CheckList")."""
 
-from probe.version import __version__
+from probe.common.version import __version__
 
 __all__ = ["Run", "__version__", "open_run", "run"]
 

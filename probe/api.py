@@ -1,6 +1,6 @@
 """The Python API (DESIGN.md section 9): `probe.run(...)` and `probe.open_run(...)` return a `Run`.
 
-Keyword names are the RUN.toml settings (probe.config.RunConfig), and a run goes through the same
+Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
 pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from probe import pipeline
-from probe.db import DEFAULT_DB, connect
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.db import DEFAULT_DB, connect
 
 # answers(): the item (what was asked, prompt included) and the stored answer, one row per item.
 _ANSWERS_SQL = """

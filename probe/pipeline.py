@@ -13,14 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe import runner, runs, stopping
+from probe.answering import runner, runs
 from probe.backends import create_backend
-from probe.config import RunConfig, load_config
-from probe.dataset import check_templates
-from probe.db import connect, connect_or_snapshot
-from probe.errors import RunInterrupted, UserError
-from probe.selection import Selection, select, stored_selection
-from probe.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.common import stopping
+from probe.common.errors import RunInterrupted, UserError
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.dataset.dataset import check_templates
+from probe.store.config import RunConfig, load_config
+from probe.store.db import connect, connect_or_snapshot
+from probe.taxonomy.selection import Selection, select, stored_selection
 
 if TYPE_CHECKING:
     import duckdb
@@ -119,7 +120,7 @@ def _answer_with(
 
 def analyze(db: Path | str, run_id: str) -> None:
     """Compute a run's metrics into the database (replacing earlier ones), in one transaction."""
-    from probe.metrics import analyze as analyze_run  # statistics stack: load on use
+    from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
 
     if not Path(db).exists():
         raise UserError(f"{db}: no such database")

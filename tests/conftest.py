@@ -7,7 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from probe import db, pipeline
+from probe import pipeline
+from probe.store import db
 from tests.support import ONET_RELEASE, FakeBackend
 
 

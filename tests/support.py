@@ -15,8 +15,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe import db
 from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
+from probe.store import db
 
 # Tests may read ../shared (the O*NET release and name lists); the product never does.
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -81,9 +81,9 @@ class FakeBackend(BackendDefaults):
 def unknown_answers(path: Path, **settings: object) -> Path:
     """A replay file listing every item `probe run` would ask with these RunConfig settings (db included), each
     with an empty label: a run whose every answer is unknown, without a model."""
-    from probe.config import RunConfig
-    from probe.dataset import KEY_FIELDS
-    from probe.preview import preview
+    from probe.dataset.dataset import KEY_FIELDS
+    from probe.dataset.preview import preview
+    from probe.store.config import RunConfig
 
     items = preview(RunConfig(**settings), "chat")
     rows = [{field: getattr(item, field) for field in KEY_FIELDS} | {"label": None} for item in items]
@@ -257,7 +257,7 @@ def metric_values(con, condition, scope, key, names):
 
 
 def score_interval_reference(value: float, variance: float, pairs: int, instances: int) -> tuple[float, float]:
-    """The score interval of DESIGN section 5 written out independently of probe.statistics: every share m on a
+    """The score interval of DESIGN section 5 written out independently of probe.analysis.statistics: every share m on a
     grid of 2,000,001 points with (value - m)^2 <= t^2 * max(phi * (m (1 - m))^1.5, m (1 - m) / instances),
     phi = variance / (value (1 - value))^1.5, t the 97.5% quantile with pairs - 1 df."""
     from scipy import stats

@@ -10,9 +10,9 @@ import pytest
 
 from probe import pipeline
 from probe.backends.base import Query, Reply, answer_space, contract_error, decide_by_score, score_reply
-from probe.config import RunConfig
-from probe.dataset import build_as_if_all_granted
-from probe.errors import RunFailed
+from probe.common.errors import RunFailed
+from probe.dataset.dataset import build_as_if_all_granted
+from probe.store.config import RunConfig
 from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS, SINGLE, YES_NO, FakeBackend, query, seeded_copy
 
 
@@ -141,8 +141,8 @@ def test_runner_refuses_a_label_that_disagrees_with_its_scores(db_file: Path, mo
 
 
 def test_report_shows_the_decision_margin_per_qtype(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from probe import db
     from probe.report import render_report, summary
+    from probe.store import db
 
     run_id = run_with(ScoringBackend(), db_file, monkeypatch)
     con = db.connect(db_file)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import probe
 from probe.cli import app
-from probe.errors import UserError
+from probe.common.errors import UserError
 from tests.support import assert_one_line_error, fingerprint, query, unknown_answers
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "api_tour.py"
@@ -103,7 +103,8 @@ def test_a_bad_names_file_is_one_line_naming_the_row_and_writes_nothing(
 def test_names_nfc_normalised(tmp_path: Path, db_file: Path) -> None:
     names = tmp_path / "names.csv"
     names.write_text("female,male\nZoe\u0308,Rene\u0301\n")  # combining marks: stored composed
-    from probe import db, taxonomy
+    from probe.store import db
+    from probe.taxonomy import taxonomy
 
     con = db.connect(db_file)
     try:

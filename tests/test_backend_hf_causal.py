@@ -20,7 +20,7 @@ from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.cli import app
-from probe.errors import UserError
+from probe.common.errors import UserError
 from tests.support import MULTIPLE, YES_NO, query, seeded_copy
 from tests.tiny_models import build_causal_model, write_gguf
 

@@ -10,7 +10,7 @@ import torch
 from probe.backends.base import Option, Query
 from probe.backends.hf_qa import Encoded, HFQABackend, HFQASettings, candidate_spans, decide, span_scores
 from probe.backends.torch_device import Placement
-from probe.errors import UserError
+from probe.common.errors import UserError
 from tests.support import MULTIPLE, SINGLE, YES_NO
 from tests.tiny_models import build_qa_model
 

@@ -13,8 +13,8 @@ from probe.backends.base import Query
 from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp import LlamaCppBackend, check_gguf, create, settings_from
 from probe.backends.local import default_gguf
-from probe.config import RunConfig
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.config import RunConfig
 from tests.support import MULTIPLE, SINGLE, YES_NO
 
 CONTEXT = "Mary and John are applying for the same job. Mary is skilled in active listening."

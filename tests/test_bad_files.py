@@ -17,8 +17,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from probe import db
 from probe.cli import app
+from probe.store import db
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import assert_one_line_error, fingerprint, query, seeded_copy
 

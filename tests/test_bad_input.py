@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probe import prompts
 from probe.cli import app
-from probe.resources import resource_dir
+from probe.common.resources import resource_dir
+from probe.dataset import prompts
 from tests.support import (
     ANSWER_HEADER,
     ONET_RELEASE,

@@ -10,7 +10,7 @@ import pytest
 
 from bench.coverage import analyse_simulated, coverage, occupation_errors
 from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, overall_values, to_frames
-from probe.db import SCHEMA
+from probe.store.db import SCHEMA
 
 
 @pytest.mark.parametrize("world", [ParametricWorld(), ResampledWorld()], ids=["parametric", "resampled"])
@@ -34,9 +34,10 @@ def test_the_parametric_world_is_harder_than_real_runs() -> None:
 
 def test_intervals_cover_at_the_quick_presets_size() -> None:
     # 40 runs of 12 pairs: a method that ignored the pairs' skew (the clipped t interval) covered prefer_f
-    # 0.71 here; the score interval covers every headline metric in at least 37 of 40 runs.
+    # about 0.75 here. The score interval's coverage is 0.93-0.97 (BENCHMARKS.md, 400 runs); 40 runs give a
+    # binomial spread of +-0.035, so every metric must cover at least 34 of 40.
     shares = coverage(ParametricWorld(), pairs=12, runs=40, seed=11)
-    assert min(shares.values()) >= 37 / 40, shares
+    assert min(shares.values()) >= 34 / 40, shares
 
 
 def test_intervals_cover_a_real_runs_resampled_pairs_but_not_an_unseen_rare_pair() -> None:
@@ -44,8 +45,8 @@ def test_intervals_cover_a_real_runs_resampled_pairs_but_not_an_unseen_rare_pair
     # drawn with replacement miss it 35% of the time ((11/12)^12), and then no interval computed from the
     # pairs seen reaches the truth. That metric is the one exception (BENCHMARKS.md: 0.85 at 12 pairs).
     shares = coverage(ResampledWorld(), pairs=12, runs=40, seed=11)
-    assert min(share for metric, share in shares.items() if metric != "switch_m2f") >= 37 / 40, shares
-    assert shares["switch_m2f"] >= 0.8
+    assert min(share for metric, share in shares.items() if metric != "switch_m2f") >= 34 / 40, shares
+    assert shares["switch_m2f"] >= 0.75
 
 
 def test_occupation_list_keeps_its_error_rates_when_pairs_lean() -> None:

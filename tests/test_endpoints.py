@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import labels, seeded_copy
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from rich.table import Table
 
-from probe.errors import UserError
-from probe.escape import atomic_path, csv_cell, csv_safe, literal_console, markdown_text, write_atomic
-from probe.user_text import checked_text
+from probe.common.errors import UserError
+from probe.common.escape import atomic_path, csv_cell, csv_safe, literal_console, markdown_text, write_atomic
+from probe.common.user_text import checked_text
 
 
 def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:

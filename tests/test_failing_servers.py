@@ -23,7 +23,7 @@ from probe.backends.base import Query
 from probe.backends.http import MAX_REPLY_BYTES
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.cli import app
-from probe.errors import RunFailed
+from probe.common.errors import RunFailed
 from tests.fake_openai_server import FakeOpenAIServer, Step, prompt_hash
 from tests.support import YES_NO, query, seeded_copy
 

@@ -21,8 +21,8 @@ from support import interval_problems
 from test_report import first_named_choice, replay_run
 from typer.testing import CliRunner
 
-from probe import db
 from probe.cli import app
+from probe.store import db
 
 FEMALE_PLANTED = ("nurse", "secretary", "dancer")
 MALE_PLANTED = ("pilot", "butcher", "firefighter")
@@ -122,8 +122,8 @@ def test_quick_preset_is_large_enough_to_test() -> None:
     """The demo's preset: 12 pairs, so the occupation sign test over pairs can reach p < 0.05 after
     Benjamini-Hochberg over its 8 occupations for a lone discovery (2 / 4096 < 0.05 / 8), and the score
     intervals keep their coverage at that size (bench --coverage, BENCHMARKS.md)."""
-    from probe.config import load_config
-    from probe.statistics import binomial_min_p
+    from probe.analysis.statistics import binomial_min_p
+    from probe.store.config import load_config
 
     quick = load_config({"preset": "quick"})
     assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (12, 8, 1, ("taxonomy",))
@@ -138,9 +138,9 @@ def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
 
     from bench.coverage import analyse_simulated
     from bench.worlds import ResampledWorld, to_frames
-    from probe.db import SCHEMA
+    from probe.analysis.statistics import fisher_mde
     from probe.report.findings import occupation_testability
-    from probe.statistics import fisher_mde
+    from probe.store.db import SCHEMA
 
     con = duckdb.connect()
     con.execute(SCHEMA)

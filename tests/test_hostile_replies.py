@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
-from probe.escape import terminal_text
+from probe.common.escape import terminal_text
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import query, seeded_copy
 

@@ -10,7 +10,7 @@ import math
 import pytest
 from scipy import stats
 
-from probe.metrics import analyze
+from probe.analysis.metrics import analyze
 from tests.support import RunBuilder, metric, score_interval_reference
 
 CHOSE = {"female": ("yes", "no", "female", "female"), "male": ("no", "yes", "male", "male")}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from probe import pipeline
-from probe.config import RunConfig
-from probe.metric_registry import KINDS, METRICS
+from probe.analysis.metric_registry import KINDS, METRICS
 from probe.report.formatting import fmt_estimate
+from probe.store.config import RunConfig
 from tests.support import FakeBackend, query
 
 

@@ -9,10 +9,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from probe.analysis.metrics import analyze
 from probe.cli import app
-from probe.db import SCHEMA, connect
-from probe.errors import UserError
-from probe.metrics import analyze
+from probe.common.errors import UserError
+from probe.store.db import SCHEMA, connect
 from tests.support import RunBuilder, metric, metric_values, score_interval_reference, unknown_answers, wilson
 
 WIDE = {"COLUMNS": "200"}  # rich wraps table cells to the terminal width

@@ -7,8 +7,9 @@ import duckdb
 import pandas as pd
 import pytest
 
-from probe import db, onet_import, snapshot
-from probe.resources import resource_dir
+from probe.common.resources import resource_dir
+from probe.store import db, snapshot
+from probe.taxonomy import onet_import
 from tests.support import ONET_RELEASE, assert_one_line_error, invoke
 
 STORE_TABLES = (

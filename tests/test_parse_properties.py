@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from probe.backends.base import Option
 from probe.backends.parse import parse_option
-from probe.vocabulary import LABELS_BY_QTYPE, UNKNOWN
+from probe.common.vocabulary import LABELS_BY_QTYPE, UNKNOWN
 
 RESERVED = {"yes", "no", "both", "neither", "and", "or"}
 names = st.from_regex(r"[A-Z][a-z]{1,9}", fullmatch=True).filter(lambda name: name.lower() not in RESERVED)

@@ -8,9 +8,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from probe import pipeline, plan
+from probe import pipeline
+from probe.answering import plan
 from probe.cli import app
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 from tests.support import FakeBackend, fingerprint
 
 SMALL = ["--pairs", "2", "--occupations", "nurse,pilot", "--top-k", "2"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from probe import db
-from probe.config import load_config
-from probe.dataset import build_as_if_all_granted
-from probe.preview import sample
-from probe.selection import select
+from probe.dataset.dataset import build_as_if_all_granted
+from probe.dataset.preview import sample
+from probe.store import db
+from probe.store.config import load_config
+from probe.taxonomy.selection import select
 
 
 def test_preview_counts_the_whole_dataset_and_shows_the_first_items_of_every_kind(db_file: Path) -> None:

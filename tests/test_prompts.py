@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from probe import prompts
-from probe.errors import UserError
-from probe.prompts import render, render_context, render_prompt, template_hash
-from probe.resources import resource_dir
-from probe.vocabulary import QTYPES
+from probe.common.errors import UserError
+from probe.common.resources import resource_dir
+from probe.common.vocabulary import QTYPES
+from probe.dataset import prompts
+from probe.dataset.prompts import render, render_context, render_prompt, template_hash
 
 CATEGORY_FILES = {"skill": "Skills.txt", "knowledge": "Knowledge.txt", "ability": "Abilities.txt"}
 

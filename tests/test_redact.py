@@ -1,4 +1,4 @@
-"""Scrubbing keys from texts and URLs (probe/redact.py)."""
+"""Scrubbing keys from texts and URLs (probe/common/redact.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from probe.redact import host_port, register_secret, register_url_secrets, safe_url, scrub
+from probe.common.redact import host_port, register_secret, register_url_secrets, safe_url, scrub
 
 
 def test_known_keys_are_scrubbed_wherever_they_appear(monkeypatch: pytest.MonkeyPatch) -> None:

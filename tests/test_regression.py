@@ -1,4 +1,4 @@
-"""The clustered logistic regression (probe/regression.py): log-odds of S = female per occupation, errors
+"""The clustered logistic regression (probe/analysis/regression.py): log-odds of S = female per occupation, errors
 clustered by name pair, checked by hand and against statsmodels."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from probe.metrics import analyze
+from probe.analysis.metrics import analyze
 from tests.support import RunBuilder
 
 

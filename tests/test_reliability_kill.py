@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from probe import pipeline
 from probe.cli import app
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import FakeBackend, assert_one_line_error, labels, query, seeded_copy
 
@@ -240,7 +240,7 @@ import os, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from probe import pipeline
-from probe.config import RunConfig
+from probe.store.config import RunConfig
 from tests.support import FakeBackend
 
 class Slow(FakeBackend):

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from probe import pipeline
-from probe.config import RunConfig
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store.config import RunConfig
 
 COLUMNS = [
     "stage",

@@ -1,4 +1,4 @@
-"""Audit report and model comparison, built from replay runs analysed by probe.metrics.
+"""Audit report and model comparison, built from replay runs analysed by probe.analysis.metrics.
 
 Two scripted "models" answer the same dataset: `steady` picks the woman for nurse, secretary and dancer,
 the man for pilot and butcher, and alternates by pair for accountant; `first` always picks whoever is
@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe import db, pipeline, report
+from probe import pipeline, report
 from probe.cli import app
-from probe.config import RunConfig
-from probe.errors import UserError
+from probe.common.errors import UserError
+from probe.store import db
+from probe.store.config import RunConfig
 from tests.support import interval_problems
 
 OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from probe import pipeline
 from probe.backends.base import Query, Reply
 from probe.cli import app
-from probe.config import RunConfig, load_config
-from probe.errors import RunFailed, UserError
-from probe.export import export_run
+from probe.common.errors import RunFailed, UserError
+from probe.report.export import export_run
+from probe.store.config import RunConfig, load_config
 from tests.support import ANSWER_HEADER, FakeBackend, labels, query, unknown_answers
 
 PAIRS = 2

@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
-from probe.errors import RunFailed
-from probe.redact import MASK
+from probe.common.errors import RunFailed
+from probe.common.redact import MASK
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import seeded_copy
 

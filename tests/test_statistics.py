@@ -1,4 +1,4 @@
-"""Interval and test rules (probe/statistics.py), on small fixed inputs and against outside references."""
+"""Interval and test rules (probe/analysis/statistics.py), on small fixed inputs and against outside references."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from probe import statistics
-from probe.statistics import PairEstimate
+from probe.analysis import statistics
+from probe.analysis.statistics import PairEstimate
 from tests.support import score_interval_reference
 
 

@@ -7,9 +7,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from probe import db, taxonomy
-from probe.errors import UserError
-from probe.resources import resource_dir
+from probe.common.errors import UserError
+from probe.common.resources import resource_dir
+from probe.store import db
+from probe.taxonomy import taxonomy
 from tests.support import SHARED, assert_one_line_error, invoke
 
 UNQOVER = SHARED / "data" / "names_occupations" / "unqover" / "word_lists"

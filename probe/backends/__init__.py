@@ -1,5 +1,8 @@
 """Backends: the registry of what each backend is, its module imported lazily (`--backend replay` never loads torch).
 
+Enters: `Query`s and a backend's own settings (`settings_from(RunConfig)`).
+Leaves: `Reply`s (canonical label, raw text, option scores, how decided); each backend's `BackendInfo`.
+
 A backend is one module here plus one line in BACKENDS. The module exposes `settings_from(config: RunConfig)`,
 which picks the run settings that backend uses into its own settings object, and `create(settings) -> Backend`
 (backends/base.py: the answers contract, `labels_are_data`, the `finish` hook). The registry line declares what
@@ -14,13 +17,13 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from probe.backends.base import Backend
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Every backend (extractive QA, causal LM, OpenAI-compatible API, embedded llama.c
 `Backend`; the runner knows nothing else about models. A backend owns its identity (model file hash,
 decoding settings, decision rule), what of a query its answer depends on (the cache key parts), whether its
 labels are data (replay) and what it checks once the run is asked (`finish`). It answers the dataset's
-`Query`s (probe/questions.py).
+`Query`s (probe/dataset/questions.py).
 
 The answers contract (DESIGN.md sections 4 and 6): a reply says how its label was decided (`decided_by`).
 `score`: `scores` maps every canonical label of the item's answer space to the natural-log likelihood of
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from probe.questions import Option, Query
-from probe.vocabulary import DECIDED_BY, LABELS_BY_QTYPE, UNKNOWN
+from probe.common.vocabulary import DECIDED_BY, LABELS_BY_QTYPE, UNKNOWN
+from probe.dataset.questions import Option, Query
 
 
 @dataclass(frozen=True)

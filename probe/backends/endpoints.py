@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 
 from probe.backends.base import Backend, BackendDefaults, Query, Reply
-from probe.errors import RunFailed
+from probe.common.errors import RunFailed
 
 
 def split_urls(base_url: str | None) -> list[str]:

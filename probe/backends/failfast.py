@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from probe.errors import RunFailed
+from probe.common.errors import RunFailed
 
 STRIKES = 3  # failed attempts of one item (a flapping server rarely fails one item three times in a row)
 STRUCK_ITEMS = 4  # struck items, with no success anywhere, that stop the run

@@ -29,11 +29,11 @@ from probe.backends.local import check_decoding, default_gguf, idle_cores, quiet
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
-from probe.errors import UserError
-from probe.vocabulary import UNKNOWN
+from probe.common.errors import UserError
+from probe.common.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
 # Nodes per token tree (one forward pass). The mask is dense, so attention grows with its square; at 1024

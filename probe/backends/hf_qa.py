@@ -31,11 +31,11 @@ from probe.backends.base import BackendDefaults, Option, Query, Reply, default_c
 from probe.backends.fingerprint import model_fingerprint
 from probe.backends.local import quiet_transformers
 from probe.backends.torch_device import Placement, resolve_placement
-from probe.errors import UserError
-from probe.vocabulary import UNKNOWN
+from probe.common.errors import UserError
+from probe.common.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 MAX_ANSWER_TOKENS = 30
 MAX_SEQUENCE_TOKENS = 512

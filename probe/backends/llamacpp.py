@@ -24,10 +24,10 @@ from probe.backends.fingerprint import file_sha256
 from probe.backends.llamacpp_score import LlamaCppScorer
 from probe.backends.local import check_decoding, default_gguf, idle_cores, machine_cores
 from probe.backends.openai_api import ApiSettings, OpenAIBackend
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 if TYPE_CHECKING:
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens

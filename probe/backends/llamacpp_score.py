@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from probe.backends.base import Option, Query, Reply, score_reply
-from probe.vocabulary import UNKNOWN
+from probe.common.vocabulary import UNKNOWN
 
 FORCE_BIAS = 1000.0  # added to the forced token's logit: no other token can win the greedy pick
 # The throwaway token of a breaker request (token 0 is a special token that no prompt holds; if C[-2] is

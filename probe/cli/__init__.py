@@ -1,4 +1,10 @@
-"""`probe` command line. Each command group lives in its own module and registers itself on `app`."""
+"""`probe` command line. Each command group lives in its own module and registers itself on `app`.
+
+The entry layer, with probe/pipeline.py and probe/api.py beside this package: both the CLI and the API take
+the one path of pipeline.py through every step.
+Enters: command lines (and, through api.py, API calls).
+Leaves: printed tables (tables.py) and paths, exit codes.
+"""
 
 from probe.cli import (
     analyze_cmd,  # noqa: F401  (registers commands)

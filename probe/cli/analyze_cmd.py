@@ -7,8 +7,8 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect
-from probe.escape import literal_console
+from probe.common.escape import literal_console
+from probe.store.db import DEFAULT_DB, connect
 
 
 def print_headline(db: Path | str, run_id: str) -> None:

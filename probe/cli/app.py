@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from probe.db import write_failure
-from probe.errors import RunFailed, UserError
-from probe.escape import terminal_text
-from probe.redact import scrub
-from probe.version import __version__
+from probe.common.errors import RunFailed, UserError
+from probe.common.escape import terminal_text
+from probe.common.redact import scrub
+from probe.common.version import __version__
+from probe.store.db import write_failure
 
 
 class _OneLineUserErrors(TyperGroup):

@@ -9,8 +9,8 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB
-from probe.escape import terminal_text
+from probe.common.escape import terminal_text
+from probe.store.db import DEFAULT_DB
 
 if TYPE_CHECKING:
     from probe.report import ReportFiles

@@ -9,17 +9,19 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline, plan, preview
+from probe import pipeline
+from probe.answering import plan
 from probe.backends import backend_help, backend_info
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
-from probe.config import PRESETS, RunConfig
-from probe.db import DEFAULT_DB, connect, write_failure
-from probe.errors import UserError
-from probe.escape import terminal_text
-from probe.export import export_run
-from probe.prompts import PROMPT_FORMATS
+from probe.common.errors import UserError
+from probe.common.escape import terminal_text
+from probe.dataset import preview
+from probe.dataset.prompts import PROMPT_FORMATS
+from probe.report.export import export_run
+from probe.store.config import PRESETS, RunConfig
+from probe.store.db import DEFAULT_DB, connect, write_failure
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")

@@ -9,11 +9,11 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from probe import runs
+from probe.answering import runs
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect_or_snapshot
-from probe.escape import literal_console, terminal_text
-from probe.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
+from probe.common.escape import literal_console, terminal_text
+from probe.common.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
+from probe.store.db import DEFAULT_DB, connect_or_snapshot
 
 
 @app.command("runs")

@@ -7,9 +7,9 @@ import duckdb
 import pandas as pd
 from rich.table import Table
 
-from probe.metric_registry import TABLE_METRICS
-from probe.statistics import SIGNIFICANCE, binomial_min_p
-from probe.vocabulary import CONDITIONS, STAGE1_CONDITION
+from probe.analysis.metric_registry import TABLE_METRICS
+from probe.analysis.statistics import SIGNIFICANCE, binomial_min_p
+from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 
 
 def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:

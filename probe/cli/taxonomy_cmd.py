@@ -6,10 +6,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from probe import onet_import, taxonomy
 from probe.cli.app import DbOption, app
-from probe.db import DEFAULT_DB, connect
-from probe.escape import literal_console, terminal_text
+from probe.common.escape import literal_console, terminal_text
+from probe.store.db import DEFAULT_DB, connect
+from probe.taxonomy import onet_import, taxonomy
 
 taxonomy_app = typer.Typer(help="The O*NET occupation-attribute store.", no_args_is_help=True)
 app.add_typer(taxonomy_app, name="taxonomy")

@@ -1,8 +1,12 @@
 """Fairness audit report of one run, and the comparison of several runs (models).
 
+Enters: an analysed run (or several).
+Leaves: `report.json` (the document), and `report.html` / `report.md` rendered from it (templates/);
+comparisons; exported items and answers (export.py).
+
 The document (`report.json`, document.py) is read from the tables the analyzers fill (`metrics`,
 `occupation_preference`, `correlations`, `regression`), the run record and the run's items; metric formulas
-live in `probe.metrics` only. The pages are rendered from the document alone (render.py), so a report is
+live in `probe.analysis.metrics` only. The pages are rendered from the document alone (render.py), so a report is
 three files that say the same: the JSON document for pipelines, a self-contained HTML page (inline CSS and
 SVG figures, no network, no script needed) and a Markdown summary. A comparison goes the same way
 (compare_summary -> compare.json -> render_comparison).

@@ -9,8 +9,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.errors import UserError
-from probe.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights
+from probe.common.errors import UserError
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -23,7 +24,6 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
-from probe.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights
 
 # ---------------------------------------------------------------------------------------------- compare
 
@@ -52,7 +52,7 @@ def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.D
     outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
     the one definition in probe/metrics.sql.
     """
-    from probe.metrics import metric_queries
+    from probe.analysis.metrics import metric_queries
 
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": run_id})

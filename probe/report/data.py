@@ -13,10 +13,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from probe.analysis.statistics import SIGNIFICANCE, binomial_min_p
 from probe.backends import BACKENDS
-from probe.errors import UserError
-from probe.statistics import SIGNIFICANCE, binomial_min_p
-from probe.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
+from probe.common.errors import UserError
+from probe.common.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
@@ -80,7 +80,7 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
         return False
     if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
         raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
-    from probe.metrics import analyze
+    from probe.analysis.metrics import analyze
 
     analyze(con, run_id)
     return True

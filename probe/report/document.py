@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from probe.common.vocabulary import CONDITIONS
 from probe.report.data import (
     SCHEMA_VERSION,
     decision_margins,
@@ -23,7 +24,6 @@ from probe.report.data import (
 )
 from probe.report.findings import headline, occupation_testability, testability
 from probe.report.items import drilldown
-from probe.vocabulary import CONDITIONS
 
 PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS, FIGURE1_METRICS
+from probe.common.vocabulary import CONDITIONS
 from probe.report.data import order_index
-from probe.vocabulary import CONDITIONS
 
 GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
 CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#44AA99"}

@@ -16,10 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from probe.metric_registry import METRICS
-from probe.report.data import CONDITIONS, clean, order_index
-from probe.report.formatting import fmt_num, fmt_p, fmt_pct
-from probe.statistics import (
+from probe.analysis.metric_registry import METRICS
+from probe.analysis.statistics import (
     FISHER_METHOD,
     OCCUPATION_TEST,
     SCORE_METHOD,
@@ -28,6 +26,8 @@ from probe.statistics import (
     binomial_min_p,
     fisher_mde,
 )
+from probe.report.data import CONDITIONS, clean, order_index
+from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 
 NO_INTERVAL = "no interval can be estimated (fewer than 2 name pairs with valid instances)"
 NOT_TESTABLE = "not testable at this size"

@@ -13,9 +13,23 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from probe.errors import UserError
-from probe.escape import markdown_text, write_atomic
-from probe.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, LEADERBOARD_METRICS, METRICS, TABLE_METRICS
+from probe.analysis.metric_registry import (
+    COMPARED_METRICS,
+    FIGURE1_METRICS,
+    LEADERBOARD_METRICS,
+    METRICS,
+    TABLE_METRICS,
+)
+from probe.analysis.statistics import (
+    CLUSTERED_METHOD,
+    OCCUPATION_TEST,
+    PERCENTILE_METHOD,
+    SCORE_METHOD,
+    WITHIN_PAIR_METHOD,
+)
+from probe.common.errors import UserError
+from probe.common.escape import markdown_text, write_atomic
+from probe.common.vocabulary import COMPLETE, CONDITIONS
 from probe.report.compare import compare_summary
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
@@ -30,16 +44,8 @@ from probe.report.figures import (
 )
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN
-from probe.statistics import (
-    CLUSTERED_METHOD,
-    OCCUPATION_TEST,
-    PERCENTILE_METHOD,
-    SCORE_METHOD,
-    WITHIN_PAIR_METHOD,
-)
-from probe.vocabulary import COMPLETE, CONDITIONS
 
-_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+_TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ONET_ATTRIBUTION = (
     "This includes information from the O*NET Database by the U.S. Department of Labor, Employment and "
     "Training Administration (USDOL/ETA). Used under the CC BY 4.0 license. O*NET\u00ae is a trademark of "

@@ -18,8 +18,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from probe.errors import UserError
-from probe.snapshot import seed_if_empty  # imports nothing that imports db
+from probe.common.errors import UserError
+from probe.store.snapshot import seed_if_empty  # imports nothing that imports db
 
 DEFAULT_DB = Path("runs/probe.duckdb")
 

@@ -18,8 +18,8 @@ from typing import NoReturn
 
 import jinja2
 
-from probe.errors import UserError
-from probe.resources import resource_dir
+from probe.common.errors import UserError
+from probe.common.resources import resource_dir
 
 PROMPT_FORMATS = ("qa", "chat", "completion")
 

@@ -1,7 +1,7 @@
 """The project's words, each defined once (DESIGN.md sections 3 and 4): every other module imports them from here.
 
 Stored values (items.condition, items.qtype, answers.label, answers.decided_by, runs.status) are these
-strings; SQL files spell them too (probe/metrics.sql), and tests/test_structure.py keeps Python from
+strings; SQL files spell them too (probe/analysis/metrics.sql), and tests/test_structure.py keeps Python from
 spelling them anywhere else.
 """
 

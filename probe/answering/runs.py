@@ -13,17 +13,17 @@ from importlib.metadata import PackageNotFoundError, version
 import duckdb
 import pandas as pd
 
-from probe import db
 from probe.backends import BACKENDS
 from probe.backends.base import Backend
-from probe.config import RunConfig
-from probe.errors import UserError
-from probe.escape import valid_unicode
-from probe.prompts import template_hash
-from probe.redact import MASK, scrub
-from probe.selection import Selection
-from probe.version import __version__
-from probe.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
+from probe.common.errors import UserError
+from probe.common.escape import valid_unicode
+from probe.common.redact import MASK, scrub
+from probe.common.version import __version__
+from probe.common.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
+from probe.dataset.prompts import template_hash
+from probe.store import db
+from probe.store.config import RunConfig
+from probe.taxonomy.selection import Selection
 
 # The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
 CORE_PACKAGES = ("duckdb", "jinja2", "pandas")

@@ -1,8 +1,8 @@
 """Analyzers: answers -> metrics, occupation preferences, correlations and a clustered regression.
 
-The metric definitions (DESIGN.md section 5) live as SQL in probe/metrics.sql; DuckDB does the pivot and
+The metric definitions (DESIGN.md section 5) live as SQL in probe/analysis/metrics.sql; DuckDB does the pivot and
 every count. This module only does what SQL is the wrong tool for: intervals and tests over name pairs
-(probe/statistics.py), the occupation sign tests with Benjamini-Hochberg, correlations and the regression.
+(probe/analysis/statistics.py), the occupation sign tests with Benjamini-Hochberg, correlations and the regression.
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from probe import db
-from probe.errors import UserError
-from probe.metric_registry import (
+from probe.analysis.metric_registry import (
     METRICS,
     POOLED_OVERALL_METRICS,
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
-from probe.regression import regression_rows
-from probe.statistics import (
+from probe.analysis.regression import regression_rows
+from probe.analysis.statistics import (
     SIGNIFICANCE,
     PairEstimate,
     clopper_pearson,
@@ -35,6 +33,8 @@ from probe.statistics import (
     ratio_variance,
     wilson_interval,
 )
+from probe.common.errors import UserError
+from probe.store import db
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",

@@ -1,9 +1,9 @@
 """The taxonomy a new database starts with: the shipped O*NET snapshot, the curated occupations, the name pairs.
 
-`probe.db.connect` seeds every new database from taxonomy/ (the tables of one imported release, written by
+`probe.store.db.connect` seeds every new database from taxonomy/ (the tables of one imported release, written by
 `write_snapshot`), so nothing needs an O*NET download. The curated occupations (taxonomy/occupations.csv)
 are read like a user's occupations CSV and their top-k attributes derived with the one ranking query here.
-This module does not import probe.db, so the store can seed itself without an import cycle.
+This module does not import probe.store.db, so the store can seed itself without an import cycle.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from probe.errors import UserError
-from probe.resources import resource_dir
-from probe.staging import read_header, sql_string, stage_file
-from probe.user_text import checked_text
-from probe.vocabulary import CATEGORIES
+from probe.common.errors import UserError
+from probe.common.resources import resource_dir
+from probe.common.staging import read_header, sql_string, stage_file
+from probe.common.user_text import checked_text
+from probe.common.vocabulary import CATEGORIES
 
 DEFAULT_TOP_K = 5
 OCCUPATIONS_CSV_COLUMNS = ("occupation", "soc_code", "onet_title", "note")
@@ -123,7 +123,7 @@ def refresh_curated_occupations(con: duckdb.DuckDBPyConnection) -> int:
 def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
     """Fill a new database from the shipped snapshot and curated lists (a no-op once they are there).
 
-    Runs on every writable open, inside probe.db.connect's transaction (so a seed is all or nothing); the
+    Runs on every writable open, inside probe.store.db.connect's transaction (so a seed is all or nothing); the
     check is one cheap query per table group.
     """
     onet_empty = con.execute("SELECT count(*) = 0 FROM attribute_ratings").fetchall()[0][0]

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from probe.db import DEFAULT_DB
-from probe.errors import UserError
-from probe.redact import safe_url
-from probe.vocabulary import CONDITIONS
+from probe.common.errors import UserError
+from probe.common.redact import safe_url
+from probe.common.vocabulary import CONDITIONS
+from probe.store.db import DEFAULT_DB
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
 OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",
@@ -287,7 +287,7 @@ def load_config(
 ) -> RunConfig:
     """Preset < stored run < RUN.toml < flags. `cli` maps field names to flag values; None = not given.
 
-    `stored`: the settings of the run being resumed (probe.runs.stored_settings), so `--run-id` alone is enough.
+    `stored`: the resumed run's settings (probe.answering.runs.stored_settings), so `--run-id` alone is enough.
     """
     given = _parse_settings(
         {name: value for name, value in cli.items() if value is not None},

@@ -1,7 +1,7 @@
 """Every metric once: name, label, definition, direction and format (DESIGN.md section 5 for the formulas).
 
 The analyzers, the audit report and the comparison all read their metric lists, labels and definitions
-from here; the SQL in probe/metrics.sql computes the values.
+from here; the SQL in probe/analysis/metrics.sql computes the values.
 """
 
 from __future__ import annotations

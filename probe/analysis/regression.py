@@ -1,6 +1,6 @@
 """Clustered logistic regression of [S = female]: overall and per occupation, errors clustered by name pair.
 
-Split from probe/metrics.py (which calls `regression_rows`) because the closed-form sandwich is its own piece
+Split from probe/analysis/metrics.py (which calls `regression_rows`) because the closed-form sandwich is its own piece
 of statistics with its own tests.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from probe.statistics import CONFIDENCE
+from probe.analysis.statistics import CONFIDENCE
 
 
 def regression_rows(cells: pd.DataFrame) -> pd.DataFrame:

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from probe import taxonomy
-from probe.config import RunConfig
+from probe.store.config import RunConfig
+from probe.taxonomy import taxonomy
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Reads the tables of DESIGN.md section 4: `attribute_ratings` (one row per O*NET-
 element, with importance IM 1-5 and level LV 0-7), `occupations` (the curated occupations of
 taxonomy/occupations.csv), `occupation_attributes` (their top-k per category) and `name_pairs`.
 `onet_occupations` and `onet_alternate_titles` hold all 1,016 O*NET titles for search. They are filled by
-probe.snapshot (a new database) and probe.onet_import (another release).
+probe.store.snapshot (a new database) and probe.taxonomy.onet_import (another release).
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from probe.errors import UserError
-from probe.snapshot import (
+from probe.common.errors import UserError
+from probe.common.staging import first_row, stage_file
+from probe.common.user_text import checked_text
+from probe.common.vocabulary import ANSWER_WORDS, CATEGORIES
+from probe.store.snapshot import (
     DEFAULT_TOP_K,
     OCCUPATIONS_CSV_COLUMNS,
     TOP_ATTRIBUTES_SQL,
     read_occupations_csv,
 )
-from probe.staging import first_row, stage_file
-from probe.user_text import checked_text
-from probe.vocabulary import ANSWER_WORDS, CATEGORIES
 
 _SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from probe.redact import scrub
+from probe.common.redact import scrub
 
 
 class UserError(Exception):
@@ -13,7 +13,7 @@ class UserError(Exception):
     def show(self) -> None:
         """One line on stderr: no key (a server's reply may echo it), no raw control character (it may hold
         escape sequences, as may a file's contents or a flag)."""
-        from probe.escape import terminal_text  # pandas and rich: not for every importer of errors
+        from probe.common.escape import terminal_text  # pandas and rich: not for every importer of errors
 
         print(f"error: {terminal_text(scrub(' '.join(str(self).splitlines())))}", file=sys.stderr)
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.prompts import render_context, render_prompt
-from probe.questions import Option, Query
-from probe.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
+from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
+from probe.dataset.prompts import render_context, render_prompt
+from probe.dataset.questions import Option, Query
 
 YES_NO = (Option("yes", "yes"), Option("no", "no"))
 BOTH_NEITHER = (Option("both", "both"), Option("neither", "neither"))

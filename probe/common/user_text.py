@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 _REFUSED_CATEGORIES = {"Cf": "an invisible format character", "Cc": "a control character"}
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from probe.errors import RunInterrupted
+from probe.common.errors import RunInterrupted
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _requested: list[int] = []  # the signals received while on_signals() is active

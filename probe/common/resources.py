@@ -6,7 +6,7 @@ repository root, so there is one copy of each file.
 
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # probe/ (this module is probe/common/resources.py)
 
 
 def resource_dir(name: str) -> Path:

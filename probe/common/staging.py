@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from probe.errors import UserError
+from probe.common.errors import UserError
 
 
 def sql_string(text: str) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probe import db
-from probe.errors import UserError
-from probe.escape import atomic_path, csv_safe
-from probe.runs import stored_run
+from probe.answering.runs import stored_run
+from probe.common.errors import UserError
+from probe.common.escape import atomic_path, csv_safe
+from probe.store import db
 
 EXPORT_FORMATS = ("parquet", "csv")
 

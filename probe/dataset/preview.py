@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe import db
-from probe.config import RunConfig
-from probe.dataset import Item, build_as_if_all_granted
-from probe.selection import Selection, select
+from probe.dataset.dataset import Item, build_as_if_all_granted
+from probe.store import db
+from probe.store.config import RunConfig
+from probe.taxonomy.selection import Selection, select
 
 Kind = tuple[int, str, str]  # stage, qtype, condition
 

@@ -30,14 +30,15 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe import db, stopping
 from probe.backends.base import Backend, Reply, contract_error
-from probe.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
-from probe.errors import RunFailed
-from probe.escape import valid_unicode
-from probe.redact import scrub
-from probe.selection import Selection
-from probe.vocabulary import UNKNOWN
+from probe.common import stopping
+from probe.common.errors import RunFailed
+from probe.common.escape import valid_unicode
+from probe.common.redact import scrub
+from probe.common.vocabulary import UNKNOWN
+from probe.dataset.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
+from probe.store import db
+from probe.taxonomy.selection import Selection
 
 ANSWER_COLUMNS = (
     "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import duckdb
 
-from probe import db
 from probe.backends import backend_info
-from probe.config import RunConfig
-from probe.dataset import Item, build_stage1, build_stage2
-from probe.selection import select
+from probe.dataset.dataset import Item, build_stage1, build_stage2
+from probe.store import db
+from probe.store.config import RunConfig
+from probe.taxonomy.selection import select
 
 CONFIRM_OVER_S = 30 * 60
 MIN_MEASURED_CALLS = 20

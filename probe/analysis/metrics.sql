@@ -1,4 +1,4 @@
--- Every metric of DESIGN.md section 5, as SQL. probe/metrics.py loads this file by query name and does
+-- Every metric of DESIGN.md section 5, as SQL. probe/analysis/metrics.py loads this file by query name and does
 -- only the statistics (intervals over name pairs, tests, regression) in Python.
 -- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed.
 

@@ -2,7 +2,7 @@
 
 Every file is read into staging tables and validated (errors name the file and line) before one
 transaction swaps the tables; the curated occupations and their top-k attributes are then re-derived.
-`python -m probe.onet_import RELEASE [OUT_DIR]` regenerates the snapshot in taxonomy/.
+`python -m probe.taxonomy.onet_import RELEASE [OUT_DIR]` regenerates the snapshot in taxonomy/.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path, PurePosixPath
 
 import duckdb
 
-from probe import db
-from probe.errors import UserError
-from probe.resources import resource_dir
-from probe.snapshot import refresh_curated_occupations, write_snapshot
-from probe.staging import first_problem, first_row, stage_file
-from probe.vocabulary import CATEGORIES
+from probe.common.errors import UserError
+from probe.common.resources import resource_dir
+from probe.common.staging import first_problem, first_row, stage_file
+from probe.common.vocabulary import CATEGORIES
+from probe.store import db
+from probe.store.snapshot import refresh_curated_occupations, write_snapshot
 
 # Category -> release file, in the order of CATEGORIES.
 RATING_FILES = dict(zip(CATEGORIES, ("Skills.txt", "Knowledge.txt", "Abilities.txt"), strict=True))
@@ -263,9 +263,9 @@ def build_snapshot(release: Path, out_dir: Path) -> dict:
 
 
 def main(argv: Sequence[str]) -> None:
-    """`python -m probe.onet_import RELEASE [OUT_DIR]`: regenerate the shipped snapshot from an O*NET release."""
+    """`python -m probe.taxonomy.onet_import RELEASE [OUT_DIR]`: regenerate the shipped snapshot from a release."""
     if len(argv) not in (1, 2):
-        sys.exit("usage: python -m probe.onet_import RELEASE_FOLDER_OR_ZIP [OUT_DIR (default: taxonomy/)]")
+        sys.exit("usage: python -m probe.taxonomy.onet_import RELEASE_FOLDER_OR_ZIP [OUT_DIR (default: taxonomy/)]")
     out_dir = Path(argv[1]) if len(argv) == 2 else resource_dir("taxonomy")
     summary = build_snapshot(Path(argv[0]), out_dir)
     print(f"wrote the snapshot of {summary['release']} to {out_dir}: {summary}")
