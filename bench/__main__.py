@@ -5,6 +5,7 @@
     .venv/bin/python -m bench --only calls,analyze
     .venv/bin/python -m bench --coverage # interval coverage per metric and occupation FWER/FDR (~20 minutes)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
+    .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ def _prefix(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _unusable(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.unusable import measure
+
+    return measure(folder)
+
+
 BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "calls": _calls,
     "analyze": _analyze,
@@ -99,6 +106,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "engines": _engines,
     "coverage": _coverage,
     "gpu": _gpu,
+    "unusable": _unusable,
 }
 
 

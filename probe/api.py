@@ -51,6 +51,7 @@ class Run:
         return files.markdown if Path(path).suffix.lower() == ".md" else files.html
 
     def _query(self, sql: str, *, analysed: bool = False) -> pd.DataFrame:
+        _check_exists(self.run_id, self.db)
         if analysed:
             pipeline.analyze_if_needed(self.db, self.run_id)
         con = connect(self.db, read_only=True)
@@ -74,6 +75,14 @@ def run(**settings: object) -> Run:
 
 def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
     """The stored run `run_id` of database `db`."""
+    _check_exists(run_id, db)
+    return Run(run_id, str(db))
+
+
+def _check_exists(run_id: object, db: str | Path) -> None:
+    """A run id that is not a string, or names no run of `db`, is the caller's mistake: say so, not DuckDB."""
+    if not isinstance(run_id, str):
+        raise UserError(f"run_id: expected a run id (a string), got {run_id!r}")
     con = connect(db, read_only=True)
     try:
         found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
@@ -81,4 +90,3 @@ def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
         con.close()
     if not found:
         raise UserError(f"{run_id}: no such run in {db}")
-    return Run(run_id, str(db))

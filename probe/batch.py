@@ -15,7 +15,7 @@ questions go out in files instead of live requests:
    them). An item already answered is left as it is, so importing a file again changes nothing. When stage
    2 is answered the run is complete and analysed.
 
-Requests: decoding `generate` - the live openai backend's request body (openai_api.generation_request),
+Requests: decoding `generate` - the live openai backend's request body (openai_request.generation_request),
 the reply text parsed into an option; decoding `score` (completion-format runs only: a batch file cannot
 apply a chat template) - one /v1/completions request per item whose prompt lists context + option for
 every option with `echo` and `logprobs`, the option's score the sum of the log-probabilities of the
@@ -37,13 +37,8 @@ from probe import pipeline
 from probe.answering import runs
 from probe.backends.base import Query, Reply, score_reply
 from probe.backends.model_input import completion_pair
-from probe.backends.openai_api import (
-    COMPLETIONS_PATH,
-    ApiSettings,
-    generated_reply,
-    generation_request,
-    resolve_api_mode,
-)
+from probe.backends.openai_api import ApiSettings, resolve_api_mode
+from probe.backends.openai_request import COMPLETIONS_PATH, generated_reply, generation_request
 from probe.common.errors import UserError
 from probe.common.vocabulary import BATCH, COMPLETE
 from probe.dataset.dataset import Item, check_templates
@@ -80,7 +75,9 @@ class BatchTarget:
 
     def request(self, query: Query) -> tuple[str, dict[str, Any]]:
         if self.settings.decoding == "generate":
-            return generation_request(self.settings, query)
+            settings = self.settings
+            return generation_request(query, model=settings.model, max_tokens=settings.max_tokens,
+                                      constrain=settings.constrain, api_mode=settings.api_mode)  # fmt: skip
         prompts = ["".join(completion_pair(query, option.text)) for option in query.options]
         return COMPLETIONS_PATH, {"model": self.settings.model, "prompt": prompts, "max_tokens": 1,
                                   "temperature": 0.0, "echo": True, "logprobs": 0}  # fmt: skip

@@ -13,14 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probe.answering import runner, runs, stopping
+from probe.answering import runner, runs
 from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
+from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
 from probe.dataset.dataset import check_templates
 from probe.store.config import RunConfig, load_config
-from probe.store.db import connect
+from probe.store.db import connect, connect_or_snapshot
 from probe.taxonomy.selection import Selection, select, stored_selection
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def settings(flags: Mapping[str, object], config_file: Path | None = None) -> Ru
         return config
     con = connect(config.db, read_only=True)
     try:
-        stored = runs.stored_settings(con, config.run_id)
+        stored = runs.stored_settings(con, config.run_id, given_base_url=config.base_url)
     finally:
         con.close()
     return config if stored is None else load_config(flags, config_file, stored=stored)
@@ -112,8 +113,10 @@ def _answer_with(
             quiet=config.quiet,
         )
     except BaseException as exc:
+        runs.record_served_models(con, run_id, backend)
         runs.set_status(con, run_id, INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED)
         raise
+    runs.record_served_models(con, run_id, backend)
     runs.set_status(con, run_id, COMPLETE)
     return run_id
 
@@ -176,7 +179,7 @@ def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tup
     db = Path(db)
     if not db.exists():
         raise UserError(f"{db}: no such database")
-    con = connect(db)
+    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: reported as of now, from a copy
     try:
         analysed_now = ensure_analysed(con, run_id)
         return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now

@@ -31,12 +31,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # ok | status | slow | broken_json | drop | echo | huge | huge_chunked
+    kind: str  # ok | status | slow | broken_json | drop | echo | huge | huge_chunked | trickle | redirect | raw
     status: int = 200
     size: int = 0  # huge: the reply body's length in bytes
     retry_after: float | None = None
     delay_s: float = 0.0
     for_prompt: str | None = None  # only requests whose prompt/last message contains this text take it
+    body: bytes = b""  # raw: the body as sent
+    headers: tuple[tuple[str, str], ...] = ()  # raw: extra headers
 
     @classmethod
     def ok(cls, delay_s: float = 0.0) -> Step:
@@ -71,6 +73,21 @@ class Step:
         return cls("huge_chunked" if chunked else "huge", size=size)
 
     @classmethod
+    def trickle(cls, every_s: float) -> Step:
+        """A 200 whose body comes one byte every `every_s` seconds and never ends."""
+        return cls("trickle", delay_s=every_s)
+
+    @classmethod
+    def redirect_loop(cls) -> Step:
+        """307 to the same URL, forever."""
+        return cls("redirect", status=307)
+
+    @classmethod
+    def raw(cls, body: bytes, status: int = 200, headers: tuple[tuple[str, str], ...] = ()) -> Step:
+        """`body` as it is (invalid JSON, lone surrogates, wrong types, a compressed bomb), with `headers`."""
+        return cls("raw", status=status, body=body, headers=headers)
+
+    @classmethod
     def drop(cls) -> Step:
         """Closes the connection without a reply."""
         return cls("drop")
@@ -92,6 +109,7 @@ class FakeOpenAIServer:
     served: list[Served] = field(default_factory=list)
     answer_by_hash: bool = False
     fault_plan: Callable[[str, int], Step | None] | None = None
+    reply_model: str | None = None  # the model name replies carry (default: the one asked for)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -156,7 +174,7 @@ def _grammar_alternatives(body: dict[str, Any]) -> list[str]:
     return [json.loads(text) for text in re.findall(r'"(?:[^"\\]|\\.)*"', group.group(1))]
 
 
-def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
+def _reply(path: str, body: dict[str, Any], answer: str, model: str | None = None) -> dict[str, Any]:
     if path.partition("?")[0].endswith("/chat/completions"):
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
         choice["message"] = {"role": "assistant", "content": answer}
@@ -164,7 +182,7 @@ def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
             "id": "fake",
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", ""),
+            "model": model or body.get("model", ""),
             "choices": [choice],
         }
     choice = {"index": 0, "finish_reason": "stop", "text": answer, "logprobs": None}
@@ -172,7 +190,7 @@ def _reply(path: str, body: dict[str, Any], answer: str) -> dict[str, Any]:
         "id": "fake",
         "object": "text_completion",
         "created": 0,
-        "model": body.get("model", ""),
+        "model": model or body.get("model", ""),
         "choices": [choice],
     }
 
@@ -214,12 +232,18 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(step.status, payload.encode(), {})
             elif step.kind in ("huge", "huge_chunked"):
                 self._send_huge(step)
+            elif step.kind == "trickle":
+                self._trickle(step.delay_s)
+            elif step.kind == "redirect":
+                self._send(307, b"", {"Location": self.path})
+            elif step.kind == "raw":
+                self._send(step.status, step.body, dict(step.headers))
             elif step.kind == "broken_json":
                 self._send(200, b'{"id": "fake", "choices": [{"mess', {})
             else:
                 self._send(
                     200,
-                    json.dumps(_reply(self.path, body, server.answer(body, prompt))).encode(),
+                    json.dumps(_reply(self.path, body, server.answer(body, prompt), server.reply_model)).encode(),
                     {},
                 )
 
@@ -248,6 +272,20 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped reading (size cap)
+            self.close_connection = True
+
+        def _trickle(self, every_s: float) -> None:
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                for _ in range(100_000):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(every_s)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up
             self.close_connection = True
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:

@@ -57,8 +57,8 @@ def test_the_pairs_used_are_stored_and_a_resume_needs_no_names_file(tmp_path: Pa
     database = str(tmp_path / "names.duckdb")
     selection = {"names": str(names), "occupations": ("nurse",), "top_k": 1, "conditions": ("baseline",)}
     answers = unknown_answers(tmp_path / "answers.csv", **selection, db=database)
-    settings = dict(backend="replay", answers=str(answers), names=str(names), occupations=["nurse"], top_k=1)
-    run = probe.run(**settings, conditions=["baseline"], db=database, run_id="custom")
+    settings = dict(backend="replay", answers=answers, names=names, occupations=["nurse"], top_k=1)  # Paths
+    run = probe.run(**settings, conditions=["baseline"], db=Path(database), run_id="custom")
     stored = query(Path(database), "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = 'custom'")
     assert stored.values.tolist() == [[1, "Amara", "Tomasz"], [2, "Ingrid", "Kwame"]]
 
@@ -71,6 +71,11 @@ def test_the_pairs_used_are_stored_and_a_resume_needs_no_names_file(tmp_path: Pa
 def test_open_run_of_an_unknown_id_is_one_error(db_file: Path) -> None:
     with pytest.raises(UserError, match=r"^nobody: no such run in "):
         probe.open_run("nobody", db=db_file)
+    with pytest.raises(UserError, match=r"^run_id: expected a run id \(a string\), got 123$"):
+        probe.open_run(123, db=db_file)  # type: ignore[arg-type]
+    for read in (probe.Run("bogus", str(db_file)).answers, probe.Run("bogus", str(db_file)).metrics):
+        with pytest.raises(UserError, match=r"^bogus: no such run in "):
+            read()
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ import pytest
 
 from probe.backends import create_backend
 from probe.backends.base import Option, Query, Reply
-from probe.backends.openai_api import ApiSettings, OpenAIBackend, option_grammar
+from probe.backends.openai_api import ApiSettings, OpenAIBackend
+from probe.backends.openai_request import option_grammar
 from probe.common.errors import UserError
 from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step

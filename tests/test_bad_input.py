@@ -71,8 +71,8 @@ def assert_refused(db_file: Path, args: list[str], message: str) -> None:
     assert fingerprint(db_file) == before
 
 
-def write(path: Path, text: str) -> Path:
-    path.write_text(text)
+def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_text(text, encoding=encoding)
     return path
 
 
@@ -147,6 +147,17 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         "remove it",
     ),
     "missing RUN.toml": (lambda tmp: ["--config", str(tmp / "none.toml")], "{tmp}/none.toml: no such file"),
+    "RUN.toml not UTF-8": (
+        lambda tmp: ["--config", str(write(tmp / "RUN.toml", "model = 'caf\xe9'\n", encoding="latin-1"))],
+        "{tmp}/RUN.toml: not UTF-8 text (byte 12: invalid continuation byte); TOML files are UTF-8",
+    ),
+    "concurrency 0": (lambda tmp: ["--concurrency", "0"], "--concurrency: expected 1 to 1024, got 0"),
+    "concurrency 100000": (lambda tmp: ["--concurrency", "100000"], "--concurrency: expected 1 to 1024, got 100000"),
+    "a name equal to an answer word": (
+        lambda tmp: ["--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\nNEITHER,Paul\n"))],
+        "{tmp}/names.csv line 3: the name 'NEITHER' is an answer option (yes, no, both, neither): a reply naming it "
+        "could not be told from the option; choose another name",
+    ),
     "replay file without the key columns": (
         lambda tmp: ["--answers", str(write(tmp / "a.csv", "stage,qtype,label\n1,attr,yes\n"))],
         "{tmp}/a.csv: missing column(s) condition, pair_id, name_order, occupation, subject, category, attribute",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import urllib.parse
 
 import pytest
 
@@ -51,3 +52,21 @@ def test_safe_url_masks_userinfo_and_every_query_value() -> None:
 )
 def test_host_port_names_the_server_never_its_credentials(url: str | None, expected: str) -> None:
     assert host_port(url) == expected
+
+
+@pytest.mark.parametrize("prefix", ["", "x", "xy", '{"auth": "'])
+def test_a_key_in_any_encoding_or_cut_short_is_scrubbed(prefix: str) -> None:
+    key = "k3y/with+odd=chars-0123456789"
+    register_secret(key)
+    inside = base64.b64encode(f"{prefix}{key} and more".encode()).decode()  # the key at any base64 alignment
+    encoded = base64.urlsafe_b64encode(key.encode()).decode()
+    for form in (urllib.parse.quote(key, safe=""), inside, encoded, key[5:13], key[:-3], key[10:]):
+        assert form not in scrub(f"echo {form}!"), form
+        assert scrub(f"echo {form}!").count("***") == 1
+    assert scrub(f"echo {key[5:12]}!") == f"echo {key[5:12]}!"  # 7 characters of it: ordinary text
+
+
+def test_scrub_keeps_text_without_a_key_as_it_is() -> None:
+    register_secret("another-key-abcdef123")
+    text = "The model answered: yes. Error code 500 - upstream timeout."
+    assert scrub(text) == text

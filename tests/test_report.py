@@ -213,6 +213,8 @@ def test_markdown_summary(written: report.ReportFiles) -> None:
         "- **taxonomy** (6 testable occupations): for women: dancer, nurse, secretary; for men: butcher, pilot."
         in markdown
     )
+    bullets = [line.partition(")")[0] for line in markdown.splitlines() if "testable occupations)" in line]
+    assert bullets == [f"- **{condition}** (6 testable occupations" for condition in CONDITIONS]  # a line each
     assert "Used under the CC BY 4.0 license" in markdown
 
 

@@ -30,9 +30,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe.answering import stopping
 from probe.backends.base import Backend, Reply, contract_error
+from probe.common import stopping
 from probe.common.errors import RunFailed
+from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
 from probe.dataset.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
@@ -67,13 +68,22 @@ def answer(
     """
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
-        ensure_stage(con, run_id, 1, selection, conditions, backend.prompt_format)
-        # Failed stage-1 items are asked again only while stage 2, which is built from them, is not.
-        answerer.answer_stage(1, progress, retry_failed=not _has_items(con, run_id, stage=2))
-        _check_failed_share(con, run_id, max_failed_share)  # stage 2 is built from these answers
+        if not _has_items(con, run_id, stage=1):
+            _insert_items(con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format))
+        stage_2_built = _has_items(con, run_id, stage=2)
+        granted_before = _granted_attributes(con, run_id)
+        answerer.answer_stage(1, progress, retry_failed=True)
+        _check_failed_share(con, run_id, max_failed_share, stage=1)  # stage 2 is built from these answers
         if not backend.labels_are_data:
             _check_some_option_named(con, run_id, stage=1)
-        ensure_stage(con, run_id, 2, selection, conditions, backend.prompt_format)
+        granted = _granted_attributes(con, run_id)
+        # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
+        rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
+        if not stage_2_built or rebuilt:
+            items = build_stage2(selection.pairs, selection.attributes, granted, conditions, backend.prompt_format)
+            if stage_2_built:
+                items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
+            _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
         answerer.answer_stage(2, progress, retry_failed=True)
         backend.finish()
         _check_failed_share(con, run_id, max_failed_share)
@@ -119,11 +129,15 @@ def store_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: Sequenc
             db.insert_frame(con, "answers", frame, verb="INSERT OR REPLACE")
 
 
-def _check_failed_share(con: duckdb.DuckDBPyConnection, run_id: str, max_share: float) -> None:
-    """A run where more than `max_share` of the answers are failures (or all of them) is not complete."""
+def _check_failed_share(
+    con: duckdb.DuckDBPyConnection, run_id: str, max_share: float, *, stage: int | None = None
+) -> None:
+    """A run where more than `max_share` of the answers (of `stage`, or of both) are failures (or all of them) is
+    not complete. After stage 1 only its answers count: a resumed run's failed stage-2 items are asked again next."""
     failed, total, example = con.execute(
-        "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*), min(error) FROM answers WHERE run_id = ?",
-        [run_id],
+        "SELECT count(*) FILTER (WHERE a.error IS NOT NULL), count(*), min(a.error) FROM answers a "
+        "JOIN items i USING (run_id, item_id) WHERE a.run_id = ? AND (? IS NULL OR i.stage = ?)",
+        [run_id, stage, stage],
     ).fetchone()
     if failed and (failed > max_share * total or failed == total):
         raise RunFailed(
@@ -159,13 +173,30 @@ def _has_items(con: duckdb.DuckDBPyConnection, run_id: str, *, stage: int) -> bo
     return con.execute(query, [run_id, stage]).fetchone()[0] > 0
 
 
-def _insert_items(con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item]) -> None:
-    """All items of a stage in one transaction: a stage is either fully built or not at all."""
+def _insert_items(
+    con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item], replacing: set[tuple[int, str]] | None = None
+) -> None:
+    """All items of a stage in one transaction: a stage is either fully built or not at all. `replacing`: the
+    (pair_id, name_order) whose stage-2 items and answers these replace, deleted in the same transaction."""
     first_seq = con.execute(
         "SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]
     ).fetchone()[0]
     with db.transaction(con):
+        if replacing:
+            _delete_stage_2(con, run_id, replacing)
         db.insert_frame(con, "items", items_frame(items, run_id, first_seq))
+
+
+def _delete_stage_2(con: duckdb.DuckDBPyConnection, run_id: str, pairs_and_orders: set[tuple[int, str]]) -> None:
+    """Delete the stage-2 items (and answers) of these (pair_id, name_order), built from stage-1 answers that
+    changed (inside the caller's transaction)."""
+    con.register("_rebuilt", pd.DataFrame(sorted(pairs_and_orders), columns=["pair_id", "name_order"]))
+    try:
+        chosen = "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) WHERE run_id = $run AND stage = 2"
+        con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+        con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+    finally:
+        con.unregister("_rebuilt")
 
 
 def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str]]:
@@ -307,9 +338,12 @@ def _checked(item: Item, reply: Reply) -> Reply:
 
 
 def _scrubbed(reply: Reply) -> Reply:
-    """No key in what is stored or cached, even if a server echoes it in its reply or error body."""
+    """No key in what is stored or cached, even if a server echoes it in its reply or error body; text DuckDB can
+    store (a lone surrogate from a server's JSON replaced)."""
     return dataclasses.replace(
-        reply, raw=scrub(reply.raw) if reply.raw else reply.raw, error=scrub(reply.error) if reply.error else None
+        reply,
+        raw=valid_unicode(scrub(reply.raw)) if reply.raw else reply.raw,
+        error=valid_unicode(scrub(reply.error)) if reply.error else None,
     )
 
 

@@ -16,7 +16,8 @@ import pandas as pd
 from probe.backends import BACKENDS
 from probe.backends.base import Backend
 from probe.common.errors import UserError
-from probe.common.redact import MASK
+from probe.common.escape import valid_unicode
+from probe.common.redact import MASK, scrub
 from probe.common.version import __version__
 from probe.common.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
 from probe.dataset.prompts import template_hash
@@ -117,6 +118,15 @@ def record_run(
         db.insert_frame(con, "run_name_pairs", selection.pairs[["pair_id", "female", "male"]].assign(run_id=run_id))
 
 
+def record_served_models(con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend) -> None:
+    """runs.served_model: the model names the server replied with, for backends that report them (openai)."""
+    served = getattr(backend, "served_models", None)
+    names = sorted(served()) if served else []
+    if names:
+        text = valid_unicode(scrub(", ".join(names)))
+        con.execute("UPDATE runs SET served_model = ? WHERE run_id = ?", [text, run_id])
+
+
 def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
     """Write one of RUN_STATUSES; a complete run gets its finishing time."""
     if status not in RUN_STATUSES:
@@ -125,13 +135,22 @@ def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None
     con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
 
 
-def stored_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object] | None:
-    """The settings a run was started with (RUN.toml keys), so `probe run --run-id ID` alone resumes it."""
+def stored_settings(
+    con: duckdb.DuckDBPyConnection, run_id: str, given_base_url: str | None = None
+) -> dict[str, object] | None:
+    """The settings a run was started with (RUN.toml keys), so `probe run --run-id ID` alone resumes it.
+
+    A stored --base-url with masked credentials cannot be used: the URL given again (`given_base_url`) takes
+    its place (check_same_settings then compares the two masked).
+    """
     row = con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None:
         return None
     settings = {key: value for key, value in json.loads(row[0]).items() if key not in _LOCAL_SETTINGS}
     if MASK in str(settings.get("base_url") or ""):
+        if given_base_url:
+            del settings["base_url"]
+            return settings
         raise UserError(
             f"--run-id {run_id}: the run's --base-url held credentials or query values, which are never stored; "
             "give --base-url again to resume it"

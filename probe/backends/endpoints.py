@@ -43,6 +43,9 @@ class MultiEndpointBackend(BackendDefaults):
     def cache_key_parts(self, query: Query) -> list[object]:
         return self._endpoints[0].cache_key_parts(query)
 
+    def served_models(self) -> set[str]:
+        return set().union(*(endpoint.served_models() for endpoint in self._endpoints))
+
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         chunks: queue.Queue[tuple[int, Sequence[Query]]] = queue.Queue()
         for start in range(0, len(queries), self._chunk_size):

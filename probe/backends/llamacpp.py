@@ -177,6 +177,9 @@ class LlamaCppBackend(BackendDefaults):
             server.stop()
 
 
+LOCAL_TIMEOUT_S = 60.0
+
+
 def settings_from(config: RunConfig) -> LlamaCppSettings:
     return LlamaCppSettings(
         gguf=Path(config.model).expanduser() if config.model else default_gguf(),
@@ -186,7 +189,8 @@ def settings_from(config: RunConfig) -> LlamaCppSettings:
         max_tokens=config.max_tokens,
         slots=config.concurrency or default_slots(),
         threads=config.threads,
-        timeout_s=config.timeout,
+        # Our own server, a large GGUF on a CPU: 60 s a request as before `timeout` became 30 s for remote servers.
+        timeout_s=max(config.timeout, LOCAL_TIMEOUT_S),
         max_retries=config.max_retries,
         backoff_s=config.backoff,
     )

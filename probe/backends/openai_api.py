@@ -4,13 +4,17 @@ Decoding `score` (the default): every option's exact log-likelihood from the ser
 log-probabilities (openai_score.py: vLLM-style replies, or llama.cpp's server), label = their argmax; a
 server that cannot score stops the run at start. Decoding `generate`: the request constrains the output to
 the options (a GBNF grammar for llama.cpp, a JSON schema for servers with structured output) and the reply
-is parsed into an option; no scores are stored (a chat server's top logprobs of the first token are neither
-every option nor the options' whole texts, so they could disagree with the label). Requests run
+is parsed into an option (openai_request.py, shared with batch files); no scores are stored (a chat
+server's top logprobs of the first token are neither every option nor the options' whole texts, so they
+could disagree with the label). Requests run
 concurrently on one event loop; transient failures (429 with Retry-After, 5xx, timeouts, dropped
 connections, unreadable bodies) are retried with bounded exponential backoff, and an item that still
-fails becomes `unknown` with its error.
-Failures that every other request would repeat (connection refused, unknown host, 401, 403, unknown
-model) stop the run at once with `RunFailed` naming host:port. Reply bodies are read with a size cap
+fails becomes `unknown` with its error. `timeout` bounds each request as a whole (a reply trickling in
+byte by byte cannot outlast it), and a breaker over the first requests (backends/failfast.py) stops a run
+whose server answers none of them, so an unusable server fails a run of any size in under a minute.
+Failures that every other request would repeat (connection refused, unknown host, a redirect loop, 401,
+403, unknown model) stop the run at once with `RunFailed` naming host:port. A stop signal (SIGTERM,
+SIGHUP) sends no further request and gives those in flight STOP_GRACE_S. Reply bodies are read with a size cap
 (backends/http.py). The API key is read from OPENAI_API_KEY when the client is built, is never part of the
 identity, and is scrubbed (probe/common/redact.py) from every error text, even when a server echoes it back.
 """
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import os
 import re
 import time
@@ -31,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import openai
 
-from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
+from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
-from probe.backends.http import ReplyTooLarge, capped_client
-from probe.backends.model_input import chat_messages, completion_text
+from probe.backends.failfast import FirstRequestsBreaker
+from probe.backends.http import RefusedReply, capped_client
+from probe.backends.openai_request import CHAT_PATH, generated_reply, generation_request
 from probe.backends.openai_score import (
     LLAMA_CPP,
     PROMPT_LOGPROBS,
@@ -44,7 +48,7 @@ from probe.backends.openai_score import (
     detect_scoring,
     scoring_identity,
 )
-from probe.backends.parse import ANSWER_KEY, parse_option
+from probe.common import stopping
 from probe.common.errors import RunFailed, UserError
 from probe.common.redact import (
     API_KEY_VARIABLE,
@@ -60,10 +64,15 @@ from probe.common.vocabulary import DECODINGS, UNKNOWN
 if TYPE_CHECKING:
     from probe.store.config import RunConfig
 
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_url is given
 # OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
 MAX_BACKOFF_S = 60.0
+MAX_SERVED_MODELS = 10  # distinct model names kept from replies (a server inventing one per reply is not stored whole)
+STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
+STOP_GRACE_S = 5.0  # then how long its requests in flight may still take: a run stops within 10 s
+MAX_RETRY_AFTER_S = 15.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
 DEFAULT_CONCURRENCY = 8
 _UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
 
@@ -78,7 +87,7 @@ class ApiSettings:
     constrain: str = "none"  # "grammar" (llama.cpp GBNF), "json_schema" (response_format) or "none"
     max_tokens: int = 16
     concurrency: int = 8
-    timeout_s: float = 60.0
+    timeout_s: float = 30.0  # the whole request (config.py: timeout)
     max_retries: int = 5
     backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped at MAX_BACKOFF_S
     decoding: str = "generate"  # or "score": exact option log-likelihoods (openai_score.py)
@@ -92,6 +101,10 @@ class ApiSettings:
             raise UserError(f"constrain {self.constrain!r}: choose from {', '.join(CONSTRAINTS)}")
         if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
             raise UserError("concurrency, max_tokens and timeout must be positive, max_retries >= 0")
+
+
+# An item of a batch stopped by SIGTERM/SIGHUP before its reply came: stored as a failure, so resume asks it.
+_NOT_ASKED = Reply(label=UNKNOWN, error="not answered: the run was stopped before the reply came")
 
 
 class UnreadableResponse(Exception):
@@ -116,6 +129,11 @@ class OpenAIBackend(BackendDefaults):
             if settings.decoding == "score"
             else None
         )
+        self._where = host_port(settings.base_url)
+        self._served_models: set[str] = set()  # the model names the server's replies carry
+        self._breaker = FirstRequestsBreaker(
+            self._where, timeout_s=settings.timeout_s, max_retries=settings.max_retries
+        )
 
     def identity(self) -> dict[str, object]:
         decoding = asdict(self.settings)
@@ -129,6 +147,10 @@ class OpenAIBackend(BackendDefaults):
 
     def cache_key_parts(self, query: Query) -> list[object]:
         return default_cache_key_parts(query)
+
+    def served_models(self) -> set[str]:
+        """The model names in the server's replies (a proxy or alias may serve another model than asked for)."""
+        return set(self._served_models)
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         return self._loop.run_until_complete(self._answer_all(queries))
@@ -155,41 +177,66 @@ class OpenAIBackend(BackendDefaults):
 
         async def one(query: Query) -> Reply:
             async with limit:
+                if stopping.requested():  # SIGTERM/SIGHUP: no new request; the runner saves and stops after the batch
+                    return _NOT_ASKED
                 return await self._answer_with_retries(query)
 
         tasks = [asyncio.ensure_future(one(query)) for query in queries]
+        watcher = asyncio.ensure_future(_abandon_on_stop_signal(tasks))
         try:
-            return list(await asyncio.gather(*tasks))
-        finally:  # a RunFailed stops the batch: the requests still waiting are not sent
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # RunFailed: every other request would fail the same way
+            return [_NOT_ASKED if task.cancelled() else task.result() for task in tasks]
+        finally:  # a RunFailed stops the batch: the requests still waiting are not sent
+            for task in [*tasks, watcher]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, watcher, return_exceptions=True)
 
     async def _answer_with_retries(self, query: Query) -> Reply:
         attempt = 0
         while True:
+            deadline_s = self._breaker.attempt_deadline_s()
             try:
-                return await self._answer_once(query)
+                async with asyncio.timeout(deadline_s):  # the whole request: a trickling reply cannot outlast it
+                    reply = await self._answer_once(query)
+                self._breaker.succeeded()
+                return reply
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
-            except ReplyTooLarge as error:
-                return Reply(label=UNKNOWN, error=f"ReplyTooLarge: {error}")
+                raise RunFailed(f"{self._where}: {_describe(error)}") from None
+            except RefusedReply as error:
+                return self._failed_item(attempt, f"{type(error).__name__}: {error}")
             except openai.BadRequestError as error:
                 if _UNKNOWN_MODEL.search(str(error)):
-                    raise RunFailed(f"{host_port(self.settings.base_url)}: {_describe(error)}") from None
-                return Reply(label=UNKNOWN, error=_describe(error))
-            except (openai.APIError, UnreadableResponse, ValueError) as error:
-                if isinstance(error, openai.APIConnectionError) and _cannot_connect(error):
-                    # Refused or unknown host: every other request would fail the same way.
-                    raise RunFailed(
-                        f"{host_port(self.settings.base_url)}: cannot connect ({_root_cause(error)}); "
-                        "is the server running and the --base-url right?"
-                    ) from None
+                    raise RunFailed(f"{self._where}: {_describe(error)}") from None
+                return self._failed_item(attempt, _describe(error))
+            except (openai.APIError, UnreadableResponse, ValueError, TimeoutError, RecursionError) as error:
+                self._raise_if_every_request_would_fail(error)
+                cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
+                    _describe(error))  # fmt: skip
                 if not _is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    return Reply(label=UNKNOWN, error=f"{_describe(error)}{tries}")
-                await asyncio.sleep(self._delay(error, attempt))
+                    return self._failed_item(attempt, f"{cause}{tries}")
+                self._breaker.failed(attempt, cause)
+                await asyncio.sleep(self._breaker.wait_s(self._delay(error, attempt)))
                 attempt += 1
+
+    def _failed_item(self, attempt: int, error: str) -> Reply:
+        """The item's last attempt failed: it is stored as unknown with `error` (unless the breaker trips)."""
+        self._breaker.failed(attempt, error, last=True)
+        return Reply(label=UNKNOWN, error=error)
+
+    def _raise_if_every_request_would_fail(self, error: Exception) -> None:
+        """Refused, unknown host, a redirect loop: every other request would fail the same way."""
+        if not isinstance(error, openai.APIConnectionError):
+            return
+        if _caused_by(error, httpx.TooManyRedirects):
+            raise RunFailed(f"{self._where}: redirect loop ({_root_cause(error)}); check the --base-url") from None
+        if _caused_by(error, httpx.ConnectError):
+            raise RunFailed(
+                f"{self._where}: cannot connect ({_root_cause(error)}); is the server running and the --base-url right?"
+            ) from None
 
     def _delay(self, error: Exception, attempt: int) -> float:
         """Retry-After when the server sent one, else exponential backoff; both capped."""
@@ -197,13 +244,15 @@ class OpenAIBackend(BackendDefaults):
         header = response.headers.get("retry-after") if response is not None else None
         retry_after = _seconds(header) if header else None
         if retry_after is not None:
-            return min(retry_after, MAX_BACKOFF_S)
+            return min(retry_after, MAX_RETRY_AFTER_S)
         return min(self.settings.backoff_s * 2**attempt, MAX_BACKOFF_S)
 
     async def _answer_once(self, query: Query) -> Reply:
         if self._scorer is not None:
             return await self._scorer.reply(self._client, query)
-        path, body = generation_request(self.settings, query)
+        settings = self.settings
+        path, body = generation_request(query, model=settings.model, max_tokens=settings.max_tokens,
+                                        constrain=settings.constrain, api_mode=settings.api_mode)  # fmt: skip
         standard = {key: body.pop(key) for key in ("model", "max_tokens", "temperature", "messages", "prompt")
                     if key in body}  # fmt: skip
         if path == CHAT_PATH:
@@ -212,45 +261,20 @@ class OpenAIBackend(BackendDefaults):
         else:
             response = await self._client.completions.create(**standard, extra_body=body)
             text = _completion_text(response)
+        served = getattr(response, "model", None)
+        if isinstance(served, str) and served and len(self._served_models) < MAX_SERVED_MODELS:
+            self._served_models.add(served[:200])
         return generated_reply(text, query)
 
 
-CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
-
-
-def generation_request(settings: ApiSettings, query: Query) -> tuple[str, dict[str, Any]]:
-    """The endpoint and JSON body of one generation request: sent live, or written to a batch file (batch.py)."""
-    body: dict[str, Any] = {"model": settings.model, "max_tokens": settings.max_tokens, "temperature": 0.0}
-    if settings.constrain == "grammar":
-        body["grammar"] = option_grammar(query.options)
-    elif settings.constrain == "json_schema":
-        body["response_format"] = answer_schema(query.options)
-    if settings.api_mode == "chat":
-        return CHAT_PATH, {**body, "messages": chat_messages(query)}
-    return COMPLETIONS_PATH, {**body, "prompt": completion_text(query)}
-
-
-def generated_reply(text: str, query: Query) -> Reply:
-    """A generated text, parsed into one of the query's options (unknown when it names none)."""
-    chosen = parse_option(text, query.options)
-    return Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate")
-
-
-def option_grammar(options: Sequence[Option]) -> str:
-    """A GBNF grammar whose only sentences are the option texts (after an optional space)."""
-    alternatives = " | ".join(json.dumps(option.text) for option in options)
-    return f'root ::= " "? ({alternatives})'
-
-
-def answer_schema(options: Sequence[Option]) -> dict[str, Any]:
-    """A strict `response_format` JSON schema: {"answer": <one option text>}."""
-    schema = {
-        "type": "object",
-        "properties": {ANSWER_KEY: {"type": "string", "enum": [option.text for option in options]}},
-        "required": [ANSWER_KEY],
-        "additionalProperties": False,
-    }
-    return {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}}
+async def _abandon_on_stop_signal(requests: Sequence[asyncio.Task[Reply]]) -> None:
+    """After a stop signal, the requests in flight get STOP_GRACE_S to finish (their replies are saved); then they
+    are abandoned: a slow server or a long Retry-After wait is not waited out."""
+    while not stopping.requested():
+        await asyncio.sleep(STOP_POLL_S)
+    await asyncio.sleep(STOP_GRACE_S)
+    for request in requests:
+        request.cancel()
 
 
 def _chat_text(response: Any) -> str:
@@ -269,7 +293,7 @@ def _completion_text(response: Any) -> str:
 
 def _first_choice(response: Any) -> Any:
     choices = getattr(response, "choices", None)
-    if not choices:
+    if not isinstance(choices, list) or not choices:
         raise UnreadableResponse(f"reply has no choices: {scrub(response)[:200]}")
     return choices[0]
 
@@ -298,11 +322,11 @@ def _query(url: str | None) -> dict[str, str] | None:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) or None if url else None
 
 
-def _cannot_connect(error: Exception) -> bool:
-    """Connection refused or name not resolved (not a timeout, not a connection dropped mid-reply)."""
+def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether an httpx error of `kind` is in the chain behind an openai error (openai wraps them)."""
     cause = error.__cause__
     while cause is not None:
-        if isinstance(cause, httpx.ConnectError) or type(cause).__name__ == "ConnectError":
+        if isinstance(cause, kind) or type(cause).__name__ == kind.__name__:  # httpcore has its own classes
             return True
         cause = cause.__cause__ or cause.__context__
     return False
@@ -330,11 +354,14 @@ def resolve_api_mode(api_mode: str, model: str) -> str:
 def settings_from(config: RunConfig) -> ApiSettings:
     if not config.model:
         raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
-    if not config.base_url and not os.environ.get(API_KEY_VARIABLE):
+    # The endpoint the client will really use: OPENAI_BASE_URL when no --base-url is given. It is part of the
+    # identity (recorded masked, hashed into cache keys), so answers from one server are never another's.
+    base_url = config.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+    if not base_url and not os.environ.get(API_KEY_VARIABLE):
         raise UserError(f"{API_KEY_VARIABLE} is not set (needed for the OpenAI API; or give --base-url)")
     return ApiSettings(
         model=config.model,
-        base_url=config.base_url or None,
+        base_url=base_url,
         api_mode=resolve_api_mode(config.api_mode, config.model),
         constrain=config.constrain if config.constrain != "auto" else "none",
         max_tokens=config.max_tokens,

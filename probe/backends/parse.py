@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from probe.backends.base import Option
 
-ANSWER_KEY = "answer"  # the JSON field a `response_format` schema asks for (see openai_api.answer_schema)
+ANSWER_KEY = "answer"  # the JSON field a `response_format` schema asks for (see openai_request.answer_schema)
 
 _REFUSAL = re.compile(
     r"\b(i can ?not|i can't|i cannot|i won't|i am unable|i'm unable|i'm not able|i am not able|"

@@ -19,6 +19,7 @@ import pandas as pd
 
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.common.errors import UserError
+from probe.common.escape import terminal_text
 from probe.common.vocabulary import LABELS_BY_QTYPE, UNKNOWN
 from probe.dataset.dataset import KEY_FIELDS
 from probe.store.config import RunConfig
@@ -122,7 +123,7 @@ class ReplayBackend(BackendDefaults):
             )
         if self.matched < self.asked / 2:
             print(
-                f"warning: {self.path} matched {self.matched} of {self.asked} items; the other "
+                f"warning: {terminal_text(self.path)} matched {self.matched} of {self.asked} items; the other "
                 f"{self.asked - self.matched} are unknown",
                 file=sys.stderr,
             )

@@ -8,9 +8,11 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from probe.common.errors import UserError
+from probe.common.errors import RunFailed, UserError
+from probe.common.escape import terminal_text
 from probe.common.redact import scrub
 from probe.common.version import __version__
+from probe.store.db import write_failure
 
 
 class _OneLineUserErrors(TyperGroup):
@@ -29,8 +31,12 @@ class _OneLineUserErrors(TyperGroup):
             where = f"{error.filename}: " if error.filename else ""
             UserError(f"{where}{error.strerror or error}").show()
             sys.exit(UserError.exit_code)
-        except Exception:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
-            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
+        except Exception as error:  # a bug: the traceback is for a bug report, scrubbed (it may quote a server's reply)
+            failed_write = write_failure(error)  # not a bug: a full disk
+            if failed_write:
+                RunFailed(failed_write).show()
+                sys.exit(RunFailed.exit_code)
+            print(terminal_text(scrub(traceback.format_exc()), keep_newlines=True), file=sys.stderr, end="")
             sys.exit(1)
 
 

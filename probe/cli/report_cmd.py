@@ -10,6 +10,7 @@ import typer
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.errors import UserError
+from probe.common.escape import terminal_text
 from probe.store.db import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ OutputOption = Annotated[
 
 def _print_files(files: ReportFiles) -> None:
     """Plain lines (no wrapping), so scripts can pick the paths up."""
-    typer.echo(f"report: {files.html}")
-    typer.echo(f"summaries: {files.markdown}, {files.json}")
+    typer.echo(terminal_text(f"report: {files.html}"))
+    typer.echo(terminal_text(f"summaries: {files.markdown}, {files.json}"))
 
 
 @app.command("report")

@@ -16,11 +16,12 @@ from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
 from probe.cli.report_cmd import report_run
 from probe.common.errors import UserError
+from probe.common.escape import terminal_text
 from probe.dataset import preview
 from probe.dataset.prompts import PROMPT_FORMATS
 from probe.report.export import export_run
 from probe.store.config import PRESETS, RunConfig
-from probe.store.db import DEFAULT_DB, connect
+from probe.store.db import DEFAULT_DB, connect, write_failure
 from probe.study import study_configs
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
@@ -147,7 +148,7 @@ def run_command(
         return
     if dry_run:
         for line in plan.describe(plan.plan(settings), settings):
-            typer.echo(line)
+            typer.echo(terminal_text(line))
         return
     if not yes:
         _confirm_long_run(settings)
@@ -199,7 +200,7 @@ def _confirm_long_run(settings: RunConfig) -> None:
 
 def resume_command(run_id: str, db: str) -> str:
     """The exact command that resumes a run, quoted for a POSIX shell."""
-    return shlex.join(["probe", "run", "--run-id", run_id, "--db", db])
+    return terminal_text(shlex.join(["probe", "run", "--run-id", run_id, "--db", db]))
 
 
 def _run_telling_how_to_resume(settings: RunConfig) -> str:
@@ -215,7 +216,7 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         if settings.quiet:  # --quiet: the finished run id is the only output
             return
         how = resume_command(run_id, settings.db)
-        typer.echo(f"run {run_id} in {settings.db}; if it stops, resume it with: {how}", err=True)
+        typer.echo(f"run {run_id} in {terminal_text(settings.db)}; if it stops, resume it with: {how}", err=True)
 
     try:
         return pipeline.run(settings, on_start=announce)
@@ -225,8 +226,8 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         raise typer.Exit(130) from None
     except UserError:
         raise  # the user's to fix, then run the same command again: one line, as for any bad input
-    except BaseException:
-        if started:
+    except BaseException as error:
+        if started and write_failure(error) is None:  # a full disk's one line says how to resume itself
             how = resume_command(started[0], settings.db)
             typer.echo(f"run {started[0]} stopped; resume it with: {how}", err=True)
         raise
@@ -301,4 +302,4 @@ def export_command(
 ) -> None:
     """Write a run's items and answers (items.<format>, answers.<format>) to a folder."""
     for path in export_run(db, run_id, file_format, out_dir):
-        typer.echo(str(path))
+        typer.echo(terminal_text(path))

@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 
 from probe.cli.app import DbOption, app
-from probe.common.escape import literal_console
+from probe.common.escape import literal_console, terminal_text
 from probe.store.db import DEFAULT_DB, connect
 from probe.taxonomy import onet_import, taxonomy
 
@@ -66,7 +66,7 @@ def show_command(
             table.add_row(
                 category if position == 0 else "",
                 str(item.rank),
-                item.element_name,
+                terminal_text(item.element_name),
                 f"{item.importance:.2f}",
                 f"{item.level:.2f}",
                 end_section=position == len(group) - 1,
@@ -97,12 +97,7 @@ def search_command(
     for column in ("soc_code", "title", "matched title", "match", "ratings", "curated as"):
         table.add_column(column)
     for item in found.itertuples():
-        table.add_row(
-            item.soc_code,
-            item.title,
-            item.matched_title,
-            item.match,
-            "yes" if item.has_ratings else "no",
-            item.curated_as if isinstance(item.curated_as, str) else "",
-        )
+        cells = (item.soc_code, item.title, item.matched_title, item.match, "yes" if item.has_ratings else "no",
+                 item.curated_as if isinstance(item.curated_as, str) else "")  # fmt: skip
+        table.add_row(*(terminal_text(cell) for cell in cells))  # titles come from O*NET files
     literal_console().print(table)

@@ -11,8 +11,11 @@ class UserError(Exception):
     exit_code = 2
 
     def show(self) -> None:
-        # The message may quote a server's reply, which may echo a key.
-        print(f"error: {scrub(' '.join(str(self).splitlines()))}", file=sys.stderr)
+        """One line on stderr: no key (a server's reply may echo it), no raw control character (it may hold
+        escape sequences, as may a file's contents or a flag)."""
+        from probe.common.escape import terminal_text  # pandas and rich: not for every importer of errors
+
+        print(f"error: {terminal_text(scrub(' '.join(str(self).splitlines())))}", file=sys.stderr)
 
 
 class RunFailed(UserError):

@@ -36,6 +36,14 @@ def markdown_text(value: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
 
 
+def valid_unicode(text: str) -> str:
+    """`text` with lone surrogates (JSON can carry "\\ud800", UTF-8 cannot) replaced by U+FFFD; pairs joined.
+
+    A server's reply goes into DuckDB, which stores UTF-8: one unpaired surrogate would fail the write.
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def csv_cell(value: object) -> object:
     """A text cell that a spreadsheet would run as a formula gets a leading `'`; other values are unchanged.
 
@@ -53,6 +61,23 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
         if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
             safe[column] = safe[column].map(csv_cell)
     return safe
+
+
+def terminal_text(value: object, *, keep_newlines: bool = False) -> str:
+    """`value` safe to print on a terminal: control and format characters (ESC sequences that retitle the window
+    or clear the screen, BEL, backspace, bidi overrides) shown as `\\x1b` / `\\u202e` escapes, never sent raw.
+
+    For every text from a server, a file or a flag that is printed (errors, `probe runs`, paths).
+    """
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(
+        character
+        if character.isprintable() or (keep_newlines and character == "\n")
+        else f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+        for character in text
+    )
 
 
 def literal_console() -> Console:

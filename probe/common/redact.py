@@ -1,14 +1,17 @@
 """Keys never leave the process: scrub secrets from every text before it is stored, printed or exported.
 
 A key reaches us from OPENAI_API_KEY or inside a --base-url (`user:key@host`, `?api-key=...`), and can come
-back in a server's error body (some servers echo the Authorization header). `scrub` removes every known
-key value wherever it appears (also base64-encoded as HTTP basic auth), plus anything shaped like an
-Authorization header or a secret query parameter; `safe_url` masks a URL's credentials and query values.
+back in a server's error body (some servers echo the Authorization header), whole, cut short or re-encoded.
+`scrub` removes every known key value wherever it appears: plain, percent-encoded, base64-encoded (alone,
+as HTTP basic auth or inside any longer base64 text) and any piece of 8 or more of its characters; plus
+anything shaped like an Authorization header or a secret query parameter. `safe_url` masks a URL's
+credentials and query values.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import os
 import re
@@ -17,6 +20,7 @@ import urllib.parse
 MASK = "***"
 API_KEY_VARIABLE = "OPENAI_API_KEY"
 _MIN_SECRET_LENGTH = 4  # shorter "keys" (e.g. "x" for a local server) would blank out ordinary text
+_MIN_PIECE = 8  # a run of this many characters of a key is masked wherever it appears (a key cut short)
 _known_secrets: set[str] = set()
 
 _HEADER = re.compile(
@@ -81,11 +85,58 @@ def _secrets() -> list[str]:
     return sorted(_known_secrets, key=len, reverse=True)  # longest first: a key containing another
 
 
+@functools.lru_cache(maxsize=64)
+def _forms(secret: str) -> tuple[str, ...]:
+    """The texts a key can travel as: itself, percent-encoded, and the base64 of its bytes at each of the three
+    alignments a longer base64 text can put it in (only the characters no neighbouring byte changes)."""
+    raw = secret.encode()
+    forms = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+    for shift in range(3):
+        aligned = raw[shift : shift + (len(raw) - shift) // 3 * 3]
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(encode(aligned).decode())
+    return tuple(form for form in forms if len(form) >= _MIN_SECRET_LENGTH)
+
+
+@functools.lru_cache(maxsize=8)
+def _pieces(secrets: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every 8-character piece of every form of the secrets, and the forms shorter than that (matched whole)."""
+    forms = [form for secret in secrets for form in _forms(secret)]
+    pieces = frozenset(form[at : at + _MIN_PIECE] for form in forms for at in range(len(form) - _MIN_PIECE + 1))
+    return pieces, tuple(form for form in forms if len(form) < _MIN_PIECE)
+
+
+def _mask_known_secrets(text: str) -> str:
+    """Mask every 8-character window that is a piece of a known secret's form (overlapping windows: one mask),
+    and every short secret whole. One pass over the text, whatever the number of keys."""
+    pieces, short_forms = _pieces(tuple(_secrets()))
+    if not pieces and not short_forms:  # no key known (a local backend): nothing to look for
+        return text
+    spans = [(at, at + _MIN_PIECE) for at in range(len(text) - _MIN_PIECE + 1) if text[at : at + _MIN_PIECE] in pieces]
+    for form in short_forms:
+        at = text.find(form)
+        while at != -1:
+            spans.append((at, at + len(form)))
+            at = text.find(form, at + 1)
+    if not spans:
+        return text
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:  # overlapping pieces of one key: one mask
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    parts, last = [], 0
+    for start, end in merged:
+        parts += [text[last:start], MASK]
+        last = end
+    return "".join([*parts, text[last:]])
+
+
 def scrub(text: object) -> str:
-    """`text` with every known secret and every credential-shaped substring replaced by ***."""
-    clean = str(text)
-    for secret in _secrets():
-        clean = clean.replace(secret, MASK)
+    """`text` with every known secret (in any of its forms, or a piece of it) and every credential-shaped
+    substring replaced by ***."""
+    clean = _mask_known_secrets(str(text))
     clean = _USERINFO.sub(rf"\1{MASK}@", clean)
     clean = _HEADER.sub(rf"\1\2{MASK}", clean)
     clean = _SCHEME.sub(rf"\1 {MASK}", clean)

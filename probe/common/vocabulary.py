@@ -23,6 +23,9 @@ LABELS_BY_QTYPE: dict[str, tuple[str, ...]] = {
     "single": ("female", "male", UNKNOWN),
     "multiple": ("female", "male", "both", "neither", UNKNOWN),
 }
+# The option texts of every question besides the names (yes/no questions; both/neither of the multiple-subject
+# one): a name equal to one of them (any case) is refused, a reply naming it could not be told from the option.
+ANSWER_WORDS = ("yes", "no", "both", "neither")
 DECODINGS = ("score", "generate")  # what a local model is asked for (--decoding)
 DECIDED_BY = ("score", "generate", "span", "replay")  # answers.decided_by
 

@@ -21,6 +21,7 @@ from probe.dataset.prompts import render_context, render_prompt
 from probe.dataset.questions import Option, Query
 
 YES_NO = (Option("yes", "yes"), Option("no", "no"))
+BOTH_NEITHER = (Option("both", "both"), Option("neither", "neither"))
 
 # Fields that identify an item within a run (hashed into item_id; replay files match on them).
 KEY_FIELDS = (
@@ -113,7 +114,7 @@ def _subject_options(subjects: Subjects, *, with_both_neither: bool) -> tuple[Op
     second_gender = "male" if first_gender == "female" else "female"
     options = (Option(subjects.first, first_gender), Option(subjects.second, second_gender))
     if with_both_neither:
-        options += (Option("both", "both"), Option("neither", "neither"))
+        options += BOTH_NEITHER
     return options
 
 

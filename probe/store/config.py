@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -47,7 +48,7 @@ class RunConfig:
     batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
     device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
     dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32
-    timeout: float = 60.0  # seconds per request
+    timeout: float = 30.0  # seconds per request, the whole of it (a trickling reply cannot outlast it)
     max_retries: int = 5
     backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
     max_failed_share: float = 0.1  # more failed answers than this share: the run ends failed, not complete
@@ -145,6 +146,7 @@ def _parse_top_k(value: object) -> int:
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_RETRIES_LIMIT = 20
+MAX_CONCURRENCY = 1024  # requests in flight per endpoint; more would exhaust sockets and memory, not speed a run up
 MAX_SECONDS = 3600.0
 
 
@@ -169,6 +171,13 @@ def _parse_max_retries(value: object) -> int:
     number = _parse_simple("int", value)
     if not 0 <= number <= MAX_RETRIES_LIMIT:
         raise ValueError(f"expected 0 to {MAX_RETRIES_LIMIT}, got {value!r}")
+    return number
+
+
+def _parse_concurrency(value: object) -> int | None:
+    number = _parse_simple("int | None", value)
+    if number is not None and not 1 <= number <= MAX_CONCURRENCY:
+        raise ValueError(f"expected 1 to {MAX_CONCURRENCY}, got {value!r}")
     return number
 
 
@@ -224,6 +233,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "timeout": _parse_seconds,
     "backoff": _parse_seconds,
     "max_retries": _parse_max_retries,
+    "concurrency": _parse_concurrency,
     "max_failed_share": _parse_share,
 }
 _FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
@@ -279,6 +289,8 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
     for name, value in raw.items():
         if name not in _FIELDS:
             raise UserError(f"{describe(name)}: unknown setting (known: {', '.join(_FIELDS)})")
+        if isinstance(value, os.PathLike):  # the API: db=Path(...), answers=Path(...)
+            value = os.fspath(value)
         try:
             parsed[name] = _parse_value(name, value, base_dir)
         except ValueError as exc:
@@ -288,9 +300,11 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
 
 def _toml(path: Path) -> dict[str, object]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML ({exc})") from None
 

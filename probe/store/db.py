@@ -5,6 +5,12 @@ Column sets of the contract tables follow DESIGN.md section 4; extra columns are
 
 from __future__ import annotations
 
+import atexit
+import functools
+import re
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +54,8 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 -- The O*NET release the run's attributes came from (added later: older databases gain the column here).
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS onet_release VARCHAR;
+-- The model names an OpenAI-compatible server put in its replies (comma-separated), where they were given.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS served_model VARCHAR;
 -- The attributes each run used, frozen at run time so a later O*NET import cannot change a stored run.
 CREATE TABLE IF NOT EXISTS run_attributes (
     run_id VARCHAR, occupation VARCHAR, soc_code VARCHAR, category VARCHAR, rank INTEGER,
@@ -134,25 +142,132 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
         con.unregister("_rows")
 
 
+# DuckDB would otherwise download and load extensions on its own (opening a SQLite file fetches sqlite_scanner):
+# a probe database needs none, and nothing here may reach the network.
+_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_ADDED_LATER = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)")
+SNAPSHOT_TRIES = 5
+_WRITE_FAILED = re.compile(r'Could not write (?:all bytes to )?file "(?P<file>[^"]+)": (?P<cause>[^\n]+)')
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
 def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the probe database, with the schema in place and the taxonomy seeded.
 
     A new database is seeded from the taxonomy snapshot that ships with the package, so `probe run`
-    works without an O*NET import.
+    works without an O*NET import. A file that is not a probe database (SQLite, another DuckDB schema) is
+    refused before anything is written to it.
     """
     path = Path(db_path)
     if read_only and not path.exists():
         raise UserError(f"{path}: no such database")
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
+    _check_not_sqlite(path)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only, config=_NO_EXTENSIONS)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
-            raise UserError(f"{path}: the database is in use by another probe process; wait for it to finish") from exc
-        raise UserError(f"{path}: cannot open database ({exc})") from exc
+            busy = f"{path}: the database is in use by another probe process; wait for it to finish"
+            raise DatabaseBusy(busy) from exc
+        raise UserError(f"{path}: cannot open database ({_first_line(exc)})") from exc
+    try:
+        _check_schema(con, path)
+    except BaseException:
+        con.close()
+        raise
     if not read_only:
         con.execute(SCHEMA)
         with transaction(con):
             seed_if_empty(con)
     return con
+
+
+def write_failure(error: BaseException) -> str | None:
+    """One line naming the file and the cause, if `error` (or one it arose from) is DuckDB failing to write a file
+    (disk full, file size limit, read-only file system); None otherwise."""
+    while error is not None:
+        found = _WRITE_FAILED.search(str(error)) if isinstance(error, duckdb.Error) else None
+        if found:
+            return (f"{found['file']}: cannot write the database ({found['cause']}); what was answered before is "
+                    "saved: make room, then run the same command again to resume")  # fmt: skip
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class DatabaseBusy(UserError):
+    """Another process writes the database (DuckDB allows one writer and, meanwhile, no reader)."""
+
+
+def connect_or_snapshot(db_path: Path | str, *, read_only: bool = True) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """`connect`, or while another process writes the database, a private copy of it (and its WAL) as of now.
+
+    DuckDB lets no other process open a database that one writes, not even to read, so `probe runs` and
+    `probe report` read a copy: a running run's progress is shown without waiting for it, and nothing is
+    written to the real file. A copy taken in the middle of a write may not open: copied again, a few times.
+    Returns the connection and whether it is a snapshot.
+    """
+    try:
+        return connect(db_path, read_only=read_only), False
+    except DatabaseBusy as busy:
+        path = Path(db_path)
+        folder = Path(tempfile.mkdtemp(prefix="probe-snapshot-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        copy = folder / path.name
+        for _ in range(SNAPSHOT_TRIES):
+            for suffix in ("", ".wal"):
+                source, target = path.with_name(path.name + suffix), copy.with_name(copy.name + suffix)
+                target.unlink(missing_ok=True)
+                if source.exists():
+                    shutil.copyfile(source, target)
+            try:
+                return connect(copy, read_only=read_only), True
+            except UserError:
+                time.sleep(0.2)
+        raise busy
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _check_not_sqlite(path: Path) -> None:
+    if path.is_file():
+        with path.open("rb") as handle:
+            if handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC:
+                raise UserError(f"{path}: a SQLite database, not a probe (DuckDB) database; give another --db")
+
+
+@functools.cache
+def _expected_columns() -> dict[str, set[str]]:
+    """The columns each table has in a new database, less those older databases gain by ALTER (may be missing)."""
+    con = duckdb.connect(":memory:", config=_NO_EXTENSIONS)
+    try:
+        con.execute(SCHEMA)
+        rows = con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall()
+    finally:
+        con.close()
+    added_later = set(_ADDED_LATER.findall(SCHEMA))
+    columns: dict[str, set[str]] = {}
+    for table, column in rows:
+        if (table, column) not in added_later:
+            columns.setdefault(table, set()).add(column)
+    return columns
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A database with tables must be a probe database: `runs` among them, and every probe table it has must
+    have the columns this version reads (extra columns are fine)."""
+    found: dict[str, set[str]] = {}
+    for table, column in con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'"
+    ).fetchall():
+        found.setdefault(table, set()).add(column)
+    if found and "runs" not in found:
+        tables = ", ".join(sorted(found)[:5])
+        raise UserError(f"{path}: not a probe database (its tables: {tables}); give another --db")
+    for table, columns in _expected_columns().items():
+        missing = sorted(columns - found.get(table, columns))
+        if missing:
+            lacking = ", ".join(missing[:3])
+            raise UserError(f"{path}: not a probe database (table {table} has no column {lacking}); give another --db")

@@ -19,7 +19,7 @@ import pandas as pd
 from probe.common.errors import UserError
 from probe.common.staging import first_row, stage_file
 from probe.common.user_text import checked_text
-from probe.common.vocabulary import CATEGORIES
+from probe.common.vocabulary import ANSWER_WORDS, CATEGORIES
 from probe.store.snapshot import (
     DEFAULT_TOP_K,
     OCCUPATIONS_CSV_COLUMNS,
@@ -150,6 +150,12 @@ def read_names_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
             if value is None or not value.strip():
                 raise UserError(f"{where}: empty {column} name")
         female, male = checked_text(female.strip(), where), checked_text(male.strip(), where)
+        for name in (female, male):
+            if name.casefold() in ANSWER_WORDS:  # NFC already (checked_text)
+                raise UserError(
+                    f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}): a reply "
+                    "naming it could not be told from the option; choose another name"
+                )
         if female.casefold() == male.casefold():
             raise UserError(f"{where}: the female and male names are the same ({female!r})")
         key = (female.casefold(), male.casefold())

@@ -2,7 +2,10 @@
 
 Killed outright, a run would stay 'running' and lose the batch in flight. Under `on_signals()` the first
 signal only sets a flag; the runner checks it after each batch (`raise_if_requested`), saves, marks the
-run interrupted and exits 128 + signal; the same command resumes it. A second signal stops at once.
+run interrupted and exits 128 + signal; the same command resumes it. A backend waiting on a server looks
+at the flag (`requested`) so a batch ends within seconds, not when a slow server answers (the openai
+backend sends no new request and abandons those in flight after a grace period). A second signal stops
+at once.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ def _handle(signal_number: int, _frame: FrameType | None) -> None:
     if _requested:  # asked twice: do not wait for the batch
         raise RunInterrupted(signal_number, _message(signal_number))
     _requested.append(signal_number)
+
+
+def requested() -> bool:
+    """Whether a stop signal came (backends waiting on a server look, so they stop within a second)."""
+    return bool(_requested)
 
 
 def raise_if_requested() -> None:
