@@ -60,7 +60,8 @@ def _probe(args: list[str], folder: Path, peak_file: Path) -> tuple[float, int, 
 
 
 def _paper_against(base_url: str, folder: Path, run_id: str) -> tuple[float, int, str]:
-    args = ["run", "--preset", "paper", "--backend", "openai", "--base-url", base_url, "--model", "m", "--yes",
+    args = ["run", "--preset", "paper", "--backend", "openai", "--decoding", "generate", "--base-url", base_url,
+            "--model", "m", "--yes",
             "--run-id", run_id]  # fmt: skip
     return _probe(args, folder, folder / "peak_kb")
 
@@ -82,7 +83,8 @@ def measure(folder: Path) -> dict[str, float]:
     run_toml = folder / "RUN.toml"
     run_toml.write_text('constrain = "grammar"\nmax_failed_share = 1.0\n')
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=every_other_a_bomb) as server:
-        args = ["run", "--preset", "quick", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
+        args = ["run", "--preset", "quick", "--backend", "openai", "--decoding", "generate",
+                "--base-url", server.base_url, "--model", "m",
                 "--config", str(run_toml), "--run-id", "bombs"]  # fmt: skip
         seconds, code, _ = _probe(args, folder, folder / "bomb_peak_kb")
         bombs = sum(1 for served in server.served if served.step.kind == "raw")

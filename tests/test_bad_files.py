@@ -34,7 +34,8 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def openai_run(server: FakeOpenAIServer, db_file: Path, run_id: str = "r") -> list[str]:
     return [
-        "run", "--backend", "openai", "--base-url", server.base_url, "--model", "m", "--pairs", "2",
+        "run", "--backend", "openai", "--decoding", "generate",
+        "--base-url", server.base_url, "--model", "m", "--pairs", "2",
         "--occupations", "nurse,pilot", "--top-k", "2", "--run-id", run_id, "--db", str(db_file), "--quiet",
     ]  # fmt: skip
 

@@ -29,7 +29,8 @@ def run_args(server: FakeOpenAIServer, db_file: Path, *extra: str, model: str = 
     run_toml = db_file.parent / "RUN.toml"
     run_toml.write_text('constrain = "grammar"\nmax_retries = 1\nbackoff = 0.01\nmax_failed_share = 1.0\n')
     return [
-        "run", "--backend", "openai", "--base-url", server.base_url, "--model", model, "--pairs", "1",
+        "run", "--backend", "openai", "--decoding", "generate",
+        "--base-url", server.base_url, "--model", model, "--pairs", "1",
         "--occupations", "nurse", "--top-k", "1", "--conditions", "control", "--config", str(run_toml),
         "--run-id", "hostile", "--db", str(db_file), "--quiet", *extra,
     ]  # fmt: skip

@@ -23,7 +23,8 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def probe_run(db_file: Path, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, [
-        "run", "--backend", "openai", "--model", "m", "--pairs", "1", "--occupations", "nurse", "--top-k", "1",
+        "run", "--backend", "openai", "--decoding", "generate",
+        "--model", "m", "--pairs", "1", "--occupations", "nurse", "--top-k", "1",
         "--conditions", "taxonomy", "--run-id", "r", "--db", str(db_file), "--quiet", *args,
     ])  # fmt: skip
     return result.exit_code, result.output

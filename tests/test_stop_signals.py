@@ -36,7 +36,8 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def command(server: FakeOpenAIServer, db_file: Path) -> list[str]:
     return [
-        *CLI, "run", "--backend", "openai", "--base-url", server.base_url, "--model", "m", "--pairs", "1",
+        *CLI, "run", "--backend", "openai", "--decoding", "generate",
+        "--base-url", server.base_url, "--model", "m", "--pairs", "1",
         "--occupations", "nurse", "--top-k", "1", "--run-id", "slow", "--db", str(db_file), "--quiet",
     ]  # fmt: skip
 

@@ -134,7 +134,8 @@ def test_the_cli_says_it_in_one_line_and_the_run_is_failed(seed: Path, tmp_path:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.server_error(502)) as server:
         done = CliRunner().invoke(app, [
-            "run", "--backend", "openai", "--base-url", server.base_url, "--model", "m", "--pairs", "2",
+            "run", "--backend", "openai", "--decoding", "generate",
+            "--base-url", server.base_url, "--model", "m", "--pairs", "2",
             "--occupations", "nurse", "--db", str(db_file), "--run-id", "dead", "--quiet",
         ])  # fmt: skip
     assert done.exit_code == 1
