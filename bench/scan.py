@@ -19,6 +19,7 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +28,9 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit
 
+from probe.config import RunConfig
+from probe.db import connect
+from probe.scan import scan
 from probe.scan_rules import (
     CALLS_PER_PAIR,
     CONTINUE,
@@ -35,6 +39,7 @@ from probe.scan_rules import (
     final_flags,
     pick_within_budget,
 )
+from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
 
 TITLES = 1016
 PAIRS = 70
@@ -173,13 +178,71 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
     }
 
 
+def write_replay_file(path: Path, db_path: Path, answers: np.ndarray, soc: tuple[str, ...] = ()) -> list[str]:
+    """The answers as a replay file for `probe scan` (titles in SOC order, pairs in the scan's shuffled
+    order with seed 0); returns the titles' SOC codes."""
+    con = connect(db_path)
+    try:
+        settings = ScanSettings(soc=soc)
+        titles = resolve_titles(con, settings)
+        pairs = shuffled_pairs(con, settings)
+    finally:
+        con.close()
+    title_index, position, order = np.meshgrid(
+        np.arange(len(titles)), np.arange(len(pairs)), np.arange(2), indexing="ij"
+    )
+    picks = answers[: len(titles), : len(pairs)]
+    frame = pd.DataFrame({
+        "stage": 2, "qtype": "single", "condition": "baseline",
+        "pair_id": pairs["pair_id"].to_numpy()[position.ravel()],
+        "name_order": np.array(["fm", "mf"])[order.ravel()],
+        "occupation": titles["title"].to_numpy()[title_index.ravel()],
+        "subject": "", "category": "", "attribute": "",
+        "label": np.where(picks.ravel(), "female", "male"),
+    })  # fmt: skip
+    frame.to_csv(path, index=False)
+    return list(titles["soc_code"])
+
+
+def scan_through_replay(folder: Path, answers: np.ndarray, soc: tuple[str, ...] = ()) -> tuple[list[str], int]:
+    """`probe scan --backend replay` on the answers (the product's path): flagged SOC codes, model calls."""
+    db_path = folder / "scan.duckdb"
+    db_path.unlink(missing_ok=True)
+    write_replay_file(folder / "answers.csv", db_path, answers, soc)
+    config = RunConfig(backend="replay", answers=str(folder / "answers.csv"), db=str(db_path), quiet=True)
+    scan_id = scan(config, ScanSettings(soc=soc), None)
+    con = connect(db_path)
+    try:
+        flagged = con.execute(
+            "SELECT soc_code FROM scan_results WHERE scan_id = ? AND flagged ORDER BY soc_code", [scan_id]
+        ).fetchall()
+        calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [scan_id]).fetchone()[0]
+    finally:
+        con.close()
+    return [code for (code,) in flagged], int(calls)
+
+
 def _through_replay(draws: list[tuple[np.ndarray, np.ndarray]], folder: Path) -> tuple[int, int]:
-    return 0, 0
+    """How many of these simulated scans give the same flagged list and calls in memory and through replay."""
+    identical = 0
+    for _, answers in draws:
+        codes, calls = scan_through_replay(folder, answers)
+        flags, _, used = scan_in_memory(answers)
+        in_memory = [codes_all for codes_all, flag in zip(_all_codes(folder), flags, strict=True) if flag]
+        identical += in_memory == codes and used == calls
+    return len(draws), identical
+
+
+def _all_codes(folder: Path) -> list[str]:
+    con = connect(folder / "scan.duckdb")
+    try:
+        return [code for (code,) in con.execute("SELECT soc_code FROM onet_occupations ORDER BY soc_code").fetchall()]
+    finally:
+        con.close()
 
 
 if __name__ == "__main__":
     import sys
 
-    for name, value in measure("--quick" in sys.argv, Path(".")).items():
+    for name, value in measure("--quick" in sys.argv, Path(tempfile.mkdtemp())).items():
         print(f"{name}={value}")
-    pd.DataFrame()

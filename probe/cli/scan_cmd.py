@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline, plan
+from probe import pipeline, plan, scan_setup
 from probe.cli.app import app
 from probe.cli.run_cmd import (
     AnswersOption,
@@ -27,7 +27,7 @@ from probe.cli.run_cmd import (
 from probe.config import RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
-from probe.escape import literal_console
+from probe.scan_setup import ScanSettings
 
 
 def _resume_command(scan_id: str, db: str) -> str:
@@ -102,7 +102,7 @@ def scan_command(
             "quiet": quiet or None,
         }
     )
-    settings = scanning.ScanSettings(**{name: value for name, value in scan_given.items() if value is not None})
+    settings = ScanSettings(**{name: value for name, value in scan_given.items() if value is not None})
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
@@ -130,20 +130,19 @@ def scan_command(
         calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [finished]).fetchone()[0]
     finally:
         con.close()
-    console = literal_console()
-    console.print(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")
+    typer.echo(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")
     for title, share, low, high, e_value, preferred in results:
-        console.print(f"  {title}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}")
-    console.print(f"report: {paths['scan.md']} (scan.json, scan_groups.svg beside it)")
+        typer.echo(f"  {title}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}")
+    typer.echo(f"report: {paths['scan.md']} (scan.json, scan_groups.svg beside it)")
     if results:
         confirm = ["probe", "run", "--occupations", str(paths["flagged_occupations.csv"]), "--backend", config.backend]
         if config.model:
             confirm += ["--model", config.model]
-        console.print(f"confirm with a full two-stage run: {shlex.join(confirm)}")
+        typer.echo(f"confirm with a full two-stage run: {shlex.join(confirm)}")
     typer.echo(finished)
 
 
-def _stored(database: str, scan_id: str | None) -> tuple[dict[str, object], object] | None:
+def _stored(database: str, scan_id: str | None) -> tuple[dict[str, object], ScanSettings] | None:
     """The stored scan's backend flags and scan settings, when --scan-id names one."""
     from probe import scan as scanning
 
@@ -157,18 +156,16 @@ def _stored(database: str, scan_id: str | None) -> tuple[dict[str, object], obje
     return None if stored is None else scanning.stored_settings(stored)
 
 
-def _plan_lines(config: RunConfig, settings: object) -> list[str]:
+def _plan_lines(config: RunConfig, settings: ScanSettings) -> list[str]:
     """The dry run: titles, pairs, rounds, calls (round 1, at most, typical) and the time they take."""
-    from probe import scan as scanning
-
-    estimate = scanning.estimate(config, settings)
+    estimate = scan_setup.estimate(config, settings)
     rate = plan.DOCUMENTED_RATES.get(config.backend, (1.0, 1.0))[1]
     lines = [
         f"titles: {estimate.titles:,}; name pairs: {estimate.pairs} (both orders); rounds up to depths "
         f"{', '.join(map(str, estimate.depths))} pairs a title",
         f"model calls: round 1 {estimate.first_round:,}; at most {estimate.most:,}"
         + (" (the budget)" if settings.budget is not None and estimate.most == settings.budget else " (every pair)"),
-        f"typical: about {estimate.typical:,} ({scanning.TYPICAL_CALLS_PER_TITLE} a title on the simulated model "
+        f"typical: about {estimate.typical:,} ({scan_setup.TYPICAL_CALLS_PER_TITLE} a title on the simulated model "
         "of BENCHMARKS.md; a model that stereotypes more titles needs more)",
         f"estimated time with {config.backend} at {rate:.3g} calls/s (BENCHMARKS.md): round 1 "
         f"{plan.duration(estimate.first_round / rate)}, typical {plan.duration(estimate.typical / rate)}, "
