@@ -131,7 +131,7 @@ def exhaustive_flags(answers: np.ndarray, pairs: int) -> tuple[np.ndarray, np.nd
     return flags, mean
 
 
-def _errors(shares: np.ndarray, flags: np.ndarray, estimates: np.ndarray) -> tuple[float, float]:
+def false_and_power(shares: np.ndarray, flags: np.ndarray, estimates: np.ndarray) -> tuple[float, float]:
     """(false discovery proportion, power on planted shares >= 0.85) of one flagged list."""
     right_way = np.sign(estimates - 0.5) == np.sign(shares - 0.5)
     false = flags & ((shares == 0.5) | ~right_way)
@@ -149,7 +149,7 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
         shares = draw_shares(rng)
         answers = draw_answers(rng, shares)
         flags, estimates, used = scan_in_memory(answers)
-        fdp, power = _errors(shares, flags, estimates)
+        fdp, power = false_and_power(shares, flags, estimates)
         fdps.append(fdp)
         powers.append(power)
         calls.append(used)
@@ -157,7 +157,7 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
     power = float(np.mean(powers))
     exhaustive_pairs = PAIRS
     for pairs in range(2, PAIRS + 1):
-        fixed_power = np.mean([_errors(s, *exhaustive_flags(a, pairs))[1] for s, a in draws[:40]])
+        fixed_power = np.mean([false_and_power(s, *exhaustive_flags(a, pairs))[1] for s, a in draws[:40]])
         if fixed_power >= power:
             exhaustive_pairs = pairs
             break

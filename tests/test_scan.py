@@ -1,0 +1,172 @@
+"""`probe scan` end to end through the replay backend: flagged titles, report files, budget, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bench.scan import draw_answers, scan_in_memory, write_replay_file
+from probe import scan as scanning
+from probe.cli import app
+from probe.config import RunConfig
+from probe.db import connect
+from probe.scan_setup import ScanSettings
+from probe.taxonomy import resolve_occupations
+from tests.support import assert_one_line_error, fingerprint, query
+
+SOC = ("29",)  # Healthcare Practitioners and Technical: 96 titles
+PLANTED_FEMALE = ("29-1011.00", "29-1021.00", "29-1041.00", "29-1122.00", "29-1141.00")
+PLANTED_MALE = ("29-1051.00", "29-1071.00", "29-1215.00", "29-2011.00", "29-2034.00")
+EXPECTED_FLAGGED = [
+    "29-1011.00", "29-1021.00", "29-1041.00", "29-1051.00", "29-1071.00", "29-1122.00", "29-1141.00",
+    "29-1215.00", "29-2011.00", "29-2034.00",
+]  # fmt: skip
+EXPECTED_CALLS = 1100
+
+
+@pytest.fixture
+def planted(db_file: Path, tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """A replay file for SOC 29: five titles planted at share 0.9 for women, five at 0.1, the rest fair."""
+    codes = list(
+        query(db_file, "SELECT soc_code FROM onet_occupations WHERE soc_code LIKE '29-%' ORDER BY 1")["soc_code"]
+    )
+    shares = np.array([0.9 if code in PLANTED_FEMALE else 0.1 if code in PLANTED_MALE else 0.5 for code in codes])
+    answers = draw_answers(np.random.default_rng(4), shares)
+    path = tmp_path / "answers.csv"
+    write_replay_file(path, db_file, answers, SOC)
+    return path, answers
+
+
+def scan_args(db_file: Path, answers: Path, *more: str) -> list[str]:
+    return ["scan", "--soc", "29", "--backend", "replay", "--answers", str(answers), "--db", str(db_file), *more]
+
+
+def flagged(db_file: Path, scan_id: str) -> list[str]:
+    sql = "SELECT soc_code FROM scan_results WHERE scan_id = ? AND flagged ORDER BY soc_code"
+    return list(query(db_file, sql, [scan_id])["soc_code"])
+
+
+def calls(db_file: Path, scan_id: str) -> int:
+    return int(query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [scan_id])["n"][0])
+
+
+def test_a_scan_flags_the_planted_titles_and_writes_its_report(db_file: Path, planted, tmp_path: Path) -> None:
+    answers_path, answers = planted
+    result = CliRunner().invoke(app, [*scan_args(db_file, answers_path, "--quiet"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    scan_id = result.stdout.strip().splitlines()[-1]
+    assert flagged(db_file, scan_id) == EXPECTED_FLAGGED
+    assert calls(db_file, scan_id) == EXPECTED_CALLS
+    in_memory_flags, _, in_memory_calls = scan_in_memory(answers)  # the same rules without DuckDB and the runner
+    codes = query(db_file, "SELECT soc_code FROM scan_titles WHERE scan_id = ? ORDER BY 1", [scan_id])["soc_code"]
+    assert (list(codes[in_memory_flags]), in_memory_calls) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
+    doc = json.loads((tmp_path / "out" / "scan.json").read_text())
+    assert (doc["titles_scanned"], doc["calls"], len(doc["flagged"])) == (96, EXPECTED_CALLS, 10)
+    for title in doc["titles"]:  # the interval excludes 0.5 exactly when the title is flagged
+        assert (title["ci_low"] > 0.5 or title["ci_high"] < 0.5) == title["flagged"], title
+    assert {title["preferred"] for title in doc["flagged"] if title["soc_code"] in PLANTED_MALE} == {"male"}
+    assert [group["group"] for group in doc["groups"]["minor"]] == ["29-1000", "29-2000", "29-9000"]
+    assert (tmp_path / "out" / "scan_groups.svg").read_text().startswith("<?xml")
+    confirm = tmp_path / "out" / "flagged_occupations.csv"
+    con = connect(db_file)
+    try:
+        occupations = resolve_occupations(con, confirm)  # `probe run --occupations FILE` reads it
+    finally:
+        con.close()
+    assert sorted(occupations["soc_code"]) == EXPECTED_FLAGGED
+    assert f"probe run --occupations {confirm} --backend replay" in result.stdout
+
+
+def test_a_budget_stops_the_scan_within_it(db_file: Path, planted) -> None:
+    result = CliRunner().invoke(app, scan_args(db_file, planted[0], "--budget", "600", "--quiet"))
+    assert result.exit_code == 0, result.output
+    scan_id = result.stdout.strip().splitlines()[-1]
+    assert calls(db_file, scan_id) <= 600
+    stops = query(db_file, "SELECT stopped, count(*) AS n FROM scan_results WHERE scan_id = ? GROUP BY 1", [scan_id])
+    assert "budget" in set(stops["stopped"])
+
+
+def test_the_dry_run_writes_nothing(db_file: Path, planted) -> None:
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, scan_args(db_file, planted[0], "--dry-run"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:2] == [
+        "titles: 96; name pairs: 70 (both orders); rounds up to depths 2, 3, 4, 6, 9, 14, 21, 32, 48, 70 pairs a title",
+        "model calls: round 1 384; at most 13,440 (every pair)",
+    ]
+    assert fingerprint(db_file) == before
+
+
+class _Stop(Exception):
+    """Stands in for a kill: raised inside the scan, after which nothing more is written."""
+
+
+@pytest.mark.parametrize(("where", "after"), [("answer", 1), ("answer", 3), ("decide", 1), ("decide", 4)])
+def test_an_interrupted_scan_resumes_to_the_same_flagged_list(
+    db_file: Path, planted, monkeypatch: pytest.MonkeyPatch, where: str, after: int
+) -> None:
+    config = RunConfig(backend="replay", answers=str(planted[0]), db=str(db_file), quiet=True)
+    settings = ScanSettings(soc=SOC)
+    seen = []
+
+    def stop_on(original: Callable[..., object]) -> Callable[..., object]:
+        def wrapped(*args: object, **kwargs: object) -> object:
+            seen.append(1)
+            if len(seen) == after:
+                raise _Stop
+            return original(*args, **kwargs)
+
+        return wrapped
+
+    with monkeypatch.context() as patch:
+        if where == "answer":  # killed with a round's items stored and its answers missing
+            patch.setattr(scanning.runner, "answer_pending", stop_on(scanning.runner.answer_pending))
+        else:  # killed with a round's answers stored and its decisions missing
+            patch.setattr(scanning, "_decide_round", stop_on(scanning._decide_round))
+        with pytest.raises(_Stop):
+            scanning.scan(config, settings, "resumed")
+    assert query(db_file, "SELECT status FROM scans")["status"].tolist() == ["interrupted"]
+    assert scanning.scan(config, settings, "resumed") == "resumed"
+    assert (flagged(db_file, "resumed"), calls(db_file, "resumed")) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
+    rounds = query(db_file, "SELECT round, status FROM scan_rounds ORDER BY round")
+    assert rounds["round"].tolist() == list(range(1, len(rounds) + 1))
+    assert set(rounds["status"]) == {"decided"}
+
+
+def test_resuming_with_another_answers_file_is_refused(db_file: Path, planted, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*scan_args(db_file, planted[0], "--quiet"), "--scan-id", "s1"])
+    assert result.exit_code == 0, result.output
+    other = tmp_path / "other.csv"
+    pd.read_csv(planted[0]).head(10).to_csv(other, index=False)
+    result = CliRunner().invoke(app, ["scan", "--scan-id", "s1", "--db", str(db_file), "--answers", str(other)])
+    assert_one_line_error(result.exit_code, result.output, "--answers: scan s1 was started with")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--soc", "nurses"], "--soc 'nurses': a SOC code prefix is digits"),
+        (["--soc", "98"], "--soc 98: no O*NET title has a code starting so"),
+        (["--occupations", "missing.csv"], "--occupations 'missing.csv': neither 'all' nor a CSV file"),
+    ],
+)
+def test_bad_options_are_one_line_errors(db_file: Path, planted, args: list[str], message: str) -> None:
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, ["scan", "--backend", "replay", "--answers", str(planted[0]),
+                                      "--db", str(db_file), *args])  # fmt: skip
+    assert_one_line_error(result.exit_code, result.output, message)
+    assert fingerprint(db_file) == before
+
+
+def test_an_unknown_code_in_the_titles_csv_names_its_line(db_file: Path, planted, tmp_path: Path) -> None:
+    titles = tmp_path / "titles.csv"
+    titles.write_text("soc_code\n29-1141.00\n99-9999.00\n")
+    result = CliRunner().invoke(app, ["scan", "--occupations", str(titles), "--backend", "replay",
+                                      "--answers", str(planted[0]), "--db", str(db_file)])  # fmt: skip
+    assert_one_line_error(result.exit_code, result.output, f"{titles} line 3: '99-9999.00' is not an O*NET-SOC code")
