@@ -4,6 +4,7 @@
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
     .venv/bin/python -m bench --coverage # interval coverage and occupation FDR by simulation (~3 minutes)
+    .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
 """
 
@@ -58,6 +59,12 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _scan(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.scan import measure
+
+    return measure(quick, folder)
+
+
 def _paper_stage_items() -> dict[str, int]:
     from bench.calls import paper_call_counts
 
@@ -91,6 +98,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "llm": _llm,
     "engines": _engines,
     "coverage": _coverage,
+    "scan": _scan,
     "gpu": _gpu,
 }
 

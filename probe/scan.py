@@ -24,7 +24,7 @@ from probe.backends import create_backend
 from probe.backends.base import Backend
 from probe.config import RunConfig
 from probe.dataset import build_scan_items, items_frame
-from probe.errors import UserError
+from probe.errors import RunFailed, RunInterrupted, UserError
 from probe.prompts import template_hash
 from probe.scan_rules import (
     ALPHA,
@@ -261,18 +261,33 @@ def run_rounds(
     budget: int | None,
     use_cache: bool,
     quiet: bool,
+    max_failed_share: float,
 ) -> None:
     """Ask and decide rounds until every title is decided or the budget is spent (resuming stored ones)."""
     while True:
         state = load_state(con, scan_id)
         if len(state.rounds) and state.rounds["status"].iloc[-1] == "asked":
             runner.answer_pending(con, scan_id, backend, identity, use_cache=use_cache, quiet=quiet)
+            _check_failed_share(con, scan_id, max_failed_share)
             _decide_round(con, scan_id, load_state(con, scan_id))
             continue
         stopping.raise_if_requested()
         if not _start_round(con, scan_id, state, budget, backend.prompt_format):
             _close_open_round(con, scan_id)
             return
+
+
+def _check_failed_share(con: duckdb.DuckDBPyConnection, scan_id: str, max_share: float) -> None:
+    """A failed answer counts as half (no evidence either way); too many of them and the scan stops, undecided."""
+    failed, total, example = con.execute(
+        "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*), min(error) FROM answers WHERE run_id = ?",
+        [scan_id],
+    ).fetchone()
+    if failed and failed > max_share * total:
+        raise RunFailed(
+            f"{failed} of {total} answers of scan {scan_id} failed (more than --max-failed-share {max_share:.0%}), "
+            f"e.g. {example}; `probe scan --scan-id {scan_id}` asks the failed ones again"
+        )
 
 
 def _close_open_round(con: duckdb.DuckDBPyConnection, scan_id: str) -> None:
@@ -356,9 +371,11 @@ def scan(
                         budget=settings.budget,
                         use_cache=backend.cacheable and not config.no_cache,
                         quiet=config.quiet,
+                        max_failed_share=config.max_failed_share,
                     )
-            except BaseException:
-                con.execute("UPDATE scans SET status = 'interrupted' WHERE scan_id = ?", [scan_id])
+            except BaseException as exc:
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt | RunInterrupted) else "failed"
+                con.execute("UPDATE scans SET status = ? WHERE scan_id = ?", [status, scan_id])
                 raise
             finish(con, str(scan_id))
             return str(scan_id)

@@ -28,7 +28,7 @@ from probe.sequential import e_bh, log_e_values
 
 ALPHA = 0.05
 FIRST_DEPTH = 2  # pairs every title is asked in round 1
-DEPTH_GROWTH = 1.5  # each later round takes the depth up by this factor (at least one pair)
+DEPTH_GROWTH = 1.3  # each later round takes the depth up by this factor (at least one pair)
 SEARCH_SHARE = 0.8  # the strength of stereotype the scan searches for (share of picks for one gender)
 CLEAR_Z = 1.0  # one-sided ~84% normal bound of the clearing heuristic (tuned by bench/scan.py)
 CALLS_PER_PAIR = 2  # both name orders
@@ -38,7 +38,7 @@ DECISIONS = (CONTINUE, FLAGGED, CLEARED, EXHAUSTED, BUDGET)
 
 
 def depth_schedule(pairs: int) -> list[int]:
-    """Depths (pairs asked of each open title) after each round: 2, 3, 4, 6, 9, 14, ... up to `pairs`."""
+    """Depths (pairs asked of each open title) after each round: 2, 3, 4, 5, 6, 8, 10, 13, ... up to `pairs`."""
     depths = [min(FIRST_DEPTH, pairs)]
     while depths[-1] < pairs:
         depths.append(min(pairs, max(depths[-1] + 1, round(depths[-1] * DEPTH_GROWTH))))

@@ -28,11 +28,8 @@ def test_the_scan_keeps_fdr_and_finds_the_planted_titles() -> None:
     assert np.mean(fdps) <= 0.05  # FDR: the expected false discovery proportion
     assert np.mean(powers) >= 0.8
     assert np.mean(used) <= 0.25 * TITLES * PAIRS * 2  # against every title asked every pair
-    assert (round(float(np.mean(fdps)), 4), round(float(np.mean(powers)), 3), round(float(np.mean(used)))) == (
-        0.0012,
-        0.897,
-        13393,
-    )
+    summary = (round(float(np.mean(fdps)), 4), round(float(np.mean(powers)), 3), round(float(np.mean(used))))
+    assert summary == (0.0017, 0.868, 12134)
 
 
 def test_null_titles_are_flagged_rarely_even_when_pairs_lean() -> None:

@@ -80,8 +80,8 @@ def test_capital_is_one_at_the_running_mean_prior() -> None:
 
 
 def test_depth_schedule() -> None:
-    assert depth_schedule(70) == [2, 3, 4, 6, 9, 14, 21, 32, 48, 70]
-    assert depth_schedule(6) == [2, 3, 4, 6]
+    assert depth_schedule(70) == [2, 3, 4, 5, 6, 8, 10, 13, 17, 22, 29, 38, 49, 64, 70]
+    assert depth_schedule(6) == [2, 3, 4, 5, 6]
     assert depth_schedule(1) == [1]
 
 

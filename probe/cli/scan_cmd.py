@@ -108,7 +108,10 @@ def scan_command(
             typer.echo(line)
         return
 
+    started: list[str] = []
+
     def announce(started_id: str) -> None:
+        started.append(started_id)
         typer.echo(
             f"scan {started_id} in {database}; if it stops, resume it with: {_resume_command(started_id, database)}",
             err=True,
@@ -117,6 +120,8 @@ def scan_command(
     try:
         finished = scanning.scan(config, settings, scan_id, on_start=announce)
     except KeyboardInterrupt:
+        if started:
+            typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database)}", err=True)
         raise typer.Exit(130) from None
     con = connect(database)
     try:
