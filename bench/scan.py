@@ -33,9 +33,9 @@ import pandas as pd
 from scipy import stats
 from scipy.special import expit
 
+from probe import pipeline
 from probe.config import RunConfig
 from probe.db import connect
-from probe.scan import scan
 from probe.scan_rules import (
     CALLS_PER_PAIR,
     CONTINUE,
@@ -233,7 +233,7 @@ def scan_through_replay(folder: Path, answers: np.ndarray, soc: tuple[str, ...] 
     db_path.unlink(missing_ok=True)
     write_replay_file(folder / "answers.csv", db_path, answers, soc)
     config = RunConfig(backend="replay", answers=str(folder / "answers.csv"), db=str(db_path), quiet=True)
-    scan_id = scan(config, ScanSettings(soc=soc), None)
+    scan_id = pipeline.scan(config, ScanSettings(soc=soc))
     con = connect(db_path)
     try:
         flagged = con.execute(

@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe import db, runner, runs, stopping
+from probe import db, runs, stopping
 from probe.backends import create_backend
 from probe.backends.base import Backend
 from probe.config import RunConfig
@@ -55,6 +55,7 @@ BACKEND_FIELDS = (
     "max_retries",
     "backoff",
 )
+AnswerPending = Callable[..., None]  # runner.answer_pending's shape
 VALUE_OF_LABEL = {"female": 1.0, "male": 0.0}  # anything else (unknown, a failure) counts as half
 
 
@@ -255,24 +256,25 @@ def _decide_round(con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState
 def run_rounds(
     con: duckdb.DuckDBPyConnection,
     scan_id: str,
-    backend: Backend,
-    identity: str,
+    answer_round: Callable[[], None],
     *,
+    prompt_format: str,
     budget: int | None,
-    use_cache: bool,
-    quiet: bool,
     max_failed_share: float,
 ) -> None:
-    """Ask and decide rounds until every title is decided or the budget is spent (resuming stored ones)."""
+    """Ask and decide rounds until every title is decided or the budget is spent (resuming stored ones).
+
+    `answer_round()` answers the scan's items that have no answer yet (the runner, handed in by the pipeline).
+    """
     while True:
         state = load_state(con, scan_id)
         if len(state.rounds) and state.rounds["status"].iloc[-1] == "asked":
-            runner.answer_pending(con, scan_id, backend, identity, use_cache=use_cache, quiet=quiet)
+            answer_round()
             _check_failed_share(con, scan_id, max_failed_share)
             _decide_round(con, scan_id, load_state(con, scan_id))
             continue
         stopping.raise_if_requested()
-        if not _start_round(con, scan_id, state, budget, backend.prompt_format):
+        if not _start_round(con, scan_id, state, budget, prompt_format):
             _close_open_round(con, scan_id)
             return
 
@@ -335,9 +337,17 @@ def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
 
 
 def scan(
-    config: RunConfig, settings: ScanSettings, scan_id: str | None, on_start: Callable[[str], None] | None = None
+    config: RunConfig,
+    settings: ScanSettings,
+    scan_id: str | None,
+    answer_pending: AnswerPending,
+    on_start: Callable[[str], None] | None = None,
 ) -> str:
-    """Start (or resume) a scan, run its rounds, store its results; returns the scan id."""
+    """Start (or resume) a scan, run its rounds, store its results; returns the scan id.
+
+    `answer_pending(con, scan_id, backend, identity, use_cache=..., quiet=...)` answers a round's items:
+    the runner's, handed in by probe.pipeline (the one path that drives the runner).
+    """
     con = db.connect(config.db)
     try:
         stored = stored_scan(con, scan_id) if scan_id else None
@@ -361,16 +371,19 @@ def scan(
                 )
             if on_start is not None:
                 on_start(str(scan_id))
+            use_cache = backend.cacheable and not config.no_cache
+
+            def answer_round() -> None:
+                answer_pending(con, str(scan_id), backend, identity, use_cache=use_cache, quiet=config.quiet)
+
             try:
                 with stopping.on_signals():
                     run_rounds(
                         con,
                         str(scan_id),
-                        backend,
-                        identity,
+                        answer_round,
+                        prompt_format=backend.prompt_format,
                         budget=settings.budget,
-                        use_cache=backend.cacheable and not config.no_cache,
-                        quiet=config.quiet,
                         max_failed_share=config.max_failed_share,
                     )
             except BaseException as exc:

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.scan import draw_answers, scan_in_memory, write_replay_file
+from probe import pipeline, runner
 from probe import scan as scanning
 from probe.cli import app
 from probe.config import RunConfig
@@ -125,15 +126,16 @@ def test_an_interrupted_scan_resumes_to_the_same_flagged_list(
 
         return wrapped
 
+    answer = runner.answer_pending
     with monkeypatch.context() as patch:
         if where == "answer":  # killed with a round's items stored and its answers missing
-            patch.setattr(scanning.runner, "answer_pending", stop_on(scanning.runner.answer_pending))
+            answer = stop_on(runner.answer_pending)
         else:  # killed with a round's answers stored and its decisions missing
             patch.setattr(scanning, "_decide_round", stop_on(scanning._decide_round))
         with pytest.raises(_Stop):
-            scanning.scan(config, settings, "resumed")
+            scanning.scan(config, settings, "resumed", answer)
     assert query(db_file, "SELECT status FROM scans")["status"].tolist() == ["interrupted"]
-    assert scanning.scan(config, settings, "resumed") == "resumed"
+    assert pipeline.scan(config, settings, "resumed") == "resumed"
     assert (flagged(db_file, "resumed"), calls(db_file, "resumed")) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
     rounds = query(db_file, "SELECT round, status FROM scan_rounds ORDER BY round")
     assert rounds["round"].tolist() == list(range(1, len(rounds) + 1))

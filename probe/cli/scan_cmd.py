@@ -75,7 +75,6 @@ def scan_command(
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    from probe import scan as scanning  # numpy/pandas stack: load on use
     from probe.scan_report import write_scan_report
 
     given = dict(
@@ -118,7 +117,7 @@ def scan_command(
         )
 
     try:
-        finished = scanning.scan(config, settings, scan_id, on_start=announce)
+        finished = pipeline.scan(config, settings, scan_id, on_start=announce)
     except KeyboardInterrupt:
         if started:
             typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database)}", err=True)
