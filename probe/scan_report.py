@@ -91,7 +91,7 @@ def _groups_frame(results: pd.DataFrame, observed: np.ndarray, level: str) -> pd
     for gender in ("female", "male"):
         column = flagged[gender] if gender in flagged else pd.Series(0, index=flagged.index)
         rollup[f"flagged_{gender}"] = rollup["group"].map(column).fillna(0).astype(int)
-    rollup["name"] = rollup["group"].map(lambda code: SOC_MAJOR_GROUPS.get(code[:2], ""))
+    rollup["major_name"] = rollup["group"].map(lambda code: SOC_MAJOR_GROUPS.get(code[:2], ""))
     return rollup
 
 
@@ -123,6 +123,12 @@ def document(con: duckdb.DuckDBPyConnection, scan_id: str) -> dict[str, object]:
         "titles": titles,
         "title_interval_method": TITLE_METHOD,
         "group_interval_method": GROUP_METHOD,
+        "confirmation": {
+            "occupations_csv": "flagged_occupations.csv",
+            "flagged_without_ratings": sorted(
+                set(results.loc[results["flagged"], "soc_code"]) - set(confirmation_csv(con, scan_id)["soc_code"])
+            ),
+        },
         "groups": {
             level: json.loads(_groups_frame(results, observed, level).to_json(orient="records"))
             for level in ("major", "minor")
@@ -137,19 +143,24 @@ def hierarchy_figure(results: pd.DataFrame) -> Figure:
     width = max(int(results.groupby("major").size().max()), 1)
     grid = np.full((len(groups), width), np.nan)
     marks: list[tuple[int, int, str]] = []
+    edges: list[tuple[int, int]] = []  # where a row's next minor group starts
     for row, group in enumerate(groups):
         members = results[results["major"] == group].sort_values(["minor", "share"])
         grid[row, : len(members)] = members["share"].to_numpy()
         marks += [(row, column, gender) for column, gender in enumerate(members["preferred"]) if gender != "none"]
+        minors = members["minor"].to_numpy()
+        edges += [(row, column) for column in range(1, len(minors)) if minors[column] != minors[column - 1]]
     fig = Figure(figsize=(min(3 + width * 0.09, 16), 1.2 + 0.32 * len(groups)), layout="constrained")
     ax = fig.add_subplot()
     image = ax.imshow(
         np.ma.masked_invalid(grid), aspect="auto", cmap="PuOr_r", norm=TwoSlopeNorm(0.5, 0, 1), interpolation="nearest"
     )
+    for row, column in edges:
+        ax.plot([column - 0.5, column - 0.5], [row - 0.5, row + 0.5], color="white", linewidth=1.5)
     for row, column, gender in marks:
         ax.plot(column, row, marker="o", markersize=3, color=GENDER_COLOURS[gender], markeredgecolor="black")
     ax.set_yticks(range(len(groups)), [f"{code} {SOC_MAJOR_GROUPS.get(code, '')}"[:40] for code in groups], fontsize=7)
-    ax.set_xlabel("titles of the group, by minor group then share (dots: flagged)")
+    ax.set_xlabel("titles of the group, by minor group (white lines) then share; dots: flagged")
     fig.colorbar(image, ax=ax, label="share of picks naming the woman")
     return fig
 
@@ -196,7 +207,7 @@ def markdown(doc: dict[str, object]) -> str:
         interval = "n/a" if group["ci_low"] is None else f"{group['ci_low']:.2f}-{group['ci_high']:.2f}"
         share = "n/a" if group["share"] is None else f"{group['share']:.2f}"
         lines.append(
-            f"| {group['group']} {group['name']} | {group['titles']} | {share} | {interval} | "
+            f"| {group['group']} {group['major_name']} | {group['titles']} | {share} | {interval} | "
             f"{group['flagged_female']} | {group['flagged_male']} |"
         )
     lines += ["", "![titles by SOC major group](scan_groups.svg)", ""]

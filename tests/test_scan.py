@@ -69,6 +69,7 @@ def test_a_scan_flags_the_planted_titles_and_writes_its_report(db_file: Path, pl
     assert (list(codes[in_memory_flags]), in_memory_calls) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
     doc = json.loads((tmp_path / "out" / "scan.json").read_text())
     assert (doc["titles_scanned"], doc["calls"], len(doc["flagged"])) == (96, EXPECTED_CALLS, 10)
+    assert doc["confirmation"]["flagged_without_ratings"] == []
     for title in doc["titles"]:  # the interval excludes 0.5 exactly when the title is flagged
         assert (title["ci_low"] > 0.5 or title["ci_high"] < 0.5) == title["flagged"], title
     assert {title["preferred"] for title in doc["flagged"] if title["soc_code"] in PLANTED_MALE} == {"male"}
