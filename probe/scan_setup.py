@@ -21,7 +21,7 @@ from probe.errors import UserError
 from probe.scan_rules import CALLS_PER_PAIR, depth_schedule
 from probe.staging import stage_file
 
-TYPICAL_CALLS_PER_TITLE = 14  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
+TYPICAL_CALLS_PER_TITLE = 12  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from probe import scan as scanning
 from probe.cli import app
 from probe.config import RunConfig
 from probe.db import connect
+from probe.errors import RunFailed
 from probe.scan_setup import ScanSettings
 from probe.taxonomy import resolve_occupations
 from tests.support import assert_one_line_error, fingerprint, query
@@ -74,6 +75,8 @@ def test_a_scan_flags_the_planted_titles_and_writes_its_report(db_file: Path, pl
         assert (title["ci_low"] > 0.5 or title["ci_high"] < 0.5) == title["flagged"], title
     assert {title["preferred"] for title in doc["flagged"] if title["soc_code"] in PLANTED_MALE} == {"male"}
     assert [group["group"] for group in doc["groups"]["minor"]] == ["29-1000", "29-2000", "29-9000"]
+    for group in doc["groups"]["major"] + doc["groups"]["minor"]:  # an interval or none, never a zero-width one
+        assert group["ci_low"] is None or group["ci_low"] < group["share"] < group["ci_high"], group
     assert (tmp_path / "out" / "scan_groups.svg").read_text().startswith("<?xml")
     confirm = tmp_path / "out" / "flagged_occupations.csv"
     con = connect(db_file)
@@ -174,3 +177,17 @@ def test_an_unknown_code_in_the_titles_csv_names_its_line(db_file: Path, planted
     result = CliRunner().invoke(app, ["scan", "--occupations", str(titles), "--backend", "replay",
                                       "--answers", str(planted[0]), "--db", str(db_file)])  # fmt: skip
     assert_one_line_error(result.exit_code, result.output, f"{titles} line 3: '99-9999.00' is not an O*NET-SOC code")
+
+
+def test_too_many_failed_answers_stop_the_scan(db_file: Path) -> None:
+    con = connect(db_file)
+    try:
+        con.execute(
+            "INSERT INTO answers (run_id, item_id, label, error) VALUES "
+            "('s', 'a', 'female', NULL), ('s', 'b', 'unknown', 'timeout'), ('s', 'c', 'male', NULL)"
+        )
+        scanning._check_failed_share(con, "s", 0.5)  # 1 of 3 is within a half
+        with pytest.raises(RunFailed, match=r"^1 of 3 answers of scan s failed \(more than --max-failed-share 10%\)"):
+            scanning._check_failed_share(con, "s", 0.1)
+    finally:
+        con.close()
