@@ -161,6 +161,7 @@ def test_resuming_with_another_answers_file_is_refused(db_file: Path, planted, t
         (["--soc", "nurses"], "--soc 'nurses': a SOC code prefix is digits"),
         (["--soc", "98"], "--soc 98: no O*NET title has a code starting so"),
         (["--occupations", "missing.csv"], "--occupations 'missing.csv': neither 'all' nor a CSV file"),
+        (["--scan-id", "../up"], "--scan-id '../up': letters, digits"),
     ],
 )
 def test_bad_options_are_one_line_errors(db_file: Path, planted, args: list[str], message: str) -> None:

@@ -24,7 +24,7 @@ from probe.cli.run_cmd import (
     RunDbOption,
     ThreadsOption,
 )
-from probe.config import RunConfig
+from probe.config import RUN_ID, RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
 from probe.scan_setup import ScanSettings
@@ -83,6 +83,11 @@ def scan_command(
     scan_given = dict(
         occupations=occupations, soc=_soc_prefixes(soc) or None, pairs=pairs, names=names, budget=budget, seed=seed
     )
+    if scan_id is not None and not RUN_ID.fullmatch(scan_id):
+        raise UserError(
+            f"--scan-id {scan_id!r}: letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 "
+            "(it names the report's folder)"
+        )
     database = db or str(DEFAULT_DB)
     stored = _stored(database, scan_id)
     if stored is not None:
