@@ -192,3 +192,13 @@ def test_too_many_failed_answers_stop_the_scan(db_file: Path) -> None:
             scanning._check_failed_share(con, "s", 0.1)
     finally:
         con.close()
+
+
+def test_a_scan_that_flags_nothing_says_so(db_file: Path, planted, tmp_path: Path) -> None:
+    args = ["scan", "--soc", "29-9", "--backend", "replay", "--answers", str(planted[0]), "--db", str(db_file)]
+    result = CliRunner().invoke(app, [*args, "--quiet", "-o", str(tmp_path / "fair")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("0 titles flagged after 36 model calls")
+    report = (tmp_path / "fair" / "scan.md").read_text()
+    assert "No title is flagged. The 6 largest shares away from 0.5 (not significant):" in report
+    assert (tmp_path / "fair" / "flagged_occupations.csv").read_text() == "occupation,soc_code,onet_title,note\n"
