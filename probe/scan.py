@@ -126,7 +126,8 @@ def _check_same(
         raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
     before = json.loads(str(stored["config_json"]))
     for name, value in _scan_config(config, settings).items():
-        if before.get(name) != value and name not in ("budget", "base_url"):  # a budget may be raised to go on
+        # The budget limits what is asked from now on (titles it stopped stay stopped); a URL is stored masked.
+        if before.get(name) != value and name not in ("budget", "base_url"):
             raise UserError(
                 f"--{name.replace('_', '-')}: scan {scan_id} was started with {before.get(name)!r}, not {value!r}"
             )

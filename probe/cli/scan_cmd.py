@@ -27,6 +27,7 @@ from probe.cli.run_cmd import (
 from probe.config import RUN_ID, RunConfig
 from probe.db import DEFAULT_DB, connect
 from probe.errors import UserError
+from probe.redact import MASK
 from probe.scan_setup import ScanSettings
 
 
@@ -92,6 +93,11 @@ def scan_command(
     stored = _stored(database, scan_id)
     if stored is not None:
         stored_backend, stored_scan = stored
+        if base_url is None and MASK in str(stored_backend.get("base_url") or ""):
+            raise UserError(
+                f"--scan-id {scan_id}: the scan's --base-url held credentials or query values, which are never "
+                "stored; give --base-url again to resume it"
+            )
         given = {name: stored_backend.get(name) if value is None else value for name, value in given.items()}
         scan_given = {
             name: getattr(stored_scan, name) if value is None else value for name, value in scan_given.items()
