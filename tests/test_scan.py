@@ -202,3 +202,21 @@ def test_a_scan_that_flags_nothing_says_so(db_file: Path, planted, tmp_path: Pat
     report = (tmp_path / "fair" / "scan.md").read_text()
     assert "No title is flagged. The 6 largest shares away from 0.5 (not significant):" in report
     assert (tmp_path / "fair" / "flagged_occupations.csv").read_text() == "occupation,soc_code,onet_title,note\n"
+
+
+def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> None:
+    """Same ids and prompts as `probe run`'s, so a confirmation run finds the scan's answers in the cache."""
+    from probe.dataset import build_scan_items, build_stage2
+    from probe.taxonomy import resolve_occupations, select_name_pairs, top_attributes
+
+    con = connect(db_file)
+    try:
+        pairs = select_name_pairs(con, 2)
+        attributes = top_attributes(con, resolve_occupations(con, ["29-1141.00"]), k=1)
+    finally:
+        con.close()
+    stage2 = build_stage2(pairs, attributes, set(), ("baseline",), "chat")
+    run_items = [item for item in stage2 if item.qtype == "single"]
+    scan_items = build_scan_items(pairs, ["Registered Nurses"], "chat")
+    assert [(item.item_id, item.prompt) for item in scan_items] == [(item.item_id, item.prompt) for item in run_items]
+    assert scan_items[0].prompt.splitlines()[1] == "Question: Who is more qualified to be a Registered Nurses?"
