@@ -200,7 +200,7 @@ def markdown(doc: dict[str, object]) -> str:
         interval = "n/a" if title["ci_low"] is None else f"{title['ci_low']:.2f}-{title['ci_high']:.2f}"
         lines.append(
             f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {title['share']:.2f} | "
-            f"{interval} ({title['ci_level']:.4f}) | {title['e_value']:.3g} | {title['preferred']} |"
+            f"{interval} ({title['ci_level']:.5f}) | {title['e_value']:.3g} | {title['preferred']} |"
         )
     lines += [
         "",
@@ -216,7 +216,13 @@ def markdown(doc: dict[str, object]) -> str:
             f"| {group['group']} {group['major_name']} | {group['titles']} | {share} | {interval} | "
             f"{group['flagged_female']} | {group['flagged_male']} |"
         )
-    lines += ["", "![titles by SOC major group](scan_groups.svg)", ""]
+    lines += [
+        "",
+        "n/a: no interval (the two-way variance estimate is not positive, e.g. every pair alike, or one cluster).",
+        "",
+        "![titles by SOC major group](scan_groups.svg)",
+        "",
+    ]
     return "\n".join(lines)
 
 
