@@ -22,16 +22,19 @@ import numpy as np
 
 MAX_STAKE = 0.75  # fraction of the largest admissible bet (1/m up, 1/(1-m) down): never bet everything
 GRID = np.linspace(0.0, 1.0, 401)[1:-1]  # candidate means for confidence sequences (0.5 is on it)
+BISECTION_STEPS = 20  # refines an interval's ends from the grid's 0.0025 to ~2e-9
 
 
 def log_capital(x: np.ndarray, m: np.ndarray | float) -> np.ndarray:
-    """Log capital of the hedged betting process for each row of `x` and each candidate mean `m`.
+    """Log capital of the betting process for each row of `x` and each candidate mean `m`.
 
     `x`: (rows, steps) observations in [0, 1] in the order they were made, NaN for none (a title asked
-    fewer pairs); returns (rows, len(m)). Each bet uses only the row's earlier observations (predictable).
+    fewer pairs); `m`: candidate means for every row (k,) or per row (rows, k); returns (rows, k). Each bet
+    uses only the row's earlier observations (predictable).
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    means = np.atleast_1d(np.asarray(m, dtype=float))[None, :]
+    means = np.asarray(m, dtype=float)
+    means = means if means.ndim == 2 else np.atleast_1d(means)[None, :]  # (rows, k): a mean per row
     rows = x.shape[0]
     total, squares, count = np.zeros(rows), np.zeros(rows), np.zeros(rows)
     log_capital_ = np.zeros((rows, means.shape[1]))
@@ -59,19 +62,29 @@ def log_e_values(x: np.ndarray) -> np.ndarray:
 def confidence_sequence(x: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Anytime-valid (1 - alpha) interval for the mean of each row (alpha per row or one for all).
 
-    The set of grid means whose capital stays below 1/alpha, widened to the next grid point on each side
-    (the true set lies between grid points); NaN bounds for a row with no observation.
+    The means whose capital stays below 1/alpha, found on GRID and refined by bisection to BISECTION_STEPS
+    halvings from inside the set: so an interval excludes 0.5 exactly when the e-value of 0.5 reaches
+    1/alpha. NaN bounds for a row with no observation.
     """
-    log_caps = log_capital(x, GRID)
-    alphas = np.broadcast_to(np.asarray(alpha, dtype=float), (log_caps.shape[0],))
-    kept = log_caps < np.log(1 / alphas)[:, None]
-    low, high = np.full(len(alphas), np.nan), np.full(len(alphas), np.nan)
-    for row, mask in enumerate(kept):
-        inside = np.flatnonzero(mask)
-        if inside.size and not np.isnan(np.atleast_2d(x)[row]).all():
-            low[row] = GRID[inside[0] - 1] if inside[0] > 0 else 0.0
-            high[row] = GRID[inside[-1] + 1] if inside[-1] + 1 < len(GRID) else 1.0
-    return low, high
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    thresholds = np.log(1 / np.broadcast_to(np.asarray(alpha, dtype=float), (len(x),)))
+    kept = log_capital(x, GRID) < thresholds[:, None]
+    usable = kept.any(axis=1) & ~np.isnan(x).all(axis=1)
+    first = np.argmax(kept, axis=1)
+    last = len(GRID) - 1 - np.argmax(kept[:, ::-1], axis=1)
+    edges = np.concatenate([[0.0], GRID, [1.0]])  # the rejected neighbours of the first and last kept means
+    low = _boundary(x, thresholds, inside=GRID[first], outside=edges[first])
+    high = _boundary(x, thresholds, inside=GRID[last], outside=edges[last + 2])
+    return np.where(usable, low, np.nan), np.where(usable, high, np.nan)
+
+
+def _boundary(x: np.ndarray, thresholds: np.ndarray, inside: np.ndarray, outside: np.ndarray) -> np.ndarray:
+    """Bisection per row between a kept mean and a rejected one; returns the kept end."""
+    for _ in range(BISECTION_STEPS):
+        middle = (inside + outside) / 2
+        kept = log_capital(x, middle[:, None])[:, 0] < thresholds
+        inside, outside = np.where(kept, middle, inside), np.where(kept, outside, middle)
+    return inside
 
 
 def e_bh(log_e: np.ndarray, alpha: float) -> np.ndarray:
