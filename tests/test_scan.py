@@ -220,3 +220,21 @@ def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> No
     scan_items = build_scan_items(pairs, ["Registered Nurses"], "chat")
     assert [(item.item_id, item.prompt) for item in scan_items] == [(item.item_id, item.prompt) for item in run_items]
     assert scan_items[0].prompt.splitlines()[1] == "Question: Who is more qualified to be a Registered Nurses?"
+
+
+def test_a_model_backend_scans_and_a_fresh_scan_repeats_it(db_file: Path, tmp_path: Path) -> None:
+    """hf-causal on a tiny random Llama: every answer decided by option scores; asked again without the cache,
+    the same model gives the same observations, e-values and decisions."""
+    from tests.tiny_models import build_causal_model
+
+    model = build_causal_model(tmp_path / "tiny", chat=True)
+    args = ["scan", "--soc", "29-9", "--pairs", "3", "--backend", "hf-causal", "--model", str(model),
+            "--device", "cpu", "--db", str(db_file), "--quiet"]  # fmt: skip
+    first = CliRunner().invoke(app, [*args, "--scan-id", "first", "-o", str(tmp_path / "first")])
+    again = CliRunner().invoke(app, [*args, "--scan-id", "again", "--no-cache", "-o", str(tmp_path / "again")])
+    assert (first.exit_code, again.exit_code) == (0, 0), first.output + again.output
+    decided = query(db_file, "SELECT DISTINCT decided_by FROM answers WHERE run_id IN ('first', 'again')")
+    assert decided["decided_by"].tolist() == ["score"]
+    sql = "SELECT soc_code, pairs, share, e_value, stopped FROM scan_results WHERE scan_id = ? ORDER BY soc_code"
+    assert query(db_file, sql, ["first"]).equals(query(db_file, sql, ["again"]))
+    assert len(query(db_file, sql, ["first"])) == 6
