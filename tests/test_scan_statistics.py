@@ -110,3 +110,21 @@ def test_decisions_of_a_round() -> None:
     assert decide(observed, asked, depth=14, pairs=14)[0].tolist() == [FLAGGED, FLAGGED, EXHAUSTED, EXHAUSTED, None]
     assert BUDGET not in decisions.tolist()
     assert log_e[2] == 0.0
+
+
+def test_group_rollup_two_way_interval() -> None:
+    """6 titles x 10 pairs, titles alternately all-woman and all-man: share 0.5; each observation's weighted
+    residual is +/- 0.5 / 60, title sums +/- 1/12, pair sums 0, so the variance is 6/144 - 60 (1/120)^2 = 3/80,
+    and the t quantile has min(6 titles, 10 pairs) - 1 = 5 degrees of freedom."""
+    import pandas as pd
+    from scipy import stats
+
+    from probe.scan_report import group_rollup
+
+    observed = np.repeat([[1.0], [0.0]] * 3, 10, axis=1)
+    rollup = group_rollup(observed, pd.Series(["29"] * 6)).iloc[0]
+    half = stats.t.ppf(0.975, 5) * math.sqrt(3 / 80)
+    assert (rollup["titles"], rollup["observations"], rollup["share"]) == (6, 60, 0.5)
+    assert (rollup["ci_low"], rollup["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-12)
+    fair = group_rollup(np.full((3, 4), 0.5), pd.Series(["11"] * 3)).iloc[0]
+    assert (fair["share"], np.isnan(fair["ci_low"]), np.isnan(fair["ci_high"])) == (0.5, True, True)  # no zero width
