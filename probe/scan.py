@@ -35,26 +35,10 @@ from probe.scan_rules import (
     final_flags,
     pick_within_budget,
 )
-from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
+from probe.scan_setup import BACKEND_FIELDS, ScanSettings, resolve_titles, shuffled_pairs
 from probe.sequential import confidence_sequence, log_e_values
 from probe.version import __version__
 
-# RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
-BACKEND_FIELDS = (
-    "backend",
-    "model",
-    "base_url",
-    "answers",
-    "device",
-    "dtype",
-    "decoding",
-    "api_mode",
-    "constrain",
-    "max_tokens",
-    "timeout",
-    "max_retries",
-    "backoff",
-)
 AnswerPending = Callable[..., None]  # runner.answer_pending's shape
 VALUE_OF_LABEL = {"female": 1.0, "male": 0.0}  # anything else (unknown, a failure) counts as half
 
@@ -119,9 +103,10 @@ def stored_settings(stored: dict[str, object]) -> tuple[dict[str, object], ScanS
 
 
 def _check_same(
-    scan_id: str, stored: dict[str, object], config: RunConfig, settings: ScanSettings, identity: str
+    scan_id: str, stored: dict[str, object], config: RunConfig, settings: ScanSettings, identity: str | None
 ) -> None:
-    """A resumed scan asks the same questions of the same model: name the first setting that differs."""
+    """A resumed scan asks the same questions of the same model (identity None: not loaded), or says which
+    setting differs."""
     if stored["template_hash"] != template_hash():
         raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
     before = json.loads(str(stored["config_json"]))
@@ -131,7 +116,8 @@ def _check_same(
             raise UserError(
                 f"--{name.replace('_', '-')}: scan {scan_id} was started with {before.get(name)!r}, not {value!r}"
             )
-    runs.check_same_backend(scan_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+    if identity is not None:
+        runs.check_same_backend(scan_id, json.loads(str(stored["backend_json"])), json.loads(identity))
 
 
 # --- rounds --------------------------------------------------------------------------------------------
@@ -352,6 +338,10 @@ def scan(
     con = db.connect(config.db)
     try:
         stored = stored_scan(con, scan_id) if scan_id else None
+        if stored is not None and stored["status"] == "complete":  # nothing to ask: no model, results rewritten
+            _check_same(str(scan_id), stored, config, settings, identity=None)
+            finish(con, str(scan_id))
+            return str(scan_id)
         if stored is None and scan_id and runs.stored_run(con, scan_id) is not None:
             raise UserError(f"--scan-id {scan_id}: a run has this id; choose another")
         titles = pairs = None

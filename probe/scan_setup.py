@@ -21,6 +21,22 @@ from probe.errors import UserError
 from probe.scan_rules import CALLS_PER_PAIR, depth_schedule
 from probe.staging import stage_file
 
+# RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
+BACKEND_FIELDS = (
+    "backend",
+    "model",
+    "base_url",
+    "answers",
+    "device",
+    "dtype",
+    "decoding",
+    "api_mode",
+    "constrain",
+    "max_tokens",
+    "timeout",
+    "max_retries",
+    "backoff",
+)
 TYPICAL_CALLS_PER_TITLE = 12  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
 
 
