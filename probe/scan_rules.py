@@ -4,14 +4,15 @@ Every title's observation from a name pair is the order-balanced share of the tw
 (1, 0.5 or 0; an unknown answer counts as half). All titles still open share one depth: round r asks each
 of them the same next name pairs (one fixed, shuffled order of pairs), so when a title's next pairs are
 asked nobody has seen those pairs yet, and what other titles showed about earlier pairs says nothing about
-them. A title's e-value (probe.sequential) is therefore a martingale at round ends with respect to
-everything the scan has seen, and every stop below is a valid stopping time.
+them (taking the pairs as a random sample of names). A title's e-value (probe.sequential) is therefore a
+martingale at round ends with respect to everything the scan has seen, and every stop below is a valid
+stopping time.
 
 After each round, for each title asked in it:
 - flagged: its e-value is in the e-BH set of all titles (final list: e-BH over the e-values at stop, so
   FDR <= ALPHA however the rounds went);
-- cleared: a search heuristic, not a claim: its running share is far enough from SEARCH_SHARE (an upper
-  confidence bound on |share - 0.5| below SEARCH_SHARE - 0.5) that more pairs are unlikely to flag it;
+- cleared: a search heuristic, not a claim: its running share is so close to 0.5 (an upper confidence
+  bound on |share - 0.5| below SEARCH_SHARE - 0.5) that more pairs are unlikely to flag it;
 - exhausted: every name pair asked;
 - continue: otherwise.
 A round the budget cannot pay for in full goes to the open titles with the largest e-values; the rest stop
@@ -34,7 +35,6 @@ CLEAR_Z = 1.0  # one-sided ~84% normal bound of the clearing heuristic (tuned by
 CALLS_PER_PAIR = 2  # both name orders
 
 CONTINUE, FLAGGED, CLEARED, EXHAUSTED, BUDGET = "continue", "flagged", "cleared", "exhausted", "budget"
-DECISIONS = (CONTINUE, FLAGGED, CLEARED, EXHAUSTED, BUDGET)
 
 
 def depth_schedule(pairs: int) -> list[int]:
