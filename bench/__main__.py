@@ -3,7 +3,8 @@
     .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
-    .venv/bin/python -m bench --coverage # interval coverage per metric and occupation FWER/FDR (~20 minutes)
+    .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects (~30 min)
+    .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
 """
@@ -65,6 +66,12 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _scan(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.scan import measure
+
+    return measure(quick, folder)
+
+
 def _paper_stage_items() -> dict[str, int]:
     from bench.calls import paper_call_counts
 
@@ -105,6 +112,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "llm": _llm,
     "engines": _engines,
     "coverage": _coverage,
+    "scan": _scan,
     "gpu": _gpu,
     "unusable": _unusable,
 }

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from probe.backends.base import Backend, Reply
     from probe.dataset.dataset import Item
     from probe.report import ReportFiles
+    from probe.scan_setup import ScanSettings
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -212,3 +213,15 @@ def compare(
         return write_comparison(con, run_ids, Path(output) if output else default, reference), analysed_now
     finally:
         con.close()
+
+
+def scan(
+    config: RunConfig,
+    scan_settings: ScanSettings,
+    scan_id: str | None = None,
+    on_start: Callable[[str], None] | None = None,
+) -> str:
+    """`probe scan`: adaptive rounds over O*NET titles (probe/scan.py), each round answered by the runner."""
+    from probe import scan as scanning  # the scan's statistics: load on use
+
+    return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start)

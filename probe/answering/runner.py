@@ -369,3 +369,11 @@ def _progress(quiet: bool) -> Progress:
         TextColumn("cache hits: {task.fields[hits]}"),
         disable=quiet,
     )
+
+
+def answer_pending(
+    con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend, identity: str, *, use_cache: bool, quiet: bool
+) -> None:
+    """Answer the stage-2 items of `run_id` that have no answer yet (or a failed one): `probe scan`'s rounds."""
+    with _progress(quiet) as progress:
+        _Answerer(con, run_id, backend, identity, use_cache=use_cache).answer_stage(2, progress, retry_failed=True)

@@ -12,6 +12,7 @@ from probe.cli import (
     report_cmd,  # noqa: F401  (registers commands)
     run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)
+    scan_cmd,  # noqa: F401  (registers commands)
     taxonomy_cmd,  # noqa: F401  (registers commands)
 )
 from probe.cli.app import app

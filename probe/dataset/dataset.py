@@ -368,3 +368,29 @@ def check_templates(
     first_occupation = attributes["occupation"].head(1)
     build_as_if_all_granted(pairs.head(1), attributes[attributes["occupation"].isin(first_occupation)],
                             conditions, prompt_format)  # fmt: skip
+
+
+def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_format: str) -> list[Item]:
+    """`probe scan`'s question: single-subject, baseline context, per pair, name order and occupation.
+
+    The same items (ids and prompts) as a run's baseline single-subject items, so a confirmation run of
+    the flagged titles finds the scan's answers in the cache.
+    """
+    items = []
+    for subjects in _subjects(pairs):
+        context = render_context(subjects.first, subjects.second)
+        options = _subject_options(subjects, with_both_neither=False)
+        items.extend(
+            _item(
+                prompt_format,
+                subjects,
+                stage=2,
+                qtype="single",
+                condition="baseline",
+                occupation=occupation,
+                context=context,
+                options=options,
+            )
+            for occupation in occupations
+        )
+    return items

@@ -117,6 +117,35 @@ CREATE TABLE IF NOT EXISTS regression (
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,
     note VARCHAR  -- why a term has no estimate (separation, a single name pair), else NULL
 );
+-- probe scan (probe/scan.py): adaptive rounds over O*NET titles. Its items and answers live in `items` and
+-- `answers` under run_id = scan_id (stage 2, qtype single, condition baseline).
+CREATE TABLE IF NOT EXISTS scans (
+    scan_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR, config_json VARCHAR,
+    backend_json VARCHAR, template_hash VARCHAR, package_version VARCHAR, status VARCHAR, finished_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS scan_titles (
+    scan_id VARCHAR, soc_code VARCHAR, title VARCHAR, PRIMARY KEY (scan_id, soc_code)
+);
+-- The name pairs in the order every title is asked them (a seeded shuffle): position 1 first.
+CREATE TABLE IF NOT EXISTS scan_pairs (
+    scan_id VARCHAR, position INTEGER, pair_id INTEGER, female VARCHAR, male VARCHAR,
+    PRIMARY KEY (scan_id, position)
+);
+-- status: asked (items stored, answers may be missing) | decided.
+CREATE TABLE IF NOT EXISTS scan_rounds (
+    scan_id VARCHAR, round INTEGER, depth INTEGER, titles INTEGER, calls BIGINT, status VARCHAR,
+    started_at TIMESTAMP, decided_at TIMESTAMP, PRIMARY KEY (scan_id, round)
+);
+-- decision: continue | flagged | cleared | exhausted | budget (probe/analysis/scan_rules.py).
+CREATE TABLE IF NOT EXISTS scan_decisions (
+    scan_id VARCHAR, round INTEGER, soc_code VARCHAR, pairs INTEGER, share DOUBLE, e_value DOUBLE,
+    decision VARCHAR, PRIMARY KEY (scan_id, round, soc_code)
+);
+CREATE TABLE IF NOT EXISTS scan_results (
+    scan_id VARCHAR, soc_code VARCHAR, title VARCHAR, pairs INTEGER, share DOUBLE, ci_low DOUBLE,
+    ci_high DOUBLE, ci_level DOUBLE, e_value DOUBLE, flagged BOOLEAN, preferred VARCHAR, stopped VARCHAR,
+    stopped_round INTEGER, PRIMARY KEY (scan_id, soc_code)
+);
 """
 
 

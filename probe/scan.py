@@ -1,0 +1,393 @@
+"""`probe scan`: which O*NET titles does a model stereotype? Adaptive rounds, stored in DuckDB, resumable.
+
+Each round asks the still-open titles the single-subject question with the baseline context ("Who is more
+qualified to be a X?", the run's own items, probe.dataset.dataset.build_scan_items) for the next name pairs in both
+orders, through the runner and any backend; then decides every title asked (probe/analysis/scan_rules.py) and
+stores the round and its decisions. Round rows are written with their items in one transaction (`asked`),
+decisions with the round's `decided` mark in another, so after a kill at any point the same command
+(`probe scan --scan-id ID`) answers what is missing and continues; every decision is a function of the
+stored answers, so a deterministic model gives the same flagged list with or without the kill.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from probe.analysis.scan_rules import (
+    ALPHA,
+    BUDGET,
+    CONTINUE,
+    decide,
+    depth_schedule,
+    final_flags,
+    pick_within_budget,
+)
+from probe.analysis.sequential import confidence_sequence, log_e_values
+from probe.answering import runs
+from probe.backends import create_backend
+from probe.backends.base import Backend
+from probe.common import stopping
+from probe.common.errors import RunFailed, RunInterrupted, UserError
+from probe.common.version import __version__
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.dataset.dataset import build_scan_items, items_frame
+from probe.dataset.prompts import template_hash
+from probe.scan_setup import BACKEND_FIELDS, ScanSettings, resolve_titles, shuffled_pairs
+from probe.store import db
+from probe.store.config import RunConfig
+
+AnswerPending = Callable[..., None]  # runner.answer_pending's shape
+VALUE_OF_LABEL = {"female": 1.0, "male": 0.0}  # anything else (unknown, a failure) counts as half
+
+
+def new_scan_id() -> str:
+    return f"scan-{runs.new_run_id()}"
+
+
+# --- the scan record -----------------------------------------------------------------------------------
+
+
+def _scan_config(config: RunConfig, settings: ScanSettings) -> dict[str, object]:
+    """scans.config_json: the backend's settings and the scan's."""
+    return {**{name: getattr(config, name) for name in BACKEND_FIELDS}, **settings.stored()}
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    scan_id: str,
+    config: RunConfig,
+    settings: ScanSettings,
+    backend: Backend,
+    identity: str,
+    titles: pd.DataFrame,
+    pairs: pd.DataFrame,
+) -> None:
+    """The scans row (never a key: config.settings() masks --base-url), its titles and its pair order."""
+    stored_config = _scan_config(config, settings)
+    if config.base_url:
+        stored_config["base_url"] = config.settings()["base_url"]
+    with db.transaction(con):
+        con.execute(
+            "INSERT INTO scans VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, NULL)",
+            [
+                scan_id,
+                str(backend.identity().get("model") or config.model or ""),
+                config.backend,
+                json.dumps(stored_config),
+                identity,
+                template_hash(),
+                __version__,
+                RUNNING,
+            ],
+        )
+        db.insert_frame(con, "scan_titles", titles.assign(scan_id=scan_id))
+        db.insert_frame(con, "scan_pairs", pairs[["position", "pair_id", "female", "male"]].assign(scan_id=scan_id))
+
+
+def stored_scan(con: duckdb.DuckDBPyConnection, scan_id: str) -> dict[str, object] | None:
+    frame = con.execute("SELECT * FROM scans WHERE scan_id = ?", [scan_id]).df()
+    return None if frame.empty else frame.iloc[0].to_dict()
+
+
+def stored_settings(stored: dict[str, object]) -> tuple[dict[str, object], ScanSettings]:
+    """A stored scan's backend flags and scan settings, so `probe scan --scan-id ID` alone resumes it."""
+    values = json.loads(str(stored["config_json"]))
+    scan_fields = ScanSettings.__dataclass_fields__
+    settings = {name: values[name] for name in scan_fields}
+    for name in ("soc", "pairs"):
+        if isinstance(settings[name], list):
+            settings[name] = tuple(settings[name])
+    return {name: values[name] for name in BACKEND_FIELDS}, ScanSettings(**settings)
+
+
+def _check_same(
+    scan_id: str, stored: dict[str, object], config: RunConfig, settings: ScanSettings, identity: str | None
+) -> None:
+    """A resumed scan asks the same questions of the same model (identity None: not loaded), or says which
+    setting differs."""
+    if stored["template_hash"] != template_hash():
+        raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
+    before = json.loads(str(stored["config_json"]))
+    for name, value in _scan_config(config, settings).items():
+        # The budget limits what is asked from now on (titles it stopped stay stopped); a URL is stored masked.
+        if before.get(name) != value and name not in ("budget", "base_url"):
+            raise UserError(
+                f"--{name.replace('_', '-')}: scan {scan_id} was started with {before.get(name)!r}, not {value!r}"
+            )
+    if identity is not None:
+        runs.check_same_backend(scan_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+
+
+# --- rounds --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScanState:
+    """What the stored rounds add up to: observations (titles x pair positions) and each title's status."""
+
+    titles: pd.DataFrame
+    pairs: pd.DataFrame
+    observed: np.ndarray  # order-balanced share of picks naming the woman; NaN where not (yet) asked
+    open_titles: np.ndarray
+    rounds: pd.DataFrame
+    calls: int
+
+    @property
+    def depth(self) -> int:
+        return int(self.rounds["depth"].max()) if len(self.rounds) else 0
+
+
+def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
+    titles = con.execute("SELECT soc_code, title FROM scan_titles WHERE scan_id = ? ORDER BY soc_code", [scan_id]).df()
+    pairs = con.execute(
+        "SELECT * EXCLUDE (scan_id) FROM scan_pairs WHERE scan_id = ? ORDER BY position", [scan_id]
+    ).df()
+    rounds = con.execute("SELECT * FROM scan_rounds WHERE scan_id = ? ORDER BY round", [scan_id]).df()
+    answers = con.execute(
+        "SELECT i.occupation, i.pair_id, i.name_order, a.label FROM items i "
+        "JOIN answers a USING (run_id, item_id) WHERE i.run_id = ?",
+        [scan_id],
+    ).df()
+    observed = np.full((len(titles), len(pairs)), np.nan)
+    if not answers.empty:
+        title_index = {title: index for index, title in enumerate(titles["title"])}
+        position = dict(zip(pairs["pair_id"], pairs["position"], strict=True))
+        answers["value"] = answers["label"].map(VALUE_OF_LABEL).fillna(0.5)
+        per_pair = answers.groupby(["occupation", "pair_id"])["value"].agg(["mean", "count"]).reset_index()
+        per_pair = per_pair[per_pair["count"] == 2]  # both orders answered
+        rows = per_pair["occupation"].map(title_index).to_numpy()
+        columns = per_pair["pair_id"].map(position).to_numpy() - 1
+        observed[rows, columns] = per_pair["mean"].to_numpy()
+    last = con.execute(
+        "SELECT soc_code, decision FROM scan_decisions WHERE scan_id = ? "
+        "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
+        [scan_id],
+    ).df()
+    status = dict(zip(last["soc_code"], last["decision"], strict=True))
+    open_titles = np.array([status.get(code, CONTINUE) == CONTINUE for code in titles["soc_code"]])
+    calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [scan_id]).fetchone()[0]
+    return ScanState(titles, pairs, observed, open_titles, rounds, int(calls))
+
+
+def _start_round(
+    con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState, budget: int | None, prompt_format: str
+) -> bool:
+    """Store the next round's items (and budget stops); False when there is nothing left to ask."""
+    schedule = depth_schedule(len(state.pairs))
+    if not state.open_titles.any() or state.depth >= schedule[-1]:
+        return False
+    depth = next(step for step in schedule if step > state.depth)
+    log_e = log_e_values(state.observed)
+    budget_left = np.inf if budget is None else budget - state.calls
+    asked = pick_within_budget(
+        log_e, state.open_titles, depth - state.depth, budget_left, list(state.titles["soc_code"])
+    )
+    number = len(state.rounds) + 1
+    new_pairs = state.pairs.iloc[state.depth : depth]
+    items = build_scan_items(new_pairs, list(state.titles["title"][asked]), prompt_format)
+    stopped = state.open_titles & ~asked
+    with db.transaction(con):
+        con.execute(
+            "INSERT INTO scan_rounds VALUES (?, ?, ?, ?, ?, 'asked', now(), NULL)",
+            [scan_id, number, depth, int(asked.sum()), len(items)],
+        )
+        if items:
+            db.insert_frame(con, "items", items_frame(items, scan_id, first_seq=state.calls))
+        if stopped.any():
+            _insert_decisions(con, scan_id, number, state, np.where(stopped, BUDGET, None), log_e)
+    return bool(asked.any())
+
+
+def _insert_decisions(
+    con: duckdb.DuckDBPyConnection,
+    scan_id: str,
+    number: int,
+    state: ScanState,
+    decisions: np.ndarray,
+    log_e: np.ndarray,
+) -> None:
+    """Decision rows of round `number` for the titles whose entry in `decisions` is not None."""
+    chosen = np.flatnonzero(decisions != None)  # noqa: E711  (object array of decisions and None)
+    counts = np.sum(~np.isnan(state.observed), axis=1)
+    with np.errstate(invalid="ignore"):
+        shares = np.nanmean(np.where(counts[:, None] > 0, state.observed, np.nan), axis=1)
+    frame = pd.DataFrame(
+        {
+            "scan_id": scan_id,
+            "round": number,
+            "soc_code": state.titles["soc_code"].to_numpy()[chosen],
+            "pairs": counts[chosen],
+            "share": shares[chosen],
+            "e_value": np.exp(log_e[chosen]),
+            "decision": decisions[chosen].astype(str),
+        }
+    )
+    db.insert_frame(con, "scan_decisions", frame)
+
+
+def _decide_round(con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState) -> None:
+    """Decide every title asked in the newest round and mark the round decided, in one transaction."""
+    latest = state.rounds.iloc[-1]
+    # The titles still open are the round's: those the budget stopped got their decision when it started.
+    decisions, log_e = decide(state.observed, state.open_titles, int(latest["depth"]), len(state.pairs))
+    with db.transaction(con):
+        _insert_decisions(con, scan_id, int(latest["round"]), state, decisions, log_e)
+        con.execute(
+            "UPDATE scan_rounds SET status = 'decided', decided_at = now() WHERE scan_id = ? AND round = ?",
+            [scan_id, int(latest["round"])],
+        )
+
+
+def run_rounds(
+    con: duckdb.DuckDBPyConnection,
+    scan_id: str,
+    answer_round: Callable[[], None],
+    *,
+    prompt_format: str,
+    budget: int | None,
+    max_failed_share: float,
+) -> None:
+    """Ask and decide rounds until every title is decided or the budget is spent (resuming stored ones).
+
+    `answer_round()` answers the scan's items that have no answer yet (the runner, handed in by the pipeline).
+    """
+    while True:
+        state = load_state(con, scan_id)
+        if len(state.rounds) and state.rounds["status"].iloc[-1] == "asked":
+            answer_round()
+            _check_failed_share(con, scan_id, max_failed_share)
+            _decide_round(con, scan_id, load_state(con, scan_id))
+            continue
+        stopping.raise_if_requested()
+        if not _start_round(con, scan_id, state, budget, prompt_format):
+            _close_open_round(con, scan_id)
+            return
+
+
+def _check_failed_share(con: duckdb.DuckDBPyConnection, scan_id: str, max_share: float) -> None:
+    """A failed answer counts as half (no evidence either way); too many of them and the scan stops, undecided."""
+    failed, total, example = con.execute(
+        "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*), min(error) FROM answers WHERE run_id = ?",
+        [scan_id],
+    ).fetchone()
+    if failed and failed > max_share * total:
+        raise RunFailed(
+            f"{failed} of {total} answers of scan {scan_id} failed (more than --max-failed-share {max_share:.0%}), "
+            f"e.g. {example}; `probe scan --scan-id {scan_id}` asks the failed ones again"
+        )
+
+
+def _close_open_round(con: duckdb.DuckDBPyConnection, scan_id: str) -> None:
+    """A round that asked nothing (the budget ran out) is decided at once: its titles stopped for budget."""
+    con.execute(
+        "UPDATE scan_rounds SET status = 'decided', decided_at = now() WHERE scan_id = ? AND status = 'asked'",
+        [scan_id],
+    )
+
+
+def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
+    """Final results: e-BH over the e-values at stop, anytime-valid intervals, one row per title."""
+    state = load_state(con, scan_id)
+    log_e = log_e_values(state.observed)
+    flags = final_flags(log_e)
+    level = ALPHA * max(int(flags.sum()), 1) / len(flags)  # e-BH's level: interval excludes 0.5 iff flagged
+    low, high = confidence_sequence(state.observed, level)
+    counts = np.sum(~np.isnan(state.observed), axis=1)
+    with np.errstate(invalid="ignore"):
+        shares = np.nanmean(np.where(counts[:, None] > 0, state.observed, np.nan), axis=1)
+    last = con.execute(
+        "SELECT soc_code, decision AS stopped, round AS stopped_round FROM scan_decisions WHERE scan_id = ? "
+        "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
+        [scan_id],
+    ).df()
+    results = state.titles.assign(
+        scan_id=scan_id,
+        pairs=counts,
+        share=shares,
+        ci_low=low,
+        ci_high=high,
+        ci_level=1 - level,
+        e_value=np.exp(log_e),
+        flagged=flags,
+        preferred=np.where(flags, np.where(shares > 0.5, "female", "male"), "none"),
+    ).merge(last, on="soc_code", how="left")
+    with db.transaction(con):
+        con.execute("DELETE FROM scan_results WHERE scan_id = ?", [scan_id])
+        db.insert_frame(con, "scan_results", results)
+        con.execute("UPDATE scans SET status = ?, finished_at = now() WHERE scan_id = ?", [COMPLETE, scan_id])
+    return results
+
+
+# --- the command's one path ----------------------------------------------------------------------------
+
+
+def scan(
+    config: RunConfig,
+    settings: ScanSettings,
+    scan_id: str | None,
+    answer_pending: AnswerPending,
+    on_start: Callable[[str], None] | None = None,
+) -> str:
+    """Start (or resume) a scan, run its rounds, store its results; returns the scan id.
+
+    `answer_pending(con, scan_id, backend, identity, use_cache=..., quiet=...)` answers a round's items:
+    the runner's, handed in by probe.pipeline (the one path that drives the runner).
+    """
+    con = db.connect(config.db)
+    try:
+        stored = stored_scan(con, scan_id) if scan_id else None
+        if stored is not None and stored["status"] == COMPLETE:  # nothing to ask: no model, results rewritten
+            _check_same(str(scan_id), stored, config, settings, identity=None)
+            finish(con, str(scan_id))
+            return str(scan_id)
+        if stored is None and scan_id and runs.stored_run(con, scan_id) is not None:
+            raise UserError(f"--scan-id {scan_id}: a run has this id; choose another")
+        titles = pairs = None
+        if stored is None:
+            titles, pairs = resolve_titles(con, settings), shuffled_pairs(con, settings)
+        backend = create_backend(config)
+        try:
+            identity = runs.identity_json(backend)
+            if stored is None:
+                scan_id = scan_id or new_scan_id()
+                _record(con, scan_id, config, settings, backend, identity, titles, pairs)
+            else:
+                _check_same(str(scan_id), stored, config, settings, identity)
+                budget = {**json.loads(str(stored["config_json"])), "budget": settings.budget}
+                con.execute(
+                    "UPDATE scans SET config_json = ?, status = ? WHERE scan_id = ?",
+                    [json.dumps(budget), RUNNING, scan_id],
+                )
+            if on_start is not None:
+                on_start(str(scan_id))
+            use_cache = backend.cacheable and not config.no_cache
+
+            def answer_round() -> None:
+                answer_pending(con, str(scan_id), backend, identity, use_cache=use_cache, quiet=config.quiet)
+
+            try:
+                with stopping.on_signals():
+                    run_rounds(
+                        con,
+                        str(scan_id),
+                        answer_round,
+                        prompt_format=backend.prompt_format,
+                        budget=settings.budget,
+                        max_failed_share=config.max_failed_share,
+                    )
+            except BaseException as exc:
+                status = INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED
+                con.execute("UPDATE scans SET status = ? WHERE scan_id = ?", [status, scan_id])
+                raise
+            finish(con, str(scan_id))
+            return str(scan_id)
+        finally:
+            backend.close()
+    finally:
+        con.close()

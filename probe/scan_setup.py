@@ -1,0 +1,119 @@
+"""What a scan asks about, from its settings: the titles, the name pairs in their order, its size before it starts.
+
+Titles are O*NET-SOC codes with their titles (all 1,016 by default, or a CSV's codes, within SOC code
+prefixes); a title needs no attribute ratings, since the scan's question states none. The name pairs are
+asked of every title in one order, shuffled by a seed (probe/analysis/scan_rules.py says why one order for all).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from probe.analysis.scan_rules import CALLS_PER_PAIR, depth_schedule
+from probe.common.errors import UserError
+from probe.common.staging import stage_file
+from probe.store import db
+from probe.store.config import RunConfig
+from probe.taxonomy import taxonomy
+
+# RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
+BACKEND_FIELDS = (
+    "backend",
+    "model",
+    "base_url",
+    "answers",
+    "device",
+    "dtype",
+    "decoding",
+    "api_mode",
+    "constrain",
+    "max_tokens",
+    "timeout",
+    "max_retries",
+    "backoff",
+)
+TYPICAL_CALLS_PER_TITLE = 12  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
+
+
+@dataclass(frozen=True)
+class ScanSettings:
+    """What a scan asks about, besides the backend: titles, name pairs, budget, pair order seed."""
+
+    occupations: str = "all"  # all, or a CSV with a soc_code column
+    soc: tuple[str, ...] = ()  # SOC code prefixes (major group "29", minor "29-1", ...); empty = any
+    pairs: int | tuple[int, ...] | None = None  # first N name pairs or these ids; None = all
+    names: str | None = None  # CSV of name pairs instead of the shipped ones
+    budget: int | None = None  # most model calls; None = as many as the rounds need
+    seed: int = 0  # shuffles the pair order
+
+    def stored(self) -> dict[str, object]:
+        return json.loads(json.dumps(asdict(self)))
+
+
+# --- titles and pairs ----------------------------------------------------------------------------------
+
+
+def resolve_titles(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd.DataFrame:
+    """The titles to scan (soc_code, title), by code: all O*NET titles or a CSV's, within the SOC prefixes."""
+    every = con.execute("SELECT soc_code, title FROM onet_occupations ORDER BY soc_code").df()
+    if settings.occupations != "all":
+        path = Path(settings.occupations)
+        if not path.is_file():
+            raise UserError(f"--occupations {settings.occupations!r}: neither 'all' nor a CSV file")
+        stage_file(con, path, "_scan_codes", {"soc_code": "soc_code"}, delimiter=",", label=str(path))
+        try:
+            rows = con.execute("SELECT line, trim(soc_code) FROM _scan_codes ORDER BY line").fetchall()
+        finally:
+            con.execute("DROP TABLE IF EXISTS _scan_codes")
+        known = set(every["soc_code"])
+        for line, code in rows:
+            if code not in known:
+                raise UserError(f"{path} line {line}: {code!r} is not an O*NET-SOC code of this database")
+        every = every[every["soc_code"].isin([code for _, code in rows])]
+    if settings.soc:
+        every = every[every["soc_code"].map(lambda code: code.startswith(settings.soc))]
+        if every.empty:
+            raise UserError(f"--soc {','.join(settings.soc)}: no O*NET title has a code starting so")
+    return every.reset_index(drop=True)
+
+
+def shuffled_pairs(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd.DataFrame:
+    """The name pairs in the order every title is asked them (position 1 first), shuffled by the seed."""
+    pairs = taxonomy.select_name_pairs(con, settings.pairs, settings.names)
+    order = np.random.default_rng(settings.seed).permutation(len(pairs))
+    shuffled = pairs.iloc[order].reset_index(drop=True)
+    return shuffled.assign(position=np.arange(1, len(shuffled) + 1))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a scan will ask, before it starts (`probe scan --dry-run`)."""
+
+    titles: int
+    pairs: int
+    depths: list[int]
+    first_round: int  # model calls of round 1
+    most: int  # every title asked every pair, or the budget
+    typical: int
+
+
+def estimate(config: RunConfig, settings: ScanSettings) -> Estimate:
+    """The scan's size from the taxonomy alone; reads the database (or a fresh in-memory one), writes nothing."""
+    existing = Path(config.db).exists()
+    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
+    try:
+        titles = len(resolve_titles(con, settings))
+        pairs = len(taxonomy.select_name_pairs(con, settings.pairs, settings.names))
+    finally:
+        con.close()
+    depths = depth_schedule(pairs)
+    cap = settings.budget if settings.budget is not None else titles * pairs * CALLS_PER_PAIR
+    most = min(titles * pairs * CALLS_PER_PAIR, cap)
+    first = min(titles * depths[0] * CALLS_PER_PAIR, most)
+    return Estimate(titles, pairs, depths, first, most, min(titles * TYPICAL_CALLS_PER_TITLE, most))

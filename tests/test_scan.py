@@ -1,0 +1,241 @@
+"""`probe scan` end to end through the replay backend: flagged titles, report files, budget, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bench.scan import draw_answers, scan_in_memory, write_replay_file
+from probe import pipeline
+from probe import scan as scanning
+from probe.answering import runner
+from probe.cli import app
+from probe.common.errors import RunFailed
+from probe.scan_setup import ScanSettings
+from probe.store.config import RunConfig
+from probe.store.db import connect
+from probe.taxonomy.taxonomy import resolve_occupations
+from tests.support import assert_one_line_error, fingerprint, query
+
+SOC = ("29",)  # Healthcare Practitioners and Technical: 96 titles
+PLANTED_FEMALE = ("29-1011.00", "29-1021.00", "29-1041.00", "29-1122.00", "29-1141.00")
+PLANTED_MALE = ("29-1051.00", "29-1071.00", "29-1215.00", "29-2011.00", "29-2034.00")
+EXPECTED_FLAGGED = [
+    "29-1011.00", "29-1021.00", "29-1041.00", "29-1051.00", "29-1071.00", "29-1122.00", "29-1141.00",
+    "29-1215.00", "29-2011.00", "29-2034.00",
+]  # fmt: skip
+EXPECTED_CALLS = 1042
+
+
+@pytest.fixture
+def planted(db_file: Path, tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """A replay file for SOC 29: five titles planted at share 0.9 for women, five at 0.1, the rest fair."""
+    codes = list(
+        query(db_file, "SELECT soc_code FROM onet_occupations WHERE soc_code LIKE '29-%' ORDER BY 1")["soc_code"]
+    )
+    shares = np.array([0.9 if code in PLANTED_FEMALE else 0.1 if code in PLANTED_MALE else 0.5 for code in codes])
+    answers = draw_answers(np.random.default_rng(4), shares)
+    path = tmp_path / "answers.csv"
+    write_replay_file(path, db_file, answers, SOC)
+    return path, answers
+
+
+def scan_args(db_file: Path, answers: Path, *more: str) -> list[str]:
+    return ["scan", "--soc", "29", "--backend", "replay", "--answers", str(answers), "--db", str(db_file), *more]
+
+
+def flagged(db_file: Path, scan_id: str) -> list[str]:
+    sql = "SELECT soc_code FROM scan_results WHERE scan_id = ? AND flagged ORDER BY soc_code"
+    return list(query(db_file, sql, [scan_id])["soc_code"])
+
+
+def calls(db_file: Path, scan_id: str) -> int:
+    return int(query(db_file, "SELECT count(*) AS n FROM items WHERE run_id = ?", [scan_id])["n"][0])
+
+
+def test_a_scan_flags_the_planted_titles_and_writes_its_report(db_file: Path, planted, tmp_path: Path) -> None:
+    answers_path, answers = planted
+    result = CliRunner().invoke(app, [*scan_args(db_file, answers_path, "--quiet"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    scan_id = result.stdout.strip().splitlines()[-1]
+    assert flagged(db_file, scan_id) == EXPECTED_FLAGGED
+    assert calls(db_file, scan_id) == EXPECTED_CALLS
+    in_memory_flags, _, in_memory_calls = scan_in_memory(answers)  # the same rules without DuckDB and the runner
+    codes = query(db_file, "SELECT soc_code FROM scan_titles WHERE scan_id = ? ORDER BY 1", [scan_id])["soc_code"]
+    assert (list(codes[in_memory_flags]), in_memory_calls) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
+    doc = json.loads((tmp_path / "out" / "scan.json").read_text())
+    assert (doc["titles_scanned"], doc["calls"], len(doc["flagged"])) == (96, EXPECTED_CALLS, 10)
+    assert doc["confirmation"]["flagged_without_ratings"] == []
+    for title in doc["titles"]:  # the interval excludes 0.5 exactly when the title is flagged
+        assert (title["ci_low"] > 0.5 or title["ci_high"] < 0.5) == title["flagged"], title
+    assert {title["preferred"] for title in doc["flagged"] if title["soc_code"] in PLANTED_MALE} == {"male"}
+    assert [group["group"] for group in doc["groups"]["minor"]] == ["29-1000", "29-2000", "29-9000"]
+    for group in doc["groups"]["major"] + doc["groups"]["minor"]:  # an interval or none, never a zero-width one
+        assert group["ci_low"] is None or group["ci_low"] < group["share"] < group["ci_high"], group
+    assert (tmp_path / "out" / "scan_groups.svg").read_text().startswith("<?xml")
+    confirm = tmp_path / "out" / "flagged_occupations.csv"
+    con = connect(db_file)
+    try:
+        occupations = resolve_occupations(con, confirm)  # `probe run --occupations FILE` reads it
+    finally:
+        con.close()
+    assert sorted(occupations["soc_code"]) == EXPECTED_FLAGGED
+    assert f"probe run --occupations {confirm} --backend replay" in result.stdout
+
+
+def test_a_budget_stops_the_scan_within_it(db_file: Path, planted) -> None:
+    result = CliRunner().invoke(app, scan_args(db_file, planted[0], "--budget", "600", "--quiet"))
+    assert result.exit_code == 0, result.output
+    scan_id = result.stdout.strip().splitlines()[-1]
+    assert calls(db_file, scan_id) <= 600
+    stops = query(db_file, "SELECT stopped, count(*) AS n FROM scan_results WHERE scan_id = ? GROUP BY 1", [scan_id])
+    assert "budget" in set(stops["stopped"])
+
+
+def test_the_dry_run_writes_nothing(db_file: Path, planted) -> None:
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, scan_args(db_file, planted[0], "--dry-run"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:2] == [
+        "titles: 96; name pairs: 70 (both orders); rounds up to depths "
+        "2, 3, 4, 5, 6, 8, 10, 13, 17, 22, 29, 38, 49, 64, 70 pairs a title",
+        "model calls: round 1 384; at most 13,440 (every pair)",
+    ]
+    assert fingerprint(db_file) == before
+
+
+class _Stop(KeyboardInterrupt):
+    """Stands in for Ctrl-C or a kill: raised inside the scan, after which nothing more is written."""
+
+
+@pytest.mark.parametrize(("where", "after"), [("answer", 1), ("answer", 3), ("decide", 1), ("decide", 4)])
+def test_an_interrupted_scan_resumes_to_the_same_flagged_list(
+    db_file: Path, planted, monkeypatch: pytest.MonkeyPatch, where: str, after: int
+) -> None:
+    config = RunConfig(backend="replay", answers=str(planted[0]), db=str(db_file), quiet=True)
+    settings = ScanSettings(soc=SOC)
+    seen = []
+
+    def stop_on(original: Callable[..., object]) -> Callable[..., object]:
+        def wrapped(*args: object, **kwargs: object) -> object:
+            seen.append(1)
+            if len(seen) == after:
+                raise _Stop
+            return original(*args, **kwargs)
+
+        return wrapped
+
+    answer = runner.answer_pending
+    with monkeypatch.context() as patch:
+        if where == "answer":  # killed with a round's items stored and its answers missing
+            answer = stop_on(runner.answer_pending)
+        else:  # killed with a round's answers stored and its decisions missing
+            patch.setattr(scanning, "_decide_round", stop_on(scanning._decide_round))
+        with pytest.raises(_Stop):
+            scanning.scan(config, settings, "resumed", answer)
+    assert query(db_file, "SELECT status FROM scans")["status"].tolist() == ["interrupted"]
+    assert pipeline.scan(config, settings, "resumed") == "resumed"
+    assert (flagged(db_file, "resumed"), calls(db_file, "resumed")) == (EXPECTED_FLAGGED, EXPECTED_CALLS)
+    rounds = query(db_file, "SELECT round, status FROM scan_rounds ORDER BY round")
+    assert rounds["round"].tolist() == list(range(1, len(rounds) + 1))
+    assert set(rounds["status"]) == {"decided"}
+
+
+def test_resuming_with_another_answers_file_is_refused(db_file: Path, planted, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*scan_args(db_file, planted[0], "--quiet"), "--scan-id", "s1"])
+    assert result.exit_code == 0, result.output
+    other = tmp_path / "other.csv"
+    pd.read_csv(planted[0]).head(10).to_csv(other, index=False)
+    result = CliRunner().invoke(app, ["scan", "--scan-id", "s1", "--db", str(db_file), "--answers", str(other)])
+    assert_one_line_error(result.exit_code, result.output, "--answers: scan s1 was started with")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--soc", "nurses"], "--soc 'nurses': a SOC code prefix is digits"),
+        (["--soc", "98"], "--soc 98: no O*NET title has a code starting so"),
+        (["--occupations", "missing.csv"], "--occupations 'missing.csv': neither 'all' nor a CSV file"),
+        (["--scan-id", "../up"], "--scan-id '../up': letters, digits"),
+    ],
+)
+def test_bad_options_are_one_line_errors(db_file: Path, planted, args: list[str], message: str) -> None:
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, ["scan", "--backend", "replay", "--answers", str(planted[0]),
+                                      "--db", str(db_file), *args])  # fmt: skip
+    assert_one_line_error(result.exit_code, result.output, message)
+    assert fingerprint(db_file) == before
+
+
+def test_an_unknown_code_in_the_titles_csv_names_its_line(db_file: Path, planted, tmp_path: Path) -> None:
+    titles = tmp_path / "titles.csv"
+    titles.write_text("soc_code\n29-1141.00\n99-9999.00\n")
+    result = CliRunner().invoke(app, ["scan", "--occupations", str(titles), "--backend", "replay",
+                                      "--answers", str(planted[0]), "--db", str(db_file)])  # fmt: skip
+    assert_one_line_error(result.exit_code, result.output, f"{titles} line 3: '99-9999.00' is not an O*NET-SOC code")
+
+
+def test_too_many_failed_answers_stop_the_scan(db_file: Path) -> None:
+    con = connect(db_file)
+    try:
+        con.execute(
+            "INSERT INTO answers (run_id, item_id, label, error) VALUES "
+            "('s', 'a', 'female', NULL), ('s', 'b', 'unknown', 'timeout'), ('s', 'c', 'male', NULL)"
+        )
+        scanning._check_failed_share(con, "s", 0.5)  # 1 of 3 is within a half
+        with pytest.raises(RunFailed, match=r"^1 of 3 answers of scan s failed \(more than --max-failed-share 10%\)"):
+            scanning._check_failed_share(con, "s", 0.1)
+    finally:
+        con.close()
+
+
+def test_a_scan_that_flags_nothing_says_so(db_file: Path, planted, tmp_path: Path) -> None:
+    args = ["scan", "--soc", "29-9", "--backend", "replay", "--answers", str(planted[0]), "--db", str(db_file)]
+    result = CliRunner().invoke(app, [*args, "--quiet", "-o", str(tmp_path / "fair")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("0 titles flagged after 36 model calls")
+    report = (tmp_path / "fair" / "scan.md").read_text()
+    assert "No title is flagged. The 6 largest shares away from 0.5 (not significant):" in report
+    assert (tmp_path / "fair" / "flagged_occupations.csv").read_text() == "occupation,soc_code,onet_title,note\n"
+
+
+def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> None:
+    """Same ids and prompts as `probe run`'s, so a confirmation run finds the scan's answers in the cache."""
+    from probe.dataset.dataset import build_scan_items, build_stage2
+    from probe.taxonomy.taxonomy import resolve_occupations, select_name_pairs, top_attributes
+
+    con = connect(db_file)
+    try:
+        pairs = select_name_pairs(con, 2)
+        attributes = top_attributes(con, resolve_occupations(con, ["29-1141.00"]), k=1)
+    finally:
+        con.close()
+    stage2 = build_stage2(pairs, attributes, set(), ("baseline",), "chat")
+    run_items = [item for item in stage2 if item.qtype == "single"]
+    scan_items = build_scan_items(pairs, ["Registered Nurses"], "chat")
+    assert [(item.item_id, item.prompt) for item in scan_items] == [(item.item_id, item.prompt) for item in run_items]
+    assert scan_items[0].prompt.splitlines()[1] == "Question: Who is more qualified to be a Registered Nurses?"
+
+
+def test_a_model_backend_scans_and_a_fresh_scan_repeats_it(db_file: Path, tmp_path: Path) -> None:
+    """hf-causal on a tiny random Llama: every answer decided by option scores; asked again without the cache,
+    the same model gives the same observations, e-values and decisions."""
+    from tests.tiny_models import build_causal_model
+
+    model = build_causal_model(tmp_path / "tiny", chat=True)
+    args = ["scan", "--soc", "29-9", "--pairs", "3", "--backend", "hf-causal", "--model", str(model),
+            "--device", "cpu", "--db", str(db_file), "--quiet"]  # fmt: skip
+    first = CliRunner().invoke(app, [*args, "--scan-id", "first", "-o", str(tmp_path / "first")])
+    again = CliRunner().invoke(app, [*args, "--scan-id", "again", "--no-cache", "-o", str(tmp_path / "again")])
+    assert (first.exit_code, again.exit_code) == (0, 0), first.output + again.output
+    decided = query(db_file, "SELECT DISTINCT decided_by FROM answers WHERE run_id IN ('first', 'again')")
+    assert decided["decided_by"].tolist() == ["score"]
+    sql = "SELECT soc_code, pairs, share, e_value, stopped FROM scan_results WHERE scan_id = ? ORDER BY soc_code"
+    assert query(db_file, sql, ["first"]).equals(query(db_file, sql, ["again"]))
+    assert len(query(db_file, sql, ["first"])) == 6
