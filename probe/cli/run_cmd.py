@@ -45,6 +45,9 @@ ConditionsOption = Annotated[
     typer.Option("--conditions", help="Stage-2 conditions: taxonomy,baseline,control (default all)."),
 ]
 BackendOption = Annotated[str | None, typer.Option("--backend", help=backend_help())]
+ModelOption = Annotated[
+    str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
+]
 BaseUrlOption = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server URL, or URL1,URL2,... (one run, many).")
 ]
