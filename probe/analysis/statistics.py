@@ -41,6 +41,7 @@ OCCUPATION_TEST = (
     "Clopper-Pearson interval of the share of leaning pairs that lean female, Benjamini-Hochberg over occupations"
 )
 _MIN_WIDTH = 1e-12
+_SMALLEST_BASE = 1e-300
 
 
 def bootstrap_weights(n_units: int, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
@@ -115,9 +116,10 @@ class PairEstimate:
     def _spread(self) -> float:
         """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread)."""
         share = self._unit(self.value)
-        base = (share * (1 - share)) ** VARIANCE_POWER
-        variance = self.variance / self.width**2
-        return variance / base if base > 0 and np.isfinite(variance) else 0.0
+        if not 0 < share < 1 or not np.isfinite(self.variance):
+            return 0.0
+        base = max((share * (1 - share)) ** VARIANCE_POWER, _SMALLEST_BASE)  # a share of 1e-209 underflows
+        return self.variance / self.width**2 / base
 
     def _variance_at(self, share: float) -> float:
         binomial = share * (1 - share)
