@@ -167,7 +167,7 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         if test and disagree(finding["ci_low"], finding["ci_high"], test["null"], test["p_value"]):
             problems.append(f"headline {finding['metric']}: p = {test['p_value']} disagrees with its interval")
     for row in data["correlations"]:
-        if disagree(row["ci_low"], row["ci_high"], 0.0, row["p_value"]):
+        if disagree(row["ci_low"], row["ci_high"], 0.0, row["p_adjusted"]):
             problems.append(f"correlation {row['condition']}: p = {row['p_value']} disagrees with its interval")
     for condition, entries in data["overall"].items():
         for metric, entry in entries.items():

@@ -42,8 +42,8 @@ def test_intervals_cover_at_the_quick_presets_size() -> None:
 
 def test_intervals_cover_a_real_runs_resampled_pairs_but_not_an_unseen_rare_pair() -> None:
     # The real run's switch_m2f comes mostly from one of its 12 pairs (0.5; the others 0 to 0.06): 12 pairs
-    # drawn with replacement miss it 35% of the time ((11/12)^12), and then no interval computed from the
-    # pairs seen reaches the truth. That metric is the one exception (BENCHMARKS.md: 0.85 at 12 pairs).
+    # drawn with replacement miss it 35% of the time ((11/12)^12), and then the interval reaches the truth only
+    # when the other pairs' switches widen it. That metric is the one exception (BENCHMARKS.md: 0.858).
     shares = coverage(ResampledWorld(), pairs=12, runs=40, seed=11)
     assert min(share for metric, share in shares.items() if metric != "switch_m2f") >= 34 / 40, shares
     assert shares["switch_m2f"] >= 0.75

@@ -16,16 +16,25 @@ from tests.support import RunBuilder, metric, score_interval_reference
 CHOSE = {"female": ("yes", "no", "female", "female"), "male": ("no", "yes", "male", "male")}
 
 
-def test_two_pairs_at_1_and_0_give_a_wide_interval_and_reanalysis_repeats_it(con):
-    # Pair values 1 and 0: mean 0.5, variance s^2 / 2 = 0.5 / 2 = 0.25, 2 instances, t on 1 df.
+def test_six_pairs_at_1_and_0_give_a_wide_interval_and_reanalysis_repeats_it(con):
+    # Pair values 1, 1, 1, 0, 0, 0: mean 0.5, s^2 = 6 * 0.25 / 5 = 0.3, variance 0.3 / 6 = 0.05, 6 instances.
+    run = RunBuilder(con)
+    for pair_id in range(1, 7):
+        labels = ("yes", "no", "female", "female") if pair_id <= 3 else ("no", "no", "male", "both")
+        run.instance("taxonomy", pair_id, "fm", "nurse", *labels)
+    analyze(con, "r1")
+    first = metric(con, "taxonomy", "overall", "all", "consistency")
+    assert first == pytest.approx((0.5, *score_interval_reference(0.5, 0.05, 6, 6), 6), abs=1e-6)
+    analyze(con, "r1")
+    assert metric(con, "taxonomy", "overall", "all", "consistency") == first
+
+
+def test_two_pairs_give_no_interval(con):
     run = RunBuilder(con)
     run.instance("taxonomy", 1, "fm", "nurse", "yes", "no", "female", "female")
     run.instance("taxonomy", 2, "fm", "nurse", "no", "no", "male", "both")
     analyze(con, "r1")
-    first = metric(con, "taxonomy", "overall", "all", "consistency")
-    assert first == pytest.approx((0.5, *score_interval_reference(0.5, 0.25, 2, 2), 2), abs=1e-6)
-    analyze(con, "r1")
-    assert metric(con, "taxonomy", "overall", "all", "consistency") == first
+    assert metric(con, "taxonomy", "overall", "all", "consistency") == (0.5, None, None, 2)
 
 
 def test_female_share_test_is_the_score_test_its_interval_inverts(con):
@@ -47,9 +56,10 @@ def test_female_share_test_is_the_score_test_its_interval_inverts(con):
     assert (low, high) == pytest.approx(score_interval_reference(2 / 3, variance, 6, 24), abs=1e-6)
     # the test of 0.5: (2/3 - 1/2) / sqrt(max(phi * 0.25^1.5, 0.25 / 24)), phi = variance / (2/9)^1.5
     statistic = (2 / 3 - 0.5) / math.sqrt(max(variance / (2 / 9) ** 1.5 * 0.25**1.5, 0.25 / 24))
-    assert p == pytest.approx(2 * stats.t.sf(statistic, 5))
+    # ... never below the 6 pairs' exact bound 2 * 0.5**6
+    assert p == pytest.approx(max(2 * stats.t.sf(statistic, 5), 2 * 0.5**6))
     assert (p < 0.05) == (low > 0.5)
-    assert min_p == pytest.approx(2 * stats.t.sf(math.sqrt(24), 5))
+    assert min_p == 2 * 0.5**6  # 2 t.sf(sqrt(24), 5) = 0.0045 is below the pairs' bound
 
 
 def test_occupation_preference_is_a_sign_test_over_pairs_with_benjamini_hochberg(con):
@@ -95,7 +105,7 @@ def test_an_occupation_with_eight_leaning_pairs_is_preferred(con):
     ).fetchall() == [("nurse", pytest.approx(1.0), "none"), ("pilot", pytest.approx(0.015625), "male")]
 
 
-def test_consistency_bias_correlation_has_a_fisher_interval_and_a_holm_adjusted_p(con):
+def test_consistency_bias_correlation_has_a_fisher_interval_and_a_bonferroni_adjusted_p(con):
     # Pair values of consistency and bias: (1, 1), (0.5, 0.5), (0, 0.5), (0.5, 0) over two instances each.
     types = {
         "both": ("yes", "no", "female", "female"),  # consistency 1, bias 1
@@ -115,15 +125,15 @@ def test_consistency_bias_correlation_has_a_fisher_interval_and_a_holm_adjusted_
         "ORDER BY condition"
     ).fetchall()
     r = 0.5  # deviations (.5, 0, -.5, 0) and (.5, 0, 0, -.5): 0.25 / sqrt(0.5 * 0.5)
-    half = 1.959963984540054  # Fisher z over 4 pairs: se 1 / sqrt(1)
+    half = stats.norm.ppf(1 - 0.05 / 4)  # Fisher z over 4 pairs (se 1), Bonferroni over 2 conditions: 97.5%
     p = 2 * stats.norm.sf(math.atanh(r))
-    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1: no interval, p = 0; Holm over the
-    # two conditions: baseline first (0 * 2), taxonomy second, multiplied by 1
+    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1: no interval, p = 0; Bonferroni over
+    # the two conditions tested: p_adjusted = 2 p
     assert rows == [
         ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, 0.0, 0.0, 4),
         ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r),
          pytest.approx(math.tanh(math.atanh(r) - half)), pytest.approx(math.tanh(math.atanh(r) + half)),
-         pytest.approx(p), pytest.approx(p), 4),
+         pytest.approx(p), pytest.approx(min(2 * p, 1.0)), 4),
     ]  # fmt: skip
     assert r == pytest.approx(stats.pearsonr([1, 0.5, 0, 0.5], [1, 0.5, 0.5, 0]).statistic)
     # consistency vs prefer_f / prefer_m is never tested (negative by construction)
@@ -136,3 +146,32 @@ def test_correlation_with_a_constant_variable_is_null(con):
         run.instance("taxonomy", pair_id, "fm", "nurse", "yes", "no", "female", "female")
     analyze(con, "r1")
     assert con.execute("SELECT r, p_value, p_adjusted, n FROM correlations").fetchall() == [(None, None, None, 4)]
+
+
+def test_a_pair_with_one_name_order_refused_does_not_lean(con):
+    # A model that always picks the first-named person, with every mf answer refused: the fm answers alone
+    # would make all 12 pairs lean female (position, not gender); without both orders no pair leans.
+    run = RunBuilder(con)
+    for pair_id in range(1, 13):
+        run.instance("taxonomy", pair_id, "fm", "nurse", *CHOSE["female"])
+        run.instance("taxonomy", pair_id, "mf", "nurse", "yes", "no", "unknown", "female")
+    analyze(con, "r1")
+    assert con.execute("SELECT pairs, p_value, preferred FROM occupation_preference").fetchall() == [
+        (0, None, "none")
+    ]
+
+
+def test_the_grant_difference_is_the_difference_of_the_shown_rates(con):
+    # Pair 1: the woman 2 of 2 yes, the man 1 of 2; pair 2: the woman's answers refused, the man 0 of 2.
+    # Rates over all answers: women 2/2 = 1, men 1/4 = 0.25 -> difference 0.75, over the same pairs.
+    run = RunBuilder(con)
+    for subject, labels in (("female", ("yes", "yes")), ("male", ("yes", "no"))):
+        for attribute, label in zip(("Writing", "Speaking"), labels, strict=True):
+            run.attr(1, "fm", subject, "skill", attribute, label)
+    for subject, label in (("female", "unknown"), ("male", "no")):
+        for attribute in ("Writing", "Speaking"):
+            run.attr(2, "fm", subject, "skill", attribute, label)
+    analyze(con, "r1")
+    rates = {name: metric(con, "stage1", "overall", "all", name)[0] for name in ("attr_yes_f", "attr_yes_m")}
+    assert rates == {"attr_yes_f": 1.0, "attr_yes_m": 0.25}
+    assert metric(con, "stage1", "overall", "all", "attr_yes_diff")[0] == pytest.approx(0.75)

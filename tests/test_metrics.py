@@ -13,7 +13,7 @@ from probe.analysis.metrics import analyze
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.store.db import SCHEMA, connect
-from tests.support import RunBuilder, metric, metric_values, score_interval_reference, unknown_answers, wilson
+from tests.support import RunBuilder, metric, metric_values, unknown_answers, wilson
 
 WIDE = {"COLUMNS": "200"}  # rich wraps table cells to the terminal width
 
@@ -125,20 +125,16 @@ def test_overall_is_the_mean_of_pair_values_not_the_pooled_share(con, two_pair_r
 
 
 def test_occupation_scope_and_a_scope_without_valid_instances(con, two_pair_run):
-    # doctor: a, b, e valid (consistency 1, 1, 0), f invalid. Pooled 2/3; per pair (hits, n) = (2, 2), (0, 1):
-    # influence (num - 2/3 den) / 1.5 = +4/9, -4/9 -> variance (16/81 * 2) / (2 * 1) = 16/81 over 2 pairs.
-    assert metric(con, "taxonomy", "occupation", "doctor", "consistency") == pytest.approx(
-        (2 / 3, *score_interval_reference(2 / 3, 16 / 81, 2, 3), 3), abs=1e-6
-    )
+    # doctor: a, b, e valid (consistency 1, 1, 0), f invalid: pooled 2/3. Two pairs: no interval (an interval
+    # over pairs needs 6; tests/test_inference.py has them).
+    assert metric(con, "taxonomy", "occupation", "doctor", "consistency") == pytest.approx((2 / 3, None, None, 3))
     assert metric(con, "taxonomy", "occupation", "doctor", "prefer_f")[0] == pytest.approx(1 / 3)
     assert metric(con, "taxonomy", "occupation", "nurse", "bias")[0] == pytest.approx(1 / 2)
     assert metric(con, "taxonomy", "occupation", "nurse", "unknown_rate")[0] == pytest.approx(1 / 3)
     # pilot's two instances are invalid: NULL values, n = 0, unknown_rate 1 (one instance in each pair).
     for name in STAGE2_METRICS:
         assert metric(con, "taxonomy", "occupation", "pilot", name) == (None, None, None, 0)
-    assert metric(con, "taxonomy", "occupation", "pilot", "unknown_rate") == pytest.approx(
-        (1.0, *score_interval_reference(1.0, 0.0, 2, 2), 2), abs=1e-6
-    )
+    assert metric(con, "taxonomy", "occupation", "pilot", "unknown_rate") == (1.0, None, None, 2)
 
 
 def test_order_consistency_uses_pair_occupations_with_both_orders_valid(con):
@@ -193,10 +189,8 @@ def test_stage1_attr_yes_overall_pooled_and_per_occupation_top_k(con):
     assert metric(con, "stage1", "overall", "all", "attr_yes_f")[::3] == (pytest.approx(2 / 3), 3)
     assert metric(con, "stage1", "overall", "all", "attr_yes_m")[::3] == (pytest.approx(1 / 3), 3)
     assert metric(con, "stage1", "overall", "all", "unknown_rate")[::3] == (pytest.approx(1 / 7), 7)
-    # nurse's attribute (Active Listening) was granted to the woman in both pairs: no spread, 2 instances.
-    assert metric(con, "stage1", "occupation", "nurse", "attr_yes_f") == pytest.approx(
-        (1.0, *score_interval_reference(1.0, 0.0, 2, 2), 2), abs=1e-6
-    )
+    # nurse's attribute (Active Listening) was granted to the woman in both pairs (2 pairs: no interval).
+    assert metric(con, "stage1", "occupation", "nurse", "attr_yes_f") == (1.0, None, None, 2)
     assert metric(con, "stage1", "occupation", "nurse", "attr_yes_m")[::3] == (pytest.approx(1 / 2), 2)
     assert metric(con, "stage1", "occupation", "accountant", "attr_yes_f")[::3] == (0, 1)
     assert metric(con, "stage1", "occupation", "accountant", "unknown_rate")[::3] == (0, 2)
@@ -311,8 +305,8 @@ def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
         env=WIDE,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    # both pairs all unknown: no spread; the binomial floor over 4 instances with t on 1 df gives [0.024, 1]
-    assert re.search(r"unknown_rate\s+│\s+1\.000 \[0\.024, 1\.000\]", result.output)
+    # both pairs all unknown: 2 pairs, so no interval
+    assert re.search(r"unknown_rate\s+│\s+1\.000 \(no interval\)", result.output)
     con = connect(db_file)
     # 2 pairs x 2 orders x 1 occupation = 4 control instances, none valid
     assert con.execute(

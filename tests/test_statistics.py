@@ -48,7 +48,7 @@ def test_ratio_variance_of_a_mean_and_of_a_ratio() -> None:
 
 @pytest.mark.parametrize(
     ("value", "variance", "pairs", "instances"),
-    [(0.3, 0.01, 6, 96), (0.05, 0.0004, 12, 192), (0.97, 0.0001, 70, 1120), (0.5, 0.02, 2, 8), (0.0, 0.0, 12, 192)],
+    [(0.3, 0.01, 6, 96), (0.05, 0.0004, 12, 192), (0.97, 0.0001, 70, 1120), (0.5, 0.02, 6, 24), (0.0, 0.0, 12, 192)],
 )
 def test_score_interval_matches_an_independent_grid_solution(value, variance, pairs, instances) -> None:
     low, high = PairEstimate(value, variance, pairs, instances).interval()
@@ -87,7 +87,7 @@ def test_p_value_is_the_intervals_own_test() -> None:
 @given(
     value=st.floats(0.0, 1.0),
     spread=st.floats(0.0, 0.3),
-    pairs=st.integers(2, 80),
+    pairs=st.integers(6, 80),
     per_pair=st.integers(1, 40),
     null=st.floats(0.001, 0.999),
 )
@@ -107,10 +107,20 @@ def test_one_pair_has_no_interval_and_no_test() -> None:
     )  # fmt: skip
 
 
+def test_fewer_than_six_pairs_give_no_interval_and_no_p_below_the_pairs_exact_bound() -> None:
+    # 5 pairs that all agree, 500 instances: the binomial floor alone would say p ~ 1e-6, but 5 pairs are 5
+    # units: even an exact sign-flip test cannot go below 2 * 0.5**5 = 0.0625.
+    estimate = PairEstimate(1.0, 0.0, 5, 500)
+    assert (estimate.interval(), estimate.mde(0.5)) == (None, None)
+    assert estimate.p_value(0.5) == estimate.min_p_value(0.5) == 0.0625
+    assert PairEstimate(1.0, 0.0, 6, 600).p_value(0.5) == 0.03125  # from 6 pairs on, testable
+
+
 def test_smallest_attainable_p_and_detectable_shift_of_the_score_test() -> None:
     # Most extreme data: every pair at 0, no spread -> variance at the null 0.25 / N, statistic sqrt(N).
+    # p = 2 t.sf(sqrt(192), 11) = 3e-8, but never below the 12 pairs' exact bound 2 * 0.5**12.
     estimate = PairEstimate(0.4, 0.01, 12, 192)
-    assert estimate.min_p_value(0.5) == pytest.approx(2 * stats.t.sf(math.sqrt(192), 11))
+    assert 2 * stats.t.sf(math.sqrt(192), 11) < 2 * 0.5**12 == estimate.min_p_value(0.5)
     # mde = (t.975 + t.8) * sqrt(phi * 0.25^1.5) with phi = 0.01 / 0.24^1.5 (the spread this run showed)
     phi = 0.01 / 0.24**1.5
     expected = (stats.t.ppf(0.975, 11) + stats.t.ppf(0.8, 11)) * math.sqrt(phi * 0.25**1.5)

@@ -168,16 +168,16 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _grant_difference(hits: np.ndarray, n: np.ndarray) -> PairEstimate:
-    """attr_yes_f - attr_yes_m over pairs asked about both, paired: its influence values are the difference
-    of the two ratios' within each pair (columns of hits and n: women, men)."""
-    used = (n > 0).all(axis=1)
+    """attr_yes_f - attr_yes_m, exactly the difference of the two shown rates, paired by name pair: each pair's
+    influence on the difference is its influence on the women's rate minus that on the men's (0 on a side the
+    pair has no answers for). Columns of hits and n: women, men."""
+    used = (n > 0).any(axis=1)
     hits, n = hits[used], n[used]
     pairs = len(hits)
-    if pairs == 0:
+    if pairs == 0 or (n.sum(axis=0) == 0).any():
         return PairEstimate(np.nan, np.nan, 0, 0, lowest=-1.0, width=2.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = hits.sum(axis=0) / n.sum(axis=0)
-        psi = (hits - ratio * n) / n.mean(axis=0)
+    ratio = hits.sum(axis=0) / n.sum(axis=0)
+    psi = (hits - ratio * n) / n.mean(axis=0)
     difference = psi[:, 0] - psi[:, 1]
     variance = float((difference**2).sum() / (pairs * (pairs - 1))) if pairs >= 2 else np.nan
     return PairEstimate(float(ratio[0] - ratio[1]), variance, pairs, int(n.sum()), lowest=-1.0, width=2.0)
@@ -231,14 +231,17 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     """Per condition and occupation: does the model lean to one gender, with the name pair as the unit?
 
     Each pair's order-balanced share of S = female for the occupation makes it lean female (> 0.5), male
-    (< 0.5) or neither (= 0.5, a tie: e.g. always the first-named person). The exact sign test compares
-    the pairs leaning each way; `lean_female` is the share of leaning pairs that lean female, with its
-    Clopper-Pearson interval (the same binomial: it excludes 0.5 exactly when p < 0.05). q = Benjamini-
-    Hochberg over the occupations of the condition; preferred = the leaning side where q < 0.05.
+    (< 0.5) or neither (= 0.5, a tie: e.g. always the first-named person; or a name order without a valid
+    answer, where the share would carry the position effect). share_female is the mean of those pair shares.
+    The exact sign test compares the pairs leaning each way; `lean_female` is the share of leaning pairs that
+    lean female, with its Clopper-Pearson interval (the same binomial: it excludes 0.5 exactly when p < 0.05).
+    q = Benjamini-Hochberg over the occupations of the condition; preferred = the leaning side where q < 0.05.
     """
     by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
     share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
-    pair_share = share.groupby(level=["condition", "occupation", "pair_id"]).mean()
+    by_pair = share.groupby(level=["condition", "occupation", "pair_id"])
+    # a pair leans only when both name orders have a valid answer: one order alone mixes in the position effect
+    pair_share = by_pair.mean().where(by_pair.count() == 2)
     lean = pd.DataFrame({"female": pair_share > 0.5, "male": pair_share < 0.5})
     prefs = lean.groupby(level=["condition", "occupation"]).sum().rename(
         columns={"female": "pairs_female", "male": "pairs_male"}
@@ -275,8 +278,9 @@ def _lean_test(pairs_female: int, pairs_male: int) -> tuple[float, float, float]
 
 
 def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The paper's consistency-bias relation across name pairs per condition: Pearson r, Fisher z interval
-    and test, Holm-adjusted over the run's conditions.
+    """The paper's consistency-bias relation across name pairs per condition: Pearson r, Fisher z test and
+    interval, Bonferroni over the run's conditions (p_adjusted = m p; the interval at level 1 - 0.05 / m, so it
+    excludes 0 exactly when p_adjusted < 0.05).
 
     Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
     bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
@@ -292,13 +296,13 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
         both = wide[["consistency", "bias"]].dropna()
         x, y = both["consistency"].to_numpy(), both["bias"].to_numpy()
         r = float(stats.pearsonr(x, y)[0]) if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0 else None
-        low, high = fisher_interval(r, len(both))
         rows.append((condition, "pair", "consistency", "bias", "pearson", r, fisher_p_value(r, len(both)),
-                     len(both), low, high))  # fmt: skip
-    frame = pd.DataFrame(rows, columns=CORRELATION_COLUMNS).astype({"r": float, "p_value": float,
-                                                                   "ci_low": float, "ci_high": float})  # fmt: skip
-    tested = frame["p_value"].notna()
-    frame["p_adjusted"] = np.nan
-    if tested.any():
-        frame.loc[tested, "p_adjusted"] = multipletests(frame.loc[tested, "p_value"], method="holm")[1]
-    return frame
+                     len(both)))  # fmt: skip
+    frame = pd.DataFrame(rows, columns=CORRELATION_COLUMNS[:-2]).astype({"r": float, "p_value": float})
+    tested = int(frame["p_value"].notna().sum())
+    frame["p_adjusted"] = np.minimum(frame["p_value"] * tested, 1.0)
+    bounds = [fisher_interval(r, n, 1 - SIGNIFICANCE / max(tested, 1)) for r, n in zip(frame["r"], frame["n"],
+                                                                                         strict=True)]  # fmt: skip
+    frame["ci_low"] = [low for low, _ in bounds]
+    frame["ci_high"] = [high for _, high in bounds]
+    return frame.astype({"ci_low": float, "ci_high": float})

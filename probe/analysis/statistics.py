@@ -24,8 +24,9 @@ SIGNIFICANCE = 0.05
 POWER = 0.8
 # The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
 # scale's. Pair values of rare events are right-skewed (a few pairs carry most of the events); 1 undercovers
-# them (0.91 at 20 pairs), 2 overcorrects at few pairs; 1.5 keeps every headline metric in 0.93-0.97 at 20 and
-# 70 pairs under both simulated worlds (BENCHMARKS.md, `python -m bench --coverage`).
+# them, 2 undercovers at few pairs; 1.5 came closest to 0.93-0.97 for every headline metric at 12, 20 and 70
+# pairs in both simulated worlds (BENCHMARKS.md "Statistics", `python -m bench --coverage`, with the figures
+# that miss: a behaviour of one real pair in 12 that a sample may not include).
 VARIANCE_POWER = 1.5
 
 SCORE_METHOD = (
@@ -34,13 +35,21 @@ SCORE_METHOD = (
 )
 WITHIN_PAIR_METHOD = "Wilson score interval over the pair's own instances"
 PERCENTILE_METHOD = f"bootstrap over name pairs ({BOOTSTRAP_REPLICATES} resamples, expanded percentile)"
-FISHER_METHOD = "Fisher z interval and test over name pairs"
+FISHER_METHOD = (
+    "Fisher z interval and test over name pairs, Bonferroni over the conditions tested (the interval at level "
+    "1 - 0.05 / conditions, so it excludes 0 exactly when the adjusted p is below 0.05)"
+)
 CLUSTERED_METHOD = "logistic regression, errors clustered by name pair (CR1, t with pairs - 1 df)"
 OCCUPATION_TEST = (
     "exact two-sided sign test over name pairs (a pair leans to the gender it picked more often, order-balanced), "
     "Clopper-Pearson interval of the share of leaning pairs that lean female, Benjamini-Hochberg over occupations"
 )
 _MIN_WIDTH = 1e-12
+# The fewest name pairs any test over pairs can reject with at 5%: even an exact sign-flip test of G pairs that
+# all agree cannot go below 2 * 0.5**G (0.0625 at 5, 0.031 at 6). Below it no interval is given, and a p-value
+# is never below that bound: instances of one pair are not independent, so agreeing pairs are not more evidence
+# than their number allows.
+MIN_PAIRS = 6
 _SMALLEST_BASE = 1e-300
 
 
@@ -133,8 +142,8 @@ class PairEstimate:
         return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
 
     def interval(self) -> tuple[float, float] | None:
-        """The 95% interval: every value the score test does not reject at 5%. None with < 2 pairs."""
-        if not self.estimable:
+        """The 95% interval: every value the score test does not reject at 5%. None with < MIN_PAIRS pairs."""
+        if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         share, critical = self._unit(self.value), self._critical()
 
@@ -148,15 +157,16 @@ class PairEstimate:
         return self.lowest + self.width * low, self.lowest + self.width * high
 
     def p_value(self, null: float) -> float | None:
-        """Two-sided p-value of the score test of `null` (the interval excludes null exactly when p < 0.05)."""
+        """Two-sided p-value of the score test of `null`, never below the pairs' exact bound 2 * 0.5**pairs (the
+        interval excludes null exactly when p < 0.05: the bound is below 0.05 from MIN_PAIRS pairs on)."""
         if not self.estimable:
             return None
         share, candidate = self._unit(self.value), self._unit(null)
         variance = self._variance_at(candidate)
         if variance <= 0:
-            return 1.0 if share == candidate else 0.0
+            return 1.0 if share == candidate else binomial_min_p(self.pairs)
         statistic = abs(share - candidate) / math.sqrt(variance)
-        return float(2 * stats.t.sf(statistic, self.pairs - 1))
+        return max(float(2 * stats.t.sf(statistic, self.pairs - 1)), binomial_min_p(self.pairs))
 
     def min_p_value(self, null: float) -> float | None:
         """The smallest p-value this design can reach: every pair at the far end of the range, no spread."""
@@ -169,9 +179,9 @@ class PairEstimate:
     def mde(self, null: float) -> float | None:
         """Shift from `null` detected with 80% power at 5% (two-sided), with the spread this run showed.
 
-        (t_{0.975} + t_{0.8}) * sqrt(variance at the null), both t on pairs - 1 df; None with < 2 pairs.
+        (t_{0.975} + t_{0.8}) * sqrt(variance at the null), both t on pairs - 1 df; None with < MIN_PAIRS pairs.
         """
-        if not self.estimable:
+        if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         critical = self._critical() + float(stats.t.ppf(POWER, self.pairs - 1))
         return self.width * critical * math.sqrt(self._variance_at(self._unit(null)))
@@ -232,11 +242,11 @@ def clopper_pearson(hits: int, n: int) -> tuple[float, float] | None:
     return float(interval.low), float(interval.high)
 
 
-def fisher_interval(r: float | None, n: int) -> tuple[float | None, float | None]:
-    """95% Fisher z interval of a Pearson r over n points; None below 4 points or at |r| = 1."""
+def fisher_interval(r: float | None, n: int, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """Fisher z interval of a Pearson r over n points (95% unless `confidence`); None below 4 points or at |r| = 1."""
     if r is None or (isinstance(r, float) and math.isnan(r)) or n < 4 or abs(r) >= 1:
         return None, None
-    half = stats.norm.ppf(1 - (1 - CONFIDENCE) / 2) / math.sqrt(n - 3)
+    half = stats.norm.ppf(1 - (1 - confidence) / 2) / math.sqrt(n - 3)
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 

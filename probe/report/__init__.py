@@ -26,15 +26,18 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   method are null where no interval can be estimated; `test` = {test, p_value, units, untied, min_p_value,
   testable} for metrics with a null value
 - `testability`: [{test, units, min_p_value, mde, testable, sentence}]: what this run's size can detect
-- `overall`: {condition: {metric: {value, ci_low, ci_high, n}}}: every overall-scope metric
+- `overall`: {condition: {metric: {value, ci_low, ci_high, n, pairs, p_value, min_p_value, mde}}}: every
+  overall-scope metric (p_value, min_p_value, mde: the score test against the metric's null, where it has one)
 - `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested (testable
   occupations), not_testable: [occupation], no_preference: [occupation]}}
-- `correlations`: [{condition, across, x, y, method, r, p_value, n}]
+- `correlations`: [{condition, across, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n}]: the
+  interval at the Bonferroni level of p_adjusted
 - `regression`: {condition: [{term, coef, odds_ratio, ci_low, ci_high, p_value, n, n_clusters, note}]}:
   ci_low/ci_high bound the odds ratio
 - `stage1_rates`: [{group (all, skill, knowledge, ability), gender, value, ci_low, ci_high, n}]
-- `occupation_preference`: [{condition, occupation, n, share_female, ci_low, ci_high, p_value, q_value,
-  preferred}]
+- `occupation_preference`: [{condition, occupation, n, pairs, pairs_female, pairs_male, share_female,
+  lean_female, ci_low, ci_high, p_value, q_value, preferred}]: ci_low/ci_high bound lean_female (the share of
+  leaning pairs that lean female: the quantity the sign test tests); share_female is descriptive
 - `pair_values`: [{condition, scope, key, metric, value, ci_low, ci_high, n}]: consistency and bias per name pair
 - `items`: [{condition, occupation, anchor, total, counts {qtype: {label: n}}, items [...]}]: the drill-down,
   the first items of each condition and occupation in full

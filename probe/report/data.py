@@ -269,7 +269,7 @@ def preferred_lists(preferences: pd.DataFrame) -> dict[str, dict[str, Any]]:
     lists = {}
     for condition in sorted(set(preferences["condition"]), key=lambda c: order_index(CONDITIONS, c)):
         rows = preferences[preferences["condition"] == condition]
-        strength = (rows["share_female"] - 0.5).abs()
+        strength = (rows["lean_female"] - 0.5).abs()  # the tested quantity: the share of leaning pairs
         ranked = rows.assign(strength=-strength).sort_values(["strength", "occupation"])
         testable = ranked["pairs"].map(lambda pairs: binomial_min_p(int(pairs)) < SIGNIFICANCE)
         lists[condition] = {

@@ -153,8 +153,9 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
     )
     return base | {
         "finding": f"Across {row['n']} name pairs ({condition}), {relation}: Pearson r = {fmt_num(row['r'], 2)} "
-        f"(95% CI {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), p = {fmt_p(row['p_value'])}, "
-        f"Holm-adjusted over conditions p = {fmt_p(adjusted)} (the paper's consistency-bias relation).",
+        f"(95% CI over the conditions tested {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), "
+        f"Bonferroni-adjusted p = {fmt_p(adjusted)} (unadjusted {fmt_p(row['p_value'])}; the paper's "
+        "consistency-bias relation).",
         "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": FISHER_METHOD,
     }  # fmt: skip
 

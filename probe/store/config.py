@@ -72,8 +72,9 @@ class RunConfig:
 
 
 # quick is the README's demo on the bundled SmolLM2-135M in under 5 minutes on a 2-core CPU (BENCHMARKS.md).
-# 12 name pairs: the score intervals over pairs keep >= 0.93 coverage at this size when a real run's pairs are
-# resampled (6 pairs did not: 0.87-0.91 for four headline metrics, BENCHMARKS.md "Coverage"), and a sign test
+# 12 name pairs: the score intervals over pairs cover 0.93-0.98 at this size when a real run's pairs are
+# resampled, except switch_m2f (0.86: one real pair carries it); 6 pairs could not hold for any method tried
+# (worst metric 0.84-0.89, BENCHMARKS.md "Statistics"), and a sign test
 # over 12 leaning pairs reaches p = 2 / 4096, below Benjamini-Hochberg's 0.05 / 8 for a lone occupation.
 # 8 occupations, 4 held by more women and 4 by more men in the US. Items: stage 1 = 12 x 2 x 2 x 18 attributes
 # (top-1 per category, union) = 864; stage 2 = 12 x 2 x 8 x 4 = 768.
