@@ -130,10 +130,6 @@ def test_imports_run_from_earlier_steps_to_later_ones_only() -> None:
     assert backwards == set()
 
 
-# Modules of parallel branches that still spell "stage1" (the lead's statistics and findings, issue 22's compare).
-STILL_SPELLING_STAGE1 = {"probe.analysis.metrics", "probe.report.findings", "probe.report.compare"}
-
-
 def test_the_vocabulary_is_defined_once() -> None:
     """No module but vocabulary.py lists a vocabulary again, or spells the stage-1 condition or a run status."""
     listed = {
@@ -151,7 +147,7 @@ def test_the_vocabulary_is_defined_once() -> None:
                 values = tuple(element.value for element in node.elts)
                 if values in listed:
                     found.add((name, listed[values]))
-            elif isinstance(node, ast.Constant) and node.value in words and name not in STILL_SPELLING_STAGE1:
+            elif isinstance(node, ast.Constant) and node.value in words:
                 found.add((name, node.value))
     assert found == set()
 

@@ -34,6 +34,7 @@ from probe.analysis.statistics import (
     wilson_interval,
 )
 from probe.common.errors import UserError
+from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
@@ -160,7 +161,7 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
         value, variance = ratio_variance(numerator[used, index : index + 1], denominator[used, index : index + 1])
         estimate = PairEstimate(float(value[0]), float(variance[0]), int(used.sum()), int(n[:, index].sum()))
         rows.append(_row(condition, "overall", "all", metric, estimate))
-    if condition == "stage1":
+    if condition == STAGE1_CONDITION:
         genders = [metrics.index("attr_yes_f"), metrics.index("attr_yes_m")]
         difference = _grant_difference(hits[:, genders], n[:, genders])
         rows.append(_row(condition, "overall", "all", "attr_yes_diff", difference))
@@ -220,7 +221,7 @@ def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> PairEstimate:
 
 def overall_metrics(condition: str) -> tuple[str, ...]:
     """The metrics every condition has an overall row for (NULL when nothing to compute it from)."""
-    if condition == "stage1":
+    if condition == STAGE1_CONDITION:
         return STAGE1_METRICS
     if condition == "taxonomy":
         return (*STAGE2_METRICS, "order_consistency", "context_sensitivity")
@@ -288,7 +289,7 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     fewer than 3 pairs or a constant variable; the interval and test need 4 pairs.
     """
     rows = []
-    scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != "stage1")]
+    scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != STAGE1_CONDITION)]
     for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
         if "consistency" not in wide or "bias" not in wide:

@@ -14,6 +14,7 @@ import pandas as pd
 from probe.analysis.metric_registry import COMPARED_METRICS
 from probe.analysis.statistics import SCORE_METHOD
 from probe.common.errors import UserError
+from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -91,7 +92,8 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
     finally:
         con.unregister("shared_instance_keys")
         con.execute(queries["drop_instances"])
-    keep = (counts["scope"] == "pair") & (counts["condition"] != "stage1") & counts["metric"].isin(COMPARED_METRICS)
+    stage2 = counts["condition"] != STAGE1_CONDITION
+    keep = (counts["scope"] == "pair") & stage2 & counts["metric"].isin(COMPARED_METRICS)
     return counts[keep]
 
 

@@ -26,6 +26,7 @@ from probe.analysis.statistics import (
     binomial_min_p,
     fisher_mde,
 )
+from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import CONDITIONS, clean, order_index
 from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 
@@ -164,8 +165,9 @@ def headline(overall: Mapping[str, Any], correlations: Sequence[Mapping[str, Any
     """The headline findings, direct measures first (report.json `headline`)."""
     lead = lead_condition(overall)
     findings = []
-    order = [(lead, "female_share"), ("stage1", "attr_yes_f"), ("stage1", "attr_yes_m"),
-             ("stage1", "attr_yes_diff"), (lead, "position_first"), (lead, "consistency"), (lead, "bias")]  # fmt: skip
+    stage1 = STAGE1_CONDITION
+    order = [(lead, "female_share"), (stage1, "attr_yes_f"), (stage1, "attr_yes_m"), (stage1, "attr_yes_diff"),
+             (lead, "position_first"), (lead, "consistency"), (lead, "bias")]  # fmt: skip
     for condition, name in order:
         if condition is not None:
             findings.append(_metric_finding(overall, condition, name))
