@@ -197,7 +197,7 @@ def markdown(doc: dict[str, object]) -> str:
         "|---|---|---:|---:|---|---:|---|",
     ]
     for title in shown:
-        interval = "n/a" if title["ci_low"] is None else f"{title['ci_low']:.2f}-{title['ci_high']:.2f}"
+        interval = _interval_text(title)
         lines.append(
             f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {title['share']:.2f} | "
             f"{interval} ({title['ci_level']:.5f}) | {title['e_value']:.3g} | {title['preferred']} |"
@@ -210,7 +210,7 @@ def markdown(doc: dict[str, object]) -> str:
         "|---|---:|---:|---|---:|---:|",
     ]
     for group in doc["groups"]["major"]:
-        interval = "n/a" if group["ci_low"] is None else f"{group['ci_low']:.2f}-{group['ci_high']:.2f}"
+        interval = _interval_text(group)
         share = "n/a" if group["share"] is None else f"{group['share']:.2f}"
         lines.append(
             f"| {group['group']} {group['major_name']} | {group['titles']} | {share} | {interval} | "
@@ -237,3 +237,8 @@ def write_scan_report(con: duckdb.DuckDBPyConnection, scan_id: str, folder: Path
         hierarchy_figure(pd.DataFrame(doc["titles"])).savefig(temporary, format="svg", metadata={"Date": None})
     write_atomic(paths["flagged_occupations.csv"], csv_safe(confirmation_csv(con, scan_id)).to_csv(index=False))
     return paths
+
+
+def _interval_text(row: dict) -> str:
+    """`low-high` with two decimals, or n/a where the row has no interval."""
+    return "n/a" if row["ci_low"] is None else f"{row['ci_low']:.2f}-{row['ci_high']:.2f}"

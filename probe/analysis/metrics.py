@@ -28,8 +28,10 @@ from probe.analysis.statistics import (
     SIGNIFICANCE,
     PairEstimate,
     clopper_pearson,
+    cluster_variance,
     fisher_interval,
     fisher_p_value,
+    ratio_influence,
     ratio_variance,
     wilson_interval,
 )
@@ -177,10 +179,8 @@ def _grant_difference(hits: np.ndarray, n: np.ndarray) -> PairEstimate:
     pairs = len(hits)
     if pairs == 0 or (n.sum(axis=0) == 0).any():
         return PairEstimate(np.nan, np.nan, 0, 0, lowest=-1.0, width=2.0)
-    ratio = hits.sum(axis=0) / n.sum(axis=0)
-    psi = (hits - ratio * n) / n.mean(axis=0)
-    difference = psi[:, 0] - psi[:, 1]
-    variance = float((difference**2).sum() / (pairs * (pairs - 1))) if pairs >= 2 else np.nan
+    ratio, psi = ratio_influence(hits, n)
+    variance = float(cluster_variance(psi[:, :1] - psi[:, 1:])[0])
     return PairEstimate(float(ratio[0] - ratio[1]), variance, pairs, int(n.sum()), lowest=-1.0, width=2.0)
 
 

@@ -86,22 +86,35 @@ def bootstrap_interval(replicates: np.ndarray, n_units: np.ndarray | int) -> tup
     return drop_degenerate(low, high)
 
 
-def ratio_variance(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sum(numerator) / sum(denominator) per column, and its cluster-robust (CR1) variance over the rows (pairs).
+def ratio_influence(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sum(numerator) / sum(denominator) per column, and each row's (pair's) influence on it.
 
-    numerator, denominator: (pairs x metrics). The variance is sum_g psi_g^2 / (G (G - 1)) with each pair's
-    influence psi_g = (num_g - R den_g) / mean(den); for a mean of pair values (denominator 1) it is s^2 / G.
-    NaN with fewer than 2 pairs.
+    numerator, denominator: (pairs x metrics), at least one pair. psi_g = (num_g - R den_g) / mean(den): the
+    linearisation whose spread over pairs gives the ratio's cluster-robust variance (`cluster_variance`).
     """
-    pairs = numerator.shape[0]
-    if pairs == 0:
-        return np.full(numerator.shape[1], np.nan), np.full(numerator.shape[1], np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = numerator.sum(axis=0) / denominator.sum(axis=0)
         psi = (numerator - ratio * denominator) / denominator.mean(axis=0)
+    return ratio, psi
+
+
+def cluster_variance(psi: np.ndarray) -> np.ndarray:
+    """sum_g psi_g^2 / (G (G - 1)) per column: the CR1 variance over G pairs; NaN with fewer than 2 pairs."""
+    pairs = psi.shape[0]
     if pairs < 2:
-        return ratio, np.full(ratio.shape, np.nan)
-    return ratio, (psi**2).sum(axis=0) / (pairs * (pairs - 1))
+        return np.full(psi.shape[1:], np.nan)
+    return (psi**2).sum(axis=0) / (pairs * (pairs - 1))
+
+
+def ratio_variance(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sum(numerator) / sum(denominator) per column, and its cluster-robust (CR1) variance over the rows (pairs).
+
+    For a mean of pair values (denominator 1) the variance is s^2 / G. NaN without pairs, variance NaN with one.
+    """
+    if numerator.shape[0] == 0:
+        return np.full(numerator.shape[1], np.nan), np.full(numerator.shape[1], np.nan)
+    ratio, psi = ratio_influence(numerator, denominator)
+    return ratio, cluster_variance(psi)
 
 
 @dataclass(frozen=True)
