@@ -16,6 +16,12 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
   fixed-sample test is the strictest comparison: it needs no anytime-valid guarantee.
 - `scan_call_ratio_same_test`: the same against a fixed design tested like the scan (its e-values, e-BH):
   what adaptivity alone saves. `scan_call_ratio_70_pairs`: against every title asked every pair (70).
+- `scan_oracle_floor_calls` / `scan_oracle_floor_ratio`: what no scan can beat in this world, however it is
+  tuned: the calls an oracle spends clearing the fair titles alone (nothing for the planted ones), as a share
+  of the t-test design's calls. The oracle knows every pair's lean and position effect, hence the exact
+  distribution of a pair's observation (0, 1/2, 1) for a fair title and for one at 0.85 either way, and stops
+  each fair title with a likelihood-ratio (Wald) test, clearing no more titles at 0.85-0.9 than the scan's
+  power allows (1 - power): the fewest pairs that separate the two, not a rule a scan could run.
 - `scan_replay_identical`: scans run through `probe scan --backend replay` (the product's path: DuckDB, the
   runner, the rounds) whose flagged list and calls equal the in-memory loop's on the same answers (of
   `scan_replay_checked`: 10 of the full run's 200, 2 of `--quick`'s 40; their figures are replay's).
@@ -23,6 +29,7 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from collections.abc import Callable
@@ -66,6 +73,7 @@ def share_of(logit: float) -> float:
     return float(np.mean((expit(logit + lean + position) + expit(logit + lean - position)) / 2))
 
 
+@functools.cache
 def logit_for(share: float) -> float:
     """The title effect whose share (over the pair population) is `share`, by bisection."""
     low, high = -8.0, 8.0
@@ -140,6 +148,53 @@ def exhaustive_flags(answers: np.ndarray, pairs: int) -> tuple[np.ndarray, np.nd
     return flags, mean
 
 
+def oracle_calls(rng: np.random.Generator, power: float, draws: int = 40) -> float:
+    """Mean model calls of the oracle scan (module docstring) with FDR <= 0.05 and at least `power`."""
+    noise = PAIR_TITLE_SD * np.random.default_rng(0).standard_normal(400)  # quadrature of the pair x title lean
+    nearest_effect, steps = logit_for(0.85), np.arange(PAIRS)
+    evidence, direction, shares = [], [], []
+    for _ in range(draws):
+        lean = PAIR_SD * rng.standard_normal(PAIRS)
+        position = POSITION[0] + POSITION[1] * rng.standard_normal(PAIRS)
+        true_shares = np.round(draw_shares(rng), 2)  # rounded: one answer distribution per distinct share
+        effects = {share: logit_for(share) if share != 0.5 else 0.0 for share in np.unique(true_shares)}
+        logit = lean[:, None] + noise[None, :]
+
+        def distribution(effect: float, logit: np.ndarray = logit, position: np.ndarray = position) -> np.ndarray:
+            """(pairs, 3): P(a pair's observation is 0, 1/2, 1) for a title with this effect."""
+            first = expit(effect + logit + position[:, None])
+            second = expit(effect + logit - position[:, None])
+            woman_twice, man_twice = (first * second).mean(axis=1), ((1 - first) * (1 - second)).mean(axis=1)
+            return np.stack([man_twice, 1 - man_twice - woman_twice, woman_twice], axis=1)
+
+        fair = distribution(0.0)
+        towards = {+1: distribution(nearest_effect), -1: distribution(-nearest_effect)}
+        for share, effect in effects.items():
+            rows = np.flatnonzero(true_shares == share)
+            cumulative = np.cumsum(distribution(effect), axis=1)[:, :2]
+            index = (rng.random((len(rows), PAIRS, 1)) > cumulative[None, :, :]).sum(axis=2)
+            ratios = {
+                sign: np.cumsum(np.log(near[steps, index] / fair[steps, index]), axis=1)
+                for sign, near in towards.items()
+            }
+            evidence.append(np.maximum(ratios[1], ratios[-1]))
+            direction.append(np.where(ratios[1] >= ratios[-1], 1, -1))
+            shares.append(np.full(len(rows), share))
+    evidence, direction, shares = np.concatenate(evidence), np.concatenate(direction), np.concatenate(shares)
+    fair_title, strong = shares == 0.5, np.abs(shares - 0.5) >= 0.35
+    best = np.inf
+    for flag_bar in np.arange(1.0, 12.0, 0.25):
+        for clear_bar in np.arange(-4.0, 0.01, 0.1):
+            decided = (evidence >= flag_bar) | (evidence <= clear_bar)
+            stop = np.where(decided.any(axis=1), decided.argmax(axis=1), PAIRS - 1)
+            flagged = evidence[np.arange(len(stop)), stop] >= flag_bar
+            right_way = direction[np.arange(len(stop)), stop] == np.sign(shares - 0.5)
+            false = (flagged & (fair_title | ~right_way)).sum() / max(flagged.sum(), 1)
+            if false <= 0.05 and (flagged & right_way)[strong].mean() >= power:
+                best = min(best, (stop + 1).mean() * CALLS_PER_PAIR * TITLES)
+    return float(best)
+
+
 def false_and_power(shares: np.ndarray, flags: np.ndarray, estimates: np.ndarray) -> tuple[float, float]:
     """(false discovery proportion, power on planted shares >= 0.85) of one flagged list."""
     right_way = np.sign(estimates - 0.5) == np.sign(shares - 0.5)
@@ -187,6 +242,7 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
     t_test_pairs = _smallest_depth_with_power(draws[:40], power, exhaustive_flags)
     e_bh_pairs = _smallest_depth_with_power(draws[:40], power, _fixed_depth_e_bh)
     mean_calls = float(np.mean(calls))
+    floor_calls = oracle_calls(np.random.default_rng(7), power)
     return {
         "scan_simulated_scans": scans,
         "scan_replay_checked": through_replay,
@@ -199,6 +255,8 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
         "exhaustive_e_bh_pairs_equal_power": e_bh_pairs,
         "scan_call_ratio_same_test": round(mean_calls / (TITLES * e_bh_pairs * CALLS_PER_PAIR), 3),
         "scan_call_ratio_70_pairs": round(mean_calls / (TITLES * PAIRS * CALLS_PER_PAIR), 3),
+        "scan_oracle_floor_calls": round(floor_calls),
+        "scan_oracle_floor_ratio": round(floor_calls / (TITLES * t_test_pairs * CALLS_PER_PAIR), 3),
         "scan_sim_seconds": round(time.perf_counter() - started, 1),
     }
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.scan import PAIRS, TITLES, draw_answers, draw_shares, exhaustive_flags, false_and_power, scan_in_memory
+from bench.scan import (
+    PAIRS,
+    TITLES,
+    draw_answers,
+    draw_shares,
+    exhaustive_flags,
+    false_and_power,
+    oracle_calls,
+    scan_in_memory,
+)
 
 SCANS = 12
 
@@ -49,3 +58,10 @@ def test_exhaustive_probing_with_a_t_test_flags_by_benjamini_hochberg() -> None:
     answers[2, ::2] = True
     flags, means = exhaustive_flags(answers, 10)
     assert (flags.tolist(), means.tolist()) == ([True, False, False, True], [1.0, 0.5, 0.5, 0.0])
+
+
+def test_the_oracle_pays_more_calls_for_more_power() -> None:
+    """The floor no scan can beat (bench/scan.py): a likelihood-ratio test that knows every answer distribution."""
+    calls = [round(oracle_calls(np.random.default_rng(3), power, draws=3)) for power in (0.5, 0.8, 0.95)]
+    assert calls == [5783, 8855, 10290]
+    assert calls[0] > TITLES * 2  # even at power 0.5 it cannot decide every title from one name pair
