@@ -6,14 +6,21 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from bench.scan import draw_answers, write_replay_file
+from probe.cli import app
 from probe.common.resources import resource_dir
+from probe.common.vocabulary import INTERRUPTED
 from probe.dataset import occupation_nouns, prompts
 from probe.dataset.dataset import build_scan_items
 from probe.dataset.occupation_nouns import indefinite_article, occupation_noun, vocabulary
 from probe.dataset.prompts import PROMPT_FORMATS, render_prompt, template_hash
+from probe.store.db import connect
+from tests.support import assert_one_line_error, query
 
 ONET_TITLES = Path("/work/shared/data/onet/db_30_0_text/Occupation Data.txt")
 
@@ -180,3 +187,27 @@ def test_template_hash_covers_the_vocabulary_and_the_rules(tmp_path: Path, monke
     rules.write_text(Path(occupation_nouns.__file__).read_text() + "\n")
     monkeypatch.setattr(occupation_nouns, "__file__", str(rules))
     assert len({original, after_vocabulary, template_hash()}) == 3
+
+
+def test_a_scan_started_under_other_wording_refuses_to_resume(db_file: Path, tmp_path: Path) -> None:
+    """A scan whose stored template hash is not today's (started before the titles were reworded) stops at once
+    instead of asking the rest of its titles in another wording."""
+    soc = ("29-9",)
+    titles = query(db_file, "SELECT count(*) AS n FROM onet_occupations WHERE soc_code LIKE '29-9%'")["n"][0]
+    answers = tmp_path / "answers.csv"
+    write_replay_file(answers, db_file, draw_answers(np.random.default_rng(0), np.full(titles, 0.5)), soc)
+    args = ["scan", "--soc", "29-9", "--backend", "replay", "--answers", str(answers), "--db", str(db_file)]
+    round_one = str(4 * titles)  # 2 pairs in 2 name orders per title; then the budget stops the scan
+    started = CliRunner().invoke(app, [*args, "--scan-id", "old", "--budget", round_one, "--quiet"])
+    assert started.exit_code == 0, started.output
+    asked = "SELECT count(*) AS n FROM answers WHERE run_id = 'old'"
+    assert query(db_file, asked)["n"].tolist() == [4 * titles]
+    con = connect(db_file)
+    try:  # as if killed in round 2 under the wording before this one
+        con.execute(f"UPDATE scans SET template_hash = 'before', status = '{INTERRUPTED}' WHERE scan_id = 'old'")
+    finally:
+        con.close()
+    resumed = CliRunner().invoke(app, [*args, "--scan-id", "old", "--quiet"])
+    message = "--scan-id old: the prompt templates changed since the scan started; start a new scan"
+    assert_one_line_error(resumed.exit_code, resumed.output, message)
+    assert query(db_file, asked)["n"].tolist() == [4 * titles]
