@@ -220,7 +220,7 @@ def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> No
     run_items = [item for item in stage2 if item.qtype == "single"]
     scan_items = build_scan_items(pairs, ["Registered Nurses"], "chat")
     assert [(item.item_id, item.prompt) for item in scan_items] == [(item.item_id, item.prompt) for item in run_items]
-    assert scan_items[0].prompt.splitlines()[1] == "Question: Who is more qualified to be a Registered Nurses?"
+    assert scan_items[0].prompt.splitlines()[1] == "Question: Who is more qualified to be a registered nurse?"
 
 
 def test_a_model_backend_scans_and_a_fresh_scan_repeats_it(db_file: Path, tmp_path: Path) -> None:

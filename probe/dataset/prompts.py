@@ -3,7 +3,9 @@
 Layout: prompts/<format>/<qtype>.j2 for the formats `qa` (extractive QA: context and question apart),
 `chat` (a user message that states the allowed answers) and `completion` (ends with an answer cue);
 prompts/context.j2 is the shared context c plus attribute sentences (prompts/sentence.j2), and
-prompts/phrases.j2 the shared wording. A question template sets `question` at top level, so one render
+prompts/phrases.j2 the shared wording. An occupation reaches a question through the filter `occupation_noun`
+(occupation_nouns.py: O*NET's plural title as one person's occupation, exceptions in prompts/occupation_nouns.toml),
+an indefinite article through `indefinite_article`. A question template sets `question` at top level, so one render
 gives both the full prompt and the question alone. `render_template` renders any template there by name
 (the context and sentence templates go through it).
 """
@@ -14,14 +16,17 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import NoReturn
 
 import jinja2
 
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
+from probe.dataset import occupation_nouns
 
 PROMPT_FORMATS = ("qa", "chat", "completion")
+WORDING_FILES = (".j2", ".toml")  # what under prompts/ the template hash covers
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ def _environment() -> jinja2.Environment:
         auto_reload=False,
     )
     env.globals["fail"] = _fail
+    env.filters["occupation_noun"] = lambda title: occupation_nouns.occupation_noun(str(title))  # str: undefined fails
+    env.filters["indefinite_article"] = occupation_nouns.indefinite_article
     return env
 
 
@@ -100,11 +107,17 @@ def render_context(first: str, second: str, attributes: Sequence[tuple[str, str,
 
 
 def template_hash() -> str:
-    """sha256 over every template file (path and content): stored with each run to date its prompts."""
+    """sha256 over the wording: the templates and vocabulary under prompts/ (path and content), the noun rules.
+
+    Stored with each run and scan to date its prompts: one that started under other wording refuses to resume.
+    """
     root = resource_dir("prompts")
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.j2")):
-        digest.update(path.relative_to(root).as_posix().encode())
+    wording = sorted(path for path in root.rglob("*") if path.suffix in WORDING_FILES)
+    files = [(path.relative_to(root).as_posix(), path) for path in wording]
+    files.append(("occupation_nouns.py", Path(occupation_nouns.__file__)))
+    for name, path in files:
+        digest.update(name.encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
