@@ -12,8 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.scan import draw_answers, scan_in_memory, write_replay_file
-from probe import pipeline
-from probe import scan as scanning
+from probe import pipeline, scanning
 from probe.answering import runner
 from probe.cli import app
 from probe.common.errors import RunFailed

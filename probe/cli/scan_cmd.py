@@ -1,4 +1,4 @@
-"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scan.py)."""
+"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning.py)."""
 
 from __future__ import annotations
 
