@@ -16,7 +16,8 @@ their e-values skip. Asking a reopened title one of those pairs would break the 
 longer fresh news to the scan (probe/analysis/scan_rules.py), so its e-value would not be a martingale. Going on
 after a stop, on any rule, keeps it one (Ville's inequality holds for the whole sequence). The reopening is a
 round of no calls whose decisions are `continue`; with the same budget (or a smaller one) the budget left pays
-for nothing more, so nothing changes.
+for nothing more, so nothing changes. (Within one budget, what is left after a stop pays for no later round of
+a title, except a last step shorter than the one before: the stopped titles rejoin that one.)
 """
 
 from __future__ import annotations

@@ -45,7 +45,12 @@ def scan_command(
     soc: Annotated[
         str | None, typer.Option("--soc", help="Only titles whose SOC code starts so: 29 (a major group), 29-1,...")
     ] = None,
-    budget: Annotated[int | None, typer.Option("--budget", help="Most model calls (default: no limit).", min=1)] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget", help="Most model calls in all (default: no limit); a larger one carries a scan on.", min=1
+        ),
+    ] = None,
     pairs: PairsOption = None,
     names: NamesOption = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Shuffles the name pairs' order (default 0).")] = None,

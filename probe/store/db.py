@@ -131,7 +131,8 @@ CREATE TABLE IF NOT EXISTS scan_pairs (
     scan_id VARCHAR, position INTEGER, pair_id INTEGER, female VARCHAR, male VARCHAR,
     PRIMARY KEY (scan_id, position)
 );
--- status: asked (items stored, answers may be missing) | decided.
+-- status: asked (items stored, answers may be missing) | decided. A round of 0 calls asked no title (the budget
+-- ran out) or reopened the titles a larger budget pays for (their decisions: continue).
 CREATE TABLE IF NOT EXISTS scan_rounds (
     scan_id VARCHAR, round INTEGER, depth INTEGER, titles INTEGER, calls BIGINT, status VARCHAR,
     started_at TIMESTAMP, decided_at TIMESTAMP, PRIMARY KEY (scan_id, round)
