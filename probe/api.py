@@ -1,7 +1,10 @@
-"""The Python API (DESIGN.md section 9): `probe.run(...)` and `probe.open_run(...)` return a `Run`.
+"""The Python API (DESIGN.md section 9): `probe.run(...)` and `probe.open_run(...)` return a `Run`;
+`probe.scan(...)` and `probe.open_scan(...)` a `Scan`.
 
 Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
-pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things.
+pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things. A scan
+takes the backend's settings and the scan's (probe.scan_setup.ScanSettings) and goes through `probe scan`'s
+pipeline (probe.pipeline.scan).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import pandas as pd
 
 from probe import pipeline
 from probe.common.errors import UserError
+from probe.scan_record import check_scan_id, with_stored
+from probe.scan_setup import BACKEND_FIELDS, ScanSettings, soc_prefixes
 from probe.store.db import DEFAULT_DB, connect
 
 # answers(): the item (what was asked, prompt included) and the stored answer, one row per item.
@@ -24,6 +29,10 @@ FROM items i LEFT JOIN answers a USING (run_id, item_id)
 WHERE i.run_id = ?
 ORDER BY i.seq
 """
+# probe.scan's settings besides the backend's and the scan's: where it is stored and how it runs.
+SCAN_RUN_FIELDS = ("db", "threads", "concurrency", "batch_size", "no_cache", "quiet", "max_failed_share")
+# What _check_exists looks for: the table and its key column.
+STORED = {"run": ("runs", "run_id"), "scan": ("scans", "scan_id")}
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,7 @@ class Run:
         return files.markdown if Path(path).suffix.lower() == ".md" else files.html
 
     def _query(self, sql: str, *, analysed: bool = False) -> pd.DataFrame:
-        _check_exists(self.run_id, self.db)
+        _check_exists("run", self.run_id, self.db)
         if analysed:
             pipeline.analyze_if_needed(self.db, self.run_id)
         con = connect(self.db, read_only=True)
@@ -75,18 +84,103 @@ def run(**settings: object) -> Run:
 
 def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
     """The stored run `run_id` of database `db`."""
-    _check_exists(run_id, db)
+    _check_exists("run", run_id, db)
     return Run(run_id, str(db))
 
 
-def _check_exists(run_id: object, db: str | Path) -> None:
-    """A run id that is not a string, or names no run of `db`, is the caller's mistake: say so, not DuckDB."""
-    if not isinstance(run_id, str):
-        raise UserError(f"run_id: expected a run id (a string), got {run_id!r}")
+@dataclass(frozen=True)
+class Scan:
+    """A stored scan (`probe scan`): its id and database. Every method reads the database afresh."""
+
+    scan_id: str
+    db: str = str(DEFAULT_DB)
+
+    def results(self) -> pd.DataFrame:
+        """One row per title (scan_results): soc_code, title, pairs, share, ci_low, ci_high, ci_level, e_value,
+        flagged, preferred, stopped, stopped_round; no rows before the scan finished."""
+        return self._query("SELECT * EXCLUDE (scan_id) FROM scan_results WHERE scan_id = ? ORDER BY soc_code")
+
+    def rounds(self) -> pd.DataFrame:
+        """One row per round (scan_rounds): round, depth, titles, calls, status, started_at, decided_at."""
+        return self._query("SELECT * EXCLUDE (scan_id) FROM scan_rounds WHERE scan_id = ? ORDER BY round")
+
+    def report(self, path: str | Path) -> Path:
+        """Write the report files `probe scan` writes (scan.md, scan.json, scan_groups.svg, flagged_occupations.csv)
+        to the folder `path`; returns scan.md's path."""
+        from probe.scan_report import write_scan_report  # matplotlib: load on use
+
+        if self.results().empty:
+            raise UserError(
+                f"{self.scan_id}: the scan has no results yet; `probe scan --scan-id {self.scan_id} --db {self.db}` "
+                "finishes it"
+            )
+        con = connect(self.db, read_only=True)
+        try:
+            return write_scan_report(con, self.scan_id, Path(path))["scan.md"]
+        finally:
+            con.close()
+
+    def _query(self, sql: str) -> pd.DataFrame:
+        _check_exists("scan", self.scan_id, self.db)
+        con = connect(self.db, read_only=True)
+        try:
+            return con.execute(sql, [self.scan_id]).df()
+        finally:
+            con.close()
+
+
+def scan(**settings: object) -> Scan:
+    """Run a scan as `probe scan` does; with an existing scan_id resume it, or carry it on with a larger budget.
+
+    `settings`: the backend's (backend, model, base_url, answers, device, dtype, decoding, ... as RUN.toml names
+    them), the scan's (occupations, soc, pairs, names, budget, seed: probe.scan_setup.ScanSettings), scan_id,
+    db, threads, concurrency, batch_size, no_cache, quiet, max_failed_share. A stored scan takes the settings not
+    given from its record (budget=None given: no limit). Progress bars are off unless quiet=False.
+    """
+    scan_id = settings.pop("scan_id", None)
+    check_scan_id(scan_id)
+    scan_fields = tuple(ScanSettings.__dataclass_fields__)
+    unknown = sorted(set(settings) - {*BACKEND_FIELDS, *scan_fields, *SCAN_RUN_FIELDS})
+    if unknown:
+        raise UserError(
+            f"{unknown[0]}: not a setting of a scan (the backend's: {', '.join(BACKEND_FIELDS)}; the scan's: "
+            f"{', '.join(scan_fields)}; {', '.join(SCAN_RUN_FIELDS)})"
+        )
+    settings.setdefault("quiet", True)
+    database = str(settings.get("db", DEFAULT_DB))
+    backend_values, scan_values = with_stored(
+        database,
+        scan_id,
+        {name: value for name, value in settings.items() if name in BACKEND_FIELDS},
+        {name: value for name, value in settings.items() if name in scan_fields},
+    )
+    config = pipeline.settings(
+        {**backend_values, **{name: settings[name] for name in SCAN_RUN_FIELDS if name in settings}, "db": database}
+    )
+    scan_values["soc"] = soc_prefixes(scan_values.get("soc"))  # "29,31" or a sequence, as --soc
+    for name in ("occupations", "names"):  # paths
+        if isinstance(scan_values.get(name), Path):
+            scan_values[name] = str(scan_values[name])
+    if isinstance(scan_values.get("pairs"), list):
+        scan_values["pairs"] = tuple(scan_values["pairs"])
+    return Scan(pipeline.scan(config, ScanSettings(**scan_values), scan_id), config.db)
+
+
+def open_scan(scan_id: str, db: str | Path = DEFAULT_DB) -> Scan:
+    """The stored scan `scan_id` of database `db`."""
+    _check_exists("scan", scan_id, db)
+    return Scan(scan_id, str(db))
+
+
+def _check_exists(kind: str, key: object, db: str | Path) -> None:
+    """An id that is not a string, or names no run (scan) of `db`, is the caller's mistake: say so, not DuckDB."""
+    table, column = STORED[kind]
+    if not isinstance(key, str):
+        raise UserError(f"{column}: expected a {kind} id (a string), got {key!r}")
     con = connect(db, read_only=True)
     try:
-        found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
+        found = con.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", [key]).fetchone()[0]
     finally:
         con.close()
     if not found:
-        raise UserError(f"{run_id}: no such run in {db}")
+        raise UserError(f"{key}: no such {kind} in {db}")

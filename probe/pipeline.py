@@ -220,8 +220,9 @@ def scan(
     scan_settings: ScanSettings,
     scan_id: str | None = None,
     on_start: Callable[[str], None] | None = None,
+    on_reopen: Callable[[int, int], None] | None = None,
 ) -> str:
-    """`probe scan`: adaptive rounds over O*NET titles (probe/scan.py), each round answered by the runner."""
-    from probe import scan as scanning  # the scan's statistics: load on use
+    """`probe scan`: adaptive rounds over O*NET titles (probe/scanning.py), each round answered by the runner."""
+    from probe import scanning  # the scan's statistics: load on use
 
-    return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start)
+    return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen)

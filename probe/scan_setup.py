@@ -8,6 +8,7 @@ asked of every title in one order, shuffled by a seed (probe/analysis/scan_rules
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -54,6 +55,16 @@ class ScanSettings:
 
     def stored(self) -> dict[str, object]:
         return json.loads(json.dumps(asdict(self)))
+
+
+def soc_prefixes(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """--soc's SOC code prefixes: a comma list ("29,31-1") or a sequence of them; each digits, '-' and '.'."""
+    parts = value.split(",") if isinstance(value, str) else list(value or ())
+    prefixes = tuple(str(part).strip() for part in parts if str(part).strip())
+    for prefix in prefixes:
+        if not all(character.isdigit() or character in "-." for character in prefix):
+            raise UserError(f"--soc {prefix!r}: a SOC code prefix is digits, '-' and '.' (e.g. 29 or 29-1)")
+    return prefixes
 
 
 # --- titles and pairs ----------------------------------------------------------------------------------

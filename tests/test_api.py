@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -112,3 +113,56 @@ def test_names_nfc_normalised(tmp_path: Path, db_file: Path) -> None:
     finally:
         con.close()
     assert pairs.values.tolist() == [[1, "Zo\u00eb", "Ren\u00e9"]]
+
+
+def test_the_api_scans_carries_a_scan_on_without_a_budget_and_writes_the_clis_report(
+    db_file: Path, tmp_path: Path
+) -> None:
+    """probe.scan as `probe scan`: SOC 29-203 (6 titles, 29-2034.00 answered for the man 9 times in 10)."""
+    from bench.scan import draw_answers, write_replay_file
+
+    answers = tmp_path / "answers.csv"
+    shares = np.array([0.1 if index == 3 else 0.5 for index in range(6)])
+    write_replay_file(answers, db_file, draw_answers(np.random.default_rng(5), shares), ("29-203",))
+    first = probe.scan(soc="29-203", backend="replay", answers=answers, budget=30, scan_id="s", db=db_file)
+    assert first == probe.Scan("s", str(db_file))
+    assert first.rounds()[["round", "depth", "titles", "calls", "status"]].values.tolist() == [
+        [1, 2, 6, 24, "decided"], [2, 3, 3, 6, "decided"], [3, 4, 0, 0, "decided"],
+    ]  # fmt: skip
+    assert first.results()[["soc_code", "pairs", "stopped"]].values.tolist() == [
+        ["29-2031.00", 3, "budget"], ["29-2032.00", 2, "budget"], ["29-2033.00", 3, "budget"],
+        ["29-2034.00", 3, "budget"], ["29-2035.00", 2, "cleared"], ["29-2036.00", 2, "budget"],
+    ]  # fmt: skip
+
+    carried = probe.scan(scan_id="s", db=db_file, budget=None)  # no limit: the budget-stopped titles go on
+    assert carried.rounds()[["round", "depth", "titles", "calls"]].values.tolist() == [
+        [1, 2, 6, 24], [2, 3, 3, 6], [3, 4, 0, 0], [4, 3, 5, 0], [5, 4, 5, 10], [6, 5, 1, 2], [7, 6, 1, 2],
+        [8, 8, 1, 4], [9, 10, 1, 4], [10, 13, 1, 6],
+    ]  # fmt: skip  (round 4: the 5 titles the budget stopped open again, at depth 3)
+    results = carried.results()
+    assert results[["soc_code", "pairs", "flagged", "preferred", "stopped"]].values.tolist() == [
+        ["29-2031.00", 4, False, "none", "cleared"], ["29-2032.00", 3, False, "none", "cleared"],
+        ["29-2033.00", 4, False, "none", "cleared"], ["29-2034.00", 13, True, "male", "flagged"],
+        ["29-2035.00", 2, False, "none", "cleared"], ["29-2036.00", 3, False, "none", "cleared"],
+    ]  # fmt: skip
+    pd.testing.assert_frame_equal(probe.open_scan("s", db=db_file).results(), results)
+
+    assert carried.report(tmp_path / "api") == tmp_path / "api" / "scan.md"
+    cli = CliRunner().invoke(app, ["scan", "--scan-id", "s", "--db", str(db_file), "-o", str(tmp_path / "cli")])
+    assert cli.exit_code == 0, cli.output
+    files = sorted(path.name for path in (tmp_path / "api").iterdir())
+    assert files == ["flagged_occupations.csv", "scan.json", "scan.md", "scan_groups.svg"]
+    for name in ("flagged_occupations.csv", "scan.json", "scan.md"):  # the figure's SVG ids differ per drawing
+        assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert (tmp_path / "api" / "scan_groups.svg").read_text().startswith("<?xml")
+
+
+def test_open_scan_of_an_unknown_id_and_a_setting_no_scan_has_are_one_line_errors(db_file: Path) -> None:
+    with pytest.raises(UserError, match=r"^nobody: no such scan in "):
+        probe.open_scan("nobody", db=db_file)
+    with pytest.raises(UserError, match=r"^nobody: no such scan in "):
+        probe.Scan("nobody", str(db_file)).results()
+    with pytest.raises(UserError, match=r"^top_k: not a setting of a scan \(the backend's: backend, model, "):
+        probe.scan(top_k=3, db=db_file)
+    with pytest.raises(UserError, match=r"^--soc 'nurses': a SOC code prefix is digits"):
+        probe.scan(soc=["nurses"], backend="replay", db=db_file)

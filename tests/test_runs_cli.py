@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -119,3 +120,49 @@ def test_ctrl_c_prints_the_command_that_resumes(db_file: Path, monkeypatch: pyte
     assert result.output.splitlines()[0] == f"run r2 in {db_file}; if it stops, resume it with: {resume}"
     assert result.output.splitlines()[-1] == f"interrupted; resume it with: {resume}"
     assert list(query(db_file, "SELECT status FROM runs")["status"]) == ["interrupted"]
+
+
+def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
+    db_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished scan, one interrupted in round 1 (listed: interrupted, no flagged count yet) and a run."""
+    from bench.scan import draw_answers, write_replay_file
+    from probe import scanning
+    from probe.scan_setup import ScanSettings
+    from probe.store.config import RunConfig
+    from probe.store.db import connect
+
+    answers = tmp_path / "answers.csv"
+    write_replay_file(answers, db_file, draw_answers(np.random.default_rng(1), np.full(6, 0.5)), ("29-9",))
+    config = RunConfig(backend="replay", answers=str(answers), db=str(db_file), quiet=True)
+    assert pipeline.scan(config, ScanSettings(soc=("29-9",)), "fair") == "fair"
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        scanning.scan(config, ScanSettings(soc=("29-9",)), "cut", interrupted)
+    hostile = "[bold]m\x1b]0;x\x07"  # rich markup and an escape sequence, as a server might name its model
+    con = connect(db_file)
+    try:
+        con.execute("UPDATE scans SET model = ? WHERE scan_id = 'cut'", [hostile])
+    finally:
+        con.close()
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+    CliRunner().invoke(app, ["run", "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--run-id", "r",
+                             "--db", str(db_file), "--quiet"])  # fmt: skip
+
+    listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    lines = [line.strip() for line in listed.output.splitlines()]
+    assert lines.index(f"runs in {db_file}") < lines.index(f"scans in {db_file}")
+    assert next(line for line in lines if line.startswith("r ")).split()[-2:] == ["36/36", "complete"]
+    assert lines[lines.index(f"scans in {db_file}") + 2].split() == [
+        "scan", "id", "status", "model", "backend", "titles", "calls", "flagged", "started",
+    ]  # fmt: skip
+    started = r"\d\d-\d\d \d\d:\d\d"
+    cut, fair = (line for line in lines if line.startswith(("cut ", "fair ")))  # newest first
+    # printed as typed: the markup is not applied, the escape sequence shown as \x1b, \x07
+    assert re.fullmatch(rf"cut +interrupted +\[bold\]m\\x1b\]0;x\\x07 +replay +6 +24 +{started}", cut)
+    assert re.fullmatch(rf"fair +complete +{re.escape(str(answers))} +replay +6 +42 +0 +{started}", fair)
+    assert lines[-1] == f"resume a scan that stopped with: probe scan --scan-id SCAN_ID --db {db_file}"

@@ -12,8 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.scan import draw_answers, scan_in_memory, write_replay_file
-from probe import pipeline
-from probe import scan as scanning
+from probe import pipeline, scanning
 from probe.answering import runner
 from probe.cli import app
 from probe.common.errors import RunFailed
@@ -96,6 +95,95 @@ def test_a_budget_stops_the_scan_within_it(db_file: Path, planted) -> None:
     assert calls(db_file, scan_id) <= 600
     stops = query(db_file, "SELECT stopped, count(*) AS n FROM scan_results WHERE scan_id = ? GROUP BY 1", [scan_id])
     assert "budget" in set(stops["stopped"])
+
+
+# SOC 29-203 (6 titles, 29-2034.00 planted male): stopped at 30 calls, then carried on to 60
+ASKED_AT_60 = {
+    "29-2031.00": [1, 2, 3, 4, 5, 6],
+    "29-2032.00": [1, 2, 3, 4, 5, 6],
+    "29-2033.00": [1, 2],
+    "29-2034.00": [1, 2, 3, 4, 5, 6, 7, 8],
+    "29-2035.00": [1, 2, 4],  # stopped for budget at depth 2: pair 3 (asked of others after it stopped) skipped
+    "29-2036.00": [1, 2, 4, 5, 6],
+}
+DECISIONS_AT_60 = {  # round: decision; round 4 (no calls) reopens the titles the budget stopped
+    "29-2031.00": "1 continue, 2 continue, 3 budget, 4 continue, 5 continue, 6 continue, 7 cleared",
+    "29-2032.00": "1 continue, 2 continue, 3 budget, 4 continue, 5 continue, 6 continue, 7 continue, 8 budget",
+    "29-2033.00": "1 cleared",
+    "29-2034.00": "1 continue, 2 continue, 3 budget, 4 continue, 5 continue, 6 continue, 7 continue, "
+    "8 continue, 9 budget",
+    "29-2035.00": "1 continue, 2 budget, 4 continue, 5 cleared",
+    "29-2036.00": "1 continue, 2 budget, 4 continue, 5 continue, 6 continue, 7 continue, 8 budget",
+}
+
+
+def _asked_and_decided(db_file: Path) -> tuple[dict[str, list[int]], dict[str, str], list[tuple]]:
+    """Per title the pair positions asked and the decisions by round; the rounds (round, depth, titles, calls)."""
+    asked = query(
+        db_file,
+        "SELECT t.soc_code, list(DISTINCT p.position ORDER BY p.position) AS positions FROM items i "
+        "JOIN scan_titles t ON t.scan_id = i.run_id AND t.title = i.occupation "
+        "JOIN scan_pairs p ON p.scan_id = i.run_id AND p.pair_id = i.pair_id GROUP BY 1 ORDER BY 1",
+    )
+    decided = query(
+        db_file,
+        "SELECT soc_code, string_agg(round || ' ' || decision, ', ' ORDER BY round) AS trail FROM scan_decisions "
+        "GROUP BY 1 ORDER BY 1",
+    )
+    rounds = query(db_file, "SELECT round, depth, titles, calls FROM scan_rounds ORDER BY round")
+    return (
+        {code: list(positions) for code, positions in zip(asked["soc_code"], asked["positions"], strict=True)},
+        dict(zip(decided["soc_code"], decided["trail"], strict=True)),
+        list(rounds.itertuples(index=False, name=None)),
+    )
+
+
+def test_a_larger_budget_carries_a_stopped_scan_on_and_the_same_budget_changes_nothing(
+    db_file: Path, planted, tmp_path: Path
+) -> None:
+    args = ["scan", "--soc", "29-203", "--backend", "replay", "--answers", str(planted[0]), "--db", str(db_file),
+            "--quiet", "--scan-id", "s", "-o", str(tmp_path / "out")]  # fmt: skip
+    first = CliRunner().invoke(app, [*args, "--budget", "30"])
+    assert first.exit_code == 0, first.output
+    more = f"probe scan --scan-id s --db {db_file} --budget MORE"
+    assert first.stdout.splitlines()[:2] == [
+        "0 titles flagged after 30 model calls (FDR <= 0.05, e-BH):",
+        f"5 titles stopped undecided at the budget of 30 calls; a larger one asks them further: {more}",
+    ]
+    asked, _, rounds = _asked_and_decided(db_file)
+    assert rounds == [(1, 2, 6, 24), (2, 3, 3, 6), (3, 4, 0, 0)]  # round 3: the budget let it ask no title
+    assert asked["29-2035.00"] == [1, 2] and asked["29-2034.00"] == [1, 2, 3]
+
+    resumed = CliRunner().invoke(app, ["scan", "--scan-id", "s", "--db", str(db_file), "--budget", "60", "--quiet"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stderr.splitlines()[1] == (
+        "budget 60 calls: the 5 titles the budget stopped are asked again, from name pair 4 on (the pairs asked "
+        "since they stopped are skipped)"
+    )
+    assert resumed.stdout.splitlines()[:2] == [
+        "0 titles flagged after 60 model calls (FDR <= 0.05, e-BH):",
+        f"3 titles stopped undecided at the budget of 60 calls; a larger one asks them further: {more}",
+    ]
+    carried_on = _asked_and_decided(db_file)
+    assert carried_on == (
+        ASKED_AT_60,
+        DECISIONS_AT_60,
+        [(1, 2, 6, 24), (2, 3, 3, 6), (3, 4, 0, 0), (4, 3, 5, 0), (5, 4, 5, 10), (6, 5, 4, 8), (7, 6, 4, 8),
+         (8, 8, 1, 4), (9, 10, 0, 0)],
+    )  # fmt: skip
+    stored = json.loads(query(db_file, "SELECT config_json FROM scans")["config_json"][0])
+    assert (stored["budget"], stored["budget_changes"]) == (60, [{"from": 30, "to": 60, "after_calls": 30}])
+    results_sql = "SELECT * EXCLUDE (scan_id) FROM scan_results ORDER BY soc_code"
+    results = query(db_file, results_sql)
+    assert results["stopped"].tolist() == ["cleared", "budget", "cleared", "budget", "cleared", "budget"]
+
+    for budget in ("60", "40"):  # the same budget, or a smaller one: no round, no decision, the same results
+        again = CliRunner().invoke(app, ["scan", "--scan-id", "s", "--db", str(db_file), "--budget", budget])
+        assert again.exit_code == 0, again.output
+        assert "asked again" not in again.output and "after 60 model calls" in again.stdout
+        assert _asked_and_decided(db_file) == carried_on
+        assert query(db_file, results_sql).equals(results)
+    assert json.loads(query(db_file, "SELECT config_json FROM scans")["config_json"][0]) == stored
 
 
 def test_the_dry_run_writes_nothing(db_file: Path, planted) -> None:

@@ -21,11 +21,11 @@ MAX_LINES = 400
 # step, `cli`, is the entry layer: the CLI package and the modules beside it at the top of probe/ (the package
 # itself re-exports the API), which drive every step.
 STEPS = ("common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "cli")
-# The entry modules at the top of probe/. scan, scan_report, scan_setup (issue 25) and batch, study (branch models)
-# are drivers like pipeline.py, placed here ahead of their branches' merge.
+# The entry modules at the top of probe/. scanning, scan_record, scan_report, scan_setup (issue 25) and batch, study
+# (branch models) are drivers like pipeline.py, placed here ahead of their branches' merge.
 ENTRY_MODULES = {
     "probe", "probe.api", "probe.pipeline",
-    "probe.scan", "probe.scan_report", "probe.scan_setup", "probe.batch", "probe.study",
+    "probe.scanning", "probe.scan_record", "probe.scan_report", "probe.scan_setup", "probe.batch", "probe.study",
 }  # fmt: skip
 
 

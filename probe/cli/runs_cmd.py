@@ -1,11 +1,13 @@
-"""`probe runs`: the runs in a database, with how far each got."""
+"""`probe runs`: the runs and scans in a database, with how far each got."""
 
 from __future__ import annotations
 
 import sys
 
+import pandas as pd
 import typer
 from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -13,43 +15,84 @@ from probe.answering import runs
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.common.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
+from probe.scan_record import list_scans
 from probe.store.db import DEFAULT_DB, connect_or_snapshot
 
 
 @app.command("runs")
 def runs_command(db: DbOption = DEFAULT_DB) -> None:
     """List the runs in a database, newest first (a study's runs together): id, created, model, backend, preset,
-    items answered, status, study.
+    items answered, status, study; then its scans (`probe scan`): id, status, model, backend, titles, model
+    calls, titles flagged, started.
 
     answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
-    does not exist yet.
+    does not exist yet. flagged: empty until the scan has results.
     """
     con, snapshot = connect_or_snapshot(db)  # a run writing it: its progress as of now, from a copy
     try:
         frame = runs.list_runs(con)
+        scans = list_scans(con)
     finally:
         con.close()
-    if frame.empty:
+    if frame.empty and scans.empty:
         typer.echo(f"no runs in {terminal_text(db)}")
         return
-    table = Table(title=f"runs in {terminal_text(db)}", box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
-    for column in ("run id", "created", "model", "backend", "preset", "answered", "status", "study"):
+    console = literal_console()
+    if not sys.stdout.isatty():
+        console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
+    if not frame.empty:
+        _print_runs(console, frame, db, snapshot)
+    if not scans.empty:
+        _print_scans(console, scans, db, snapshot)
+    if snapshot:
+        typer.echo(f"(a probe process is writing {terminal_text(db)}: shown as of now)")
+
+
+def _status(status: str, snapshot: bool) -> str:
+    """Read from a snapshot, a process is writing the database: a run or scan marked running may be that one;
+    otherwise it stopped without saying so (killed)."""
+    return STOPPED if status == RUNNING and not snapshot else status
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD)  # light borders: fits 80 columns
+    for column in columns:
         # Long model ids wrap (fold) rather than being cut, and no header is cut below its own width.
-        table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column == "run id")
+        table.add_column(column, overflow="fold", min_width=len(column), no_wrap=column.endswith(" id"))
+    return table
+
+
+def _print_runs(console: Console, frame: pd.DataFrame, db: str, snapshot: bool) -> None:
+    table = _table(
+        f"runs in {terminal_text(db)}",
+        ("run id", "created", "model", "backend", "preset", "answered", "status", "study"),
+    )
     stopped = False
     for row in frame.itertuples():
-        # Read from a snapshot, a process is writing the database: a run marked running may be that one.
-        status = STOPPED if row.status == RUNNING and not snapshot else str(row.status)
+        status = _status(str(row.status), snapshot)
         stopped = stopped or status in (STOPPED, INTERRUPTED, FAILED)
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
         cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
         # Text(): model ids and run ids are the user's strings, never rich markup nor raw escape sequences.
         table.add_row(*(Text(terminal_text(cell)) for cell in (*cells, items, status, row.study or "")))
-    console = literal_console()
-    if not sys.stdout.isatty():
-        console.width = 200  # piped or redirected: one line per run for scripts, not a folded 80 columns
     console.print(table)
-    if snapshot:
-        typer.echo(f"(a probe process is writing {terminal_text(db)}: shown as of now)")
     if stopped:
         typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {terminal_text(db)}")
+
+
+def _print_scans(console: Console, scans: pd.DataFrame, db: str, snapshot: bool) -> None:
+    table = _table(
+        f"scans in {terminal_text(db)}",
+        ("scan id", "status", "model", "backend", "titles", "calls", "flagged", "started"),
+    )
+    stopped = False
+    for row in scans.itertuples():
+        status = _status(str(row.status), snapshot)
+        stopped = stopped or status in (STOPPED, INTERRUPTED, FAILED)
+        flagged = "" if pd.isna(row.flagged) else f"{int(row.flagged):,}"
+        cells = (row.scan_id, status, row.model, row.backend, f"{row.titles:,}", f"{row.calls:,}", flagged)
+        # Text(): scan ids and model ids are the user's or a server's strings, printed literally (as runs above).
+        table.add_row(*(Text(terminal_text(cell)) for cell in (*cells, f"{row.created_at:%m-%d %H:%M}")))
+    console.print(table)
+    if stopped:
+        typer.echo(f"resume a scan that stopped with: probe scan --scan-id SCAN_ID --db {terminal_text(db)}")

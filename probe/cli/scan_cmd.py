@@ -1,4 +1,4 @@
-"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scan.py)."""
+"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from probe import pipeline, scan_setup
+from probe.analysis.scan_rules import BUDGET
 from probe.answering import plan
 from probe.backends import backend_info
 from probe.cli.app import app
@@ -26,23 +27,14 @@ from probe.cli.run_cmd import (
     RunDbOption,
     ThreadsOption,
 )
-from probe.common.errors import UserError
-from probe.common.redact import MASK
-from probe.scan_setup import ScanSettings
-from probe.store.config import RUN_ID, RunConfig
+from probe.scan_record import check_scan_id, with_stored
+from probe.scan_setup import ScanSettings, soc_prefixes
+from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
 
 def _resume_command(scan_id: str, db: str) -> str:
     return shlex.join(["probe", "scan", "--scan-id", scan_id, "--db", db])
-
-
-def _soc_prefixes(text: str | None) -> tuple[str, ...]:
-    prefixes = tuple(part.strip() for part in (text or "").split(",") if part.strip())
-    for prefix in prefixes:
-        if not all(character.isdigit() or character in "-." for character in prefix):
-            raise UserError(f"--soc {prefix!r}: a SOC code prefix is digits, '-' and '.' (e.g. 29 or 29-1)")
-    return prefixes
 
 
 @app.command("scan")
@@ -53,7 +45,12 @@ def scan_command(
     soc: Annotated[
         str | None, typer.Option("--soc", help="Only titles whose SOC code starts so: 29 (a major group), 29-1,...")
     ] = None,
-    budget: Annotated[int | None, typer.Option("--budget", help="Most model calls (default: no limit).", min=1)] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget", help="Most model calls in all (default: no limit); a larger one carries a scan on.", min=1
+        ),
+    ] = None,
     pairs: PairsOption = None,
     names: NamesOption = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Shuffles the name pairs' order (default 0).")] = None,
@@ -80,30 +77,20 @@ def scan_command(
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
     from probe.scan_report import write_scan_report
 
-    given = dict(
+    flags = dict(
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers, decoding=decoding
     )
-    scan_given = dict(
-        occupations=occupations, soc=_soc_prefixes(soc) or None, pairs=pairs, names=names, budget=budget, seed=seed
+    scan_flags = dict(
+        occupations=occupations, soc=soc_prefixes(soc) or None, pairs=pairs, names=names, budget=budget, seed=seed
     )
-    if scan_id is not None and not RUN_ID.fullmatch(scan_id):
-        raise UserError(
-            f"--scan-id {scan_id!r}: letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 "
-            "(it names the report's folder)"
-        )
+    check_scan_id(scan_id)
     database = db or str(DEFAULT_DB)
-    stored = _stored(database, scan_id)
-    if stored is not None:
-        stored_backend, stored_scan = stored
-        if base_url is None and MASK in str(stored_backend.get("base_url") or ""):
-            raise UserError(
-                f"--scan-id {scan_id}: the scan's --base-url held credentials or query values, which are never "
-                "stored; give --base-url again to resume it"
-            )
-        given = {name: stored_backend.get(name) if value is None else value for name, value in given.items()}
-        scan_given = {
-            name: getattr(stored_scan, name) if value is None else value for name, value in scan_given.items()
-        }
+    given, scan_given = with_stored(
+        database,
+        scan_id,
+        {name: value for name, value in flags.items() if value is not None},
+        {name: value for name, value in scan_flags.items() if value is not None},
+    )
     config = pipeline.settings(
         {
             **given,
@@ -114,7 +101,7 @@ def scan_command(
             "quiet": quiet or None,
         }
     )
-    settings = ScanSettings(**{name: value for name, value in scan_given.items() if value is not None})
+    settings = ScanSettings(**scan_given)
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
@@ -129,8 +116,15 @@ def scan_command(
             err=True,
         )
 
+    def reopened(titles: int, depth: int) -> None:
+        typer.echo(
+            f"budget {_budget_text(settings.budget)}: the {titles} titles the budget stopped are asked again, "
+            f"from name pair {depth + 1} on (the pairs asked since they stopped are skipped)",
+            err=True,
+        )
+
     try:
-        finished = pipeline.scan(config, settings, scan_id, on_start=announce)
+        finished = pipeline.scan(config, settings, scan_id, on_start=announce, on_reopen=reopened)
     except KeyboardInterrupt:
         if started:
             typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database)}", err=True)
@@ -145,11 +139,20 @@ def scan_command(
             [finished],
         ).fetchall()
         calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [finished]).fetchone()[0]
+        budget_stopped = con.execute(
+            "SELECT count(*) FROM scan_results WHERE scan_id = ? AND stopped = ?", [finished, BUDGET]
+        ).fetchone()[0]
     finally:
         con.close()
     typer.echo(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")
     for title, share, low, high, e_value, preferred in results:
         typer.echo(f"  {title}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}")
+    if budget_stopped:
+        more = shlex.join(["probe", "scan", "--scan-id", finished, "--db", database, "--budget", "MORE"])
+        typer.echo(
+            f"{budget_stopped} titles stopped undecided at the budget of {_budget_text(settings.budget)}; "
+            f"a larger one asks them further: {more}"
+        )
     typer.echo(f"report: {paths['scan.md']} (scan.json, scan_groups.svg beside it)")
     if results:
         confirm = ["probe", "run", "--occupations", str(paths["flagged_occupations.csv"]), "--backend", config.backend]
@@ -159,18 +162,8 @@ def scan_command(
     typer.echo(finished)
 
 
-def _stored(database: str, scan_id: str | None) -> tuple[dict[str, object], ScanSettings] | None:
-    """The stored scan's backend flags and scan settings, when --scan-id names one."""
-    from probe import scan as scanning
-
-    if scan_id is None or not Path(database).exists():
-        return None
-    con = connect(database, read_only=True)
-    try:
-        stored = scanning.stored_scan(con, scan_id)
-    finally:
-        con.close()
-    return None if stored is None else scanning.stored_settings(stored)
+def _budget_text(budget: int | None) -> str:
+    return "(none)" if budget is None else f"{budget:,} calls"
 
 
 def _plan_lines(config: RunConfig, settings: ScanSettings) -> list[str]:

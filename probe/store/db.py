@@ -117,7 +117,7 @@ CREATE TABLE IF NOT EXISTS regression (
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,
     note VARCHAR  -- why a term has no estimate (separation, a single name pair), else NULL
 );
--- probe scan (probe/scan.py): adaptive rounds over O*NET titles. Its items and answers live in `items` and
+-- probe scan (probe/scanning.py): adaptive rounds over O*NET titles. Its items and answers live in `items` and
 -- `answers` under run_id = scan_id (stage 2, qtype single, condition baseline).
 CREATE TABLE IF NOT EXISTS scans (
     scan_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR, config_json VARCHAR,
@@ -131,7 +131,8 @@ CREATE TABLE IF NOT EXISTS scan_pairs (
     scan_id VARCHAR, position INTEGER, pair_id INTEGER, female VARCHAR, male VARCHAR,
     PRIMARY KEY (scan_id, position)
 );
--- status: asked (items stored, answers may be missing) | decided.
+-- status: asked (items stored, answers may be missing) | decided. A round of 0 calls asked no title (the budget
+-- ran out) or reopened the titles a larger budget pays for (their decisions: continue).
 CREATE TABLE IF NOT EXISTS scan_rounds (
     scan_id VARCHAR, round INTEGER, depth INTEGER, titles INTEGER, calls BIGINT, status VARCHAR,
     started_at TIMESTAMP, decided_at TIMESTAMP, PRIMARY KEY (scan_id, round)

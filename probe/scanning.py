@@ -7,11 +7,21 @@ stores the round and its decisions. Round rows are written with their items in o
 decisions with the round's `decided` mark in another, so after a kill at any point the same command
 (`probe scan --scan-id ID`) answers what is missing and continues; every decision is a function of the
 stored answers, so a deterministic model gives the same flagged list with or without the kill.
+
+A larger budget carries a scan on (`probe scan --scan-id ID --budget MORE`, a finished scan too): whenever the
+budget left pays for one title's next pairs, the titles the budget stopped are open again. They rejoin the open
+titles at the scan's depth (the deepest round that asked a pair) and are asked only the next pairs, which no
+title has been asked yet; the pairs other titles were asked after they stopped stay unasked for them, a gap
+their e-values skip. Asking a reopened title one of those pairs would break the statistics: its answer is no
+longer fresh news to the scan (probe/analysis/scan_rules.py), so its e-value would not be a martingale. Going on
+after a stop, on any rule, keeps it one (Ville's inequality holds for the whole sequence). The reopening is a
+round of no calls whose decisions are `continue`; with the same budget (or a smaller one) the budget left pays
+for nothing more, so nothing changes. (Within one budget, what is left after a stop pays for no later round of
+a title, except a last step shorter than the one before: the stopped titles rejoin that one.)
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +32,7 @@ import pandas as pd
 from probe.analysis.scan_rules import (
     ALPHA,
     BUDGET,
+    CALLS_PER_PAIR,
     CONTINUE,
     decide,
     depth_schedule,
@@ -31,97 +42,18 @@ from probe.analysis.scan_rules import (
 from probe.analysis.sequential import confidence_sequence, log_e_values
 from probe.answering import runs
 from probe.backends import create_backend
-from probe.backends.base import Backend
 from probe.common import stopping
 from probe.common.errors import RunFailed, RunInterrupted, UserError
-from probe.common.version import __version__
-from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
 from probe.dataset.dataset import build_scan_items, items_frame
-from probe.dataset.prompts import template_hash
-from probe.scan_setup import BACKEND_FIELDS, ScanSettings, resolve_titles, shuffled_pairs
+from probe.scan_record import check_same, mark_resumed, new_scan_id, record, stored_scan
+from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store import db
 from probe.store.config import RunConfig
 
 AnswerPending = Callable[..., None]  # runner.answer_pending's shape
+OnReopen = Callable[[int, int], None]  # (titles reopened, the depth they rejoin at)
 VALUE_OF_LABEL = {"female": 1.0, "male": 0.0}  # anything else (unknown, a failure) counts as half
-
-
-def new_scan_id() -> str:
-    return f"scan-{runs.new_run_id()}"
-
-
-# --- the scan record -----------------------------------------------------------------------------------
-
-
-def _scan_config(config: RunConfig, settings: ScanSettings) -> dict[str, object]:
-    """scans.config_json: the backend's settings and the scan's."""
-    return {**{name: getattr(config, name) for name in BACKEND_FIELDS}, **settings.stored()}
-
-
-def _record(
-    con: duckdb.DuckDBPyConnection,
-    scan_id: str,
-    config: RunConfig,
-    settings: ScanSettings,
-    backend: Backend,
-    identity: str,
-    titles: pd.DataFrame,
-    pairs: pd.DataFrame,
-) -> None:
-    """The scans row (never a key: config.settings() masks --base-url), its titles and its pair order."""
-    stored_config = _scan_config(config, settings)
-    if config.base_url:
-        stored_config["base_url"] = config.settings()["base_url"]
-    with db.transaction(con):
-        con.execute(
-            "INSERT INTO scans VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, NULL)",
-            [
-                scan_id,
-                str(backend.identity().get("model") or config.model or ""),
-                config.backend,
-                json.dumps(stored_config),
-                identity,
-                template_hash(),
-                __version__,
-                RUNNING,
-            ],
-        )
-        db.insert_frame(con, "scan_titles", titles.assign(scan_id=scan_id))
-        db.insert_frame(con, "scan_pairs", pairs[["position", "pair_id", "female", "male"]].assign(scan_id=scan_id))
-
-
-def stored_scan(con: duckdb.DuckDBPyConnection, scan_id: str) -> dict[str, object] | None:
-    frame = con.execute("SELECT * FROM scans WHERE scan_id = ?", [scan_id]).df()
-    return None if frame.empty else frame.iloc[0].to_dict()
-
-
-def stored_settings(stored: dict[str, object]) -> tuple[dict[str, object], ScanSettings]:
-    """A stored scan's backend flags and scan settings, so `probe scan --scan-id ID` alone resumes it."""
-    values = json.loads(str(stored["config_json"]))
-    scan_fields = ScanSettings.__dataclass_fields__
-    settings = {name: values[name] for name in scan_fields}
-    for name in ("soc", "pairs"):
-        if isinstance(settings[name], list):
-            settings[name] = tuple(settings[name])
-    return {name: values[name] for name in BACKEND_FIELDS}, ScanSettings(**settings)
-
-
-def _check_same(
-    scan_id: str, stored: dict[str, object], config: RunConfig, settings: ScanSettings, identity: str | None
-) -> None:
-    """A resumed scan asks the same questions of the same model (identity None: not loaded), or says which
-    setting differs."""
-    if stored["template_hash"] != template_hash():
-        raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
-    before = json.loads(str(stored["config_json"]))
-    for name, value in _scan_config(config, settings).items():
-        # The budget limits what is asked from now on (titles it stopped stay stopped); a URL is stored masked.
-        if before.get(name) != value and name not in ("budget", "base_url"):
-            raise UserError(
-                f"--{name.replace('_', '-')}: scan {scan_id} was started with {before.get(name)!r}, not {value!r}"
-            )
-    if identity is not None:
-        runs.check_same_backend(scan_id, json.loads(str(stored["backend_json"])), json.loads(identity))
 
 
 # --- rounds --------------------------------------------------------------------------------------------
@@ -135,12 +67,20 @@ class ScanState:
     pairs: pd.DataFrame
     observed: np.ndarray  # order-balanced share of picks naming the woman; NaN where not (yet) asked
     open_titles: np.ndarray
+    budget_stopped: np.ndarray  # titles whose last decision is `budget`
     rounds: pd.DataFrame
     calls: int
 
     @property
     def depth(self) -> int:
-        return int(self.rounds["depth"].max()) if len(self.rounds) else 0
+        """The pairs the scan has asked: the deepest round that asked any (a round the budget let ask no
+        title, and a reopening, asked none, so their pairs are still fresh)."""
+        asked = self.rounds["depth"][self.rounds["calls"] > 0]
+        return int(asked.max()) if len(asked) else 0
+
+    def next_depth(self) -> int | None:
+        """The depth of the next round; None when every pair has been asked."""
+        return next((step for step in depth_schedule(len(self.pairs)) if step > self.depth), None)
 
 
 def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
@@ -169,20 +109,19 @@ def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
         "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
         [scan_id],
     ).df()
-    status = dict(zip(last["soc_code"], last["decision"], strict=True))
-    open_titles = np.array([status.get(code, CONTINUE) == CONTINUE for code in titles["soc_code"]])
+    decided = dict(zip(last["soc_code"], last["decision"], strict=True))
+    status = np.array([decided.get(code, CONTINUE) for code in titles["soc_code"]])
     calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [scan_id]).fetchone()[0]
-    return ScanState(titles, pairs, observed, open_titles, rounds, int(calls))
+    return ScanState(titles, pairs, observed, status == CONTINUE, status == BUDGET, rounds, int(calls))
 
 
 def _start_round(
     con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState, budget: int | None, prompt_format: str
 ) -> bool:
     """Store the next round's items (and budget stops); False when there is nothing left to ask."""
-    schedule = depth_schedule(len(state.pairs))
-    if not state.open_titles.any() or state.depth >= schedule[-1]:
+    depth = state.next_depth()
+    if not state.open_titles.any() or depth is None:
         return False
-    depth = next(step for step in schedule if step > state.depth)
     log_e = log_e_values(state.observed)
     budget_left = np.inf if budget is None else budget - state.calls
     asked = pick_within_budget(
@@ -252,6 +191,7 @@ def run_rounds(
     prompt_format: str,
     budget: int | None,
     max_failed_share: float,
+    on_reopen: OnReopen | None = None,
 ) -> None:
     """Ask and decide rounds until every title is decided or the budget is spent (resuming stored ones).
 
@@ -265,9 +205,36 @@ def run_rounds(
             _decide_round(con, scan_id, load_state(con, scan_id))
             continue
         stopping.raise_if_requested()
+        if reopens(state, budget):
+            _reopen(con, scan_id, state)
+            if on_reopen is not None:
+                on_reopen(int(state.budget_stopped.sum()), state.depth)
+            continue
         if not _start_round(con, scan_id, state, budget, prompt_format):
             _close_open_round(con, scan_id)
             return
+
+
+def reopens(state: ScanState, budget: int | None) -> bool:
+    """Whether the titles the budget stopped are open again: the budget left pays for one title's next pairs
+    (the module docstring says which pairs)."""
+    depth = state.next_depth()
+    if not state.budget_stopped.any() or depth is None:
+        return False
+    budget_left = np.inf if budget is None else budget - state.calls
+    return (depth - state.depth) * CALLS_PER_PAIR <= budget_left
+
+
+def _reopen(con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState) -> None:
+    """A round of no calls at the scan's depth whose decisions open the budget-stopped titles again."""
+    number = len(state.rounds) + 1
+    with db.transaction(con):
+        con.execute(
+            "INSERT INTO scan_rounds VALUES (?, ?, ?, ?, 0, 'decided', now(), now())",
+            [scan_id, number, state.depth, int(state.budget_stopped.sum())],
+        )
+        decisions = np.where(state.budget_stopped, CONTINUE, None)
+        _insert_decisions(con, scan_id, number, state, decisions, log_e_values(state.observed))
 
 
 def _check_failed_share(con: duckdb.DuckDBPyConnection, scan_id: str, max_share: float) -> None:
@@ -333,19 +300,22 @@ def scan(
     scan_id: str | None,
     answer_pending: AnswerPending,
     on_start: Callable[[str], None] | None = None,
+    on_reopen: OnReopen | None = None,
 ) -> str:
     """Start (or resume) a scan, run its rounds, store its results; returns the scan id.
 
     `answer_pending(con, scan_id, backend, identity, use_cache=..., quiet=...)` answers a round's items:
-    the runner's, handed in by probe.pipeline (the one path that drives the runner).
+    the runner's, handed in by probe.pipeline (the one path that drives the runner). `on_reopen(titles, depth)`
+    is called when a larger budget opens the titles it stopped again.
     """
     con = db.connect(config.db)
     try:
         stored = stored_scan(con, scan_id) if scan_id else None
-        if stored is not None and stored["status"] == COMPLETE:  # nothing to ask: no model, results rewritten
-            _check_same(str(scan_id), stored, config, settings, identity=None)
-            finish(con, str(scan_id))
-            return str(scan_id)
+        if stored is not None:
+            check_same(str(scan_id), stored, config, settings, identity=None)
+            if stored["status"] == COMPLETE and not reopens(load_state(con, str(scan_id)), settings.budget):
+                finish(con, str(scan_id))  # nothing to ask: no model, results rewritten
+                return str(scan_id)
         if stored is None and scan_id and runs.stored_run(con, scan_id) is not None:
             raise UserError(f"--scan-id {scan_id}: a run has this id; choose another")
         titles = pairs = None
@@ -356,14 +326,10 @@ def scan(
             identity = runs.identity_json(backend)
             if stored is None:
                 scan_id = scan_id or new_scan_id()
-                _record(con, scan_id, config, settings, backend, identity, titles, pairs)
+                record(con, scan_id, config, settings, backend, identity, titles, pairs)
             else:
-                _check_same(str(scan_id), stored, config, settings, identity)
-                budget = {**json.loads(str(stored["config_json"])), "budget": settings.budget}
-                con.execute(
-                    "UPDATE scans SET config_json = ?, status = ? WHERE scan_id = ?",
-                    [json.dumps(budget), RUNNING, scan_id],
-                )
+                check_same(str(scan_id), stored, config, settings, identity)
+                mark_resumed(con, str(scan_id), stored, settings.budget)
             if on_start is not None:
                 on_start(str(scan_id))
             use_cache = backend.cacheable and not config.no_cache
@@ -380,6 +346,7 @@ def scan(
                         prompt_format=backend.prompt_format,
                         budget=settings.budget,
                         max_failed_share=config.max_failed_share,
+                        on_reopen=on_reopen,
                     )
             except BaseException as exc:
                 status = INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED
