@@ -120,11 +120,17 @@ def with_stored(
 
 
 def check_same(
-    scan_id: str, stored: dict[str, object], config: RunConfig, settings: ScanSettings, identity: str | None
+    scan_id: str,
+    stored: dict[str, object],
+    config: RunConfig,
+    settings: ScanSettings,
+    identity: str | None,
+    *,
+    asks: bool = True,
 ) -> None:
     """A resumed scan asks the same questions of the same model (identity None: not loaded), or says which
-    setting differs."""
-    if stored["template_hash"] != template_hash():
+    setting differs. The wording matters only if it `asks`: a finished scan's report is rewritten under any."""
+    if asks and stored["template_hash"] != template_hash():
         raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
     before = json.loads(str(stored["config_json"]))
     for name, value in scan_config(config, settings).items():

@@ -312,7 +312,7 @@ def scan(
     try:
         stored = stored_scan(con, scan_id) if scan_id else None
         if stored is not None:
-            check_same(str(scan_id), stored, config, settings, identity=None)
+            check_same(str(scan_id), stored, config, settings, identity=None, asks=False)
             if stored["status"] == COMPLETE and not reopens(load_state(con, str(scan_id)), settings.budget):
                 finish(con, str(scan_id))  # nothing to ask: no model, results rewritten
                 return str(scan_id)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from bench.scan import draw_answers, write_replay_file
 from probe.cli import app
 from probe.common.resources import resource_dir
-from probe.common.vocabulary import INTERRUPTED
+from probe.common.vocabulary import COMPLETE, INTERRUPTED
 from probe.dataset import occupation_nouns, prompts
 from probe.dataset.dataset import build_scan_items
 from probe.dataset.occupation_nouns import indefinite_article, occupation_noun, vocabulary
@@ -189,9 +189,10 @@ def test_template_hash_covers_the_vocabulary_and_the_rules(tmp_path: Path, monke
     assert len({original, after_vocabulary, template_hash()}) == 3
 
 
-def test_a_scan_started_under_other_wording_refuses_to_resume(db_file: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("more_budget", [False, True])
+def test_a_scan_under_other_wording_asks_nothing_more(db_file: Path, tmp_path: Path, more_budget: bool) -> None:
     """A scan whose stored template hash is not today's (started before the titles were reworded) stops at once
-    instead of asking the rest of its titles in another wording."""
+    instead of asking the rest of its titles in another wording; a finished one still rewrites its report."""
     soc = ("29-9",)
     titles = query(db_file, "SELECT count(*) AS n FROM onet_occupations WHERE soc_code LIKE '29-9%'")["n"][0]
     answers = tmp_path / "answers.csv"
@@ -203,11 +204,17 @@ def test_a_scan_started_under_other_wording_refuses_to_resume(db_file: Path, tmp
     asked = "SELECT count(*) AS n FROM answers WHERE run_id = 'old'"
     assert query(db_file, asked)["n"].tolist() == [4 * titles]
     con = connect(db_file)
-    try:  # as if killed in round 2 under the wording before this one
-        con.execute(f"UPDATE scans SET template_hash = 'before', status = '{INTERRUPTED}' WHERE scan_id = 'old'")
+    try:  # as if finished (or killed in round 2) under the wording before this one
+        status = COMPLETE if not more_budget else INTERRUPTED
+        con.execute(f"UPDATE scans SET template_hash = 'before', status = '{status}' WHERE scan_id = 'old'")
     finally:
         con.close()
-    resumed = CliRunner().invoke(app, [*args, "--scan-id", "old", "--quiet"])
-    message = "--scan-id old: the prompt templates changed since the scan started; start a new scan"
-    assert_one_line_error(resumed.exit_code, resumed.output, message)
+    more = ["--budget", str(8 * titles)] if more_budget else []
+    resumed = CliRunner().invoke(app, [*args, "--scan-id", "old", "--quiet", "--output", str(tmp_path / "r"), *more])
+    if more_budget:
+        message = "--scan-id old: the prompt templates changed since the scan started; start a new scan"
+        assert_one_line_error(resumed.exit_code, resumed.output, message)
+    else:
+        assert resumed.exit_code == 0, resumed.output
+        assert (tmp_path / "r" / "scan.json").is_file()
     assert query(db_file, asked)["n"].tolist() == [4 * titles]
