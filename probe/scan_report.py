@@ -20,7 +20,7 @@ from scipy import stats
 
 from probe.analysis.scan_rules import ALPHA
 from probe.common.escape import atomic_path, csv_safe, markdown_text, write_atomic
-from probe.report.figures import GENDER_COLOURS
+from probe.report.figures import GENDER_COLOURS, svg_bytes
 from probe.scanning import load_state
 
 SOC_MAJOR_GROUPS = {
@@ -199,7 +199,7 @@ def markdown(doc: dict[str, object]) -> str:
     for title in shown:
         interval = _interval_text(title)
         lines.append(
-            f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {title['share']:.2f} | "
+            f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {_share_text(title)} | "
             f"{interval} ({title['ci_level']:.5f}) | {title['e_value']:.3g} | {title['preferred']} |"
         )
     lines += [
@@ -211,7 +211,7 @@ def markdown(doc: dict[str, object]) -> str:
     ]
     for group in doc["groups"]["major"]:
         interval = _interval_text(group)
-        share = "n/a" if group["share"] is None else f"{group['share']:.2f}"
+        share = _share_text(group)
         lines.append(
             f"| {group['group']} {group['major_name']} | {group['titles']} | {share} | {interval} | "
             f"{group['flagged_female']} | {group['flagged_male']} |"
@@ -234,9 +234,14 @@ def write_scan_report(con: duckdb.DuckDBPyConnection, scan_id: str, folder: Path
     write_atomic(paths["scan.json"], json.dumps(doc, indent=1))
     write_atomic(paths["scan.md"], markdown(doc))
     with atomic_path(paths["scan_groups.svg"]) as temporary:
-        hierarchy_figure(pd.DataFrame(doc["titles"])).savefig(temporary, format="svg", metadata={"Date": None})
+        temporary.write_bytes(svg_bytes(hierarchy_figure(pd.DataFrame(doc["titles"]))))
     write_atomic(paths["flagged_occupations.csv"], csv_safe(confirmation_csv(con, scan_id)).to_csv(index=False))
     return paths
+
+
+def _share_text(row: dict) -> str:
+    """The share with two decimals, or n/a where no name pair was asked (a budget stopped the title first)."""
+    return "n/a" if row["share"] is None else f"{row['share']:.2f}"
 
 
 def _interval_text(row: dict) -> str:

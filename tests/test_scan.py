@@ -97,6 +97,21 @@ def test_a_budget_stops_the_scan_within_it(db_file: Path, planted) -> None:
     assert "budget" in set(stops["stopped"])
 
 
+def test_a_budget_smaller_than_round_one_reports_the_titles_never_asked(db_file: Path, planted, tmp_path) -> None:
+    """8 calls pay for 2 titles' round 1 (2 pairs x 2 orders); the others have no pair: no share, no interval."""
+    report = tmp_path / "report"
+    result = CliRunner().invoke(
+        app, scan_args(db_file, planted[0], "--budget", "8", "--quiet", "--output", str(report))
+    )
+    assert result.exit_code == 0, result.output
+    scan_id = result.stdout.strip().splitlines()[-1]
+    sql = "SELECT count(*) FILTER (WHERE pairs = 2) AS asked, count(*) FILTER (WHERE pairs = 0 AND share IS NULL) AS "
+    sql += "never FROM scan_results WHERE scan_id = ?"
+    assert query(db_file, sql, [scan_id]).iloc[0].tolist() == [2, 94]
+    rows = [line for line in (report / "scan.md").read_text().splitlines() if "| 0 | n/a |" in line]
+    assert len(rows) == 8  # the 10 titles listed when none is flagged: the 2 asked, then 8 never asked
+
+
 # SOC 29-203 (6 titles, 29-2034.00 planted male): stopped at 30 calls, then carried on to 60
 ASKED_AT_60 = {
     "29-2031.00": [1, 2, 3, 4, 5, 6],

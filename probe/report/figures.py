@@ -23,12 +23,17 @@ CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#
 # ---------------------------------------------------------------------------------------------- figures
 
 
-def _figure_uri(fig: Figure) -> str:
-    """An SVG data URI: vector (prints sharply), isolated in an <img>, same bytes for the same input."""
+def svg_bytes(fig: Figure) -> bytes:
+    """The figure as SVG, the same bytes for the same input (no date, fixed element ids)."""
     buffer = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "taxonomy-probe"}):  # element ids: otherwise random per call
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
+
+
+def _figure_uri(fig: Figure) -> str:
+    """An SVG data URI: vector (prints sharply), isolated in an <img>."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg_bytes(fig)).decode("ascii")
 
 
 def _new_figure(width: float, height: float) -> Figure:
