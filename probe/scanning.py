@@ -78,6 +78,16 @@ class ScanState:
         asked = self.rounds["depth"][self.rounds["calls"] > 0]
         return int(asked.max()) if len(asked) else 0
 
+    def pairs_asked(self) -> np.ndarray:
+        """Per title, the name pairs answered in both orders."""
+        return np.sum(~np.isnan(self.observed), axis=1)
+
+    def shares(self) -> np.ndarray:
+        """Per title, the mean observation so far (the share of picks naming the woman); NaN if none."""
+        total = np.nansum(self.observed, axis=1)
+        asked = self.pairs_asked()
+        return np.divide(total, asked, out=np.full(len(total), np.nan), where=asked > 0)
+
     def next_depth(self) -> int | None:
         """The depth of the next round; None when every pair has been asked."""
         return next((step for step in depth_schedule(len(self.pairs)) if step > self.depth), None)
@@ -153,9 +163,7 @@ def _insert_decisions(
 ) -> None:
     """Decision rows of round `number` for the titles whose entry in `decisions` is not None."""
     chosen = np.flatnonzero(decisions != None)  # noqa: E711  (object array of decisions and None)
-    counts = np.sum(~np.isnan(state.observed), axis=1)
-    with np.errstate(invalid="ignore"):
-        shares = np.nanmean(np.where(counts[:, None] > 0, state.observed, np.nan), axis=1)
+    counts, shares = state.pairs_asked(), state.shares()
     frame = pd.DataFrame(
         {
             "scan_id": scan_id,
@@ -265,9 +273,7 @@ def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
     flags = final_flags(log_e)
     level = ALPHA * max(int(flags.sum()), 1) / len(flags)  # e-BH's level: interval excludes 0.5 iff flagged
     low, high = confidence_sequence(state.observed, level)
-    counts = np.sum(~np.isnan(state.observed), axis=1)
-    with np.errstate(invalid="ignore"):
-        shares = np.nanmean(np.where(counts[:, None] > 0, state.observed, np.nan), axis=1)
+    counts, shares = state.pairs_asked(), state.shares()
     last = con.execute(
         "SELECT soc_code, decision AS stopped, round AS stopped_round FROM scan_decisions WHERE scan_id = ? "
         "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
