@@ -16,7 +16,7 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
   fixed-sample test is the strictest comparison: it needs no anytime-valid guarantee.
 - `scan_call_ratio_same_test`: the same against a fixed design tested like the scan (its e-values, e-BH):
   what adaptivity alone saves. `scan_call_ratio_70_pairs`: against every title asked every pair (70).
-- `scan_oracle_floor_calls` / `scan_oracle_floor_ratio`: what no scan can beat in this world, however it is
+- `scan_oracle_floor_calls` / `scan_oracle_floor_ratio`: a floor for any scan in this world, however it is
   tuned: the calls an oracle spends clearing the fair titles alone (nothing for the planted ones), as a share
   of the t-test design's calls. The oracle knows every pair's lean and position effect, hence the exact
   distribution of a pair's observation (0, 1/2, 1) for a fair title and for one at 0.85 either way, and stops
