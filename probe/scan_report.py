@@ -202,6 +202,13 @@ def markdown(doc: dict[str, object]) -> str:
             f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {_share_text(title)} | "
             f"{interval} ({title['ci_level']:.5f}) | {title['e_value']:.3g} | {title['preferred']} |"
         )
+    left_out = doc["confirmation"]["flagged_without_ratings"]
+    if left_out:
+        lines += [
+            "",
+            f"Not in flagged_occupations.csv (no O*NET attribute ratings, so `probe run` cannot confirm them): "
+            f"{', '.join(left_out)}.",
+        ]
     lines += [
         "",
         f"## SOC major groups ({GROUP_METHOD}, 95%)",

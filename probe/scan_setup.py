@@ -53,8 +53,18 @@ class ScanSettings:
     budget: int | None = None  # most model calls; None = as many as the rounds need
     seed: int = 0  # shuffles the pair order
 
+    def __post_init__(self) -> None:
+        if not _whole(self.seed, least=0):  # numpy's generators take no negative seed
+            raise UserError(f"--seed {self.seed!r}: a seed is a whole number from 0 up")
+        if self.budget is not None and not _whole(self.budget, least=1):
+            raise UserError(f"--budget {self.budget!r}: a number of model calls from 1 up")
+
     def stored(self) -> dict[str, object]:
         return json.loads(json.dumps(asdict(self)))
+
+
+def _whole(value: object, *, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def soc_prefixes(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -91,6 +101,14 @@ def resolve_titles(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd
         every = every[every["soc_code"].map(lambda code: code.startswith(settings.soc))]
         if every.empty:
             raise UserError(f"--soc {','.join(settings.soc)}: no O*NET title has a code starting so")
+    twice = every[every["title"].duplicated(keep=False)]
+    if not twice.empty:  # the scan's items are keyed by the title's text: two codes would ask one question
+        title = twice["title"].iloc[0]
+        codes = " and ".join(twice.loc[twice["title"] == title, "soc_code"])
+        raise UserError(
+            f"O*NET-SOC codes {codes} share the title {title!r}: the scan asks by title, so leave one out "
+            "(--occupations CSV or --soc)"
+        )
     return every.reset_index(drop=True)
 
 
