@@ -71,6 +71,8 @@ def soc_prefixes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """--soc's SOC code prefixes: a comma list ("29,31-1") or a sequence of them; each digits, '-' and '.'."""
     parts = value.split(",") if isinstance(value, str) else list(value or ())
     prefixes = tuple(str(part).strip() for part in parts if str(part).strip())
+    if isinstance(value, str) and value.strip() and not prefixes:  # "," would scan every title
+        raise UserError(f"--soc {value!r}: no SOC code prefix in it (e.g. 29 or 29-1)")
     for prefix in prefixes:
         if not all(character.isdigit() or character in "-." for character in prefix):
             raise UserError(f"--soc {prefix!r}: a SOC code prefix is digits, '-' and '.' (e.g. 29 or 29-1)")

@@ -47,6 +47,16 @@ def test_settings_numpy_or_the_budget_cannot_take_are_refused(settings: dict[str
     assert str(refused.value) == message
 
 
+@pytest.mark.parametrize(("soc", "message"), [(",", "--soc ','"), (" , ,", "--soc ' , ,'")])
+def test_a_soc_option_of_commas_alone_is_refused(
+    db_file: Path, every_pick_female: Path, soc: str, message: str
+) -> None:
+    """Not read as no prefix at all, which would scan every O*NET title."""
+    result = CliRunner().invoke(app, ["scan", "--soc", soc, "--backend", "replay", "--answers", str(every_pick_female),
+                                      "--db", str(db_file), "--dry-run"])  # fmt: skip
+    assert_one_line_error(result.exit_code, result.output, f"{message}: no SOC code prefix in it (e.g. 29 or 29-1)\n")
+
+
 @pytest.mark.parametrize("dry_run", [(), ("--dry-run",)])
 def test_a_negative_seed_is_a_one_line_error(db_file: Path, every_pick_female: Path, dry_run: tuple[str, ...]) -> None:
     before = fingerprint(db_file)
