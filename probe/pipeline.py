@@ -66,6 +66,12 @@ def answer(config: RunConfig, on_start: Callable[[str], None] | None = None) -> 
     con = connect(config.db)
     try:
         stored = runs.stored_run(con, config.run_id) if config.run_id else None
+        if (
+            stored is None
+            and config.run_id
+            and con.execute("SELECT 1 FROM scans WHERE scan_id = ?", [config.run_id]).fetchone()
+        ):  # a scan's items and answers are stored under its id
+            raise UserError(f"--run-id {config.run_id}: a scan has this id; choose another")
         if stored is not None:
             runs.check_same_settings(config, stored)
             selection = stored_selection(con, config)

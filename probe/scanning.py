@@ -41,6 +41,7 @@ from probe.analysis.scan_rules import (
 )
 from probe.analysis.sequential import confidence_sequence, log_e_values
 from probe.answering import runs
+from probe.answering.answer_checks import check_some_option_named
 from probe.backends import create_backend
 from probe.common import stopping
 from probe.common.errors import RunFailed, RunInterrupted, UserError
@@ -101,8 +102,9 @@ def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
     rounds = con.execute("SELECT * FROM scan_rounds WHERE scan_id = ? ORDER BY round", [scan_id]).df()
     answers = con.execute(
         "SELECT i.occupation, i.pair_id, i.name_order, a.label FROM items i "
-        "JOIN answers a USING (run_id, item_id) WHERE i.run_id = ?",
-        [scan_id],
+        "JOIN answers a USING (run_id, item_id) "
+        "WHERE i.run_id = ? AND i.stage = 2 AND i.qtype = 'single' AND i.condition = 'baseline'",
+        [scan_id],  # the scan's question only, whatever else was stored under its id
     ).df()
     observed = np.full((len(titles), len(pairs)), np.nan)
     if not answers.empty:
@@ -310,7 +312,8 @@ def scan(
 ) -> str:
     """Start (or resume) a scan, run its rounds, store its results; returns the scan id.
 
-    `answer_pending(con, scan_id, backend, identity, use_cache=..., quiet=...)` answers a round's items:
+    `answer_pending(con, scan_id, backend, identity, use_cache=..., quiet=..., retry_failed=...)` answers a
+    round's items:
     the runner's, handed in by probe.pipeline (the one path that drives the runner). `on_reopen(titles, depth)`
     is called when a larger budget opens the titles it stopped again.
     """
@@ -340,8 +343,21 @@ def scan(
                 on_start(str(scan_id))
             use_cache = backend.cacheable and not config.no_cache
 
+            first_round = [True]
+
             def answer_round() -> None:
-                answer_pending(con, str(scan_id), backend, identity, use_cache=use_cache, quiet=config.quiet)
+                """A round's new items; failed answers of earlier rounds are asked again once, on the first round
+                a (resumed) process answers, not in every round (a server that never answers one prompt would
+                otherwise cost its timeout and retries again each round)."""
+                answer_pending(
+                    con,
+                    str(scan_id),
+                    backend,
+                    identity,
+                    use_cache=use_cache,
+                    quiet=config.quiet,
+                    retry_failed=first_round.pop() if first_round else False,
+                )
 
             try:
                 with stopping.on_signals():
@@ -354,11 +370,14 @@ def scan(
                         max_failed_share=config.max_failed_share,
                         on_reopen=on_reopen,
                     )
+                    backend.finish()  # replay: a file that matched none of the items is an error
+                    if not backend.labels_are_data:
+                        check_some_option_named(con, str(scan_id), stage=2)
+                    finish(con, str(scan_id))  # under on_signals: a SIGTERM waits for its one transaction
             except BaseException as exc:
                 status = INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED
                 con.execute("UPDATE scans SET status = ? WHERE scan_id = ?", [status, scan_id])
                 raise
-            finish(con, str(scan_id))
             return str(scan_id)
         finally:
             backend.close()

@@ -20,6 +20,7 @@ def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:
     assert markdown_text("<img src=x onerror=alert(1)>") == r"\<img src=x onerror=alert\(1\)\>"
     assert markdown_text("*a* | [b](c) `d` #e") == r"\*a\* \| \[b\]\(c\) \`d\` \#e"
     assert markdown_text("a\nb\r\n# c") == r"a b \# c"
+    assert markdown_text("Chief\x1b]0;x\x07 \u202eExecutives") == r"Chief\\x1b\]0;x\\x07 \\u202eExecutives"
     assert markdown_text("&amp; x_y") == r"\&amp; x\_y"
     assert markdown_text("nurse") == "nurse"
     assert markdown_text(3) == "3"

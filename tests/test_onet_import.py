@@ -69,6 +69,11 @@ def imported_tables(imported_db: Path) -> dict[str, pd.DataFrame]:
     return tables(imported_db)
 
 
+def _occupations_with(replace: str, by: str) -> str:
+    """The release's Occupation Data.txt with one text replaced (tests may read ../shared)."""
+    return (ONET_RELEASE / "Occupation Data.txt").read_text(encoding="utf-8").replace(replace, by, 1)
+
+
 def broken_release(tmp_path: Path, name: str, text: str | None) -> Path:
     """The shared release with file `name` replaced by `text` (None: the file is left out)."""
     folder = tmp_path / "release"
@@ -151,6 +156,16 @@ def test_snapshot_regenerates_from_the_release(tmp_path: Path, imported_db: Path
             "Knowledge.txt line 3: column 'Data Value' is 'much', expected a number from 0 to 7 (LV)",
         ),
         ("Abilities.txt", "", "Abilities.txt: empty file, expected a header row"),
+        (
+            "Occupation Data.txt",
+            _occupations_with("\tChief Sustainability Officers\t", "\tchief executives\t"),
+            "Occupation Data.txt line 2: the title 'Chief Executives' twice (questions and answers are keyed by title)",
+        ),
+        (
+            "Occupation Data.txt",
+            _occupations_with("\tChief Executives\t", "\tChief\x1b]0;x\x07 Executives\t"),
+            "Occupation Data.txt line 2: 'Chief\\x1b]0;x\\x07 Executives' contains a control character, U+001B",
+        ),
         (
             "Alternate Titles.txt",
             None,

@@ -3,6 +3,7 @@ titles a confirmation run cannot take."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -11,10 +12,13 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from bench.scan import write_replay_file
+from probe import scanning
+from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.common.errors import UserError
+from probe.common.vocabulary import FAILED, UNKNOWN
 from probe.scan_setup import ScanSettings
-from tests.support import assert_one_line_error, fingerprint
+from tests.support import FakeBackend, assert_one_line_error, fingerprint
 
 SOC = ("29-9",)  # six titles; 29-9021.00 and 29-9099.00 have no O*NET attribute ratings
 
@@ -96,3 +100,119 @@ def test_the_report_names_the_flagged_titles_left_out_of_the_confirmation_csv(
     ]
     confirm = (tmp_path / "out" / "flagged_occupations.csv").read_text().splitlines()
     assert [line.split(",")[1] for line in confirm[1:]] == ["29-9091.00", "29-9092.00", "29-9093.00", "29-9099.01"]
+
+
+class _Mute(FakeBackend):
+    """Never names either person."""
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        return [Reply(label=UNKNOWN, raw="I cannot say.") for _ in queries]
+
+
+def _status(db_file: Path) -> list[tuple[str, str]]:
+    con = duckdb.connect(str(db_file), read_only=True)
+    try:
+        return con.execute("SELECT scan_id, status FROM scans ORDER BY scan_id").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def scan_backend(monkeypatch: pytest.MonkeyPatch):
+    """Make `probe scan` answer with the given backend instance."""
+
+    def install(backend: FakeBackend) -> FakeBackend:
+        monkeypatch.setattr(scanning, "create_backend", lambda config: backend)
+        return backend
+
+    return install
+
+
+def _last_line_error(result: Result, code: int, message: str) -> None:
+    """The scan's id line (stderr), then one error line; no traceback."""
+    lines = result.output.splitlines()
+    assert (result.exit_code, len(lines), lines[-1].startswith(f"error: {message}")) == (code, 2, True), result.output
+
+
+def test_a_scan_whose_every_answer_is_unknown_fails_instead_of_flagging_nothing(db_file: Path, scan_backend) -> None:
+    scan_backend(_Mute())
+    result = CliRunner().invoke(app, ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "mute", "--quiet"])
+    _last_line_error(result, 1, "all 24 stage-2 answers are unknown: no reply named an option")
+    assert _status(db_file) == [("mute", FAILED)]
+
+
+def test_a_replay_file_matching_none_of_the_scans_items_is_an_error(db_file: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.csv"
+    write_replay_file(answers, db_file, np.ones((6, 70, 2), dtype=bool), SOC)
+    args = ["scan", "--soc", "11-1", "--backend", "replay", "--answers", str(answers), "--db", str(db_file)]
+    result = CliRunner().invoke(app, [*args, "--scan-id", "elsewhere", "--quiet"])
+    _last_line_error(result, 2, f"{answers}: matches none of the 16 items of this run")
+    assert _status(db_file) == [("elsewhere", FAILED)]
+
+
+class _OneTitleFails(FakeBackend):
+    """Picks by a hash of the prompt (FakeBackend), but never answers the prompts about athletic trainers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[str] = []
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
+        self.prompts += [query.prompt for query in queries]
+        replies = super().answer(queries)
+        return [
+            Reply(label=None, raw="", error="timed out") if "athletic trainer" in query.prompt else reply
+            for query, reply in zip(queries, replies, strict=True)
+        ]
+
+
+def test_failed_answers_are_not_asked_again_in_every_round(db_file: Path, scan_backend) -> None:
+    """A prompt the server never answers costs its timeout and retries once, not again in each later round."""
+    failing = scan_backend(_OneTitleFails())
+    args = ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "s", "--quiet", "--max-failed-share", "0.5"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rounds = duckdb.connect(str(db_file), read_only=True).execute("SELECT count(*) FROM scan_rounds").fetchone()[0]
+    assert (rounds, sum("athletic trainer" in prompt for prompt in failing.prompts)) == (6, 4)
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        (["--db", ":memory:"], "--db :memory:: a scan is stored to be resumed and reported; give a database file"),
+        (["--threads", "-1"], "--threads: expected a number of CPU threads from 1 up, got -1"),
+        (["--max-failed-share", "2"], "--max-failed-share: expected a share from 0 to 1 (0.1 = 10%), got '2'"),
+    ],
+)
+def test_settings_a_scan_cannot_take_are_one_line_errors(
+    db_file: Path, every_pick_female: Path, more: list[str], message: str
+) -> None:
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(
+        app,
+        ["scan", "--soc", "29-9", "--backend", "replay", "--answers", str(every_pick_female), *more]
+        + (["--db", str(db_file)] if "--db" not in more else []),
+    )
+    assert_one_line_error(result.exit_code, result.output, message)
+    assert fingerprint(db_file) == before
+
+
+def test_a_report_folder_that_cannot_be_made_is_refused_before_the_model_is_asked(
+    db_file: Path, every_pick_female: Path, tmp_path: Path
+) -> None:
+    occupied = tmp_path / "a-file"
+    occupied.write_text("")
+    before = fingerprint(db_file)
+    result = scan(db_file, every_pick_female, "-o", str(occupied))
+    assert_one_line_error(result.exit_code, result.output, f"-o {occupied}: cannot be the report folder (File exists)")
+    assert fingerprint(db_file) == before
+
+
+def test_a_run_cannot_take_a_scans_id(db_file: Path, every_pick_female: Path) -> None:
+    """Its items would be stored under the scan's id and mixed into the scan's answers."""
+    assert scan(db_file, every_pick_female, "--scan-id", "shared").exit_code == 0
+    before = fingerprint(db_file)
+    run = ["run", "--run-id", "shared", "--occupations", "Athletic Trainers", "--pairs", "2", "--backend", "replay"]
+    result = CliRunner().invoke(app, [*run, "--answers", str(every_pick_female), "--db", str(db_file)])
+    assert_one_line_error(result.exit_code, result.output, "--run-id shared: a scan has this id; choose another")
+    assert fingerprint(db_file) == before

@@ -30,6 +30,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from probe.answering.answer_checks import check_some_option_named
 from probe.backends.base import Backend, Reply, contract_error
 from probe.common import stopping
 from probe.common.errors import RunFailed
@@ -75,7 +76,7 @@ def answer(
         answerer.answer_stage(1, progress, retry_failed=True)
         _check_failed_share(con, run_id, max_failed_share, stage=1)  # stage 2 is built from these answers
         if not backend.labels_are_data:
-            _check_some_option_named(con, run_id, stage=1)
+            check_some_option_named(con, run_id, stage=1)
         granted = _granted_attributes(con, run_id)
         # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
@@ -88,7 +89,7 @@ def answer(
         backend.finish()
         _check_failed_share(con, run_id, max_failed_share)
         if not backend.labels_are_data:
-            _check_some_option_named(con, run_id, stage=2)
+            check_some_option_named(con, run_id, stage=2)
 
 
 def ensure_stage(
@@ -144,24 +145,6 @@ def _check_failed_share(
             f"{failed} of {total} answers failed ({failed / total:.0%}, more than --max-failed-share "
             f"{max_share:.0%}), e.g. {example}; the run is marked failed: `probe run --run-id {run_id}` with "
             "the same settings asks the failed ones again"
-        )
-
-
-def _check_some_option_named(con: duckdb.DuckDBPyConnection, run_id: str, *, stage: int) -> None:
-    """A stage in which the model named no option (every answer unknown) measured nothing: the run is failed,
-    not complete; after stage 1 it stops there, before the longer stage 2 is asked. Not asked of a backend
-    whose labels are data (replay: an unknown is what the file holds; a file that matches nothing is its
-    own error, raised by its `finish`).
-    """
-    decided, total = con.execute(
-        "SELECT count(*) FILTER (WHERE a.label <> ?), count(*) "
-        "FROM answers a JOIN items i USING (run_id, item_id) WHERE a.run_id = ? AND i.stage = ?",
-        [UNKNOWN, run_id, stage],
-    ).fetchone()
-    if total and not decided:
-        raise RunFailed(
-            f"all {total} stage-{stage} answers are unknown: no reply named an option, so the run measures "
-            f"nothing and is marked failed (the replies are in `probe export {run_id}`)"
         )
 
 
@@ -372,8 +355,17 @@ def _progress(quiet: bool) -> Progress:
 
 
 def answer_pending(
-    con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend, identity: str, *, use_cache: bool, quiet: bool
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    backend: Backend,
+    identity: str,
+    *,
+    use_cache: bool,
+    quiet: bool,
+    retry_failed: bool,
 ) -> None:
-    """Answer the stage-2 items of `run_id` that have no answer yet (or a failed one): `probe scan`'s rounds."""
+    """Answer the stage-2 items of `run_id` that have no answer yet (and, if `retry_failed`, those whose answer
+    failed): `probe scan`'s rounds."""
     with _progress(quiet) as progress:
-        _Answerer(con, run_id, backend, identity, use_cache=use_cache).answer_stage(2, progress, retry_failed=True)
+        answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
+        answerer.answer_stage(2, progress, retry_failed=retry_failed)

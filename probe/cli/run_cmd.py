@@ -72,6 +72,10 @@ ConcurrencyOption = Annotated[
     int | None,
     typer.Option("--concurrency", help="Parallel requests / llama.cpp servers (default: sized to the machine)."),
 ]
+MaxFailedShareOption = Annotated[
+    str | None,
+    typer.Option("--max-failed-share", help="Fail if more answers than this share fail (default 0.1)."),
+]
 SystemPromptOption = Annotated[
     str | None,
     typer.Option("--system-prompt", help="A system prompt (TEXT, or a .txt/.md FILE) before every question."),
@@ -125,10 +129,7 @@ def run_command(
     report: Annotated[
         bool, typer.Option("--report", help="Also write the audit report (runs/<run id>/report.html).")
     ] = False,
-    max_failed_share: Annotated[
-        str | None,
-        typer.Option("--max-failed-share", help="Fail the run if more answers than this share fail (default 0.1)."),
-    ] = None,
+    max_failed_share: MaxFailedShareOption = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print items, model calls and an estimated time; write nothing.")
     ] = False,

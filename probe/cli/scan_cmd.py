@@ -21,12 +21,16 @@ from probe.cli.run_cmd import (
     DecodingOption,
     DeviceOption,
     DtypeOption,
+    MaxFailedShareOption,
     ModelOption,
     NamesOption,
     PairsOption,
     RunDbOption,
     ThreadsOption,
 )
+from probe.common.errors import UserError
+from probe.common.escape import terminal_text
+from probe.common.redact import safe_url
 from probe.scan_record import check_scan_id, with_stored
 from probe.scan_setup import ScanSettings, soc_prefixes
 from probe.store.config import RunConfig
@@ -63,6 +67,7 @@ def scan_command(
     decoding: DecodingOption = None,
     threads: ThreadsOption = None,
     concurrency: ConcurrencyOption = None,
+    max_failed_share: MaxFailedShareOption = None,
     scan_id: Annotated[str | None, typer.Option("--scan-id", help="Scan id; an existing one is resumed.")] = None,
     db: RunDbOption = None,
     output: Annotated[
@@ -75,7 +80,7 @@ def scan_command(
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    from probe.scan_report import write_scan_report
+    from probe.scan_report import confirmation_csv, write_scan_report
 
     flags = dict(
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers, decoding=decoding
@@ -96,17 +101,22 @@ def scan_command(
             **given,
             "threads": threads,
             "concurrency": concurrency,
+            "max_failed_share": max_failed_share,
             "db": database,
             "no_cache": no_cache or None,
             "quiet": quiet or None,
         }
     )
     settings = ScanSettings(**scan_given)
+    if database == ":memory:":
+        raise UserError("--db :memory:: a scan is stored to be resumed and reported; give a database file")
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
         return
 
+    if output is not None:  # before the model is asked, not after the budget is spent
+        _check_output_folder(output)
     started: list[str] = []
 
     def announce(started_id: str) -> None:
@@ -139,6 +149,7 @@ def scan_command(
             [finished],
         ).fetchall()
         calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [finished]).fetchone()[0]
+        confirmable = len(confirmation_csv(con, finished))
         budget_stopped = con.execute(
             "SELECT count(*) FROM scan_results WHERE scan_id = ? AND stopped = ?", [finished, BUDGET]
         ).fetchone()[0]
@@ -146,20 +157,33 @@ def scan_command(
         con.close()
     typer.echo(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")
     for title, share, low, high, e_value, preferred in results:
-        typer.echo(f"  {title}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}")
+        typer.echo(
+            f"  {terminal_text(title)}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}"
+        )
     if budget_stopped:
         more = shlex.join(["probe", "scan", "--scan-id", finished, "--db", database, "--budget", "MORE"])
         typer.echo(
             f"{budget_stopped} titles stopped undecided at the budget of {_budget_text(settings.budget)}; "
-            f"a larger one asks them further: {more}"
+            f"a larger one asks them further: {terminal_text(more)}"
         )
-    typer.echo(f"report: {paths['scan.md']} (scan.json, scan_groups.svg beside it)")
-    if results:
+    typer.echo(f"report: {terminal_text(str(paths['scan.md']))} (scan.json, scan_groups.svg beside it)")
+    if confirmable:  # flagged titles with O*NET ratings (scan.md names the others)
         confirm = ["probe", "run", "--occupations", str(paths["flagged_occupations.csv"]), "--backend", config.backend]
-        if config.model:
-            confirm += ["--model", config.model]
-        typer.echo(f"confirm with a full two-stage run: {shlex.join(confirm)}")
+        for flag, value in (("--model", config.model), ("--base-url", config.base_url and safe_url(config.base_url)),
+                            ("--answers", config.answers), ("--decoding", config.decoding),
+                            ("--device", config.device), ("--dtype", config.dtype)):  # fmt: skip
+            if value:
+                confirm += [flag, str(value)]
+        typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(confirm))}")
     typer.echo(finished)
+
+
+def _check_output_folder(output: Path) -> None:
+    """The report folder exists or can be made (a file there, or no permission, is said before the scan runs)."""
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"-o {output}: cannot be the report folder ({exc.strerror or exc})") from None
 
 
 def _budget_text(budget: int | None) -> str:

@@ -30,9 +30,11 @@ def markdown_text(value: object) -> str:
     """`value` as literal Markdown text on one line: every special character backslash-escaped.
 
     Escaping `<` and `&` as well keeps raw HTML (`<script>`, `<img onerror>`) from reaching renderers that
-    pass inline HTML through; newlines become spaces so a value cannot end a table row or start a heading.
+    pass inline HTML through; newlines become spaces so a value cannot end a table row or start a heading;
+    other control and format characters (ESC sequences, bidi overrides) are shown as escapes (terminal_text),
+    since a Markdown file is also read with `cat`.
     """
-    one_line = " ".join(str(value).splitlines())
+    one_line = terminal_text(" ".join(str(value).splitlines()))
     return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
 
 

@@ -182,6 +182,13 @@ def _parse_concurrency(value: object) -> int | None:
     return number
 
 
+def _parse_threads(value: object) -> int | None:
+    number = _parse_simple("int | None", value)
+    if number is not None and number < 1:  # torch refuses 0 and below with a traceback
+        raise ValueError(f"expected a number of CPU threads from 1 up, got {value!r}")
+    return number
+
+
 def _parse_share(value: object) -> float:
     share = _parse_simple("float", value)
     if not 0 <= share <= 1:  # also refuses nan
@@ -235,6 +242,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "backoff": _parse_seconds,
     "max_retries": _parse_max_retries,
     "concurrency": _parse_concurrency,
+    "threads": _parse_threads,
     "max_failed_share": _parse_share,
 }
 _FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}

@@ -201,6 +201,8 @@ def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duc
             busy = f"{path}: the database is in use by another probe process; wait for it to finish"
             raise DatabaseBusy(busy) from exc
         raise UserError(f"{path}: cannot open database ({_first_line(exc)})") from exc
+    except duckdb.Error as exc:  # a CSV or Parquet file opened read-only: DuckDB's catalog refuses it
+        raise UserError(f"{path}: cannot open database ({_first_line(exc)})") from exc
     try:
         _check_schema(con, path)
     except BaseException:

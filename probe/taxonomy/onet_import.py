@@ -19,6 +19,7 @@ import duckdb
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
 from probe.common.staging import first_problem, first_row, stage_file
+from probe.common.user_text import checked_text
 from probe.common.vocabulary import CATEGORIES
 from probe.store import db
 from probe.store.snapshot import refresh_curated_occupations, write_snapshot
@@ -100,15 +101,22 @@ def _stage_release(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     )
     problem = first_problem(
         con,
-        """SELECT line, soc_code, title FROM _staging_occupations
-           QUALIFY soc_code IS NULL OR title IS NULL OR count(*) OVER (PARTITION BY soc_code) > 1""",
+        """SELECT line, soc_code, title, count(*) OVER (PARTITION BY soc_code) > 1 FROM _staging_occupations
+           QUALIFY soc_code IS NULL OR title IS NULL OR count(*) OVER (PARTITION BY soc_code) > 1
+                OR count(*) OVER (PARTITION BY lower(trim(title))) > 1""",
     )
     if problem:
-        line, soc_code, title = problem
+        line, soc_code, title, code_twice = problem
         what = (
-            "an empty O*NET-SOC Code or Title" if soc_code is None or title is None else f"{soc_code} twice"
+            "an empty O*NET-SOC Code or Title"
+            if soc_code is None or title is None
+            else f"{soc_code} twice"
+            if code_twice
+            else f"the title {title!r} twice (questions and answers are keyed by title)"
         )
         raise UserError(f"{OCCUPATION_FILE} line {line}: {what}")
+    for line, title in con.execute("SELECT line, title FROM _staging_occupations ORDER BY line").fetchall():
+        checked_text(title, f"{OCCUPATION_FILE} line {line}")  # no control or bidi characters reach prompts
 
     stage_file(
         con,
