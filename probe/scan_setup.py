@@ -96,6 +96,8 @@ def resolve_titles(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd
             con.execute("DROP TABLE IF EXISTS _scan_codes")
         known = set(every["soc_code"])
         for line, code in rows:
+            if not code:
+                raise UserError(f"{path} line {line}: no soc_code (an empty row?)")
             if code not in known:
                 raise UserError(f"{path} line {line}: {code!r} is not an O*NET-SOC code of this database")
         every = every[every["soc_code"].isin([code for _, code in rows])]

@@ -216,3 +216,10 @@ def test_a_run_cannot_take_a_scans_id(db_file: Path, every_pick_female: Path) ->
     result = CliRunner().invoke(app, [*run, "--answers", str(every_pick_female), "--db", str(db_file)])
     assert_one_line_error(result.exit_code, result.output, "--run-id shared: a scan has this id; choose another")
     assert fingerprint(db_file) == before
+
+
+def test_an_empty_row_in_the_titles_csv_is_named(db_file: Path, every_pick_female: Path, tmp_path: Path) -> None:
+    codes = tmp_path / "codes.csv"
+    codes.write_text("soc_code\n29-9091.00\n,\n")
+    result = scan(db_file, every_pick_female, "--occupations", str(codes), "--dry-run")
+    assert_one_line_error(result.exit_code, result.output, f"{codes} line 3: no soc_code (an empty row?)")
