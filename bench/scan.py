@@ -47,7 +47,6 @@ from probe.analysis.scan_rules import (
     decide,
     depth_schedule,
     final_flags,
-    pick_within_budget,
 )
 from probe.analysis.sequential import log_e_values
 from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
@@ -109,20 +108,19 @@ def draw_answers(rng: np.random.Generator, shares: np.ndarray, pairs: int = PAIR
     return np.stack([draws[..., 0] < woman_first, draws[..., 1] < man_first], axis=2)
 
 
-def scan_in_memory(answers: np.ndarray, budget: float = np.inf) -> tuple[np.ndarray, np.ndarray, int]:
-    """The scan's rounds on simulated answers (probe.analysis.scan_rules, as `probe scan` runs them): flags,
-    shares, calls."""
+def scan_in_memory(answers: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The scan's rounds on simulated answers (probe.analysis.scan_rules, as `probe scan` runs them without a
+    budget): flags, shares, calls."""
     titles, pairs, _ = answers.shape
     observed_all = answers.mean(axis=2)
     observed = np.full((titles, pairs), np.nan)
     open_titles = np.ones(titles, dtype=bool)
     log_e = np.zeros(titles)
-    keys = [str(index) for index in range(titles)]
     depth, calls = 0, 0
     for next_depth in depth_schedule(pairs):
         if not open_titles.any():
             break
-        asked = pick_within_budget(log_e, open_titles, next_depth - depth, budget - calls, keys)
+        asked = open_titles.copy()
         observed[asked, depth:next_depth] = observed_all[asked, depth:next_depth]
         calls += int(asked.sum()) * (next_depth - depth) * CALLS_PER_PAIR
         decisions, log_e = decide(observed, asked, next_depth, pairs)
