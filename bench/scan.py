@@ -16,12 +16,13 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
   fixed-sample test is the strictest comparison: it needs no anytime-valid guarantee.
 - `scan_call_ratio_same_test`: the same against a fixed design tested like the scan (its e-values, e-BH):
   what adaptivity alone saves. `scan_call_ratio_70_pairs`: against every title asked every pair (70).
-- `scan_oracle_floor_calls` / `scan_oracle_floor_ratio`: a floor for practical scans in this world: the calls
-  of an oracle scan at the scan's power with FDR <= 0.05, and their share of the t-test design's calls. The
-  oracle knows every pair's lean and position effect, hence the exact distribution of a pair's observation
-  (0, 1/2, 1) for a fair title and for one at 0.85 either way; it asks each title pair after pair and stops
-  it with a two-sided likelihood-ratio (Wald) test: flag above one bar, clear below the other, both bars
-  tuned on the very titles it is judged on (fewest calls keeping pooled FDR <= 0.05 and the power).
+- `scan_oracle_floor_calls` / `scan_oracle_floor_ratio`: a reference for what practical scans can reach here:
+  the calls of an oracle scan at the scan's power with FDR within its 0.05 bound, and their share of the
+  t-test design's calls. The oracle knows every pair's lean and position effect, hence the exact
+  distribution of a pair's observation (0, 1/2, 1) for a fair title and for one at 0.85 either way; it asks
+  each title pair after pair and stops it with a two-sided likelihood-ratio (Wald) test: flag above one bar,
+  clear below the other, both bars tuned on the very titles it is judged on (fewest calls keeping pooled
+  FDR <= 0.05 and the power). The best of that one family, not a proof of a floor.
 - `scan_replay_identical`: scans run through `probe scan --backend replay` (the product's path: DuckDB, the
   runner, the rounds) whose flagged list and calls equal the in-memory loop's on the same answers (of
   `scan_replay_checked`: 10 of the full run's 200, 2 of `--quick`'s 40; their figures are replay's).

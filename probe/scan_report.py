@@ -199,7 +199,8 @@ def markdown(doc: dict[str, object]) -> str:
     for title in shown:
         interval = _interval_text(title)
         lines.append(
-            f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | {_share_text(title)} | "
+            f"| {markdown_text(title['title'])} | {title['soc_code']} | {title['pairs']} | "
+            f"{_share_text(title)} | "
             f"{interval} ({title['ci_level']:.5f}) | {title['e_value']:.3g} | {title['preferred']} |"
         )
     left_out = doc["confirmation"]["flagged_without_ratings"]

@@ -41,10 +41,10 @@ from probe.analysis.scan_rules import (
 )
 from probe.analysis.sequential import confidence_sequence, log_e_values
 from probe.answering import runs
-from probe.answering.answer_checks import check_some_option_named
+from probe.answering.answer_checks import check_failed_share, check_some_option_named
 from probe.backends import create_backend
 from probe.common import stopping
-from probe.common.errors import RunFailed, RunInterrupted, UserError
+from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
 from probe.dataset.dataset import build_scan_items, items_frame
 from probe.scan_record import check_same, mark_resumed, new_scan_id, record, stored_scan
@@ -94,6 +94,15 @@ class ScanState:
         return next((step for step in depth_schedule(len(self.pairs)) if step > self.depth), None)
 
 
+def last_decisions(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
+    """Each title's latest decision and its round (soc_code, decision, round)."""
+    return con.execute(
+        "SELECT soc_code, decision, round FROM scan_decisions WHERE scan_id = ? "
+        "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
+        [scan_id],
+    ).df()
+
+
 def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
     titles = con.execute("SELECT soc_code, title FROM scan_titles WHERE scan_id = ? ORDER BY soc_code", [scan_id]).df()
     pairs = con.execute(
@@ -116,11 +125,7 @@ def load_state(con: duckdb.DuckDBPyConnection, scan_id: str) -> ScanState:
         rows = per_pair["occupation"].map(title_index).to_numpy()
         columns = per_pair["pair_id"].map(position).to_numpy() - 1
         observed[rows, columns] = per_pair["mean"].to_numpy()
-    last = con.execute(
-        "SELECT soc_code, decision FROM scan_decisions WHERE scan_id = ? "
-        "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
-        [scan_id],
-    ).df()
+    last = last_decisions(con, scan_id)
     decided = dict(zip(last["soc_code"], last["decision"], strict=True))
     status = np.array([decided.get(code, CONTINUE) for code in titles["soc_code"]])
     calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [scan_id]).fetchone()[0]
@@ -211,7 +216,7 @@ def run_rounds(
         state = load_state(con, scan_id)
         if len(state.rounds) and state.rounds["status"].iloc[-1] == "asked":
             answer_round()
-            _check_failed_share(con, scan_id, max_failed_share)
+            check_failed_share(con, scan_id, max_failed_share, again=f"`probe scan --scan-id {scan_id}`")
             _decide_round(con, scan_id, load_state(con, scan_id))
             continue
         stopping.raise_if_requested()
@@ -247,19 +252,6 @@ def _reopen(con: duckdb.DuckDBPyConnection, scan_id: str, state: ScanState) -> N
         _insert_decisions(con, scan_id, number, state, decisions, log_e_values(state.observed))
 
 
-def _check_failed_share(con: duckdb.DuckDBPyConnection, scan_id: str, max_share: float) -> None:
-    """A failed answer counts as half (no evidence either way); too many of them and the scan stops, undecided."""
-    failed, total, example = con.execute(
-        "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*), min(error) FROM answers WHERE run_id = ?",
-        [scan_id],
-    ).fetchone()
-    if failed and failed > max_share * total:
-        raise RunFailed(
-            f"{failed} of {total} answers of scan {scan_id} failed (more than --max-failed-share {max_share:.0%}), "
-            f"e.g. {example}; `probe scan --scan-id {scan_id}` asks the failed ones again"
-        )
-
-
 def _close_open_round(con: duckdb.DuckDBPyConnection, scan_id: str) -> None:
     """A round that asked nothing (the budget ran out) is decided at once: its titles stopped for budget."""
     con.execute(
@@ -276,11 +268,7 @@ def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
     level = ALPHA * max(int(flags.sum()), 1) / len(flags)  # e-BH's level: interval excludes 0.5 iff flagged
     low, high = confidence_sequence(state.observed, level)
     counts, shares = state.pairs_asked(), state.shares()
-    last = con.execute(
-        "SELECT soc_code, decision AS stopped, round AS stopped_round FROM scan_decisions WHERE scan_id = ? "
-        "QUALIFY round = max(round) OVER (PARTITION BY soc_code)",
-        [scan_id],
-    ).df()
+    last = last_decisions(con, scan_id).rename(columns={"decision": "stopped", "round": "stopped_round"})
     results = state.titles.assign(
         scan_id=scan_id,
         pairs=counts,
@@ -317,6 +305,8 @@ def scan(
     the runner's, handed in by probe.pipeline (the one path that drives the runner). `on_reopen(titles, depth)`
     is called when a larger budget opens the titles it stopped again.
     """
+    if str(config.db) == ":memory:":
+        raise UserError("--db :memory:: a scan is stored to be resumed and reported; give a database file")
     con = db.connect(config.db)
     try:
         stored = stored_scan(con, scan_id) if scan_id else None

@@ -167,6 +167,11 @@ def test_snapshot_regenerates_from_the_release(tmp_path: Path, imported_db: Path
             "Occupation Data.txt line 2: 'Chief\\x1b]0;x\\x07 Executives' contains a control character, U+001B",
         ),
         (
+            "Occupation Data.txt",
+            _occupations_with("11-1011.00\tChief Executives", "11-1011.00 | x\tChief Executives"),
+            "Occupation Data.txt line 2: '11-1011.00 | x' is not an O*NET-SOC code (like 29-1141.00)",
+        ),
+        (
             "Alternate Titles.txt",
             None,
             "{release}/Alternate Titles.txt: missing from the O*NET release folder",

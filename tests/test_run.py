@@ -208,7 +208,7 @@ def test_invalid_backend_label_is_stored_as_unknown(db_file: Path, use_backend) 
             return [Reply(label="maybe", raw="maybe") for _ in queries]
 
     use_backend(Sloppy())
-    with pytest.raises(RunFailed, match=r"^88 of 88 answers failed \(100%, more than --max-failed-share 10%\)"):
+    with pytest.raises(RunFailed, match=r"^88 of 88 answers of \S+ failed \(100%, more than --max-failed-share 10%\)"):
         pipeline.answer(config(db_file, conditions=("baseline",), run_id="sloppy"))  # stage 1 all failed: no stage 2
     stored = query(db_file, "SELECT DISTINCT label, error FROM answers WHERE run_id = 'sloppy'")
     assert list(stored.itertuples(index=False, name=None)) == [

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from bench.scan import draw_answers, scan_in_memory, write_replay_file
 from probe import pipeline, scanning
 from probe.answering import runner
+from probe.answering.answer_checks import check_failed_share
 from probe.cli import app
 from probe.common.errors import RunFailed
 from probe.scan_setup import ScanSettings
@@ -291,9 +292,9 @@ def test_too_many_failed_answers_stop_the_scan(db_file: Path) -> None:
             "INSERT INTO answers (run_id, item_id, label, error) VALUES "
             "('s', 'a', 'female', NULL), ('s', 'b', 'unknown', 'timeout'), ('s', 'c', 'male', NULL)"
         )
-        scanning._check_failed_share(con, "s", 0.5)  # 1 of 3 is within a half
-        with pytest.raises(RunFailed, match=r"^1 of 3 answers of scan s failed \(more than --max-failed-share 10%\)"):
-            scanning._check_failed_share(con, "s", 0.1)
+        check_failed_share(con, "s", 0.5, again="`probe scan --scan-id s`")  # 1 of 3 is within a half
+        with pytest.raises(RunFailed, match=r"^1 of 3 answers of s failed \(33%, more than --max-failed-share 10%\)"):
+            check_failed_share(con, "s", 0.1, again="`probe scan --scan-id s`")
     finally:
         con.close()
 

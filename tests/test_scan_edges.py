@@ -16,7 +16,7 @@ from probe import scanning
 from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.common.errors import UserError
-from probe.common.vocabulary import FAILED, UNKNOWN
+from probe.common.vocabulary import COMPLETE, FAILED, UNKNOWN
 from probe.scan_setup import ScanSettings
 from tests.support import FakeBackend, assert_one_line_error, fingerprint
 
@@ -150,8 +150,8 @@ def test_a_replay_file_matching_none_of_the_scans_items_is_an_error(db_file: Pat
     assert _status(db_file) == [("elsewhere", FAILED)]
 
 
-class _OneTitleFails(FakeBackend):
-    """Picks by a hash of the prompt (FakeBackend), but never answers the prompts about athletic trainers."""
+class _Recording(FakeBackend):
+    """Picks by a hash of the prompt (FakeBackend) and keeps every prompt it is asked."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,9 +159,16 @@ class _OneTitleFails(FakeBackend):
 
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         self.prompts += [query.prompt for query in queries]
+        return super().answer(queries)
+
+
+class _OneTitleFails(_Recording):
+    """As _Recording, but never answers the prompts about athletic trainers."""
+
+    def answer(self, queries: Sequence[Query]) -> list[Reply]:
         replies = super().answer(queries)
         return [
-            Reply(label=None, raw="", error="timed out") if "athletic trainer" in query.prompt else reply
+            Reply(label=UNKNOWN, raw="", error="timed out") if "athletic trainer" in query.prompt else reply
             for query, reply in zip(queries, replies, strict=True)
         ]
 
@@ -223,3 +230,17 @@ def test_an_empty_row_in_the_titles_csv_is_named(db_file: Path, every_pick_femal
     codes.write_text("soc_code\n29-9091.00\n,\n")
     result = scan(db_file, every_pick_female, "--occupations", str(codes), "--dry-run")
     assert_one_line_error(result.exit_code, result.output, f"{codes} line 3: no soc_code (an empty row?)")
+
+
+def test_a_resumed_scan_asks_its_failed_answers_again(db_file: Path, scan_backend) -> None:
+    """Stopped by --max-failed-share 0 after round 1, resumed with a server that answers: its 4 failed items
+    (one title, 2 pairs x 2 orders) are asked again, once, and the scan completes."""
+    args = ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "s", "--quiet"]
+    scan_backend(_OneTitleFails())
+    failed = CliRunner().invoke(app, [*args, "--max-failed-share", "0"])
+    assert failed.exit_code == 1 and "4 of 24 answers of s failed" in failed.output, failed.output
+    answering = scan_backend(_Recording())
+    resumed = CliRunner().invoke(app, [*args, "--max-failed-share", "0.1"])
+    assert resumed.exit_code == 0, resumed.output
+    assert sum("athletic trainer" in prompt for prompt in answering.prompts) == 4
+    assert _status(db_file) == [("s", COMPLETE)]

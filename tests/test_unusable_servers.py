@@ -89,7 +89,9 @@ def test_500_on_every_request_stops_after_the_first_items_fail_three_times() -> 
 def test_a_redirect_loop_is_named() -> None:
     message, took, served = fails_with(Step.redirect_loop())
     assert message == "redirect loop (Exceeded maximum allowed redirects.); check the --base-url"
-    assert served <= 8 * 21 and took < 2
+    # 21 requests an item (20 redirects); of the 200 items about the 8 in flight start, a few more on a loaded
+    # machine before the first loop is named (10 seen under load), never the rest.
+    assert served <= 2 * 8 * 21 and took < 2
 
 
 def test_few_retries_count_each_item_once_it_has_failed_them_all() -> None:

@@ -30,10 +30,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from probe.answering.answer_checks import check_some_option_named
+from probe.answering.answer_checks import check_failed_share, check_some_option_named
 from probe.backends.base import Backend, Reply, contract_error
 from probe.common import stopping
-from probe.common.errors import RunFailed
 from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
@@ -74,7 +73,8 @@ def answer(
         stage_2_built = _has_items(con, run_id, stage=2)
         granted_before = _granted_attributes(con, run_id)
         answerer.answer_stage(1, progress, retry_failed=True)
-        _check_failed_share(con, run_id, max_failed_share, stage=1)  # stage 2 is built from these answers
+        # Stage 2 is built from these answers; only they count here (a resume asks failed stage-2 items next).
+        check_failed_share(con, run_id, max_failed_share, again=_again(run_id), stage=1)
         if not backend.labels_are_data:
             check_some_option_named(con, run_id, stage=1)
         granted = _granted_attributes(con, run_id)
@@ -87,7 +87,7 @@ def answer(
             _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
         answerer.answer_stage(2, progress, retry_failed=True)
         backend.finish()
-        _check_failed_share(con, run_id, max_failed_share)
+        check_failed_share(con, run_id, max_failed_share, again=_again(run_id))
         if not backend.labels_are_data:
             check_some_option_named(con, run_id, stage=2)
 
@@ -130,22 +130,8 @@ def store_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: Sequenc
             db.insert_frame(con, "answers", frame, verb="INSERT OR REPLACE")
 
 
-def _check_failed_share(
-    con: duckdb.DuckDBPyConnection, run_id: str, max_share: float, *, stage: int | None = None
-) -> None:
-    """A run where more than `max_share` of the answers (of `stage`, or of both) are failures (or all of them) is
-    not complete. After stage 1 only its answers count: a resumed run's failed stage-2 items are asked again next."""
-    failed, total, example = con.execute(
-        "SELECT count(*) FILTER (WHERE a.error IS NOT NULL), count(*), min(a.error) FROM answers a "
-        "JOIN items i USING (run_id, item_id) WHERE a.run_id = ? AND (? IS NULL OR i.stage = ?)",
-        [run_id, stage, stage],
-    ).fetchone()
-    if failed and (failed > max_share * total or failed == total):
-        raise RunFailed(
-            f"{failed} of {total} answers failed ({failed / total:.0%}, more than --max-failed-share "
-            f"{max_share:.0%}), e.g. {example}; the run is marked failed: `probe run --run-id {run_id}` with "
-            "the same settings asks the failed ones again"
-        )
+def _again(run_id: str) -> str:
+    return f"`probe run --run-id {run_id}` with the same settings"
 
 
 # --- items ---------------------------------------------------------------------------------------------

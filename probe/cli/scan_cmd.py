@@ -33,12 +33,14 @@ from probe.common.escape import terminal_text
 from probe.common.redact import safe_url
 from probe.scan_record import check_scan_id, with_stored
 from probe.scan_setup import ScanSettings, soc_prefixes
+from probe.scanning import load_state
 from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
 
 def _resume_command(scan_id: str, db: str) -> str:
-    return shlex.join(["probe", "scan", "--scan-id", scan_id, "--db", db])
+    """The command that resumes the scan, safe to print on a terminal."""
+    return terminal_text(shlex.join(["probe", "scan", "--scan-id", scan_id, "--db", db]))
 
 
 @app.command("scan")
@@ -108,8 +110,6 @@ def scan_command(
         }
     )
     settings = ScanSettings(**scan_given)
-    if database == ":memory:":
-        raise UserError("--db :memory:: a scan is stored to be resumed and reported; give a database file")
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
@@ -122,7 +122,8 @@ def scan_command(
     def announce(started_id: str) -> None:
         started.append(started_id)
         typer.echo(
-            f"scan {started_id} in {database}; if it stops, resume it with: {_resume_command(started_id, database)}",
+            f"scan {terminal_text(started_id)} in {terminal_text(database)}; if it stops, resume it with: "
+            f"{_resume_command(started_id, database)}",
             err=True,
         )
 
@@ -153,6 +154,8 @@ def scan_command(
         budget_stopped = con.execute(
             "SELECT count(*) FROM scan_results WHERE scan_id = ? AND stopped = ?", [finished, BUDGET]
         ).fetchone()[0]
+        if load_state(con, finished).next_depth() is None:  # every pair asked: no budget asks them further
+            budget_stopped = 0
     finally:
         con.close()
     typer.echo(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")

@@ -23,6 +23,7 @@ from probe.common.user_text import checked_text
 from probe.common.vocabulary import CATEGORIES
 from probe.store import db
 from probe.store.snapshot import refresh_curated_occupations, write_snapshot
+from probe.taxonomy.taxonomy import SOC_CODE
 
 # Category -> release file, in the order of CATEGORIES.
 RATING_FILES = dict(zip(CATEGORIES, ("Skills.txt", "Knowledge.txt", "Abilities.txt"), strict=True))
@@ -67,9 +68,7 @@ def _release_folder(path: Path) -> Iterator[Path]:
             if info.is_dir() or name not in (*RELEASE_FILES, README_FILE):
                 continue
             if name in found:
-                raise UserError(
-                    f"{path}: the archive holds {name} twice ({found[name].filename}, {info.filename})"
-                )
+                raise UserError(f"{path}: the archive holds {name} twice ({found[name].filename}, {info.filename})")
             found[name] = info
         missing = [name for name in RELEASE_FILES if name not in found]
         if missing:
@@ -115,7 +114,11 @@ def _stage_release(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
             else f"the title {title!r} twice (questions and answers are keyed by title)"
         )
         raise UserError(f"{OCCUPATION_FILE} line {line}: {what}")
-    for line, title in con.execute("SELECT line, title FROM _staging_occupations ORDER BY line").fetchall():
+    for line, code, title in con.execute(
+        "SELECT line, soc_code, title FROM _staging_occupations ORDER BY line"
+    ).fetchall():
+        if not SOC_CODE.match(code):  # codes are printed and written as they are: only digits, '-' and '.'
+            raise UserError(f"{OCCUPATION_FILE} line {line}: {code!r} is not an O*NET-SOC code (like 29-1141.00)")
         checked_text(title, f"{OCCUPATION_FILE} line {line}")  # no control or bidi characters reach prompts
 
     stage_file(
@@ -133,8 +136,7 @@ def _stage_release(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     )
     if problem:
         raise UserError(
-            f"{ALTERNATE_TITLES_FILE} line {problem[0]}: O*NET-SOC code {problem[1]!r} is not in "
-            f"{OCCUPATION_FILE}"
+            f"{ALTERNATE_TITLES_FILE} line {problem[0]}: O*NET-SOC code {problem[1]!r} is not in {OCCUPATION_FILE}"
         )
 
     con.execute(
@@ -142,9 +144,7 @@ def _stage_release(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
         "element_id VARCHAR, element_name VARCHAR, scale_id VARCHAR, value DOUBLE)"
     )
     for category, file_name in RATING_FILES.items():
-        stage_file(
-            con, folder / file_name, "_staging_rating_file", _RATING_COLUMNS, delimiter="\t", label=file_name
-        )
+        stage_file(con, folder / file_name, "_staging_rating_file", _RATING_COLUMNS, delimiter="\t", label=file_name)
         _validate_rating_file(con, file_name)
         con.execute(
             """INSERT INTO _staging_ratings
@@ -169,9 +169,7 @@ def _validate_rating_file(con: duckdb.DuckDBPyConnection, file_name: str) -> Non
     if problem:
         line, value, scale = problem
         expected = "a number from 1 to 5 (IM)" if scale == "IM" else "a number from 0 to 7 (LV)"
-        raise UserError(
-            f"{file_name} line {line}: column 'Data Value' is {value or ''!r}, expected {expected}"
-        )
+        raise UserError(f"{file_name} line {line}: column 'Data Value' is {value or ''!r}, expected {expected}")
     problem = first_problem(
         con,
         """SELECT min(line) AS line, soc_code, any_value(element_name) FROM _staging_rating_file
@@ -181,18 +179,14 @@ def _validate_rating_file(con: duckdb.DuckDBPyConnection, file_name: str) -> Non
     )
     if problem:
         line, soc_code, element = problem
-        raise UserError(
-            f"{file_name} line {line}: {soc_code} {element!r} needs exactly one IM and one LV row"
-        )
+        raise UserError(f"{file_name} line {line}: {soc_code} {element!r} needs exactly one IM and one LV row")
     problem = first_problem(
         con,
         """SELECT line, soc_code FROM _staging_rating_file
            WHERE soc_code IS NULL OR soc_code NOT IN (SELECT soc_code FROM _staging_occupations)""",
     )
     if problem:
-        raise UserError(
-            f"{file_name} line {problem[0]}: O*NET-SOC code {problem[1]!r} is not in {OCCUPATION_FILE}"
-        )
+        raise UserError(f"{file_name} line {problem[0]}: O*NET-SOC code {problem[1]!r} is not in {OCCUPATION_FILE}")
 
 
 def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:

@@ -27,7 +27,7 @@ from probe.store.snapshot import (
     read_occupations_csv,
 )
 
-_SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
+SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
 
 
 def top_attributes(
@@ -95,7 +95,7 @@ def _lookup_occupation(con: duckdb.DuckDBPyConnection, name: str) -> tuple:
             f"occupation {name!r}: {onet[1]} ({onet[2]}) has no skill, knowledge or ability ratings "
             f"in O*NET; `probe taxonomy search` shows related codes that have them"
         )
-    kind = "O*NET-SOC code" if _SOC_CODE.match(name) else "occupation"
+    kind = "O*NET-SOC code" if SOC_CODE.match(name) else "occupation"
     raise UserError(
         f"unknown {kind} {name!r}: not a curated occupation or O*NET title; "
         f"try `probe taxonomy search {name.split()[0]}` and pass a code or an occupations CSV"
