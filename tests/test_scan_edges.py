@@ -244,3 +244,15 @@ def test_a_resumed_scan_asks_its_failed_answers_again(db_file: Path, scan_backen
     assert resumed.exit_code == 0, resumed.output
     assert sum("athletic trainer" in prompt for prompt in answering.prompts) == 4
     assert _status(db_file) == [("s", COMPLETE)]
+
+
+def test_no_larger_budget_is_suggested_once_every_pair_was_asked(db_file: Path, every_pick_female: Path) -> None:
+    """3 pairs: round 1 asks 2 of every title (24 calls), round 2 the last pair of the one title 2 calls pay for;
+    the other 5 stop for budget but have no pair left, so no budget could ask them further."""
+    result = scan(db_file, every_pick_female, "--pairs", "3", "--budget", "26", "--scan-id", "short")
+    assert result.exit_code == 0, result.output
+    stops = duckdb.connect(str(db_file), read_only=True).execute(
+        "SELECT stopped, count(*) FROM scan_results WHERE scan_id = 'short' GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    assert stops == [("budget", 5), ("exhausted", 1)]
+    assert "a larger one asks them further" not in result.output
