@@ -47,7 +47,7 @@ def test_a_run_failed_in_stage_2_asks_the_failed_stage_2_items_again(seed: Path,
         server.fault_plan = None
         resumed = probe_run(db_file, "--base-url", server.base_url)
         asked_again = [served.body["messages"][-1]["content"] for served in server.served[20:]]
-    assert failed[0] == 1 and failed[1].startswith("error: 8 of 20 answers failed (40%, more than")
+    assert failed[0] == 1 and failed[1].startswith("error: 8 of 20 answers of r failed (40%, more than")
     assert resumed == (0, "r\n")
     assert len(asked_again) == 8 and all("nurse" in prompt for prompt in asked_again)
     # No grammar: the fake server says "yes" to everything, a name to nothing.
