@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from probe import pipeline
+from probe import pipeline, scanning
 from probe.store import db
 from tests.support import ONET_RELEASE, FakeBackend
 
@@ -44,10 +44,11 @@ def db_file(seeded_db: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def use_backend(monkeypatch: pytest.MonkeyPatch):
-    """Make the pipeline answer with the given backend instance."""
+    """Make runs and scans answer with the given backend instance (both places that create a backend)."""
 
     def install(backend: FakeBackend) -> FakeBackend:
-        monkeypatch.setattr(pipeline, "create_backend", lambda config: backend)
+        for module in (pipeline, scanning):
+            monkeypatch.setattr(module, "create_backend", lambda config: backend)
         return backend
 
     return install

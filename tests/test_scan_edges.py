@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from bench.scan import write_replay_file
-from probe import scanning
 from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.common.errors import UserError
@@ -117,25 +116,14 @@ def _status(db_file: Path) -> list[tuple[str, str]]:
         con.close()
 
 
-@pytest.fixture
-def scan_backend(monkeypatch: pytest.MonkeyPatch):
-    """Make `probe scan` answer with the given backend instance."""
-
-    def install(backend: FakeBackend) -> FakeBackend:
-        monkeypatch.setattr(scanning, "create_backend", lambda config: backend)
-        return backend
-
-    return install
-
-
 def _last_line_error(result: Result, code: int, message: str) -> None:
     """The scan's id line (stderr), then one error line; no traceback."""
     lines = result.output.splitlines()
     assert (result.exit_code, len(lines), lines[-1].startswith(f"error: {message}")) == (code, 2, True), result.output
 
 
-def test_a_scan_whose_every_answer_is_unknown_fails_instead_of_flagging_nothing(db_file: Path, scan_backend) -> None:
-    scan_backend(_Mute())
+def test_a_scan_whose_every_answer_is_unknown_fails_instead_of_flagging_nothing(db_file: Path, use_backend) -> None:
+    use_backend(_Mute())
     result = CliRunner().invoke(app, ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "mute", "--quiet"])
     _last_line_error(result, 1, "all 24 stage-2 answers are unknown: no reply named an option")
     assert _status(db_file) == [("mute", FAILED)]
@@ -173,9 +161,9 @@ class _OneTitleFails(_Recording):
         ]
 
 
-def test_failed_answers_are_not_asked_again_in_every_round(db_file: Path, scan_backend) -> None:
+def test_failed_answers_are_not_asked_again_in_every_round(db_file: Path, use_backend) -> None:
     """A prompt the server never answers costs its timeout and retries once, not again in each later round."""
-    failing = scan_backend(_OneTitleFails())
+    failing = use_backend(_OneTitleFails())
     args = ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "s", "--quiet", "--max-failed-share", "0.5"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -232,14 +220,14 @@ def test_an_empty_row_in_the_titles_csv_is_named(db_file: Path, every_pick_femal
     assert_one_line_error(result.exit_code, result.output, f"{codes} line 3: no soc_code (an empty row?)")
 
 
-def test_a_resumed_scan_asks_its_failed_answers_again(db_file: Path, scan_backend) -> None:
+def test_a_resumed_scan_asks_its_failed_answers_again(db_file: Path, use_backend) -> None:
     """Stopped by --max-failed-share 0 after round 1, resumed with a server that answers: its 4 failed items
     (one title, 2 pairs x 2 orders) are asked again, once, and the scan completes."""
     args = ["scan", "--soc", "29-9", "--db", str(db_file), "--scan-id", "s", "--quiet"]
-    scan_backend(_OneTitleFails())
+    use_backend(_OneTitleFails())
     failed = CliRunner().invoke(app, [*args, "--max-failed-share", "0"])
     assert failed.exit_code == 1 and "4 of 24 answers of s failed" in failed.output, failed.output
-    answering = scan_backend(_Recording())
+    answering = use_backend(_Recording())
     resumed = CliRunner().invoke(app, [*args, "--max-failed-share", "0.1"])
     assert resumed.exit_code == 0, resumed.output
     assert sum("athletic trainer" in prompt for prompt in answering.prompts) == 4
