@@ -63,36 +63,42 @@ def _table(title: str, columns: tuple[str, ...]) -> Table:
 
 
 def _print_runs(console: Console, frame: pd.DataFrame, db: str, snapshot: bool) -> None:
-    table = _table(
-        f"runs in {terminal_text(db)}",
-        ("run id", "created", "model", "backend", "preset", "answered", "status", "study"),
-    )
-    stopped = False
+    rows = []
     for row in frame.itertuples():
-        status = _status(str(row.status), snapshot)
-        stopped = stopped or status in (STOPPED, INTERRUPTED, FAILED)
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
-        cells = (row.run_id, f"{row.created_at:%m-%d %H:%M}", row.model, row.backend, row.preset or "")
-        # Text(): model ids and run ids are the user's strings, never rich markup nor raw escape sequences.
-        table.add_row(*(Text(terminal_text(cell)) for cell in (*cells, items, status, row.study or "")))
-    console.print(table)
-    if stopped:
-        typer.echo(f"resume a run that stopped with: probe run --run-id RUN_ID --db {terminal_text(db)}")
+        status = _status(str(row.status), snapshot)
+        created = f"{row.created_at:%m-%d %H:%M}"
+        rows.append(
+            (status, (row.run_id, created, row.model, row.backend, row.preset or "", items, status, row.study or ""))
+        )
+    columns = ("run id", "created", "model", "backend", "preset", "answered", "status", "study")
+    _print_table(
+        console, f"runs in {db}", columns, rows, f"a run that stopped with: probe run --run-id RUN_ID --db {db}"
+    )
 
 
 def _print_scans(console: Console, scans: pd.DataFrame, db: str, snapshot: bool) -> None:
-    table = _table(
-        f"scans in {terminal_text(db)}",
-        ("scan id", "status", "model", "backend", "titles", "calls", "flagged", "started"),
-    )
-    stopped = False
+    rows = []
     for row in scans.itertuples():
         status = _status(str(row.status), snapshot)
-        stopped = stopped or status in (STOPPED, INTERRUPTED, FAILED)
         flagged = "" if pd.isna(row.flagged) else f"{int(row.flagged):,}"
-        cells = (row.scan_id, status, row.model, row.backend, f"{row.titles:,}", f"{row.calls:,}", flagged)
-        # Text(): scan ids and model ids are the user's or a server's strings, printed literally (as runs above).
-        table.add_row(*(Text(terminal_text(cell)) for cell in (*cells, f"{row.created_at:%m-%d %H:%M}")))
+        started = f"{row.created_at:%m-%d %H:%M}"
+        cells = (row.scan_id, status, row.model, row.backend, f"{row.titles:,}", f"{row.calls:,}", flagged, started)
+        rows.append((status, cells))
+    columns = ("scan id", "status", "model", "backend", "titles", "calls", "flagged", "started")
+    _print_table(
+        console, f"scans in {db}", columns, rows, f"a scan that stopped with: probe scan --scan-id SCAN_ID --db {db}"
+    )
+
+
+def _print_table(
+    console: Console, title: str, columns: tuple[str, ...], rows: list[tuple[str, tuple[object, ...]]], resume: str
+) -> None:
+    """Rows of (status, cells); then how to resume, if any stopped. Every cell, the title and the hint go out
+    literally: ids and model ids are the user's or a server's strings, never rich markup nor escape sequences."""
+    table = _table(terminal_text(title), columns)
+    for _, cells in rows:
+        table.add_row(*(Text(terminal_text(cell)) for cell in cells))
     console.print(table)
-    if stopped:
-        typer.echo(f"resume a scan that stopped with: probe scan --scan-id SCAN_ID --db {terminal_text(db)}")
+    if any(status in (STOPPED, INTERRUPTED, FAILED) for status, _ in rows):
+        typer.echo(f"resume {terminal_text(resume)}")
