@@ -63,11 +63,7 @@ class Run:
         _check_exists("run", self.run_id, self.db)
         if analysed:
             pipeline.analyze_if_needed(self.db, self.run_id)
-        con = connect(self.db, read_only=True)
-        try:
-            return con.execute(sql, [self.run_id]).df()
-        finally:
-            con.close()
+        return _read(self.db, sql, self.run_id)
 
 
 def run(**settings: object) -> Run:
@@ -122,11 +118,7 @@ class Scan:
 
     def _query(self, sql: str) -> pd.DataFrame:
         _check_exists("scan", self.scan_id, self.db)
-        con = connect(self.db, read_only=True)
-        try:
-            return con.execute(sql, [self.scan_id]).df()
-        finally:
-            con.close()
+        return _read(self.db, sql, self.scan_id)
 
 
 def scan(**settings: object) -> Scan:
@@ -172,15 +164,19 @@ def open_scan(scan_id: str, db: str | Path = DEFAULT_DB) -> Scan:
     return Scan(scan_id, str(db))
 
 
+def _read(db: str, sql: str, key: str) -> pd.DataFrame:
+    """`sql` with the one parameter `key`, on a read-only connection to `db`."""
+    con = connect(db, read_only=True)
+    try:
+        return con.execute(sql, [key]).df()
+    finally:
+        con.close()
+
+
 def _check_exists(kind: str, key: object, db: str | Path) -> None:
     """An id that is not a string, or names no run (scan) of `db`, is the caller's mistake: say so, not DuckDB."""
     table, column = STORED[kind]
     if not isinstance(key, str):
         raise UserError(f"{column}: expected a {kind} id (a string), got {key!r}")
-    con = connect(db, read_only=True)
-    try:
-        found = con.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", [key]).fetchone()[0]
-    finally:
-        con.close()
-    if not found:
+    if not _read(str(db), f"SELECT count(*) AS n FROM {table} WHERE {column} = ?", key)["n"][0]:
         raise UserError(f"{key}: no such {kind} in {db}")
