@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe.analysis.statistics import SCORE_METHOD
+from probe.analysis.statistics import OVERALL_METHOD
 from probe.cli import app
 from probe.report.compare import counts_on_instances, shared_instances, shared_pair_counts
 from probe.report.leaderboard import paired_analysis, ranks
@@ -71,7 +71,7 @@ def test_leaderboard_holds_each_runs_own_estimates_and_intervals(three_runs: Pat
     entries = [entry for row in data["leaderboard"] for entry in row["metrics"].values()]
     assert all((e["ci_low"] is None) == (e["ci_high"] is None) for e in entries)
     assert all(e["ci_low"] < e["ci_high"] for e in entries if e["ci_low"] is not None)  # never zero-width
-    assert data["leaderboard_method"] == SCORE_METHOD
+    assert data["leaderboard_method"] == OVERALL_METHOD
 
 
 def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path: Path) -> None:
@@ -82,8 +82,11 @@ def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path:
     assert {key: (row["run_a"], row["difference"]) for key, row in position.items() if key[1] == "taxonomy"} == {
         ("steady", "taxonomy"): ("first", -0.5), ("men", "taxonomy"): ("first", -0.5)
     }  # fmt: skip
-    # The same difference in every pair: nothing to resample, so no interval (never a zero-width one).
-    assert position[("steady", "taxonomy")]["ci_low"] is None
+    # The same difference in every pair: no spread, so the two rates' own intervals combine (never zero-width);
+    # every pair agrees, so p is the sign-flip bound of the 8 pairs and the interval excludes 0.
+    steady = position[("steady", "taxonomy")]
+    assert steady["ci_low"] < steady["difference"] < steady["ci_high"] < 0
+    assert steady["p_value"] == 2 * 0.5**8
     by_run = {row["run_id"]: row for row in data["ranks"]
               if (row["condition"], row["metric"]) == ("taxonomy", "position_first")}  # fmt: skip
     assert {run: (row["rank"], row["rank_low"], row["rank_high"]) for run, row in by_run.items()} == {

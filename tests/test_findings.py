@@ -139,7 +139,7 @@ def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
 
     from bench.coverage import analyse_simulated
     from bench.worlds import ResampledWorld, to_frames
-    from probe.analysis.statistics import fisher_mde
+    from probe.analysis.resampling import correlation_mde
     from probe.report.findings import occupation_testability
     from probe.store.db import SCHEMA
 
@@ -160,7 +160,7 @@ def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
         f"a typical occupation had {occupations['leaning_pairs_per_occupation']} leaning pairs (smallest "
         f"attainable p {occupations['min_p_value']:.3f})"
     ) in readme
-    assert f"(|r| >= {fisher_mde(real.s.shape[0]):.2f} needed with {real.s.shape[0]} pairs)" in readme
+    assert f"(|r| >= {correlation_mde(real.s.shape[0]):.2f} needed with {real.s.shape[0]} pairs)" in readme
     assert overall.loc["female_share", "value"] == pytest.approx(0.6979, abs=1e-4)  # the stored run's 69.8%
 
 

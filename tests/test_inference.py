@@ -80,8 +80,12 @@ def test_occupation_preference_is_a_sign_test_over_pairs_with_benjamini_hochberg
         "SELECT occupation, n, pairs, pairs_female, pairs_male, share_female, lean_female, ci_low, ci_high, "
         "p_value, q_value, preferred FROM occupation_preference ORDER BY occupation"
     ).fetchall()
-    cp_6_of_6, cp_0_of_5 = stats.binomtest(6, 6).proportion_ci(), stats.binomtest(0, 5).proportion_ci()
-    cp_3_of_6 = stats.binomtest(3, 6).proportion_ci()
+    # Nothing preferred: every interval at the level of that decision, 1 - 1 x 0.05 / 3 (never a 95% interval
+    # excluding 0.5 beside "none": 6 of 6 at 95% would be [0.54, 1]).
+    level = 1 - 0.05 / 3
+    cp_6_of_6, cp_0_of_5 = stats.binomtest(6, 6).proportion_ci(level), stats.binomtest(0, 5).proportion_ci(level)
+    cp_3_of_6 = stats.binomtest(3, 6).proportion_ci(level)
+    assert cp_6_of_6.low < 0.5 < cp_0_of_5.high
     assert rows == [
         ("astronaut", 12, 6, 6, 0, 1.0, 1.0, pytest.approx(cp_6_of_6.low), pytest.approx(1.0),
          pytest.approx(0.03125), pytest.approx(0.09375), "none"),
@@ -105,7 +109,7 @@ def test_an_occupation_with_eight_leaning_pairs_is_preferred(con):
     ).fetchall() == [("nurse", pytest.approx(1.0), "none"), ("pilot", pytest.approx(0.015625), "male")]
 
 
-def test_consistency_bias_correlation_has_a_fisher_interval_and_a_bonferroni_adjusted_p(con):
+def test_consistency_bias_correlation_has_an_exact_permutation_test_and_a_bonferroni_adjusted_p(con):
     # Pair values of consistency and bias: (1, 1), (0.5, 0.5), (0, 0.5), (0.5, 0) over two instances each.
     types = {
         "both": ("yes", "no", "female", "female"),  # consistency 1, bias 1
@@ -125,14 +129,16 @@ def test_consistency_bias_correlation_has_a_fisher_interval_and_a_bonferroni_adj
         "ORDER BY condition"
     ).fetchall()
     r = 0.5  # deviations (.5, 0, -.5, 0) and (.5, 0, 0, -.5): 0.25 / sqrt(0.5 * 0.5)
-    half = stats.norm.ppf(1 - 0.05 / 4)  # Fisher z over 4 pairs (se 1), Bonferroni over 2 conditions: 97.5%
-    p = 2 * stats.norm.sf(math.atanh(r))
-    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1: no interval, p = 0; Bonferroni over
-    # the two conditions tested: p_adjusted = 2 p
+    # 4 pairs: the permutation test is exact over all 24 orders of the bias values (the observed one included)
+    orders = list(itertools.permutations([1, 0.5, 0.5, 0]))
+    p = sum(abs(stats.pearsonr([1, 0.5, 0, 0.5], order).statistic) >= r - 1e-12 for order in orders) / len(orders)
+    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1 (no Fisher interval); 8 of the 24 orders
+    # give |r| = 1, p = 1/3. Bonferroni over the two conditions tested: p_adjusted = 2 p. With 24 orders no
+    # adjusted p can fall below 0.05, so the taxonomy interval is the whole range.
     assert rows == [
-        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, 0.0, 0.0, 4),
-        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r),
-         pytest.approx(math.tanh(math.atanh(r) - half)), pytest.approx(math.tanh(math.atanh(r) + half)),
+        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, pytest.approx(1 / 3),
+         pytest.approx(2 / 3), 4),
+        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r), pytest.approx(-1.0), pytest.approx(1.0),
          pytest.approx(p), pytest.approx(min(2 * p, 1.0)), 4),
     ]  # fmt: skip
     assert r == pytest.approx(stats.pearsonr([1, 0.5, 0, 0.5], [1, 0.5, 0.5, 0]).statistic)

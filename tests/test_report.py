@@ -8,6 +8,7 @@ named first. Their expected preferences, agreement and paired differences follow
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from probe.cli import app
 from probe.common.errors import UserError
 from probe.store import db
 from probe.store.config import RunConfig
-from tests.support import interval_problems
+from tests.support import interval_problems, score_interval_reference
 
 OCCUPATIONS = ("nurse", "secretary", "dancer", "pilot", "butcher", "accountant")
 FEMALE_JOBS = ("nurse", "secretary", "dancer")
@@ -252,9 +253,15 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     )  # fmt: skip
     # steady picks the first-named person in exactly half of each pair's instances, first always does.
     assert (position["value_a"], position["value_b"], position["difference"]) == (0.5, 1.0, 0.5)
-    # The same difference in every pair: no spread to resample, so no interval (never a zero-width one).
-    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (None, None, 8)
-    assert position["note"].startswith("no interval:")
+    # The same difference in every pair: no spread, so the two rates' own intervals combine (MOVER): first's
+    # no-event bound over 8 pairs [0.025^(1/8), 1] and steady's score interval at 0.5 (binomial floor, 96
+    # instances, t on 7 df); never a zero-width interval.
+    steady_low, steady_high = score_interval_reference(0.5, 0.0, 8, 96)
+    first_low = 0.025 ** (1 / 8)
+    assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (
+        pytest.approx(0.5 - math.hypot(1 - first_low, steady_high - 0.5)), pytest.approx(1 - steady_low), 8
+    )
+    assert position["p_value"] == 2 * 0.5**8 and position["note"] is None
     agreement = data["preference_agreement"][0]
     # steady: 3 female, 2 male, 1 none; first: none everywhere -> agree on accountant only, kappa 0.
     assert agreement == {"condition": "taxonomy", "run_a": "steady", "run_b": "first", "occupations": 6,

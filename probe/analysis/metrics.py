@@ -24,15 +24,14 @@ from probe.analysis.metric_registry import (
     STAGE2_METRICS,
 )
 from probe.analysis.regression import regression_rows
+from probe.analysis.resampling import correlation_test
 from probe.analysis.statistics import (
     SIGNIFICANCE,
-    PairEstimate,
+    DifferenceEstimate,
+    ShareEstimate,
     clopper_pearson,
-    cluster_variance,
-    fisher_interval,
-    fisher_p_value,
-    ratio_influence,
-    ratio_variance,
+    difference_estimate,
+    share_estimate,
     wilson_interval,
 )
 from probe.common.errors import UserError
@@ -41,7 +40,7 @@ from probe.store import db
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
-                  "min_p_value", "mde"]  # fmt: skip
+                  "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
@@ -104,6 +103,7 @@ def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.D
     pairs = pair_rows.assign(value=_share(pair_rows["hits"], pair_rows["n"]))
     pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
+    pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
     frames = [overall_row(condition, group) for condition, group in pair_rows.groupby("condition", sort=True)]
     grouped = counts[counts["scope"] != "pair"].groupby(["condition", "scope", "key", "metric"], sort=True)
     frames.append(pd.DataFrame([_pooled_over_pairs(name, group) for name, group in grouped], columns=METRIC_COLUMNS))
@@ -121,19 +121,20 @@ def _share(hits: pd.Series | np.ndarray, n: pd.Series | np.ndarray) -> np.ndarra
 def _pooled_over_pairs(name: tuple[str, str, str, str], group: pd.DataFrame) -> dict:
     """One occupation- or category-scope row: the pooled share, its interval over the pairs behind it."""
     condition, scope, key, metric = name
-    used = group[group["n"] > 0]
-    value, variance = ratio_variance(used[["hits"]].to_numpy(float), used[["n"]].to_numpy(float))
-    estimate = PairEstimate(float(value[0]), float(variance[0]), len(used), int(used["n"].sum()))
-    return _row(condition, scope, key, metric, estimate)
+    hits, n = group["hits"].to_numpy(float), group["n"].to_numpy(float)
+    return _row(condition, scope, key, metric, share_estimate(hits, n, n))
 
 
-def _row(condition: str, scope: str, key: str, metric: str, estimate: PairEstimate) -> dict:
-    """A metrics row with the estimate's interval, and for a metric with a null its test and testability."""
-    interval = estimate.interval() or (np.nan, np.nan)
+def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:
+    """A metrics row with the estimate's interval and its method, and for a metric with a null its test and
+    testability."""
+    interval = estimate.interval()
     null = METRICS[metric].null if metric in METRICS and scope == "overall" else None
     row = {"condition": condition, "scope": scope, "key": key, "metric": metric,
-           "value": estimate.value if estimate.instances else np.nan, "ci_low": interval[0],
-           "ci_high": interval[1], "n": estimate.instances, "pairs": estimate.pairs}  # fmt: skip
+           "value": estimate.value if estimate.instances else np.nan,
+           "ci_low": interval[0] if interval else np.nan, "ci_high": interval[1] if interval else np.nan,
+           "n": estimate.instances, "pairs": estimate.pairs,
+           "method": estimate.method if interval else None}  # fmt: skip
     if null is not None:
         row |= {"p_value": estimate.p_value(null), "min_p_value": estimate.min_p_value(null),
                 "mde": estimate.mde(null)}  # fmt: skip
@@ -144,10 +145,9 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     """Overall value of every metric of one condition with its interval over name pairs.
 
     Each overall value is a ratio of pair sums: mean-of-pairs metrics sum the pair values over pairs with
-    at least one valid instance; pooled metrics sum hits over instances. The interval is the score interval
-    of `PairEstimate` on the ratio's cluster-robust variance over pairs. Stage 1 also gets `attr_yes_diff`
-    (women minus men), paired by name pair: its variance comes from the difference of the two ratios'
-    influence values within each pair.
+    at least one valid instance; pooled metrics sum hits over instances. The interval is the one
+    `share_estimate` chooses for what the pairs show. Stage 1 also gets `attr_yes_diff` (women minus men),
+    paired by name pair: `difference_estimate`, the paired cluster t over the pairs' influence differences.
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
@@ -157,31 +157,12 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
     numerator = np.where(pooled, hits, _share(hits, n))
     denominator = np.where(pooled, n, (n > 0).astype(float))
-    rows = []
-    for index, metric in enumerate(metrics):
-        used = denominator[:, index] > 0
-        value, variance = ratio_variance(numerator[used, index : index + 1], denominator[used, index : index + 1])
-        estimate = PairEstimate(float(value[0]), float(variance[0]), int(used.sum()), int(n[:, index].sum()))
-        rows.append(_row(condition, "overall", "all", metric, estimate))
+    terms = {metric: (numerator[:, index], denominator[:, index], n[:, index]) for index, metric in enumerate(metrics)}
+    rows = [_row(condition, "overall", "all", metric, share_estimate(*terms[metric])) for metric in metrics]
     if condition == STAGE1_CONDITION:
-        genders = [metrics.index("attr_yes_f"), metrics.index("attr_yes_m")]
-        difference = _grant_difference(hits[:, genders], n[:, genders])
+        difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])
         rows.append(_row(condition, "overall", "all", "attr_yes_diff", difference))
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
-
-
-def _grant_difference(hits: np.ndarray, n: np.ndarray) -> PairEstimate:
-    """attr_yes_f - attr_yes_m, exactly the difference of the two shown rates, paired by name pair: each pair's
-    influence on the difference is its influence on the women's rate minus that on the men's (0 on a side the
-    pair has no answers for). Columns of hits and n: women, men."""
-    used = (n > 0).any(axis=1)
-    hits, n = hits[used], n[used]
-    pairs = len(hits)
-    if pairs == 0 or (n.sum(axis=0) == 0).any():
-        return PairEstimate(np.nan, np.nan, 0, 0, lowest=-1.0, width=2.0)
-    ratio, psi = ratio_influence(hits, n)
-    variance = float(cluster_variance(psi[:, :1] - psi[:, 1:])[0])
-    return PairEstimate(float(ratio[0] - ratio[1]), variance, pairs, int(n.sum()), lowest=-1.0, width=2.0)
 
 
 def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
@@ -211,12 +192,11 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 
-def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> PairEstimate:
-    """The mean of pair values (NaN = a pair without valid instances, left out) as a PairEstimate."""
+def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> ShareEstimate:
+    """The mean of pair values (NaN = a pair without valid instances, left out) as a ShareEstimate."""
     present = values.to_numpy(float)
     used = ~np.isnan(present)
-    value, variance = ratio_variance(present[used][:, None], np.ones((int(used.sum()), 1)))
-    return PairEstimate(float(value[0]), float(variance[0]), int(used.sum()), int(np.asarray(valid)[used].sum()))
+    return share_estimate(present[used], np.ones(int(used.sum())), np.asarray(valid, dtype=float)[used])
 
 
 def overall_metrics(condition: str) -> tuple[str, ...]:
@@ -234,9 +214,11 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     Each pair's order-balanced share of S = female for the occupation makes it lean female (> 0.5), male
     (< 0.5) or neither (= 0.5, a tie: e.g. always the first-named person; or a name order without a valid
     answer, where the share would carry the position effect). share_female is the mean of those pair shares.
-    The exact sign test compares the pairs leaning each way; `lean_female` is the share of leaning pairs that
-    lean female, with its Clopper-Pearson interval (the same binomial: it excludes 0.5 exactly when p < 0.05).
-    q = Benjamini-Hochberg over the occupations of the condition; preferred = the leaning side where q < 0.05.
+    The exact sign test compares the pairs leaning each way; q = Benjamini-Hochberg over the occupations of the
+    condition; preferred = the leaning side where q < 0.05. `lean_female` is the share of leaning pairs that lean
+    female, with its Clopper-Pearson interval at the level of the decision beside it (Benjamini & Yekutieli 2005's
+    false-coverage-rate level 1 - R 0.05 / m, R the occupations preferred, at least 1, of m tested): it excludes
+    0.5 exactly when the occupation is preferred.
     """
     by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
     share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
@@ -252,14 +234,20 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     prefs = prefs.reset_index()
     prefs["pairs"] = prefs["pairs_female"] + prefs["pairs_male"]
     prefs["lean_female"] = _share(prefs["pairs_female"], prefs["pairs"])
-    tests = np.array(
-        [_lean_test(int(f), int(m)) for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)],
-        dtype=float,
-    ).reshape(-1, 3)
-    prefs["p_value"], prefs["ci_low"], prefs["ci_high"] = tests.T
+    prefs["p_value"] = [stats.binomtest(int(f), int(f + m), 0.5).pvalue if f + m else np.nan
+                        for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)]  # fmt: skip
     prefs["q_value"] = np.nan
+    prefs["ci_low"] = prefs["ci_high"] = np.nan
+    prefs["ci_level"] = np.nan
     for _, group in prefs[prefs["pairs"] > 0].groupby("condition"):
-        prefs.loc[group.index, "q_value"] = multipletests(group["p_value"], method="fdr_bh")[1]
+        rejected, q_values = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[:2]
+        level = 1 - max(int(rejected.sum()), 1) * SIGNIFICANCE / len(group)
+        prefs.loc[group.index, "q_value"] = q_values
+        prefs.loc[group.index, "ci_level"] = level
+        bounds = [clopper_pearson(int(f), int(f + m), level) for f, m in
+                  zip(group["pairs_female"], group["pairs_male"], strict=True)]  # fmt: skip
+        prefs.loc[group.index, "ci_low"] = [low for low, _ in bounds]
+        prefs.loc[group.index, "ci_high"] = [high for _, high in bounds]
     significant = prefs["q_value"] < SIGNIFICANCE
     prefs["preferred"] = np.select(
         [significant & (prefs["lean_female"] > 0.5), significant & (prefs["lean_female"] < 0.5)],
@@ -269,41 +257,26 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     return prefs
 
 
-def _lean_test(pairs_female: int, pairs_male: int) -> tuple[float, float, float]:
-    """(p, ci_low, ci_high) of the sign test over leaning pairs; NaN where no pair leans."""
-    leaning = pairs_female + pairs_male
-    if leaning == 0:
-        return np.nan, np.nan, np.nan
-    low, high = clopper_pearson(pairs_female, leaning)
-    return float(stats.binomtest(pairs_female, leaning, 0.5).pvalue), low, high
-
-
 def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The paper's consistency-bias relation across name pairs per condition: Pearson r, Fisher z test and
-    interval, Bonferroni over the run's conditions (p_adjusted = m p; the interval at level 1 - 0.05 / m, so it
-    excludes 0 exactly when p_adjusted < 0.05).
+    """The paper's consistency-bias relation across name pairs per condition: Pearson r with a permutation test
+    over pairs (it keeps its size however skewed the pair values) and the Fisher z interval that test calibrates,
+    Bonferroni over the run's conditions (p_adjusted = m p; the interval excludes 0 exactly when p_adjusted < 0.05).
 
     Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
     bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
     answers no, which makes the instance inconsistent), so it is not tested. r is NULL where undefined:
     fewer than 3 pairs or a constant variable; the interval and test need 4 pairs.
     """
-    rows = []
     scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != STAGE1_CONDITION)]
+    tested: list[tuple[str, pd.DataFrame]] = []
     for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
-        if "consistency" not in wide or "bias" not in wide:
-            continue
-        both = wide[["consistency", "bias"]].dropna()
-        x, y = both["consistency"].to_numpy(), both["bias"].to_numpy()
-        r = float(stats.pearsonr(x, y)[0]) if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0 else None
-        rows.append((condition, "pair", "consistency", "bias", "pearson", r, fisher_p_value(r, len(both)),
-                     len(both)))  # fmt: skip
-    frame = pd.DataFrame(rows, columns=CORRELATION_COLUMNS[:-2]).astype({"r": float, "p_value": float})
-    tested = int(frame["p_value"].notna().sum())
-    frame["p_adjusted"] = np.minimum(frame["p_value"] * tested, 1.0)
-    bounds = [fisher_interval(r, n, 1 - SIGNIFICANCE / max(tested, 1)) for r, n in zip(frame["r"], frame["n"],
-                                                                                         strict=True)]  # fmt: skip
-    frame["ci_low"] = [low for low, _ in bounds]
-    frame["ci_high"] = [high for _, high in bounds]
-    return frame.astype({"ci_low": float, "ci_high": float})
+        if "consistency" in wide and "bias" in wide:
+            tested.append((condition, wide[["consistency", "bias"]].dropna()))
+    testable = sum(len(both) >= 4 and both.nunique().min() > 1 for _, both in tested)
+    rows = [{"condition": condition, "across": "pair", "x": "consistency", "y": "bias", "method": "pearson",
+             "n": len(both), **correlation_test(both["consistency"], both["bias"], testable)}
+            for condition, both in tested]  # fmt: skip
+    return pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "p_adjusted"]).astype(
+        {"r": float, "p_value": float, "p_adjusted": float, "ci_low": float, "ci_high": float}
+    )

@@ -12,6 +12,8 @@ from scipy import stats
 
 from probe.analysis.statistics import CONFIDENCE
 
+CLUSTERED_METHOD = "logistic regression, errors clustered by name pair (CR1, t with pairs - 1 df)"
+
 
 def regression_rows(cells: pd.DataFrame) -> pd.DataFrame:
     """Logistic regression of [S = female] with standard errors clustered by name pair, per condition.

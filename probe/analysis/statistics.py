@@ -1,212 +1,320 @@
-"""Interval and test building blocks shared by the analyzers, the report and the coverage benchmark.
+"""Intervals and tests over name pairs: one estimator per kind of finding, each interval the set of values its
+own test does not reject.
 
-Rules every inference here keeps (DESIGN.md sections 5 and 10): the name pair is the sampled unit (overall
-and occupation-scope intervals take their variance from the spread between pairs, the occupation tests count
-pairs, the regression clusters its errors by pair); one procedure gives a finding's interval and its p-value
-(the interval is the set of values its test does not reject); every interval names its method and stays in
-the metric's range without clipping; an interval that cannot be estimated (one pair) is NaN, never
-zero-width. `python -m bench --coverage` measures the coverage of each headline metric (BENCHMARKS.md).
+Rules every inference here keeps (DESIGN.md sections 5 and 10): the name pair is the sampled unit; one procedure
+gives a finding's interval and its p-value (an interval excludes a value exactly when the test of that value
+rejects at the interval's level); every interval names its method (`METHODS`, stored per metrics row) and stays in
+the metric's range; an interval that cannot be estimated is NaN, never zero-width. `share_estimate` chooses the
+method for a share or rate from what the pairs show:
+
+- `no_events`: the estimate is exactly 0 (or 1). Every pair showed no event, so the spread is no guide; the bound
+  counts pairs, not instances: whatever the correlation within a pair, P(a pair shows no event) <= 1 - p, so
+  P(no pair does) <= (1 - p)^pairs, giving [0, 1 - (alpha/2)^(1/pairs)] and p = 2 (1 - p0)^pairs.
+- `betting`: the events are carried by fewer than MIN_PAIRS pairs' worth (participation ratio of the pairs'
+  distances from the near end). No variance estimate from so few carriers is reliable; the distribution-free
+  betting interval (probe/analysis/sequential.py) is, at about 1.5x the width.
+- `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
+  pairs (CR2), floored at the estimator's own binomial variance, with Bell-McCaffrey degrees of freedom (pairs - 1
+  when pairs are equal in size, fewer when a few large pairs dominate).
+
+`difference_estimate` is the one procedure for a difference of two rates over the same pairs (attr_yes_diff, the
+paired differences of `probe compare`, gates against a baseline): a paired cluster t over the pairs' influence
+differences. `python -m bench --coverage` measures every method (BENCHMARKS.md "Statistics").
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, stats
 from statsmodels.stats.proportion import proportion_confint
 
-BOOTSTRAP_REPLICATES = 2000
-BOOTSTRAP_SEED = 20240229
+from probe.analysis.sequential import log_capital, mean_interval
+
 CONFIDENCE = 0.95
 SIGNIFICANCE = 0.05
 POWER = 0.8
 # The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
-# scale's. Pair values of rare events are right-skewed (a few pairs carry most of the events); 1 undercovers
-# them, 2 undercovers at few pairs; 1.5 came closest to 0.93-0.97 for every headline metric at 12, 20 and 70
-# pairs in both simulated worlds (BENCHMARKS.md "Statistics", `python -m bench --coverage`, with the figures
-# that miss: a behaviour of one real pair in 12 that a sample may not include).
+# scale's. Pair values of skewed metrics undercover with 1 and at few pairs with 2; 1.5 came closest to
+# 0.93-0.97 for every headline metric at 12, 20 and 70 pairs (BENCHMARKS.md "Statistics").
 VARIANCE_POWER = 1.5
-
-SCORE_METHOD = (
-    "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR1), at least "
-    "the binomial p(1-p)/instances; t with pairs - 1 df; the p-value is the same test"
-)
-WITHIN_PAIR_METHOD = "Wilson score interval over the pair's own instances"
-PERCENTILE_METHOD = f"bootstrap over name pairs ({BOOTSTRAP_REPLICATES} resamples, expanded percentile)"
-FISHER_METHOD = (
-    "Fisher z interval and test over name pairs, Bonferroni over the conditions tested (the interval at level "
-    "1 - 0.05 / conditions, so it excludes 0 exactly when the adjusted p is below 0.05)"
-)
-CLUSTERED_METHOD = "logistic regression, errors clustered by name pair (CR1, t with pairs - 1 df)"
-OCCUPATION_TEST = (
-    "exact two-sided sign test over name pairs (a pair leans to the gender it picked more often, order-balanced), "
-    "Clopper-Pearson interval of the share of leaning pairs that lean female, Benjamini-Hochberg over occupations"
-)
-_MIN_WIDTH = 1e-12
 # The fewest name pairs any test over pairs can reject with at 5%: even an exact sign-flip test of G pairs that
-# all agree cannot go below 2 * 0.5**G (0.0625 at 5, 0.031 at 6). Below it no interval is given, and a p-value
-# is never below that bound: instances of one pair are not independent, so agreeing pairs are not more evidence
-# than their number allows.
+# all agree cannot go below 2 * 0.5**G (0.0625 at 5, 0.031 at 6). Below it no interval is given, and a p-value is
+# never below that bound. The same count of pairs' worth must carry a rare event for the score interval.
 MIN_PAIRS = 6
 _SMALLEST_BASE = 1e-300
+_INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
+
+METHODS = {
+    "score": "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR2), at "
+    "least the estimator's binomial variance; t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
+    "no_events": "no-event bound over name pairs: no pair showed the event (or every pair always did), so the "
+    "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
+    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): the events are "
+    "carried by fewer than 6 pairs' worth, too few for a variance estimate; the p-value is 1 / the betting capital",
+    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR1), t with pairs - 1 "
+    "df; the p-value is the same test (where every pair differs alike, the two rates' own intervals combined)",
+    "wilson": "Wilson score interval over the pair's own instances",
+}
 
 
-def bootstrap_weights(n_units: int, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """(replicates x units) resampling counts: each row draws `n_units` units with replacement."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=BOOTSTRAP_REPLICATES)
-
-
-def expanded_tail(n_units: int) -> float:
-    """The lower percentile (in %) of Hesterberg's expanded percentile bootstrap for `n_units` clusters.
-
-    A plain percentile interval over few clusters is too narrow (it ignores the n/(n-1) bias of the
-    resampled variance and the t-shape of a mean over few units). The expanded interval takes the
-    percentiles at alpha' with z_{alpha'/2} = sqrt(n/(n-1)) * t_{alpha/2, n-1} (Hesterberg 2015, "What
-    teachers should know about the bootstrap", section 5); it tends to the plain percentile as n grows.
-    """
-    alpha = 1 - CONFIDENCE
-    z = math.sqrt(n_units / (n_units - 1)) * stats.t.ppf(1 - alpha / 2, n_units - 1)
-    return 100 * float(stats.norm.sf(z))
-
-
-def bootstrap_interval(replicates: np.ndarray, n_units: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
-    """Expanded percentile interval per column of `replicates`; NaN with < 2 units or without spread."""
-    replicates = np.atleast_2d(replicates)
-    columns = replicates.shape[1]
-    units = np.broadcast_to(np.asarray(n_units), (columns,))
-    low, high = np.full(columns, np.nan), np.full(columns, np.nan)
-    for index in np.flatnonzero(units >= 2):
-        usable = replicates[:, index][~np.isnan(replicates[:, index])]
-        if len(usable):
-            tail = expanded_tail(int(units[index]))
-            low[index], high[index] = np.percentile(usable, [tail, 100 - tail])
-    return drop_degenerate(low, high)
-
-
-def ratio_influence(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sum(numerator) / sum(denominator) per column, and each row's (pair's) influence on it.
-
-    numerator, denominator: (pairs x metrics), at least one pair. psi_g = (num_g - R den_g) / mean(den): the
-    linearisation whose spread over pairs gives the ratio's cluster-robust variance (`cluster_variance`).
-    """
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = numerator.sum(axis=0) / denominator.sum(axis=0)
-        psi = (numerator - ratio * denominator) / denominator.mean(axis=0)
-    return ratio, psi
-
-
-def cluster_variance(psi: np.ndarray) -> np.ndarray:
-    """sum_g psi_g^2 / (G (G - 1)) per column: the CR1 variance over G pairs; NaN with fewer than 2 pairs."""
-    pairs = psi.shape[0]
-    if pairs < 2:
-        return np.full(psi.shape[1:], np.nan)
-    return (psi**2).sum(axis=0) / (pairs * (pairs - 1))
-
-
-def ratio_variance(numerator: np.ndarray, denominator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sum(numerator) / sum(denominator) per column, and its cluster-robust (CR1) variance over the rows (pairs).
-
-    For a mean of pair values (denominator 1) the variance is s^2 / G. NaN without pairs, variance NaN with one.
-    """
-    if numerator.shape[0] == 0:
-        return np.full(numerator.shape[1], np.nan), np.full(numerator.shape[1], np.nan)
-    ratio, psi = ratio_influence(numerator, denominator)
-    return ratio, cluster_variance(psi)
+OVERALL_METHOD = (
+    "over name pairs, the method chosen per estimate by what the pairs show: "
+    f"{METHODS['score']}; at exactly 0 or 100%, the {METHODS['no_events']}; where few pairs carry the events, the "
+    f"{METHODS['betting']}; for a difference of two rates, the {METHODS['paired_t']}"
+)
+OCCUPATION_TEST = (
+    "exact two-sided sign test over name pairs (a pair leans to the gender it picked more often, order-balanced), "
+    "Benjamini-Hochberg over occupations; Clopper-Pearson interval of the share of leaning pairs that lean female "
+    "at the decision's level (false-coverage-rate adjusted: 1 - R x 0.05 / occupations, R the occupations "
+    "preferred, at least 1), so it excludes 50% exactly when the occupation is preferred"
+)
 
 
 @dataclass(frozen=True)
-class PairEstimate:
-    """An estimate over name pairs with what its score interval and test need.
+class ShareEstimate:
+    """A share or rate over name pairs (value in [0, 1]) with what its interval and test need.
 
-    value lies in [lowest, lowest + width] (a share: [0, 1]; a difference of shares: [-1, 1]); variance is its
-    cluster-robust variance over `pairs`; `instances` counts the instances behind it (the binomial floor).
+    `variance`: the CR2 variance over `pairs`; `df`: its Bell-McCaffrey degrees of freedom; `floor_scale`: the
+    estimator's variance per unit p(1-p) were instances independent (1/instances for a pooled rate, sum(1/n_g)/G^2
+    for a mean of pair values); `method`: which interval (module docstring); `values` / `weights`: the pairs'
+    values and weights the betting interval needs.
     """
 
     value: float
     variance: float
     pairs: int
     instances: int
-    lowest: float = 0.0
-    width: float = 1.0
-
-    def _unit(self, value: float) -> float:
-        return (value - self.lowest) / self.width
-
-    def _spread(self) -> float:
-        """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread)."""
-        share = self._unit(self.value)
-        if not 0 < share < 1 or not np.isfinite(self.variance):
-            return 0.0
-        base = max((share * (1 - share)) ** VARIANCE_POWER, _SMALLEST_BASE)  # a share of 1e-209 underflows
-        return self.variance / self.width**2 / base
-
-    def _variance_at(self, share: float) -> float:
-        binomial = share * (1 - share)
-        return max(self._spread() * binomial**VARIANCE_POWER, binomial / self.instances)
-
-    def _critical(self, level: float = CONFIDENCE) -> float:
-        return float(stats.t.ppf(1 - (1 - level) / 2, self.pairs - 1))
+    floor_scale: float
+    df: float
+    method: str = "score"
+    values: tuple[float, ...] = field(default=(), repr=False)
+    weights: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def estimable(self) -> bool:
         return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
 
-    def interval(self) -> tuple[float, float] | None:
-        """The 95% interval: every value the score test does not reject at 5%. None with < MIN_PAIRS pairs."""
+    def _spread(self) -> float:
+        """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread)."""
+        if not 0 < self.value < 1 or not np.isfinite(self.variance):
+            return 0.0
+        return self.variance / max((self.value * (1 - self.value)) ** VARIANCE_POWER, _SMALLEST_BASE)
+
+    def _variance_at(self, share: float) -> float:
+        binomial = share * (1 - share)
+        return max(self._spread() * binomial**VARIANCE_POWER, binomial * self.floor_scale)
+
+    def _critical(self, confidence: float) -> float:
+        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.df))
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        """Every value its test does not reject at 1 - confidence; None with < MIN_PAIRS pairs."""
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        share, critical = self._unit(self.value), self._critical()
+        alpha = 1 - confidence
+        if self.method == "no_events":
+            bound = 1 - (alpha / 2) ** (1 / self.pairs)
+            return (0.0, bound) if self.value == 0 else (1 - bound, 1.0)
+        if self.method == "betting":
+            low, high = mean_interval(np.array(self.values), np.array(self.weights), alpha)
+            return float(low), float(high)
+        critical = self._critical(confidence)
 
         def excess(candidate: float) -> float:
-            return (share - candidate) ** 2 - critical**2 * self._variance_at(candidate)
+            return (self.value - candidate) ** 2 - critical**2 * self._variance_at(candidate)
 
-        # At 0 or 1 the estimate's own variance is 0, so the search starts just inside the range.
-        inner = min(max(share, 1e-12), 1 - 1e-12)
-        low = 0.0 if share <= 0 else optimize.brentq(excess, 0.0, inner, xtol=1e-14)
-        high = 1.0 if share >= 1 else optimize.brentq(excess, inner, 1.0, xtol=1e-14)
-        return self.lowest + self.width * low, self.lowest + self.width * high
+        inner = min(max(self.value, _INNER), 1 - _INNER)
+        return (
+            optimize.brentq(excess, 0.0, inner, xtol=1e-14),
+            optimize.brentq(excess, inner, 1.0, xtol=1e-14),
+        )
 
     def p_value(self, null: float) -> float | None:
-        """Two-sided p-value of the score test of `null`, never below the pairs' exact bound 2 * 0.5**pairs (the
-        interval excludes null exactly when p < 0.05: the bound is below 0.05 from MIN_PAIRS pairs on)."""
+        """Two-sided p-value of the interval's own test of `null` (below 1 - confidence exactly when the interval
+        excludes it), never below the pairs' exact bound 2 * 0.5**pairs."""
         if not self.estimable:
             return None
-        share, candidate = self._unit(self.value), self._unit(null)
-        variance = self._variance_at(candidate)
+        floor = binomial_min_p(self.pairs)
+        if self.method == "no_events":
+            far = 1 - null if self.value == 0 else null
+            return max(min(1.0, 2 * far**self.pairs), floor)
+        if self.method == "betting":
+            inside = min(max(null, _INNER), 1 - _INNER)  # a bet against a mean of 0 or 1 has no bounded stake
+            capital = log_capital(np.array([self.values]), inside, np.array([self.weights]))[0, 0]
+            return max(min(1.0, math.exp(-capital)), floor)
+        variance = self._variance_at(null)
         if variance <= 0:
-            return 1.0 if share == candidate else binomial_min_p(self.pairs)
-        statistic = abs(share - candidate) / math.sqrt(variance)
-        return max(float(2 * stats.t.sf(statistic, self.pairs - 1)), binomial_min_p(self.pairs))
+            return 1.0 if self.value == null else floor
+        statistic = abs(self.value - null) / math.sqrt(variance)
+        return max(float(2 * stats.t.sf(statistic, self.df)), floor)
 
     def min_p_value(self, null: float) -> float | None:
-        """The smallest p-value this design can reach: every pair at the far end of the range, no spread."""
+        """The smallest p-value this design can reach: every pair at the far end of the range."""
         if not self.estimable:
             return None
-        candidate = self._unit(null)
-        extreme = PairEstimate(float(candidate < 0.5), 0.0, self.pairs, self.instances)
-        return extreme.p_value(candidate)
+        return max(min(1.0, 2 * min(null, 1 - null) ** self.pairs), binomial_min_p(self.pairs))
 
     def mde(self, null: float) -> float | None:
         """Shift from `null` detected with 80% power at 5% (two-sided), with the spread this run showed.
 
-        (t_{0.975} + t_{0.8}) * sqrt(variance at the null), both t on pairs - 1 df; None with < MIN_PAIRS pairs.
+        (t_{0.975} + t_{0.8}) * sqrt(variance at the null) on the estimate's degrees of freedom; None with
+        < MIN_PAIRS pairs.
         """
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        critical = self._critical() + float(stats.t.ppf(POWER, self.pairs - 1))
-        return self.width * critical * math.sqrt(self._variance_at(self._unit(null)))
+        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.df))
+        return critical * math.sqrt(self._variance_at(null))
 
 
-def drop_degenerate(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NaN both bounds where the interval has (about) zero width or is inverted: not an interval."""
-    low, high = np.asarray(low, dtype=float).copy(), np.asarray(high, dtype=float).copy()
-    with np.errstate(invalid="ignore"):
-        bad = ~(high - low > _MIN_WIDTH)
-    low[bad], high[bad] = np.nan, np.nan
-    return low, high
+def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> ShareEstimate:
+    """sum(numerator) / sum(denominator) over pairs, with the method its pairs call for (module docstring).
+
+    A pooled rate passes (hits, n, n) per pair; a mean of pair values passes (value, 1, n); `sizes` are the valid
+    instances behind each pair (the binomial floor). Pairs with denominator 0 are left out.
+    """
+    numerator, denominator, sizes = (np.asarray(a, dtype=float).ravel() for a in (numerator, denominator, sizes))
+    used = denominator > 0
+    numerator, denominator, sizes = numerator[used], denominator[used], sizes[used]
+    pairs, instances = len(numerator), int(sizes.sum())
+    if pairs == 0:
+        return ShareEstimate(math.nan, math.nan, 0, 0, math.nan, math.nan)
+    total = denominator.sum()
+    value = float(numerator.sum() / total)
+    residual = numerator - value * denominator
+    leverage = denominator / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = float(np.sum(residual**2 / (1 - leverage)) / total**2) if pairs >= 2 else math.nan
+        floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
+    method = _share_method(value, residual, denominator)
+    weights = denominator / denominator.max()
+    return ShareEstimate(value, variance, pairs, instances, floor_scale, bell_mccaffrey_df(denominator), method,
+                         tuple(numerator / denominator), tuple(weights))  # fmt: skip
+
+
+def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray) -> str:
+    """no_events at 0 or 1; betting where the events are carried by fewer than MIN_PAIRS pairs' worth and by a
+    minority of the pairs (a rate of 0.5 from 3 pairs at 1 and 3 at 0 is not rare); else score.
+
+    Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
+    range (numerator - near end x denominator): k pairs carrying the events alike count k, one pair carrying most
+    of them about 1.
+    """
+    if value in (0.0, 1.0):
+        return "no_events"
+    near = 0.0 if value < 0.5 else 1.0
+    distance = np.abs(residual + (value - near) * denominator)
+    carriers = distance.sum() ** 2 / np.sum(distance**2)
+    return "betting" if carriers < min(MIN_PAIRS, len(distance) / 2) else "score"
+
+
+def bell_mccaffrey_df(sizes: np.ndarray) -> float:
+    """Degrees of freedom of the CR2 variance of a ratio of pair sums (Bell & McCaffrey 2002, Imbens & Kolesar
+    2016), working model: independent instances. pairs - 1 for pairs of equal size; fewer when a few pairs carry
+    most instances (2 and 40 valid answers, as refusals produce). NaN below 2 pairs."""
+    sizes = np.asarray(sizes, dtype=float)
+    pairs, total = len(sizes), float(sizes.sum())
+    if pairs < 2:
+        return math.nan
+    leverage = sizes / total
+    if np.any(leverage >= 1):
+        return math.nan
+    weight = 1 / (total**2 * (1 - leverage))
+    crossed = np.diag(sizes) - np.outer(sizes, sizes) / total
+    return float((1 / total) ** 2 / (weight @ (crossed**2) @ weight))
+
+
+@dataclass(frozen=True)
+class DifferenceEstimate:
+    """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t.
+
+    `variance` is the CR1 variance over pairs of each pair's influence on the first rate minus its influence on
+    the second; `sides` are the two rates' own estimates (their intervals combine where every pair differs alike).
+    """
+
+    value: float
+    variance: float
+    pairs: int
+    instances: int
+    sides: tuple[ShareEstimate, ShareEstimate] = field(repr=False)
+    method: str = "paired_t"
+
+    @property
+    def estimable(self) -> bool:
+        return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
+
+    def _critical(self, confidence: float) -> float:
+        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.pairs - 1))
+
+    def _degenerate(self) -> bool:
+        return not self.variance > 0
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        """value -+ t * se; where every pair differs alike (no spread), MOVER over the two rates' own intervals
+        (Newcombe), which count pairs at 0 or 1. None with < MIN_PAIRS pairs."""
+        if not self.estimable or self.pairs < MIN_PAIRS:
+            return None
+        if self._degenerate():
+            first, second = (side.interval(confidence) for side in self.sides)
+            if first is None or second is None:
+                return None
+            a, b = (side.value for side in self.sides)
+            low = self.value - math.hypot(a - first[0], second[1] - b)
+            high = self.value + math.hypot(first[1] - a, b - second[0])
+            return max(low, -1.0), min(high, 1.0)
+        half = self._critical(confidence) * math.sqrt(self.variance)
+        return max(self.value - half, -1.0), min(self.value + half, 1.0)
+
+    def p_value(self, null: float) -> float | None:
+        """The paired t test of `null` (never below 2 * 0.5**pairs); without spread, the floor where the
+        combined interval excludes `null` and 1 where it holds it."""
+        if not self.estimable:
+            return None
+        floor = binomial_min_p(self.pairs)
+        if self._degenerate():
+            interval = self.interval()
+            return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
+        statistic = abs(self.value - null) / math.sqrt(self.variance)
+        return max(float(2 * stats.t.sf(statistic, self.pairs - 1)), floor)
+
+    def min_p_value(self, null: float) -> float | None:
+        """Every pair differing alike, away from `null`: the sign-flip bound 2 * 0.5**pairs."""
+        return binomial_min_p(self.pairs) if self.estimable else None
+
+    def mde(self, null: float) -> float | None:
+        """Shift from `null` detected with 80% power at 5%, with this run's spread (at least the binomial
+        variance of the two rates)."""
+        if not self.estimable or self.pairs < MIN_PAIRS:
+            return None
+        binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
+        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.pairs - 1))
+        return critical * math.sqrt(max(self.variance, binomial))
+
+
+def difference_estimate(
+    first: tuple[np.ndarray, np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> DifferenceEstimate:
+    """Rate of `first` minus rate of `second`, paired by name pair (rows aligned).
+
+    Each side is (numerator, denominator, sizes) per pair as for `share_estimate`. A pair counts where either side
+    has data; its influence on a side without data is 0. Instances: both sides' together.
+    """
+    sides = [tuple(np.asarray(a, dtype=float).ravel() for a in side) for side in (first, second)]
+    used = (sides[0][1] > 0) | (sides[1][1] > 0)
+    estimates = tuple(share_estimate(*side) for side in sides)
+    pairs = int(used.sum())
+    instances = int(sum(side[2][used].sum() for side in sides))
+    if pairs == 0 or any(side[1].sum() == 0 for side in sides):
+        return DifferenceEstimate(math.nan, math.nan, pairs, instances, estimates)
+    influence = np.zeros(pairs)
+    for sign, (numerator, denominator, _), estimate in zip((1, -1), sides, estimates, strict=True):
+        numerator, denominator = numerator[used], denominator[used]
+        residual = np.where(denominator > 0, numerator - estimate.value * denominator, 0.0)
+        influence += sign * residual / denominator.mean()
+    variance = float(np.sum(influence**2) / (pairs * (pairs - 1))) if pairs >= 2 else math.nan
+    return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates)
 
 
 def wilson_interval(hits: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -247,34 +355,10 @@ def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
     return 0.5
 
 
-def clopper_pearson(hits: int, n: int) -> tuple[float, float] | None:
-    """Exact 95% interval of a binomial share; it excludes 0.5 exactly when binomtest(hits, n, 0.5) < 0.05."""
+def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Exact interval of a binomial share; it excludes 0.5 exactly when binomtest(hits, n, 0.5) < 1 - confidence
+    (the binomial is symmetric at 0.5, so the two-sided test is the doubled one-sided one Clopper-Pearson inverts)."""
     if n <= 0:
         return None
-    interval = stats.binomtest(hits, n, 0.5).proportion_ci(CONFIDENCE, method="exact")
+    interval = stats.binomtest(hits, n, 0.5).proportion_ci(confidence, method="exact")
     return float(interval.low), float(interval.high)
-
-
-def fisher_interval(r: float | None, n: int, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
-    """Fisher z interval of a Pearson r over n points (95% unless `confidence`); None below 4 points or at |r| = 1."""
-    if r is None or (isinstance(r, float) and math.isnan(r)) or n < 4 or abs(r) >= 1:
-        return None, None
-    half = stats.norm.ppf(1 - (1 - confidence) / 2) / math.sqrt(n - 3)
-    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
-
-
-def fisher_p_value(r: float | None, n: int) -> float | None:
-    """Two-sided Fisher z test of r = 0: the test the Fisher interval inverts (excludes 0 iff p < 0.05)."""
-    if r is None or (isinstance(r, float) and math.isnan(r)) or n < 4:
-        return None
-    if abs(r) >= 1:
-        return 0.0
-    return float(2 * stats.norm.sf(abs(math.atanh(r)) * math.sqrt(n - 3)))
-
-
-def fisher_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
-    """Smallest |r| a Fisher z test over n points detects with 80% power at `alpha` (two-sided)."""
-    if n < 4:
-        return None
-    z = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(POWER)) / math.sqrt(n - 3)
-    return float(math.tanh(z))

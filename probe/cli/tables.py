@@ -20,7 +20,8 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     ).df()
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% score interval over name pairs]")
+    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
+                  "row's method in the report]")
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.metric_registry import COMPARED_METRICS
-from probe.analysis.statistics import SCORE_METHOD
+from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import (
@@ -257,7 +257,7 @@ def compare_summary(
         },
         "reference": reference,
         "leaderboard": leaderboard_rows(runs, overall, preferred, lead),
-        "leaderboard_method": SCORE_METHOD,  # the analyzers' overall intervals, each run on its own instances
+        "leaderboard_method": OVERALL_METHOD,  # the analyzers' overall intervals, each run on its own instances
         "overall": overall,
         "paired_differences": paired_differences,
         "ranks": ranks,

@@ -217,9 +217,9 @@ def order_index(sequence: Sequence[str], value: str) -> int:
 
 
 METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
-                  "min_p_value", "mde")  # fmt: skip
+                  "min_p_value", "mde", "method")  # fmt: skip
 PREFERENCE_COLUMNS = ("condition", "occupation", "n", "pairs", "pairs_female", "pairs_male", "share_female",
-                      "lean_female", "ci_low", "ci_high", "p_value", "q_value", "preferred")  # fmt: skip
+                      "lean_female", "ci_low", "ci_high", "ci_level", "p_value", "q_value", "preferred")  # fmt: skip
 STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
 
 
@@ -259,6 +259,7 @@ def overall_entries(metrics: pd.DataFrame) -> dict[str, dict[str, dict[str, Any]
             "p_value": clean(row.p_value),
             "min_p_value": clean(row.min_p_value),
             "mde": clean(row.mde),
+            "method": clean(row.method),
         }
     return {c: result[c] for c in sorted(result, key=lambda c: order_index((*CONDITIONS, STAGE1_CONDITION), c))}
 

@@ -17,14 +17,13 @@ from typing import Any
 import pandas as pd
 
 from probe.analysis.metric_registry import METRICS
+from probe.analysis.resampling import CORRELATION_METHOD, correlation_mde
 from probe.analysis.statistics import (
-    FISHER_METHOD,
+    METHODS,
     OCCUPATION_TEST,
-    SCORE_METHOD,
     SIGNIFICANCE,
     binomial_mde,
     binomial_min_p,
-    fisher_mde,
 )
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import CONDITIONS, clean, order_index
@@ -32,7 +31,9 @@ from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 
 NO_INTERVAL = "no interval can be estimated (fewer than 2 name pairs with valid instances)"
 NOT_TESTABLE = "not testable at this size"
-SCORE_TEST = "score test over name pairs (the interval's own test)"
+# The test each interval inverts, as a finding's sentence names it.
+TESTS = {"score": "score test over name pairs", "no_events": "no-event test over name pairs",
+         "betting": "betting test over name pairs", "paired_t": "paired t test over name pairs"}  # fmt: skip
 
 
 def lead_condition(overall: Mapping[str, Any]) -> str | None:
@@ -52,11 +53,12 @@ def _points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def _score_test(entry: Mapping[str, Any], null: float) -> dict[str, Any]:
-    """The finding's test: the score test whose non-rejected values form its interval (stored by analyze)."""
+def _own_test(entry: Mapping[str, Any], null: float) -> dict[str, Any]:
+    """The finding's test: the one whose non-rejected values form its interval (stored by analyze)."""
     min_p = entry.get("min_p_value")
+    name = TESTS.get(entry.get("method") or "", TESTS["score"])
     return {
-        "test": f"{SCORE_TEST} against {fmt_num(null, 1)}",
+        "test": f"{name} (the interval's own test) against {fmt_num(null, 1)}",
         "null": null,
         "p_value": entry.get("p_value"),
         "units": entry.get("pairs") or 0,
@@ -119,11 +121,11 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
         "estimate": entry["value"],
         "ci_low": entry.get("ci_low"),
         "ci_high": entry.get("ci_high"),
-        "method": SCORE_METHOD if entry.get("ci_low") is not None else None,
+        "method": METHODS[entry["method"]] if entry.get("ci_low") is not None and entry.get("method") else None,
         "n": {"pairs": entry.get("pairs"), "instances": entry.get("n")},
     }
     if metric.null is not None:
-        test = _score_test(entry, metric.null)
+        test = _own_test(entry, metric.null)
         effect, above, below = _DIRECTIONS[name]
         finding["finding"] += _test_text(test, effect, above if entry["value"] > metric.null else below)
         finding["test"] = test
@@ -157,7 +159,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         f"(95% CI over the conditions tested {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), "
         f"Bonferroni-adjusted p = {fmt_p(adjusted)} (unadjusted {fmt_p(row['p_value'])}; the paper's "
         "consistency-bias relation).",
-        "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": FISHER_METHOD,
+        "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": CORRELATION_METHOD,
     }  # fmt: skip
 
 
@@ -238,10 +240,10 @@ def testability(
                       "min_p_value": occ["min_p_value"], "mde": lone, "testable": occ["testable"] > 0,
                       "sentence": sentence})  # fmt: skip
     pairs = settings.get("pairs") or 0
-    mde_r = fisher_mde(pairs)
+    mde_r = correlation_mde(pairs)
     tests.append(
         {
-            "test": "consistency-bias correlation across name pairs (Fisher z)",
+            "test": "consistency-bias correlation across name pairs (permutation test)",
             "units": pairs,
             "min_p_value": 0.0 if pairs >= 4 else 1.0,
             "mde": mde_r,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from probe.analysis.statistics import SIGNIFICANCE
 from probe.report.data import clean
 
 MISSING = "\u2013"  # an en dash where a value is missing
@@ -23,9 +25,15 @@ def fmt_num(value: Any, digits: int = 3) -> str:
 
 
 def fmt_p(value: Any) -> str:
+    """A p-value in 3 decimals that never reads across the 5% line: 0.04996 prints 0.049 (rounded down where
+    rounding would print 0.050 beside a significant result); one at or above 0.05 never rounds below 0.050."""
     if clean(value) is None:
         return MISSING
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
+    if value < 0.001:
+        return "<0.001"
+    if value < SIGNIFICANCE <= round(value, 3):
+        return f"{math.floor(value * 1000) / 1000:.3f}"
+    return f"{value:.3f}"
 
 
 def fmt_ci(entry: Mapping[str, Any] | None) -> str:

@@ -3,9 +3,9 @@ differences to a reference run, and each run's rank with its uncertainty.
 
 The name pair is the unit of every interval. Leaderboard values and intervals are each run's own
 (metrics table: all of its instances, the analyzers' interval). Differences and ranks use only the
-instances every run shares, and one set of name-pair resamples for all runs at once (`resampled_values`,
-the one statistical step here, built on probe.analysis.statistics): a difference's interval is the spread of
-run - reference under the same resamples, a rank's interval the spread of the run's rank among all runs.
+instances every run shares: a difference is the paired cluster t over the pairs both runs have
+(`difference_estimate`, the one procedure for every difference of rates, its p-value from the same test); a
+rank's interval is the spread of the run's rank under one set of name-pair resamples shared by all runs.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
-from probe.analysis.statistics import PERCENTILE_METHOD, bootstrap_interval, bootstrap_weights, expanded_tail
+from probe.analysis.resampling import PERCENTILE_METHOD, bootstrap_weights, expanded_tail
+from probe.analysis.statistics import METHODS, difference_estimate
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 
 STAGE1_LEADERBOARD_METRICS = ("attr_yes_diff",)  # the stage-1 headline: grant rate of women minus men
-NO_INTERVAL = "no interval: fewer than 2 name pairs, or the difference is the same in every pair"
+NO_INTERVAL = "no interval: fewer than 6 name pairs with instances in both runs"
 TIE_TOLERANCE = 1e-9
 RANK_ORDER = "1 = the highest value among the runs (ties share the better rank)"
 RANK_METHOD = f"each run's rank under one {PERCENTILE_METHOD} shared by all runs"
@@ -47,8 +48,11 @@ def leaderboard_rows(
     return rows
 
 
-def ratio_terms(counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Numerator and denominator (pairs x metrics) whose column sums give each overall value.
+def ratio_terms(
+    counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numerator, denominator and valid instances (pairs x metrics); the column sums of the first two give each
+    overall value.
 
     The same aggregation as the analyzers' overall rows: pooled metrics sum hits over instances, the
     others average the pair values over pairs with a valid instance.
@@ -59,15 +63,15 @@ def ratio_terms(counts: pd.DataFrame, pairs: Sequence[str], metrics: Sequence[st
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
     with np.errstate(invalid="ignore", divide="ignore"):
         pair_values = np.where(n > 0, hits / n, 0.0)
-    return np.where(pooled, hits, pair_values), np.where(pooled, n, (n > 0).astype(float))
+    return np.where(pooled, hits, pair_values), np.where(pooled, n, (n > 0).astype(float)), n
 
 
-def resampled_values(terms: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def resampled_values(terms: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Each run's value (runs x metrics) and its values under one shared set of name-pair resamples
     (resamples x runs x metrics), from each run's ratio terms over the same pairs."""
     weights = bootstrap_weights(terms[0][0].shape[0]).astype(float)
-    numerators = np.stack([numerator for numerator, _ in terms], axis=1)  # pairs x runs x metrics
-    denominators = np.stack([denominator for _, denominator in terms], axis=1)
+    numerators = np.stack([term[0] for term in terms], axis=1)  # pairs x runs x metrics
+    denominators = np.stack([term[1] for term in terms], axis=1)
     shape = numerators.shape
     with np.errstate(invalid="ignore", divide="ignore"):
         values = numerators.sum(axis=0) / denominators.sum(axis=0)
@@ -101,26 +105,32 @@ def paired_analysis(
         pairs = sorted(set().union(*(set(part["key"].tolist()) for part in parts.values())), key=int)
         terms = [ratio_terms(parts[run_id], pairs, metrics) for run_id in run_ids]
         values, replicates = resampled_values(terms)
-        instances = np.stack([part.pivot(index="key", columns="metric", values="n").reindex(columns=metrics)
-                              .fillna(0).to_numpy(float).sum(axis=0) for part in parts.values()])  # fmt: skip
         common = dict(condition=condition, n_pairs=len(pairs))
         ref = run_ids.index(reference)
         for index, run_id in enumerate(run_ids):
-            if index == ref:
-                continue
-            lows, highs = bootstrap_interval(replicates[:, index] - replicates[:, ref], len(pairs))
-            for column, metric in enumerate(metrics):
-                low = clean(lows[column])
-                differences.append(
-                    {**common, "metric": metric, "run_a": reference, "run_b": run_id,
-                     "value_a": clean(values[ref, column]), "value_b": clean(values[index, column]),
-                     "difference": clean(values[index, column] - values[ref, column]),
-                     "ci_low": low, "ci_high": clean(highs[column]),
-                     "n_instances": int(min(instances[ref, column], instances[index, column])),
-                     "method": f"paired {PERCENTILE_METHOD}", "note": None if low is not None else NO_INTERVAL}
-                )  # fmt: skip
+            if index != ref:
+                differences += [
+                    {**common, "run_a": reference, "run_b": run_id, **paired_difference(terms[index], terms[ref],
+                                                                                       column, metric)}
+                    for column, metric in enumerate(metrics)
+                ]  # fmt: skip
         rank_rows += _rank_rows(run_ids, metrics, values, replicates, common)
     return differences, rank_rows
+
+
+def paired_difference(
+    run: tuple[np.ndarray, ...], reference: tuple[np.ndarray, ...], column: int, metric: str
+) -> dict[str, Any]:
+    """run - reference on one metric over the shared pairs: the paired cluster t's estimate, interval and p."""
+    estimate = difference_estimate(*([term[:, column] for term in side] for side in (run, reference)))
+    interval = estimate.interval()
+    value_b, value_a = (side.value for side in estimate.sides)
+    return {"metric": metric, "value_a": clean(value_a), "value_b": clean(value_b),
+            "difference": clean(estimate.value), "ci_low": clean(interval[0]) if interval else None,
+            "ci_high": clean(interval[1]) if interval else None, "p_value": clean(estimate.p_value(0.0)),
+            "n_instances": int(min(side.instances for side in estimate.sides)),
+            "method": METHODS["paired_t"] if interval else None,
+            "note": None if interval else NO_INTERVAL}  # fmt: skip
 
 
 def _rank_rows(

@@ -19,13 +19,9 @@ from probe.analysis.metric_registry import (
     METRICS,
     TABLE_METRICS,
 )
-from probe.analysis.statistics import (
-    CLUSTERED_METHOD,
-    OCCUPATION_TEST,
-    PERCENTILE_METHOD,
-    SCORE_METHOD,
-    WITHIN_PAIR_METHOD,
-)
+from probe.analysis.regression import CLUSTERED_METHOD
+from probe.analysis.statistics import METHODS as INTERVAL_METHODS
+from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.escape import markdown_text, write_atomic
 from probe.common.vocabulary import COMPLETE, CONDITIONS
@@ -70,11 +66,11 @@ _TEMPLATES = jinja2.Environment(
 
 # Every interval in the pages names its method (DESIGN.md section 10).
 METHODS = {
-    "overall": SCORE_METHOD,
-    "scoped": f"occupation and category rows: {SCORE_METHOD}; pair rows: {WITHIN_PAIR_METHOD}",
+    "overall": OVERALL_METHOD,
+    "scoped": f"occupation and category rows: as overall rows; pair rows: {INTERVAL_METHODS['wilson']}",
     "occupations": OCCUPATION_TEST,
     "regression": CLUSTERED_METHOD,
-    "paired": f"paired {PERCENTILE_METHOD}",
+    "paired": INTERVAL_METHODS["paired_t"],
 }
 GLOSSARY = (*TABLE_METRICS[:2], "attr_yes_f", "attr_yes_m", "attr_yes_diff", *TABLE_METRICS[2:])
 

@@ -112,6 +112,10 @@ ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS lean_female DOUBLE;
 ALTER TABLE correlations ADD COLUMN IF NOT EXISTS ci_low DOUBLE;
 ALTER TABLE correlations ADD COLUMN IF NOT EXISTS ci_high DOUBLE;
 ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
+-- Databases analysed before each interval named its method (probe/analysis/statistics.py METHODS) and the
+-- occupation intervals took the level of the decision beside them.
+ALTER TABLE metrics ADD COLUMN IF NOT EXISTS method VARCHAR;
+ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS ci_level DOUBLE;
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,

@@ -1,0 +1,102 @@
+"""Differences of two rates over the same name pairs (statistics.difference_estimate) and the resampling tests
+(probe/analysis/resampling.py), against scipy's paired t test and exact enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from probe.analysis import resampling
+from probe.analysis.statistics import difference_estimate, share_estimate
+
+
+def _side(values: np.ndarray, size: int = 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A mean-of-pairs side: (value, 1, size) per pair."""
+    return values, np.ones(len(values)), np.full(len(values), float(size))
+
+
+def test_a_difference_of_means_of_pairs_is_scipys_paired_t_test() -> None:
+    women = np.array([0.05, 0.0, 0.1, 0.05, 0.0, 0.08, 0.02, 0.06, 0.0, 0.04, 0.1, 0.03])
+    men = np.array([0.0, 0.02, 0.04, 0.0, 0.0, 0.02, 0.0, 0.05, 0.01, 0.0, 0.03, 0.02])
+    estimate = difference_estimate(_side(women), _side(men))
+    reference = stats.ttest_rel(women, men)
+    assert estimate.method == "paired_t" and estimate.value == pytest.approx(np.mean(women - men))
+    assert estimate.p_value(0.0) == pytest.approx(reference.pvalue)
+    interval = reference.confidence_interval(0.95)
+    assert estimate.interval() == pytest.approx((interval.low, interval.high))
+    # the interval is the set of differences its test does not reject: p = 0.05 at each bound
+    assert estimate.p_value(interval.low) == pytest.approx(0.05) == estimate.p_value(interval.high)
+
+
+def test_pooled_grant_rates_of_unequal_pairs_are_paired_through_their_influence() -> None:
+    # Pooled rates: each pair's influence on a rate is (hits - rate n) / mean(n); the difference's CR1 variance
+    # is the spread of the influence differences over pairs.
+    hits_f, n_f = np.array([2.0, 0.0, 1.0, 3.0, 0.0, 1.0]), np.array([40.0, 2.0, 20.0, 40.0, 8.0, 30.0])
+    hits_m, n_m = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]), np.array([40.0, 4.0, 20.0, 36.0, 8.0, 30.0])
+    estimate = difference_estimate((hits_f, n_f, n_f), (hits_m, n_m, n_m))
+    rate_f, rate_m = hits_f.sum() / n_f.sum(), hits_m.sum() / n_m.sum()
+    influence = (hits_f - rate_f * n_f) / n_f.mean() - (hits_m - rate_m * n_m) / n_m.mean()
+    assert estimate.value == pytest.approx(rate_f - rate_m)
+    assert estimate.variance == pytest.approx(np.sum(influence**2) / (6 * 5))
+    assert estimate.instances == int(n_f.sum() + n_m.sum()) and estimate.pairs == 6
+
+
+def test_a_difference_the_same_in_every_pair_combines_the_two_rates_own_intervals() -> None:
+    # Women always granted, men never, 8 pairs: no spread; the rates' no-event bounds [0.025^(1/8), 1] and
+    # [0, 1 - 0.025^(1/8)] combine (MOVER) and the p-value is the 8 pairs' sign-flip bound.
+    bound = 1 - 0.025 ** (1 / 8)
+    estimate = difference_estimate(_side(np.ones(8)), _side(np.zeros(8)))
+    assert estimate.interval() == pytest.approx((1 - math.hypot(bound, bound), 1.0))
+    assert estimate.p_value(0.0) == 2 * 0.5**8
+    # Nobody ever granted: the difference 0 with [-bound, bound], p = 1
+    none = difference_estimate(_side(np.zeros(8)), _side(np.zeros(8)))
+    assert none.interval() == pytest.approx((-bound, bound)) and none.p_value(0.0) == 1.0
+
+
+def test_a_difference_needs_six_pairs_for_an_interval() -> None:
+    estimate = difference_estimate(_side(np.array([0.1, 0.2, 0.3, 0.2, 0.1])), _side(np.zeros(5)))
+    assert estimate.interval() is None and estimate.p_value(0.0) == 0.0625  # never below 2 * 0.5**5
+
+
+def test_the_difference_sides_are_the_rates_own_estimates() -> None:
+    women, men = np.array([0.2, 0.4, 0.3, 0.5, 0.1, 0.6]), np.array([0.1, 0.3, 0.2, 0.2, 0.2, 0.3])
+    estimate = difference_estimate(_side(women), _side(men))
+    assert [side.value for side in estimate.sides] == pytest.approx([women.mean(), men.mean()])
+    assert estimate.sides[0].interval() == share_estimate(*_side(women)).interval()
+
+
+def test_permutation_correlation_test_is_exact_for_few_pairs() -> None:
+    x, y = np.array([0.9, 0.5, 0.4, 0.8, 0.1, 0.3]), np.array([0.7, 0.6, 0.1, 0.9, 0.2, 0.2])
+    r = stats.pearsonr(x, y).statistic
+    exact = np.mean([abs(stats.pearsonr(x, order).statistic) >= abs(r) - 1e-12
+                     for order in itertools.permutations(y)])  # fmt: skip
+    result = resampling.correlation_test(x, y)
+    assert (result["r"], result["p_value"], result["p_adjusted"]) == pytest.approx((r, exact, exact))
+    assert resampling.correlation_test(x, y, tests=3)["p_adjusted"] == pytest.approx(min(1.0, 3 * exact))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_correlation_interval_excludes_0_exactly_when_the_permutation_test_rejects(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.beta(0.3, 2.0, 20)  # skewed pair values, as rare biases are
+    y = 0.4 * (seed % 3) * x + rng.beta(0.3, 2.0, 20)  # independent of x, then more and more related
+    result = resampling.correlation_test(x, y, tests=1 + seed % 2)
+    if abs(result["p_adjusted"] - 0.05) > 1e-9:
+        assert (result["p_adjusted"] < 0.05) == (result["ci_low"] > 0 or result["ci_high"] < 0)
+    assert result["ci_low"] < result["r"] < result["ci_high"]
+
+
+def test_correlation_needs_four_pairs_and_variation() -> None:
+    assert resampling.correlation_test(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]))["p_value"] is None
+    assert resampling.correlation_test(np.ones(6), np.arange(6.0))["r"] is None
+    assert resampling.correlation_mde(28) == pytest.approx(math.tanh((1.959963984540054 + 0.8416212335729143) / 5))
+
+
+def test_expanded_percentile_tail_widens_for_few_pairs() -> None:
+    # z' = sqrt(6/5) * t(0.975, 5) = 1.09545 * 2.57058 = 2.81593 -> lower tail 0.24318%
+    assert resampling.expanded_tail(6) == pytest.approx(0.24318, abs=1e-5)
+    assert resampling.expanded_tail(10_000) == pytest.approx(2.5, abs=0.01)  # the plain percentile
