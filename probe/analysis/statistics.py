@@ -188,26 +188,28 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = float(np.sum(residual**2 / (1 - leverage)) / total**2) if pairs >= 2 else math.nan
         floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
-    method = _share_method(value, residual, denominator)
+    df = bell_mccaffrey_df(denominator)
+    method = _share_method(value, residual, denominator, df)
     weights = denominator / denominator.max()
-    return ShareEstimate(value, variance, pairs, instances, floor_scale, bell_mccaffrey_df(denominator), method,
-                         tuple(numerator / denominator), tuple(weights))  # fmt: skip
+    return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator),
+                         tuple(weights))  # fmt: skip
 
 
-def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray) -> str:
-    """no_events at 0 or 1; betting where the events are carried by fewer than MIN_PAIRS pairs' worth and by a
-    minority of the pairs (a rate of 0.5 from 3 pairs at 1 and 3 at 0 is not rare); else score.
+def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, df: float) -> str:
+    """no_events at 0 or 1; betting where the events are carried by fewer than MIN_PAIRS pairs' worth and by at
+    most half the pairs the estimate effectively rests on (df + 1: a rate of 0.5 from 3 pairs at 1 and 3 at 0 is
+    not rare, nor are 6 large pairs beside 6 small ones); else score.
 
     Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
-    range (numerator - near end x denominator): k pairs carrying the events alike count k, one pair carrying most
-    of them about 1.
+    range, in the estimate's own weighting (numerator - near end x denominator): k pairs carrying the events alike
+    count k, one pair carrying most of them about 1.
     """
     if value in (0.0, 1.0):
         return "no_events"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
     carriers = distance.sum() ** 2 / np.sum(distance**2)
-    return "betting" if carriers < min(MIN_PAIRS, len(distance) / 2) else "score"
+    return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
 
 
 def bell_mccaffrey_df(sizes: np.ndarray) -> float:
