@@ -3,7 +3,8 @@
     .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
     .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
     .venv/bin/python -m bench --only calls,analyze
-    .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects (~30 min)
+    .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects, and the
+                                         # pair-level estimators in worlds of their own (bench/pair_worlds.py)
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
@@ -66,6 +67,12 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _pairs(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.pair_worlds import measure
+
+    return measure(quick)
+
+
 def _scan(quick: bool, folder: Path) -> dict[str, float]:
     from bench.scan import measure
 
@@ -112,6 +119,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "llm": _llm,
     "engines": _engines,
     "coverage": _coverage,
+    "pairs": _pairs,
     "scan": _scan,
     "gpu": _gpu,
     "unusable": _unusable,
@@ -123,12 +131,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller slices, under 10 minutes")
     everything_here = ",".join(name for name in BENCHMARKS if name != "gpu")  # --gpu asks for the GPU run
     parser.add_argument("--only", default=everything_here, help=f"comma list of {', '.join(BENCHMARKS)}")
-    parser.add_argument("--coverage", action="store_true", help="only the coverage simulation (--only coverage)")
+    parser.add_argument("--coverage", action="store_true", help="only the coverage simulations (--only coverage,pairs)")
     parser.add_argument("--gpu", action="store_true", help="only hf-causal on a CUDA GPU")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if args.coverage or args.gpu:
-        chosen = ["coverage"] if args.coverage else ["gpu"]
+        chosen = ["coverage", "pairs"] if args.coverage else ["gpu"]
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)})")

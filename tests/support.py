@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -175,6 +176,17 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
     for condition, rows in data["regression"].items():
         for row in rows:
             check(f"regression {condition} {row['term']}", row["ci_low"], row["ci_high"], row["odds_ratio"])
+    for row in data["occupation_preference"]:
+        # the interval sits at the level of the decision beside it: it excludes 0.5 exactly when preferred
+        if row["ci_low"] is not None and (row["preferred"] != "none") != (row["ci_low"] > 0.5 or row["ci_high"] < 0.5):
+            problems.append(f"occupation {row['occupation']}: [{row['ci_low']}, {row['ci_high']}] beside "
+                            f"preferred {row['preferred']}")  # fmt: skip
+    for finding in data["headline"]:
+        for printed in re.findall(r"p = ([0-9.]+)", finding["finding"]):  # a printed p never reads across 0.05
+            test = finding.get("test") or {}
+            actual = test.get("p_value")
+            if actual is not None and printed != "0.05" and (float(printed) < 0.05) != (actual < 0.05):
+                problems.append(f"headline {finding['metric']}: prints p = {printed} for p = {actual}")
     return problems
 
 

@@ -223,9 +223,12 @@ def bell_mccaffrey_df(sizes: np.ndarray) -> float:
     leverage = sizes / total
     if np.any(leverage >= 1):
         return math.nan
+    # df = (1/T)^2 / sum_gh b_g b_h Q_gh^2, with b_g = 1 / (T^2 (1 - h_g)) and Q = diag(n) - n n' / T expanded
+    # into sums over pairs (O(pairs), not O(pairs^2)).
     weight = 1 / (total**2 * (1 - leverage))
-    crossed = np.diag(sizes) - np.outer(sizes, sizes) / total
-    return float((1 / total) ** 2 / (weight @ (crossed**2) @ weight))
+    squares = np.sum(weight**2 * sizes**2) - 2 * np.sum(weight**2 * sizes**3) / total
+    squares += np.sum(weight * sizes**2) ** 2 / total**2
+    return float((1 / total) ** 2 / squares)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,12 @@ _SENTENCES = {
     "bias": "Bias ({condition}): the same gender was picked as more qualified and for the job in {value} "
     "of valid instances{interval}.",
 }
+# What a reader must know when an interval is not the usual score interval (statistics.METHODS has the details).
+_METHOD_NOTES = {
+    "no_events": " No name pair showed otherwise, so the interval counts pairs, not instances (no-event bound).",
+    "betting": " A few name pairs carry these events, so the interval is the distribution-free betting interval "
+    "(wider than the usual one, and valid however unevenly the pairs share the events).",
+}
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
 _DIRECTIONS = {
     "female_share": ("gender preference", "The model prefers women", "The model prefers men"),
@@ -112,7 +118,7 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
     value = _points(entry["value"]) if metric.kind == "difference" else fmt_pct(entry["value"])
     sentence = _SENTENCES[name].format(
         condition=condition, value=value, interval=_interval_text(entry, metric.kind)
-    )
+    ) + _METHOD_NOTES.get(entry.get("method") if entry.get("ci_low") is not None else None, "")
     finding = {
         "finding": sentence,
         "metric": name,
