@@ -10,9 +10,9 @@ method for a share or rate from what the pairs show:
 - `no_events`: the estimate is exactly 0 (or 1). Every pair showed no event, so the spread is no guide; the bound
   counts pairs, not instances: whatever the correlation within a pair, P(a pair shows no event) <= 1 - p, so
   P(no pair does) <= (1 - p)^pairs, giving [0, 1 - (alpha/2)^(1/pairs)] and p = 2 (1 - p0)^pairs.
-- `betting`: the events are carried by fewer than MIN_PAIRS pairs' worth (participation ratio of the pairs'
-  distances from the near end). No variance estimate from so few carriers is reliable; the distribution-free
-  betting interval (probe/analysis/sequential.py) is, at about 1.5x the width.
+- `betting`: a rare event (rate below 20% or above 80%) carried by fewer than MIN_PAIRS pairs' worth
+  (participation ratio of the pairs' distances from the near end). No variance estimate from so few carriers is
+  reliable; the distribution-free betting interval (probe/analysis/sequential.py) is, at about 1.5x the width.
 - `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
   pairs (CR2), floored at the estimator's own binomial variance, with Bell-McCaffrey degrees of freedom (pairs - 1
   when pairs are equal in size, fewer when a few large pairs dominate).
@@ -44,6 +44,9 @@ VARIANCE_POWER = 1.5
 # all agree cannot go below 2 * 0.5**G (0.0625 at 5, 0.031 at 6). Below it no interval is given, and a p-value is
 # never below that bound. The same count of pairs' worth must carry a rare event for the score interval.
 MIN_PAIRS = 6
+# A rate below RARE (or above 1 - RARE) is a rare event (or a rare absence): where few pairs carry it, no
+# variance estimate over pairs is reliable and the betting interval takes over.
+RARE = 0.2
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
 
@@ -196,9 +199,10 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
 
 
 def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, df: float) -> str:
-    """no_events at 0 or 1; betting where the events are carried by fewer than MIN_PAIRS pairs' worth and by at
-    most half the pairs the estimate effectively rests on (df + 1: a rate of 0.5 from 3 pairs at 1 and 3 at 0 is
-    not rare, nor are 6 large pairs beside 6 small ones); else score.
+    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range, carried by
+    fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate effectively rests on (df + 1: 6
+    large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from pairs at 1 and a few below is
+    no rare event: the score interval's variance function holds it (BENCHMARKS.md "Statistics").
 
     Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
     range, in the estimate's own weighting (numerator - near end x denominator): k pairs carrying the events alike
@@ -206,6 +210,8 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, d
     """
     if value in (0.0, 1.0):
         return "no_events"
+    if RARE <= value <= 1 - RARE:
+        return "score"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
     carriers = distance.sum() ** 2 / np.sum(distance**2)
