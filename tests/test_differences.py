@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from probe.analysis import resampling
+from probe.analysis import resampling, statistics
 from probe.analysis.statistics import difference_estimate, share_estimate
 
 
@@ -33,15 +33,19 @@ def test_a_difference_of_means_of_pairs_is_scipys_paired_t_test() -> None:
 
 
 def test_pooled_grant_rates_of_unequal_pairs_are_paired_through_their_influence() -> None:
-    # Pooled rates: each pair's influence on a rate is (hits - rate n) / mean(n); the difference's CR1 variance
-    # is the spread of the influence differences over pairs.
+    # Pooled rates: each pair's influence on a rate is (hits - rate n) / mean(n); the difference's CR2 variance
+    # is the spread of the influence differences over pairs, each scaled by 1 / (1 - its leverage), the pair's
+    # share of the two sides' instances (each side's share averaged).
     hits_f, n_f = np.array([2.0, 0.0, 1.0, 3.0, 0.0, 1.0]), np.array([40.0, 2.0, 20.0, 40.0, 8.0, 30.0])
     hits_m, n_m = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]), np.array([40.0, 4.0, 20.0, 36.0, 8.0, 30.0])
     estimate = difference_estimate((hits_f, n_f, n_f), (hits_m, n_m, n_m))
     rate_f, rate_m = hits_f.sum() / n_f.sum(), hits_m.sum() / n_m.sum()
     influence = (hits_f - rate_f * n_f) / n_f.mean() - (hits_m - rate_m * n_m) / n_m.mean()
     assert estimate.value == pytest.approx(rate_f - rate_m)
-    assert estimate.variance == pytest.approx(np.sum(influence**2) / (6 * 5))
+    leverage = (n_f / n_f.sum() + n_m / n_m.sum()) / 2
+    assert estimate.variance == pytest.approx(np.sum(influence**2 / (1 - leverage)) / 36)
+    assert estimate.df == pytest.approx(statistics.bell_mccaffrey_df(n_f / n_f.sum() + n_m / n_m.sum()))
+    assert estimate.df < 5  # unequal pairs: fewer than pairs - 1
     assert estimate.instances == int(n_f.sum() + n_m.sum()) and estimate.pairs == 6
 
 

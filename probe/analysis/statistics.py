@@ -57,8 +57,9 @@ METHODS = {
     "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
     "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): the events are "
     "carried by fewer than 6 pairs' worth, too few for a variance estimate; the p-value is 1 / the betting capital",
-    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR1), t with pairs - 1 "
-    "df; the p-value is the same test (where every pair differs alike, the two rates' own intervals combined)",
+    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2), t with "
+    "Bell-McCaffrey degrees of freedom; the p-value is the same test (where every pair differs alike, the two rates' "
+    "own intervals combined)",
     "wilson": "Wilson score interval over the pair's own instances",
 }
 
@@ -241,8 +242,9 @@ def bell_mccaffrey_df(sizes: np.ndarray) -> float:
 class DifferenceEstimate:
     """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t.
 
-    `variance` is the CR1 variance over pairs of each pair's influence on the first rate minus its influence on
-    the second; `sides` are the two rates' own estimates (their intervals combine where every pair differs alike).
+    `variance` is the CR2 variance over pairs of each pair's influence on the first rate minus its influence on
+    the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size); `sides` are the two
+    rates' own estimates (their intervals combine where every pair differs alike).
     """
 
     value: float
@@ -250,6 +252,7 @@ class DifferenceEstimate:
     pairs: int
     instances: int
     sides: tuple[ShareEstimate, ShareEstimate] = field(repr=False)
+    df: float = math.nan
     method: str = "paired_t"
 
     @property
@@ -257,7 +260,7 @@ class DifferenceEstimate:
         return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
 
     def _critical(self, confidence: float) -> float:
-        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.pairs - 1))
+        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.df))
 
     def _degenerate(self) -> bool:
         return not self.variance > 0
@@ -288,7 +291,7 @@ class DifferenceEstimate:
             interval = self.interval()
             return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
         statistic = abs(self.value - null) / math.sqrt(self.variance)
-        return max(float(2 * stats.t.sf(statistic, self.pairs - 1)), floor)
+        return max(float(2 * stats.t.sf(statistic, self.df)), floor)
 
     def min_p_value(self, null: float) -> float | None:
         """Every pair differing alike, away from `null`: the sign-flip bound 2 * 0.5**pairs."""
@@ -300,7 +303,7 @@ class DifferenceEstimate:
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
-        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.pairs - 1))
+        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.df))
         return critical * math.sqrt(max(self.variance, binomial))
 
 
@@ -310,7 +313,9 @@ def difference_estimate(
     """Rate of `first` minus rate of `second`, paired by name pair (rows aligned).
 
     Each side is (numerator, denominator, sizes) per pair as for `share_estimate`. A pair counts where either side
-    has data; its influence on a side without data is 0. Instances: both sides' together.
+    has data; its influence on a side without data is 0. Instances: both sides' together. The variance is CR2 and
+    the degrees of freedom Bell-McCaffrey's over the pairs' combined sizes, as for a share: with refusals leaving a
+    few large pairs, the paired test would otherwise reject too often.
     """
     sides = [tuple(np.asarray(a, dtype=float).ravel() for a in side) for side in (first, second)]
     used = (sides[0][1] > 0) | (sides[1][1] > 0)
@@ -324,8 +329,12 @@ def difference_estimate(
         numerator, denominator = numerator[used], denominator[used]
         residual = np.where(denominator > 0, numerator - estimate.value * denominator, 0.0)
         influence += sign * residual / denominator.mean()
-    variance = float(np.sum(influence**2) / (pairs * (pairs - 1))) if pairs >= 2 else math.nan
-    return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates)
+    combined = sides[0][1][used] / sides[0][1].sum() + sides[1][1][used] / sides[1][1].sum()
+    leverage = combined / combined.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = float(np.sum(influence**2 / (1 - leverage)) / pairs**2) if pairs >= 2 else math.nan
+    return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates,
+                              bell_mccaffrey_df(combined))  # fmt: skip
 
 
 def wilson_interval(hits: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
