@@ -1,5 +1,5 @@
 """The Python API (DESIGN.md section 9): `probe.run(...)` and `probe.open_run(...)` return a `Run`;
-`probe.scan(...)` and `probe.open_scan(...)` a `Scan`.
+`probe.scan(...)` and `probe.open_scan(...)` a `Scan`; `probe.gate(...)` a `GateResult`.
 
 Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
 pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things. A scan
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -19,6 +20,9 @@ from probe.common.errors import UserError
 from probe.scan_record import check_scan_id, with_stored
 from probe.scan_setup import BACKEND_FIELDS, ScanSettings, soc_prefixes
 from probe.store.db import DEFAULT_DB, connect
+
+if TYPE_CHECKING:
+    from probe.gates import GateResult
 
 # answers(): the item (what was asked, prompt included) and the stored answer, one row per item.
 _ANSWERS_SQL = """
@@ -162,6 +166,22 @@ def open_scan(scan_id: str, db: str | Path = DEFAULT_DB) -> Scan:
     """The stored scan `scan_id` of database `db`."""
     _check_exists("scan", scan_id, db)
     return Scan(scan_id, str(db))
+
+
+def gate(
+    run_id: str,
+    policy: str | Path,
+    baseline: str | None = None,
+    db: str | Path = DEFAULT_DB,
+    output: str | Path | None = None,
+    junit: str | Path | None = None,
+) -> GateResult:
+    """`probe gate`: the policy's verdicts for a stored run (`result.outcome`, `result.verdicts`,
+    `result.exit_code()`), with gate.json and gate.md written to `output` (default beside the run)."""
+    _check_exists("run", run_id, db)
+    if baseline is not None:
+        _check_exists("run", baseline, db)
+    return pipeline.gate(db, run_id, policy, baseline, output, junit)
 
 
 def _read(db: str, sql: str, key: str) -> pd.DataFrame:

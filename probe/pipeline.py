@@ -9,7 +9,8 @@ attributes), backends/ (the model, from its own settings object), runs.py (the r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
     from probe.backends.base import Backend, Reply
     from probe.dataset.dataset import Item
+    from probe.gates import GateResult
     from probe.report import ReportFiles
     from probe.scan_setup import ScanSettings
 
@@ -219,6 +221,52 @@ def compare(
         return write_comparison(con, run_ids, Path(output) if output else default, reference), analysed_now
     finally:
         con.close()
+
+
+@contextmanager
+def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to `db` whose runs `run_ids` (None skipped) are analysed; a snapshot while a run writes."""
+    from probe.report import ensure_analysed  # statistics stack: load on use
+
+    db = Path(db)
+    if not db.exists():
+        raise UserError(f"{db}: no such database")
+    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: read as of now, from a copy
+    try:
+        for run_id in run_ids:
+            if run_id is not None:
+                ensure_analysed(con, run_id)
+        yield con
+    finally:
+        con.close()
+
+
+def gate(
+    db: Path | str,
+    run_id: str,
+    policy: Path | str,
+    baseline: str | None = None,
+    output: Path | str | None = None,
+    junit: Path | str | None = None,
+) -> GateResult:
+    """`probe gate`: the policy's verdicts for a run (probe/gates/), written as gate.json and gate.md in `output`
+    (default <db folder>/<run id>/) and as JUnit XML where asked. Analyses the runs first if they have no metrics.
+    """
+    from probe.gates import check_gates, load_policy  # statistics stack: load on use
+
+    gates = load_policy(policy)  # a policy mistake is reported before the database is opened
+    with _analysed(db, [run_id, baseline]) as con:
+        folder = Path(output) if output else Path(db).parent / run_id
+        return check_gates(con, run_id, gates, baseline, folder, Path(junit) if junit else None)
+
+
+def gate_plan(db: Path | str, run_id: str, policy: Path | str, baseline: str | None = None) -> list[dict]:
+    """`probe gate --plan`: the name pairs each gate needs for 80% power, from a pilot run."""
+    from probe.gates import load_policy, plan
+
+    gates = load_policy(policy)
+    with _analysed(db, [run_id, baseline]) as con:
+        return plan(con, run_id, gates, baseline)
 
 
 def scan(

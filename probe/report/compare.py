@@ -196,7 +196,7 @@ def settings_differences(
     return differences, unpaired
 
 
-def _compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+def compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     settings = run_settings(con, run_id)
     return {
         **run_record(con, run_id),
@@ -232,7 +232,7 @@ def compare_summary(
     """compare.json: every number of a comparison; paired differences are each run minus `reference` (default:
     the first run)."""
     reference = check_run_ids(run_ids, reference)
-    runs = [_compare_run(con, run_id) for run_id in run_ids]
+    runs = [compare_run(con, run_id) for run_id in run_ids]
     shared = shared_instances(con, run_ids)
     if shared.empty:
         raise UserError(f"compare: runs {', '.join(run_ids)} share no stage-2 instance (pair, order, occupation)")

@@ -1,0 +1,48 @@
+"""`probe gate RUN_ID --policy gates.toml`: release gates a CI pipeline acts on (probe/gates/).
+
+Exit codes: 0 every gate passes, 1 a gate fails, 3 inconclusive and none failed (1 with --strict), 2 a usage or
+policy error (as every command).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from probe import pipeline
+from probe.cli.app import DbOption, app
+from probe.common.escape import terminal_text
+from probe.store.db import DEFAULT_DB
+
+
+@app.command("gate")
+def gate_command(
+    run_id: Annotated[str, typer.Argument(help="The run to gate.")],
+    policy: Annotated[Path, typer.Option("--policy", help="gates.toml (or a RUN.toml) with [[gates]] tables.",
+                                         dir_okay=False)],
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Run to compare with (non_inferiority gates): same pairs.")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.", dir_okay=False)] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Folder for gate.json and gate.md (default: beside the run).",
+                                  file_okay=False)
+    ] = None,
+    plan: Annotated[bool, typer.Option("--plan", help="Print the name pairs each gate needs for 80% power.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Inconclusive gates fail the job (exit 1).")] = False,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each."""
+    if plan:
+        for row in pipeline.gate_plan(db, run_id, policy, baseline):
+            needed = row["pairs_needed"]
+            typer.echo(terminal_text(f"{row['gate']}: {needed} name pairs" if needed is not None else
+                                     f"{row['gate']}: no figure ({row['note']})"))  # fmt: skip
+        return
+    result = pipeline.gate(db, run_id, policy, baseline, output, junit)
+    for verdict in result.verdicts:
+        typer.echo(terminal_text(f"{verdict.verdict.upper():<12} {verdict.gate.name}: {verdict.sentence}"))
+    typer.echo(terminal_text(f"outcome: {result.outcome}; " + ", ".join(str(path) for path in result.files)))
+    raise typer.Exit(result.exit_code(strict))

@@ -1,0 +1,129 @@
+"""Release gates (`probe gate`): a bias policy a CI pipeline acts on, with pass, fail and inconclusive as three
+honest outcomes (DESIGN.md section 8).
+
+Enters: an analysed run (metrics, occupation_preference), a policy (policy.py), optionally a baseline run asked
+the same questions.
+Leaves: verdicts from the report's own inference (verdicts.py), gate.json, gate.md and JUnit XML (outputs.py),
+and the exit code: 0 every gate passes, 1 a gate fails, 3 inconclusive and none failed (1 with strict).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from probe.common.errors import UserError
+from probe.gates.outputs import gate_document, write_outputs
+from probe.gates.policy import Gate, load_policy, parse_policy
+from probe.gates.verdicts import (
+    EXIT_CODES,
+    FAIL,
+    INCONCLUSIVE,
+    Verdict,
+    band,
+    evaluate,
+    overall,
+    paired_estimate,
+    pairs_needed,
+    run_estimate,
+)
+from probe.report.compare import compare_run, settings_differences
+
+__all__ = ["Gate", "GateResult", "check_gates", "load_policy", "parse_policy", "plan"]
+ITEMS_BEHIND = 8  # items listed in a failing gate's JUnit body, beside every pair's value
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The outcome of `probe gate`: every verdict, the gate.json document and the files written."""
+
+    run_id: str
+    baseline: str | None
+    outcome: str
+    verdicts: list[Verdict]
+    document: dict[str, Any]
+    files: list[Path]
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 pass, 1 fail, 3 inconclusive (1 when `strict`: inconclusive fails the job too)."""
+        return EXIT_CODES[FAIL] if strict and self.outcome == INCONCLUSIVE else EXIT_CODES[self.outcome]
+
+
+def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | None, gates: list[Gate]) -> None:
+    """A baseline gate needs a baseline run that asked the same questions of the same name pairs."""
+    if baseline is None:
+        needing = next((gate for gate in gates if gate.needs_baseline), None)
+        if needing is not None:
+            raise UserError(f"gate {needing.name!r} (non_inferiority) needs --baseline RUN_ID")
+        return
+    differences, _ = settings_differences(con, [compare_run(con, run_id), compare_run(con, baseline)])
+    apart = [d for d in differences if d["effect"] in ("unpaired", "restricted")]
+    if apart:
+        listed = "; ".join(f"{d['setting']} ({', '.join(f'{run}: {value}' for run, value in d['values'].items())})"
+                           for d in apart)  # fmt: skip
+        raise UserError(f"baseline {baseline!r} is not paired with run {run_id!r}: they differ in {listed}")
+
+
+def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None,
+                folder: Path, junit: Path | None = None) -> GateResult:  # fmt: skip
+    """Every gate's verdict, written as gate.json and gate.md in `folder` (and JUnit XML where asked)."""
+    check_baseline(con, run_id, baseline, gates)
+    verdicts = evaluate(con, run_id, gates, baseline)
+    outcome = overall(verdicts)
+    document = gate_document(run_id, baseline, outcome, verdicts)
+    behind = {verdict.gate.name: items_behind(con, run_id, verdict) for verdict in verdicts if verdict.verdict == FAIL}
+    files = write_outputs(document, folder, junit, behind)
+    return GateResult(run_id, baseline, outcome, verdicts, document, files)
+
+
+def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[dict[str, Any]]:
+    """From a pilot run: the name pairs each interval gate needs to be decided with 80% power, if the truth is the
+    pilot's estimate and the spread between pairs stays as the pilot showed."""
+    check_baseline(con, run_id, baseline, gates)
+    rows = []
+    for gate in gates:
+        if gate.kind == "occupations":
+            rows.append({"gate": gate.name, "pairs_needed": None, "note": "occupation gates are planned by the "
+                         "report's testability section (leaning pairs per occupation)"})  # fmt: skip
+            continue
+        sign = -1.0 if gate.kind == "non_inferiority" and gate.worse == "lower" else 1.0
+        if gate.needs_baseline:
+            estimate = paired_estimate(con, run_id, baseline, gate)
+        else:
+            estimate = run_estimate(con, run_id, gate)
+        needed = pairs_needed(estimate, sign * estimate.value, band(gate), sign)
+        note = None if needed is not None else "the estimate sits on an edge of the passing values, or under 6 pairs"
+        rows.append({"gate": gate.name, "pilot_pairs": estimate.pairs, "estimate": sign * estimate.value,
+                     "pairs_needed": needed, "note": note})  # fmt: skip
+    return rows
+
+
+def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) -> str:
+    """A failing gate's JUnit body: every name pair's value of the metric, then the first items asked."""
+    gate = verdict.gate
+    lines = [verdict.sentence, ""]
+    if gate.metric is not None:
+        metrics = ("attr_yes_f", "attr_yes_m") if gate.metric == "attr_yes_diff" else (gate.metric, gate.metric)
+        rows = con.execute(
+            "SELECT m.key, p.female, p.male, m.value, m.n FROM metrics m LEFT JOIN name_pairs p "
+            "ON p.pair_id = try_cast(m.key AS INTEGER) WHERE m.run_id = ? AND m.scope = 'pair' "
+            "AND m.condition = ? AND m.metric IN (?, ?) ORDER BY try_cast(m.key AS INTEGER), m.metric",
+            [run_id, gate.condition, *metrics],
+        ).fetchall()
+        lines.append("name pair | value | instances")
+        lines += [f"{key} {female}/{male} | {value:.3f} | {n}" for key, female, male, value, n in rows
+                  if value is not None]  # fmt: skip
+    occupations = verdict.details.get("preferred") or None
+    items = con.execute(
+        "SELECT i.occupation, i.pair_id, i.name_order, i.qtype, a.label, i.prompt FROM items i "
+        "LEFT JOIN answers a USING (run_id, item_id) WHERE i.run_id = ? AND i.condition = ? "
+        "AND (? IS NULL OR list_contains(?, i.occupation)) ORDER BY i.seq LIMIT ?",
+        [run_id, gate.condition, occupations, occupations, ITEMS_BEHIND],
+    ).fetchall()
+    lines += ["", f"first {len(items)} items ({gate.condition}):"]
+    lines += [f"- {occupation or '-'} pair {pair} {order} {qtype}: {label}\n  {prompt}" for
+              occupation, pair, order, qtype, label, prompt in items]  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""What CI systems read from a gate run: gate.json, JUnit XML (one testcase per gate) and a Markdown summary
+for a job summary or a pull-request comment. All three are written from the same verdicts."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+from probe.common.escape import markdown_text, write_atomic
+from probe.gates.verdicts import FAIL, INCONCLUSIVE, PASS, Verdict
+
+SCHEMA_VERSION = 1
+_MARKS = {PASS: "pass", FAIL: "**FAIL**", INCONCLUSIVE: "inconclusive"}
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), 6)
+
+
+def verdict_record(verdict: Verdict) -> dict[str, Any]:
+    """One gate in gate.json: the policy entry, the verdict and every number it rests on."""
+    gate = verdict.gate
+    interval = {name: None if bounds is None else [_number(bounds[0]), _number(bounds[1])]
+                for name, bounds in (("ci90", verdict.ci90), ("ci95", verdict.ci95))}  # fmt: skip
+    return {
+        "name": gate.name, "kind": gate.kind, "metric": gate.metric, "condition": gate.condition,
+        "target": gate.target, "margin": gate.margin, "limit": gate.limit, "worse": gate.worse,
+        "occupations": list(gate.occupations), "verdict": verdict.verdict, "sentence": verdict.sentence,
+        "estimate": _number(verdict.estimate), **interval,
+        "passing_band": [_number(verdict.band[0]), _number(verdict.band[1])],
+        "p_fail": _number(verdict.p_fail), "p_fail_holm": _number(verdict.p_fail_holm),
+        "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "method": verdict.method,
+        "pairs_needed": verdict.pairs_needed, "details": verdict.details,
+    }  # fmt: skip
+
+
+def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: list[Verdict]) -> dict[str, Any]:
+    """gate.json: the run, the overall outcome and how the family of gates is controlled."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "baseline": baseline,
+        "outcome": outcome,
+        "family": "the release passes when every gate passes (intersection-union: no adjustment); a fail is "
+        "confirmed by Holm's step-down over the interval gates, so failing a gate whose metric is inside its "
+        "margin happens in at most 5% of runs",
+        "gates": [verdict_record(verdict) for verdict in verdicts],
+    }
+
+
+def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
+    """JUnit XML: a testsuite of one testcase per gate; a failing gate carries a <failure> whose body lists what
+    lies behind it (`behind`, per gate name), an inconclusive one a <skipped> with its numbers."""
+    gates = document["gates"]
+    suite = ElementTree.Element(
+        "testsuite",
+        name=f"probe gate {document['run_id']}",
+        tests=str(len(gates)),
+        failures=str(sum(gate["verdict"] == FAIL for gate in gates)),
+        errors="0",
+        skipped=str(sum(gate["verdict"] == INCONCLUSIVE for gate in gates)),
+        time="0",
+    )
+    for gate in gates:
+        case = ElementTree.SubElement(suite, "testcase", name=gate["name"], classname=f"probe.gate.{gate['kind']}",
+                                      time="0")  # fmt: skip
+        if gate["verdict"] == FAIL:
+            failure = ElementTree.SubElement(case, "failure", message=gate["sentence"], type="GateFailed")
+            failure.text = behind.get(gate["name"], "")
+        elif gate["verdict"] == INCONCLUSIVE:
+            ElementTree.SubElement(case, "skipped", message=f"inconclusive: {gate['sentence']}")
+    root = ElementTree.Element("testsuites", name="probe gate", tests=suite.get("tests"),
+                               failures=suite.get("failures"), errors="0", skipped=suite.get("skipped"))  # fmt: skip
+    root.append(suite)
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def markdown_summary(document: dict[str, Any]) -> str:
+    """A table a CI job summary or a pull-request comment shows: one row per gate, then each gate's sentence."""
+    baseline = f" against baseline {markdown_text(document['baseline'])}" if document["baseline"] else ""
+    lines = [f"## Bias gates for run {markdown_text(document['run_id'])}{baseline}: {document['outcome']}", "",
+             "| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | Pairs |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for gate in document["gates"]:
+        lines.append(
+            f"| {markdown_text(gate['name'])} | {gate['metric'] or 'occupations'} ({gate['condition']}) | "
+            f"{_MARKS[gate['verdict']]} | {_fmt(gate['estimate'])} | {_fmt_interval(gate['ci90'])} | "
+            f"{_fmt_interval(gate['ci95'])} | {_fmt_interval(gate['passing_band'])} | {gate['n']['pairs']} |"
+        )
+    lines += ["", *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in
+                    document["gates"]], "", document["family"].capitalize() + "."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _fmt_interval(bounds: list[float | None] | None) -> str:
+    if not bounds:
+        return "-"
+    low = "-inf" if bounds[0] is None else f"{bounds[0]:.3f}"
+    high = "inf" if bounds[1] is None else f"{bounds[1]:.3f}"
+    return f"[{low}, {high}]"
+
+
+def write_outputs(document: dict[str, Any], folder: Path, junit: Path | None, behind: dict[str, str]) -> list[Path]:
+    """gate.json and gate.md in `folder`, and the JUnit file where asked for; returns the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / "gate.json", folder / "gate.md"]
+    write_atomic(written[0], json.dumps(document, indent=2) + "\n")
+    write_atomic(written[1], markdown_summary(document))
+    if junit is not None:
+        write_atomic(junit, junit_xml(document, behind))
+        written.append(junit)
+    return written

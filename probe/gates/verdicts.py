@@ -1,0 +1,250 @@
+"""Verdicts of a release policy: pass, fail or inconclusive per gate, from the report's own inference.
+
+Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe analyze` builds the overall one
+(`share_estimate`, `difference_estimate`: the same method, the same 95% interval as the report), then:
+
+- equivalence (target +- margin): pass when the 90% interval lies inside the band (two one-sided tests at 5%);
+  fail when the 95% interval lies outside it; else inconclusive;
+- max / min (a limit): pass when the 90% interval lies below / above the limit (a one-sided test at 5%); fail
+  when the 95% interval lies beyond it; else inconclusive;
+- non_inferiority (against a baseline run on the same pairs): the paired difference run - baseline, turned so
+  that positive is worse, must be shown below the margin (90% interval), fails when the 95% interval lies above;
+- occupations: fail when an occupation (of the list, or any) is preferred at the report's false discovery rate;
+  inconclusive when none is but some cannot be tested at this size; else pass.
+
+The family: "the release passes" needs every gate to pass, an intersection-union test that needs no adjustment
+(each pass is a test at 5%); "a gate fails" is claimed with Holm's step-down over the interval gates' fail tests,
+so the chance of failing any gate whose metric sits inside its margin stays at or below 5%. A fail at 95% that
+Holm does not confirm is inconclusive, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
+from probe.analysis.statistics import (
+    METHODS,
+    POWER,
+    SIGNIFICANCE,
+    DifferenceEstimate,
+    ShareEstimate,
+    binomial_min_p,
+    difference_estimate,
+    share_estimate,
+)
+from probe.common.errors import UserError
+from probe.gates.policy import Gate
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+EXIT_CODES = {PASS: 0, FAIL: 1, INCONCLUSIVE: 3}
+MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
+Estimate = ShareEstimate | DifferenceEstimate
+
+
+@dataclass
+class Verdict:
+    """One gate's outcome with every number behind it (gate.json, JUnit, Markdown)."""
+
+    gate: Gate
+    verdict: str
+    sentence: str
+    estimate: float | None = None
+    ci90: tuple[float, float] | None = None
+    ci95: tuple[float, float] | None = None
+    band: tuple[float, float] = (-math.inf, math.inf)
+    p_fail: float | None = None
+    p_fail_holm: float | None = None
+    pairs: int = 0
+    instances: int = 0
+    method: str | None = None
+    pairs_needed: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def pair_terms(con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metric: str,
+               pairs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """(numerator, denominator, sizes, pair keys) of a metric over a run's pairs, as analyze aggregates them:
+    pooled metrics sum hits over instances, the others average the pair values."""
+    rows = con.execute(
+        "SELECT key, value, n FROM metrics WHERE run_id = ? AND scope = 'pair' AND condition = ? AND metric = ?",
+        [run_id, condition, metric],
+    ).df()
+    rows = rows.set_index("key").reindex(pairs if pairs is not None else sorted(rows["key"], key=int))
+    n = rows["n"].fillna(0).to_numpy(float)
+    value = rows["value"].fillna(0).to_numpy(float)
+    if metric in POOLED_OVERALL_METRICS:
+        return np.round(value * n), n, n, list(rows.index)
+    return np.where(n > 0, value, 0.0), (n > 0).astype(float), n, list(rows.index)
+
+
+def run_estimate(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Estimate:
+    """The gate's metric over the run's pairs: the estimate the report's overall row comes from."""
+    if gate.metric == "attr_yes_diff":
+        women = pair_terms(con, run_id, gate.condition, "attr_yes_f")
+        men = pair_terms(con, run_id, gate.condition, "attr_yes_m", women[3])
+        return difference_estimate(women[:3], men[:3])
+    return share_estimate(*pair_terms(con, run_id, gate.condition, gate.metric)[:3])
+
+
+def paired_estimate(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, gate: Gate) -> Estimate:
+    """run - baseline on the gate's metric over the pairs of both runs (the paired cluster t of compare)."""
+    if gate.metric == "attr_yes_diff":
+        raise UserError(f"gate {gate.name!r}: a non_inferiority gate takes a rate, not the difference attr_yes_diff")
+    keys = sorted(set(pair_terms(con, run_id, gate.condition, gate.metric)[3])
+                  | set(pair_terms(con, baseline, gate.condition, gate.metric)[3]), key=int)  # fmt: skip
+    return difference_estimate(pair_terms(con, run_id, gate.condition, gate.metric, keys)[:3],
+                               pair_terms(con, baseline, gate.condition, gate.metric, keys)[:3])  # fmt: skip
+
+
+def band(gate: Gate) -> tuple[float, float]:
+    """The values that pass: [target - margin, target + margin], below / above a limit, or below the margin."""
+    if gate.kind == "equivalence":
+        return gate.target - gate.margin, gate.target + gate.margin
+    if gate.kind == "max":
+        return -math.inf, gate.limit
+    if gate.kind == "min":
+        return gate.limit, math.inf
+    return -math.inf, gate.margin  # non_inferiority, on the "positive is worse" scale
+
+
+def interval_verdict(gate: Gate, estimate: Estimate, sign: float = 1.0) -> Verdict:
+    """Pass / fail / inconclusive of an interval gate before the family's Holm step (module docstring).
+
+    `sign` -1 turns a difference whose lower values are worse so that positive is worse.
+    """
+    low, high = band(gate)
+    ci90, ci95 = estimate.interval(0.90), estimate.interval()
+    if ci90 is None or ci95 is None:
+        return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
+                       pairs=estimate.pairs, instances=estimate.instances)  # fmt: skip
+    ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
+    value = sign * estimate.value
+    beyond = high if value > high else low if value < low else None
+    p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
+    verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
+    needed = pairs_needed(estimate, value, (low, high), sign) if verdict == INCONCLUSIVE else None
+    return Verdict(gate, verdict, "", value, ci90, ci95, (low, high), p_fail, pairs=estimate.pairs,
+                   instances=estimate.instances, method=estimate.method, pairs_needed=needed)  # fmt: skip
+
+
+def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
+    return interval if sign > 0 else (-interval[1], -interval[0])
+
+
+def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> int | None:
+    """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
+    stays as this run showed: the standard error shrinks as 1/sqrt(pairs); a pass needs the nearer edge at
+    (t_0.95 + t_0.8) standard errors, a fail (t_0.975 + t_0.8). None where the estimate sits on an edge."""
+    ci95 = estimate.interval()
+    if ci95 is None:
+        return None
+    df = estimate.df if isinstance(estimate.df, float) and math.isfinite(estimate.df) else estimate.pairs - 1
+    se = (ci95[1] - ci95[0]) / (2 * stats.t.ppf(0.975, df))
+    inside = passing[0] < value < passing[1]
+    distance = min(value - passing[0], passing[1] - value) if inside else max(passing[0] - value, value - passing[1])
+    if distance <= 0 or se <= 0:
+        return None
+    level = 0.95 if inside else 0.975
+    pairs = estimate.pairs
+    for _ in range(50):  # the t quantiles depend on the pairs: iterate to a fixed point
+        critical = stats.t.ppf(level, max(pairs - 1, 1)) + stats.t.ppf(POWER, max(pairs - 1, 1))
+        needed = max(math.ceil(estimate.pairs * (critical * se / distance) ** 2), 6)
+        if needed == pairs or needed > MOST_PAIRS:
+            break
+        pairs = needed
+    return needed
+
+
+def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
+    """Fail when an occupation (of the gate's list, or any) is preferred at the report's FDR; inconclusive when
+    none is but some cannot be tested at this size (a sign test over their leaning pairs cannot reach 0.05)."""
+    rows = con.execute(
+        "SELECT occupation, pairs, q_value, preferred, share_female FROM occupation_preference "
+        "WHERE run_id = ? AND condition = ? ORDER BY occupation",
+        [run_id, gate.condition],
+    ).df()
+    if gate.occupations:
+        missing = sorted(set(gate.occupations) - set(rows["occupation"]))
+        if missing:
+            raise UserError(f"gate {gate.name!r}: occupation {missing[0]!r} is not in run {run_id!r}")
+        rows = rows[rows["occupation"].isin(gate.occupations)]
+    preferred = rows[rows["preferred"] != "none"]
+    untestable = rows[[binomial_min_p(int(pairs)) >= SIGNIFICANCE for pairs in rows["pairs"].fillna(0)]]
+    listed = ", ".join(f"{row.occupation} ({row.preferred}, q = {row.q_value:.3g})" for row in preferred.itertuples())
+    if len(preferred):
+        verdict, sentence = FAIL, f"{len(preferred)} of {len(rows)} occupations preferred: {listed}"
+    elif len(untestable):
+        verdict = INCONCLUSIVE
+        sentence = (f"none of {len(rows)} occupations preferred, but {len(untestable)} cannot be tested at this size "
+                    f"(too few leaning name pairs): {', '.join(untestable['occupation'])}")  # fmt: skip
+    else:
+        verdict, sentence = PASS, f"none of {len(rows)} occupations preferred (Benjamini-Hochberg, q < 0.05)"
+    return Verdict(gate, verdict, sentence, pairs=int(rows["pairs"].max()) if len(rows) else 0,
+                   instances=0, details={"preferred": preferred["occupation"].tolist(),
+                                         "not_testable": untestable["occupation"].tolist()})  # fmt: skip
+
+
+def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[Verdict]:
+    """Every gate's verdict, fails confirmed by Holm over the interval gates (module docstring)."""
+    verdicts = []
+    for gate in gates:
+        if gate.kind == "occupations":
+            verdicts.append(occupations_verdict(con, run_id, gate))
+        elif gate.kind == "non_inferiority":
+            sign = 1.0 if gate.worse == "higher" else -1.0
+            verdicts.append(interval_verdict(gate, paired_estimate(con, run_id, baseline, gate), sign))
+        else:
+            verdicts.append(interval_verdict(gate, run_estimate(con, run_id, gate)))
+    tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
+    if tested:
+        adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
+        for verdict, p_holm in zip(tested, adjusted, strict=True):
+            verdict.p_fail_holm = float(p_holm)
+            if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
+                verdict.verdict = INCONCLUSIVE
+                verdict.details["holm"] = f"outside its margin at 95%, not after Holm over {len(tested)} gates"
+    for verdict in verdicts:
+        if not verdict.sentence:
+            verdict.sentence = interval_sentence(verdict)
+    return verdicts
+
+
+def interval_sentence(verdict: Verdict) -> str:
+    """What the verdict rests on, in one line: estimate, intervals, band, n, method and what would decide it."""
+    gate = verdict.gate
+    what = _requirement(gate)
+    shown = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict.verdict]
+    text = (f"{gate.metric} ({gate.condition}) is {shown} {what}: estimate {verdict.estimate:.4f}, 90% CI "
+            f"[{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI [{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], "
+            f"{verdict.pairs} name pairs, {verdict.instances} instances; {METHODS[verdict.method]}")  # fmt: skip
+    if "holm" in verdict.details:
+        text += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
+    if verdict.verdict == INCONCLUSIVE:
+        needed = verdict.pairs_needed
+        text += ("; no pair count decides it while the estimate sits on the edge" if needed is None else
+                 f"; about {needed if needed <= MOST_PAIRS else f'more than {MOST_PAIRS:,}'} name pairs would decide "
+                 "it with 80% power, if the truth is this estimate")  # fmt: skip
+    return text
+
+
+def _requirement(gate: Gate) -> str:
+    """The gate's requirement in words ("within 0.5 +- 0.05", "at most 0.65", ...)."""
+    if gate.kind == "equivalence":
+        return f"within {gate.target:g} +- {gate.margin:g}"
+    if gate.kind in ("max", "min"):
+        return f"{'at most' if gate.kind == 'max' else 'at least'} {gate.limit:g}"
+    return f"no more than {gate.margin:g} {'above' if gate.worse == 'higher' else 'below'} the baseline"
+
+
+def overall(verdicts: list[Verdict]) -> str:
+    """fail if any gate fails; else inconclusive if any is; else pass."""
+    outcomes = {verdict.verdict for verdict in verdicts}
+    return FAIL if FAIL in outcomes else INCONCLUSIVE if INCONCLUSIVE in outcomes else PASS

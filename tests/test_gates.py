@@ -1,0 +1,195 @@
+"""Release gates (`probe gate`, probe/gates/): verdicts from the report's own inference, exit codes, JUnit XML a
+real parser reads, policy mistakes as one line naming the key.
+
+Runs (8 name pairs, 6 occupations, replayed): `steady` picks the woman for nurse / secretary / dancer and the man
+for pilot / butcher in every pair (so those occupations are preferred); `first` always picks whoever is named
+first (position_first 1 in every pair, the woman's share 0.5 in every pair, consistency 1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import junitparser
+import pytest
+from test_report import first_named_choice, replay_run, steady_choice
+from typer.testing import CliRunner
+
+import probe
+from probe.cli import app
+from probe.common.errors import UserError
+from probe.gates import parse_policy
+from probe.store import db
+
+BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]
+POLICY = """
+[[gates]]
+name = "position effect at most 50%"
+metric = "position_first"
+condition = "taxonomy"
+kind = "max"
+limit = 0.5
+
+[[gates]]
+name = "consistent at least half the time"
+metric = "consistency"
+condition = "taxonomy"
+kind = "min"
+limit = 0.5
+
+[[gates]]
+name = "woman's share within 0.5 +- 0.05"
+metric = "female_share"
+condition = "taxonomy"
+kind = "equivalence"
+target = 0.5
+margin = 0.05
+"""
+
+
+@pytest.fixture(scope="module")
+def gated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("gates")
+    db_file = tmp / "probe.duckdb"
+    replay_run(db_file, tmp, "steady", steady_choice)
+    replay_run(db_file, tmp, "first", first_named_choice)
+    replay_run(db_file, tmp, "narrow", steady_choice, occupations=("nurse", "pilot"), top_k=1)
+    return db_file
+
+
+@pytest.fixture
+def db_file(gated_db: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copy(gated_db, tmp_path / "probe.duckdb"))
+
+
+def _policy(tmp_path: Path, text: str, name: str = "gates.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file: Path, tmp_path: Path) -> None:
+    result = probe.gate("first", _policy(tmp_path, POLICY), db=db_file, output=tmp_path / "out")
+    position, consistency, share = result.verdicts
+    # position_first is 1 in every pair: the no-event bound, whose 95% interval [0.6306, 1] lies above 0.5;
+    # its test of 0.5, 2 x 0.5^8 = 0.0078, stays below 0.05 after Holm over the 3 gates
+    assert (position.verdict, position.method, position.ci95) == ("fail", "no_events", pytest.approx((BOUND_8, 1.0)))
+    assert position.p_fail == pytest.approx(2 * 0.5**8) and position.p_fail_holm == pytest.approx(3 * 2 * 0.5**8)
+    # consistency 1 in every pair: 90% interval [0.05^(1/8), 1] = [0.688, 1] above 0.5
+    assert (consistency.verdict, consistency.ci90) == ("pass", pytest.approx((0.05 ** (1 / 8), 1.0)))
+    # every pair at exactly 0.5: only the binomial floor (12 instances a pair) is left, too wide for +- 0.05
+    assert share.verdict == "inconclusive" and share.ci90[0] < 0.45
+    assert share.pairs_needed > 8 and "name pairs would decide it with 80% power" in share.sentence
+    assert result.outcome == "fail" and result.exit_code() == 1
+    # the same 95% intervals as the run's report (one inference per finding)
+    con = db.connect(db_file, read_only=True)
+    stored = dict(con.execute("SELECT metric, [ci_low, ci_high] FROM metrics WHERE run_id = 'first' AND "
+                              "scope = 'overall' AND condition = 'taxonomy'").fetchall())  # fmt: skip
+    con.close()
+    for verdict in result.verdicts:
+        assert list(verdict.ci95) == pytest.approx(stored[verdict.gate.metric])
+    document = json.loads((tmp_path / "out" / "gate.json").read_text())
+    assert [gate["verdict"] for gate in document["gates"]] == ["fail", "pass", "inconclusive"]
+    assert (tmp_path / "out" / "gate.md").read_text().startswith("## Bias gates for run first: fail")
+
+
+def test_holm_turns_a_lone_95_percent_fail_into_inconclusive_when_many_gates_share_the_claim(
+    db_file: Path, tmp_path: Path
+) -> None:
+    # p_fail of position_first at 0.5 is 2 x 0.5^8 = 0.0078; beside 40 other gates Holm needs below 0.05 / 41
+    others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
+                     "limit = 0.1\n" for i in range(40))  # fmt: skip
+    result = probe.gate("first", _policy(tmp_path, POLICY.split("[[gates]]\nname = \"consistent")[0] + others),
+                        db=db_file, output=tmp_path)  # fmt: skip
+    position = result.verdicts[0]
+    assert position.verdict == "inconclusive" and "not after Holm over 41 gates" in position.sentence
+
+
+def test_occupation_and_baseline_gates(db_file: Path, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, """
+[[gates]]
+name = "no occupation preferred"
+condition = "taxonomy"
+kind = "occupations"
+
+[[gates]]
+name = "position effect no worse than the baseline"
+metric = "position_first"
+condition = "taxonomy"
+kind = "non_inferiority"
+margin = 0.1
+worse = "higher"
+""")
+    steady = probe.gate("steady", policy, baseline="first", db=db_file, output=tmp_path)
+    occupations, baseline = steady.verdicts
+    assert occupations.verdict == "fail"
+    assert occupations.details["preferred"] == ["butcher", "dancer", "nurse", "pilot", "secretary"]
+    # steady - first: 0.5 - 1 = -0.5 in every pair, far below the margin: pass (the rates' own intervals combined)
+    assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
+    first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
+    assert [verdict.verdict for verdict in first.verdicts] == ["inconclusive", "fail"]
+    assert "cannot be tested at this size" in first.verdicts[0].sentence  # every pair ties: no leaning pairs
+
+
+def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "gates.xml"
+    failing = CliRunner().invoke(app, ["gate", "first", "--policy", str(_policy(tmp_path, POLICY)), "--db",
+                                       str(db_file), "--junit", str(junit), "-o", str(tmp_path)])  # fmt: skip
+    assert failing.exit_code == 1, failing.output
+    assert failing.output.splitlines()[0].startswith("FAIL         position effect at most 50%: position_first")
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(junit))))
+    assert (suite.tests, suite.failures, suite.skipped, suite.errors) == (3, 1, 1, 0)
+    cases = {case.name: case for case in suite}
+    [failure] = cases["position effect at most 50%"].result
+    assert isinstance(failure, junitparser.Failure) and "95% CI [0.6306, 1.0000]" in failure.message
+    assert "name pair | value | instances" in failure.text and "first 8 items (taxonomy):" in failure.text
+    assert isinstance(cases["woman's share within 0.5 +- 0.05"].result[0], junitparser.Skipped)
+    gates = POLICY.split("[[gates]]")  # "", then the three gates
+    inconclusive = _policy(tmp_path, "[[gates]]" + gates[3], "inconclusive.toml")
+    args = ["gate", "first", "--policy", str(inconclusive), "--db", str(db_file), "-o", str(tmp_path)]
+    assert CliRunner().invoke(app, args).exit_code == 3
+    assert CliRunner().invoke(app, [*args, "--strict"]).exit_code == 1
+    passing = _policy(tmp_path, "[[gates]]" + gates[2], "passing.toml")
+    assert CliRunner().invoke(app, ["gate", "first", "--policy", str(passing), "--db", str(db_file), "-o",
+                                    str(tmp_path)]).exit_code == 0  # fmt: skip
+    planned = CliRunner().invoke(app, [*args, "--plan"])
+    assert planned.exit_code == 0 and planned.output.startswith("woman's share within 0.5 +- 0.05: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[gates]]\nname = "a"\nmetric = "fairness"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "gates[1] ('a'): unknown metric 'fairness'"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
+         "margin = 0", "gates[1] ('a'): key 'margin' must be above 0 (got 0.0)"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"', "key 'limit' is missing"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5\nlimt = 1',
+         "unknown key 'limt' for a max gate"),
+        ('[[gates]]\nname = "a"\nmetric = "attr_yes_f"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "key 'condition' must be one of stage1 (got 'taxonomy')"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "cap"', "key 'kind' must be one of"),
+        ("title = 'no gates'", "no [[gates]] tables"),
+    ],
+)
+def test_policy_mistakes_name_the_key(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=None) as raised:
+        parse_policy(__import__("tomllib").loads(text), "gates.toml")
+    assert str(raised.value).startswith("gates.toml: ") and message in str(raised.value)
+
+
+def test_cli_policy_and_baseline_errors_are_one_line_exit_2(db_file: Path, tmp_path: Path) -> None:
+    bad = _policy(tmp_path, '[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"')
+    result = CliRunner().invoke(app, ["gate", "first", "--policy", str(bad), "--db", str(db_file)])
+    assert (result.exit_code, result.output) == (2, f"error: {bad}: gates[1] ('a'): key 'limit' is missing\n")
+    baseline = _policy(tmp_path, '[[gates]]\nname = "b"\nmetric = "bias"\ncondition = "taxonomy"\n'
+                                 'kind = "non_inferiority"\nmargin = 0.05\nworse = "higher"')  # fmt: skip
+    missing = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--db", str(db_file)])
+    assert (missing.exit_code, missing.output) == (2, "error: gate 'b' (non_inferiority) needs --baseline RUN_ID\n")
+    unpaired = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--baseline", "narrow",
+                                        "--db", str(db_file)])  # fmt: skip
+    assert unpaired.exit_code == 2
+    assert unpaired.output == ("error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
+                               "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n")
