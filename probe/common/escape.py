@@ -18,8 +18,11 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-# Characters with a meaning in CommonMark (emphasis, links, code, headings, tables, raw HTML, entities).
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
+# Characters CommonMark (with GitHub's tables and strikethrough) reads as markup anywhere in a line: escapes,
+# code, emphasis, links and images (a link needs its [ ]), raw HTML, entities, table cells, strikethrough.
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]<>&|~])")
+# ... and only at the start of a line: headings, list items, block quotes, setext underlines, ordered lists.
+_MARKDOWN_LINE_START = re.compile(r"^(\s*)([#+\-=](?=\s|$|[#+\-=])|\d{1,9}(?=[.)](\s|$)))")
 # A spreadsheet runs a cell starting with these as a formula (=HYPERLINK(...), +cmd, @SUM, tab/CR tricks).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _UMASK = os.umask(0o022)
@@ -27,15 +30,23 @@ os.umask(_UMASK)  # read once: mkstemp makes 0600 files, an output file gets the
 
 
 def markdown_text(value: object) -> str:
-    """`value` as literal Markdown text on one line: every special character backslash-escaped.
+    """`value` as literal Markdown text on one line, escaped only where Markdown would misread it, so the file
+    still reads as plain text ("69.8% (12 pairs)", not "69\\.8% \\(12 pairs\\)").
 
     Escaping `<` and `&` as well keeps raw HTML (`<script>`, `<img onerror>`) from reaching renderers that
     pass inline HTML through; newlines become spaces so a value cannot end a table row or start a heading;
     other control and format characters (ESC sequences, bidi overrides) are shown as escapes (terminal_text),
-    since a Markdown file is also read with `cat`.
+    since a Markdown file is also read with `cat`. A value that starts a line cannot start a heading, list or
+    quote: its leading #, +, -, = or the number of "1." is escaped.
     """
-    one_line = terminal_text(" ".join(str(value).splitlines()))
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
+    one_line = _MARKDOWN_INLINE.sub(r"\\\1", terminal_text(" ".join(str(value).splitlines())))
+    match = _MARKDOWN_LINE_START.match(one_line)
+    if match is None:
+        return one_line
+    marker = match.end()
+    if match.group(2)[0].isdigit():  # "1." / "1)": escape the punctuation after the number
+        return one_line[:marker] + "\\" + one_line[marker:]
+    return one_line[: match.start(2)] + "\\" + one_line[match.start(2) :]
 
 
 def valid_unicode(text: str) -> str:
