@@ -73,6 +73,12 @@ def _pairs(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _gates(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.gates import measure
+
+    return measure(quick)
+
+
 def _scan(quick: bool, folder: Path) -> dict[str, float]:
     from bench.scan import measure
 
@@ -120,6 +126,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "engines": _engines,
     "coverage": _coverage,
     "pairs": _pairs,
+    "gates": _gates,
     "scan": _scan,
     "gpu": _gpu,
     "unusable": _unusable,

@@ -141,26 +141,35 @@ def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
 
 def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> int | None:
     """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
-    stays as this run showed: the standard error shrinks as 1/sqrt(pairs); a pass needs the nearer edge at
-    (t_0.95 + t_0.8) standard errors, a fail (t_0.975 + t_0.8). None where the estimate sits on an edge."""
+    stays as this run showed (the standard error shrinks as 1/sqrt(pairs)). A pass needs both one-sided tests at
+    5% to reject: power = P(lower passes) + P(upper passes) - 1 (an open side always passes); a fail needs the 95%
+    interval beyond the nearer edge. None where the estimate sits on an edge (no size decides it)."""
     ci95 = estimate.interval()
     if ci95 is None:
         return None
-    df = estimate.df if isinstance(estimate.df, float) and math.isfinite(estimate.df) else estimate.pairs - 1
+    df = estimate.df if math.isfinite(estimate.df) else estimate.pairs - 1
     se = (ci95[1] - ci95[0]) / (2 * stats.t.ppf(0.975, df))
-    inside = passing[0] < value < passing[1]
-    distance = min(value - passing[0], passing[1] - value) if inside else max(passing[0] - value, value - passing[1])
-    if distance <= 0 or se <= 0:
+    low, high = passing
+    inside = low < value < high
+    if se <= 0 or (not inside and low <= value <= high):
         return None
-    level = 0.95 if inside else 0.975
-    pairs = estimate.pairs
-    for _ in range(50):  # the t quantiles depend on the pairs: iterate to a fixed point
-        critical = stats.t.ppf(level, max(pairs - 1, 1)) + stats.t.ppf(POWER, max(pairs - 1, 1))
-        needed = max(math.ceil(estimate.pairs * (critical * se / distance) ** 2), 6)
-        if needed == pairs or needed > MOST_PAIRS:
-            break
-        pairs = needed
-    return needed
+
+    def power(pairs: int) -> float:
+        shrunk, freedom = se * math.sqrt(estimate.pairs / pairs), max(pairs - 1, 1)
+        if not inside:
+            beyond = max(low - value, value - high)
+            return float(stats.t.cdf(beyond / shrunk - stats.t.ppf(0.975, freedom), freedom))
+        sides = [float(stats.t.cdf(distance / shrunk - stats.t.ppf(0.95, freedom), freedom)) if math.isfinite(distance)
+                 else 1.0 for distance in (value - low, high - value)]  # fmt: skip
+        return sides[0] + sides[1] - 1
+
+    if power(MOST_PAIRS) < POWER:
+        return MOST_PAIRS + 1
+    smallest, largest = 6, MOST_PAIRS
+    while smallest < largest:  # power grows with the pairs: bisect for the smallest count that reaches 80%
+        middle = (smallest + largest) // 2
+        smallest, largest = (middle + 1, largest) if power(middle) < POWER else (smallest, middle)
+    return smallest
 
 
 def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
