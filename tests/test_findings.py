@@ -180,3 +180,22 @@ def test_a_sentence_states_a_direction_only_where_its_test_rejects(
     first = {f["metric"]: f for f in json.loads((tmp_path / "r.json").read_text())["headline"]}
     assert "The first-named person is favoured (p = 0.008" in first["position_first"]["finding"]  # 2 / 256
     assert first["position_first"]["test"]["p_value"] < 0.05 and first["position_first"]["ci_low"] > 0.5
+
+
+def test_summary_names_each_method_once_in_a_legend_and_five_pairs_say_six_are_needed(
+    planted: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    db_file, data = planted
+    markdown = (db_file.parent / "r.md").read_text()
+    summary = markdown.split("## Summary")[1].split("\n## ")[0]
+    labels = {finding["method_label"] for finding in data["headline"] if finding["method_label"]}
+    assert labels >= {"score interval", "paired t"}
+    legend = summary.split("Interval methods:\n")[1].split("\n\n")[0]
+    assert summary.count("scaled to the spread between pairs") == 1  # the score method's text, once: in the legend
+    assert sorted(line.split(": ")[0] for line in legend.splitlines()) == sorted(f"- {label}" for label in labels)
+    small = tmp_path / "probe.duckdb"
+    replay_run(small, tmp_path, "five", planted_choice(), occupations=("nurse", "pilot"), top_k=1, pairs=5)
+    result = CliRunner().invoke(app, ["report", "five", "--db", str(small), "-o", str(tmp_path / "f.html")])
+    assert result.exit_code == 0, result.output
+    sentence = json.loads((tmp_path / "f.json").read_text())["headline"][0]["finding"]
+    assert "no interval can be estimated (fewer than 6 name pairs with valid instances)" in sentence

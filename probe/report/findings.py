@@ -20,6 +20,7 @@ from probe.analysis.metric_registry import METRICS
 from probe.analysis.resampling import CORRELATION_METHOD, correlation_mde
 from probe.analysis.statistics import (
     METHODS,
+    MIN_PAIRS,
     OCCUPATION_TEST,
     SIGNIFICANCE,
     binomial_mde,
@@ -29,7 +30,10 @@ from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import CONDITIONS, clean, order_index
 from probe.report.formatting import fmt_num, fmt_p, fmt_pct
 
-NO_INTERVAL = "no interval can be estimated (fewer than 2 name pairs with valid instances)"
+NO_INTERVAL = f"no interval can be estimated (fewer than {MIN_PAIRS} name pairs with valid instances)"
+# The Summary table names each interval's method by a short label; a legend under it gives the full method once.
+METHOD_LABELS = {"score": "score interval", "no_events": "no-event bound", "betting": "betting interval",
+                 "paired_t": "paired t", "correlation": "permutation-calibrated Fisher z"}  # fmt: skip
 NOT_TESTABLE = "not testable at this size"
 # The test each interval inverts, as a finding's sentence names it.
 TESTS = {"score": "score test over name pairs", "no_events": "no-event test over name pairs",
@@ -128,6 +132,8 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
         "ci_low": entry.get("ci_low"),
         "ci_high": entry.get("ci_high"),
         "method": METHODS[entry["method"]] if entry.get("ci_low") is not None and entry.get("method") else None,
+        "method_label": METHOD_LABELS[entry["method"]] if entry.get("ci_low") is not None and entry.get("method")
+        else None,
         "n": {"pairs": entry.get("pairs"), "instances": entry.get("n")},
     }
     if metric.null is not None:
@@ -152,7 +158,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         return base | {
             "finding": f"The consistency-bias correlation across {row['n']} name pairs ({condition}) cannot be "
             "estimated: it needs 4 or more pairs whose consistency and bias both vary.",
-            "estimate": clean(row["r"]), "ci_low": None, "ci_high": None, "method": None,
+            "estimate": clean(row["r"]), "ci_low": None, "ci_high": None, "method": None, "method_label": None,
         }  # fmt: skip
     adjusted = row.get("p_adjusted")
     relation = (
@@ -166,6 +172,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         f"Bonferroni-adjusted p = {fmt_p(adjusted)} (unadjusted {fmt_p(row['p_value'])}; the paper's "
         "consistency-bias relation).",
         "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": CORRELATION_METHOD,
+        "method_label": METHOD_LABELS["correlation"],
     }  # fmt: skip
 
 
@@ -272,3 +279,12 @@ def _verdict(test: Mapping[str, Any], noun: str) -> str:
         return text + "."
     return f"{text}; a shift of {100 * mde:.1f} percentage points from no effect is detected with 80% power at " \
         "the 5% level, given the spread between pairs this run showed."
+
+
+def method_legend(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The Summary's legend: each method label the findings use, once, with its full method."""
+    legend: dict[str, str] = {}
+    for finding in findings:
+        if finding.get("method_label"):
+            legend.setdefault(finding["method_label"], finding["method"])
+    return [{"label": label, "method": method} for label, method in legend.items()]

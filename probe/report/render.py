@@ -37,6 +37,7 @@ from probe.report.figures import (
     figure_sensitivity,
     figure_stage1,
 )
+from probe.report.findings import method_legend
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN
 
@@ -230,6 +231,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "stage1_rows": data["stage1_rates"],
         "regression": _regression_table(data["regression"]),
         "findings": other_findings(data),
+        "method_legend": method_legend(data["headline"]),
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
