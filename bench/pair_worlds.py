@@ -32,7 +32,7 @@ from scipy.special import expit, logit
 
 from probe.analysis.resampling import expanded_tail
 from probe.analysis.statistics import ShareEstimate, difference_estimate, share_estimate
-from probe.report.leaderboard import ranks, resampled_values
+from probe.compare.leaderboard import ranks, resampled_values
 
 PAIR_COUNTS = (6, 12, 20, 70)
 MEANS = (0.02, 0.1, 0.3, 0.5, 0.9)

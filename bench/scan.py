@@ -50,7 +50,7 @@ from probe.analysis.scan_rules import (
     final_flags,
 )
 from probe.analysis.sequential import log_e_values
-from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
+from probe.scanning.setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store.config import RunConfig
 from probe.store.db import connect
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from probe.dataset.dataset import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
-    from probe.scan_setup import ScanSettings
+    from probe.scanning.setup import ScanSettings
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -209,7 +209,8 @@ def compare(
     `output`: a .html page or a .md summary; default <db folder>/compare-<name or id-id-...>.html. Analyses
     the runs that have no metrics yet; returns the files and those runs.
     """
-    from probe.report import ensure_analysed, write_comparison  # matplotlib and statistics: load on use
+    from probe.compare import write_comparison  # matplotlib and statistics: load on use
+    from probe.report import ensure_analysed
 
     db = Path(db)
     if not db.exists():
@@ -276,7 +277,7 @@ def scan(
     on_start: Callable[[str], None] | None = None,
     on_reopen: Callable[[int, int], None] | None = None,
 ) -> str:
-    """`probe scan`: adaptive rounds over O*NET titles (probe/scanning.py), each round answered by the runner."""
-    from probe import scanning  # the scan's statistics: load on use
+    """`probe scan`: adaptive rounds over O*NET titles (probe/scanning/rounds.py), each round answered by the runner."""
+    from probe.scanning import rounds as scanning  # the scan's statistics: load on use
 
     return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen)

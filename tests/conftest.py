@@ -7,7 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from probe import pipeline, scanning
+from probe import pipeline
+from probe.scanning import rounds
 from probe.store import db
 from tests.support import ONET_RELEASE, FakeBackend
 
@@ -47,7 +48,7 @@ def use_backend(monkeypatch: pytest.MonkeyPatch):
     """Make runs and scans answer with the given backend instance (both places that create a backend)."""
 
     def install(backend: FakeBackend) -> FakeBackend:
-        for module in (pipeline, scanning):
+        for module in (pipeline, rounds):
             monkeypatch.setattr(module, "create_backend", lambda config: backend)
         return backend
 

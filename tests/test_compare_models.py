@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.cli import app
-from probe.report.compare import counts_on_instances, shared_instances, shared_pair_counts
-from probe.report.leaderboard import paired_analysis, ranks
+from probe.compare.leaderboard import paired_analysis, ranks
+from probe.compare.summary import counts_on_instances, shared_instances, shared_pair_counts
 from probe.store import db
 from tests.support import assert_one_line_error, query
 from tests.test_report import PAIRS, first_named_choice, replay_run, steady_choice

@@ -15,7 +15,7 @@ from probe.store.db import SCHEMA
 
 @pytest.mark.parametrize("world", [ParametricWorld(), ResampledWorld()], ids=["parametric", "resampled"])
 def test_the_worlds_numpy_metrics_match_the_products_sql(world) -> None:
-    # Two independent implementations of DESIGN section 5: bench/worlds.py (numpy) and probe/metrics.sql.
+    # Two independent implementations of DESIGN section 5: bench/worlds.py (numpy) and probe/analysis/metrics.sql.
     labels = world.draw(np.random.default_rng(3), 9)
     con = duckdb.connect()
     con.execute(SCHEMA)

@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from probe import pipeline, report
+from probe import compare, pipeline, report
 from probe.cli import app
 from probe.common.errors import UserError
+from probe.compare import summary as compare_summary_module
 from probe.store import db
 from probe.store.config import RunConfig
 from tests.support import interval_problems, score_interval_reference
@@ -277,7 +278,7 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
 
 
 def test_compare_runs_with_other_settings_says_so(db_file: Path, tmp_path: Path) -> None:
-    data, *_ = (report.compare_summary(con := db.connect(db_file), ["steady", "narrow"]),)
+    data, *_ = (compare.compare_summary(con := db.connect(db_file), ["steady", "narrow"]),)
     con.close()
     assert data["shared"]["occupations"] == 2
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
@@ -297,17 +298,17 @@ def test_compare_needs_two_distinct_runs(db_file: Path) -> None:
     con = db.connect(db_file)
     try:
         with pytest.raises(UserError, match="at least two run ids"):
-            report.compare_summary(con, ["steady"])
+            compare.compare_summary(con, ["steady"])
         with pytest.raises(UserError, match="run ids repeat"):
-            report.compare_summary(con, ["steady", "steady"])
+            compare.compare_summary(con, ["steady", "steady"])
     finally:
         con.close()
 
 
 def test_cohens_kappa_worked_example() -> None:
     # 4 items: agree on 3; p_o = 0.75, p_e = 0.5*0.25 + 0.5*0.75 = 0.5 -> kappa = 0.5.
-    assert report.cohens_kappa(["f", "f", "m", "m"], ["f", "m", "m", "m"]) == 0.5
-    assert report.cohens_kappa(["none", "none"], ["none", "none"]) is None
+    assert compare_summary_module.cohens_kappa(["f", "f", "m", "m"], ["f", "m", "m", "m"]) == 0.5
+    assert compare_summary_module.cohens_kappa(["none", "none"], ["none", "none"]) is None
 
 
 def _chromium(html: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -347,7 +348,7 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
         report.ensure_analysed(con, "steady")
         report.ensure_analysed(con, "first")
-        documents = report.summary(con, "steady"), report.compare_summary(con, ["steady", "first"])
+        documents = report.summary(con, "steady"), compare.compare_summary(con, ["steady", "first"])
         pages = [report.render_report(documents[0])[0], report.render_comparison(documents[1])[0]]
     finally:
         con.close()

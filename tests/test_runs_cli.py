@@ -127,8 +127,8 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
 ) -> None:
     """A finished scan, one interrupted in round 1 (listed: interrupted, no flagged count yet) and a run."""
     from bench.scan import draw_answers, write_replay_file
-    from probe import scanning
-    from probe.scan_setup import ScanSettings
+    from probe.scanning import rounds
+    from probe.scanning.setup import ScanSettings
     from probe.store.config import RunConfig
     from probe.store.db import connect
 
@@ -141,7 +141,7 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        scanning.scan(config, ScanSettings(soc=("29-9",)), "cut", interrupted)
+        rounds.scan(config, ScanSettings(soc=("29-9",)), "cut", interrupted)
     hostile = "[bold]m\x1b]0;x\x07"  # rich markup and an escape sequence, as a server might name its model
     con = connect(db_file)
     try:

@@ -12,12 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.scan import draw_answers, scan_in_memory, write_replay_file
-from probe import pipeline, scanning
+from probe import pipeline
 from probe.answering import runner
 from probe.answering.answer_checks import check_failed_share
 from probe.cli import app
 from probe.common.errors import RunFailed
-from probe.scan_setup import ScanSettings
+from probe.scanning import rounds as scan_rounds
+from probe.scanning.setup import ScanSettings
 from probe.store.config import RunConfig
 from probe.store.db import connect
 from probe.taxonomy.taxonomy import resolve_occupations
@@ -240,9 +241,9 @@ def test_an_interrupted_scan_resumes_to_the_same_flagged_list(
         if where == "answer":  # killed with a round's items stored and its answers missing
             answer = stop_on(runner.answer_pending)
         else:  # killed with a round's answers stored and its decisions missing
-            patch.setattr(scanning, "_decide_round", stop_on(scanning._decide_round))
+            patch.setattr(scan_rounds, "_decide_round", stop_on(scan_rounds._decide_round))
         with pytest.raises(_Stop):
-            scanning.scan(config, settings, "resumed", answer)
+            scan_rounds.scan(config, settings, "resumed", answer)
     assert query(db_file, "SELECT status FROM scans")["status"].tolist() == ["interrupted"]
     assert pipeline.scan(config, settings, "resumed") == "resumed"
     assert (flagged(db_file, "resumed"), calls(db_file, "resumed")) == (EXPECTED_FLAGGED, EXPECTED_CALLS)

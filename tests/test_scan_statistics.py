@@ -120,7 +120,7 @@ def test_group_rollup_two_way_interval() -> None:
     import pandas as pd
     from scipy import stats
 
-    from probe.scan_report import group_rollup
+    from probe.scanning.report import group_rollup
 
     observed = np.repeat([[1.0], [0.0]] * 3, 10, axis=1)
     rollup = group_rollup(observed, pd.Series(["29"] * 6)).iloc[0]

@@ -20,13 +20,13 @@ MAX_LINES = 400
 # module may import from its own step or an earlier one, never from a later one: the path runs one way. The last
 # step, `cli`, is the entry layer: the CLI package and the modules beside it at the top of probe/ (the package
 # itself re-exports the API), which drive every step.
-STEPS = ("common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "gates", "cli")
-# The entry modules at the top of probe/. scanning, scan_record, scan_report, scan_setup (issue 25) and batch, study
-# (branch models) are drivers like pipeline.py, placed here ahead of their branches' merge.
-ENTRY_MODULES = {
-    "probe", "probe.api", "probe.pipeline",
-    "probe.scanning", "probe.scan_record", "probe.scan_report", "probe.scan_setup", "probe.batch", "probe.study",
-}  # fmt: skip
+STEPS = (
+    "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
+    "scanning", "cli",
+)
+# The entry modules at the top of probe/: the package, the API and the pipeline, and the batch and study flows
+# that drive the pipeline's steps beside it.
+ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline", "probe.batch", "probe.study"}
 
 
 def _module_name(path: Path) -> str:

@@ -66,7 +66,7 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html (a study: compare-<study id>.html).
     """
-    from probe.report.compare import check_run_ids
+    from probe.compare.summary import check_run_ids
     from probe.study import study_run_ids
 
     run_ids = list(run_ids or [])

@@ -1,4 +1,4 @@
-"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning.py)."""
+"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning/rounds.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline, scan_setup
+from probe import pipeline
 from probe.analysis.scan_rules import BUDGET
 from probe.answering import plan
 from probe.backends import backend_info
@@ -31,9 +31,10 @@ from probe.cli.run_cmd import (
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.redact import safe_url
-from probe.scan_record import check_scan_id, with_stored
-from probe.scan_setup import ScanSettings, soc_prefixes
-from probe.scanning import load_state
+from probe.scanning import setup as scan_setup
+from probe.scanning.record import check_scan_id, with_stored
+from probe.scanning.rounds import load_state
+from probe.scanning.setup import ScanSettings, soc_prefixes
 from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
@@ -82,7 +83,7 @@ def scan_command(
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    from probe.scan_report import confirmation_csv, write_scan_report
+    from probe.scanning.report import confirmation_csv, write_scan_report
 
     flags = dict(
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers, decoding=decoding

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from probe.common.errors import UserError
+from probe.compare.summary import compare_run, settings_differences
 from probe.gates.outputs import gate_document, write_outputs
 from probe.gates.policy import Gate, load_policy, parse_policy
 from probe.gates.verdicts import (
@@ -30,7 +31,6 @@ from probe.gates.verdicts import (
     pairs_needed,
     run_estimate,
 )
-from probe.report.compare import compare_run, settings_differences
 
 __all__ = ["Gate", "GateResult", "check_gates", "load_policy", "parse_policy", "plan"]
 ITEMS_BEHIND = 8  # items listed in a failing gate's JUnit body, beside every pair's value

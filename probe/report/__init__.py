@@ -1,15 +1,16 @@
-"""Fairness audit report of one run, and the comparison of several runs (models).
+"""Fairness audit report of one run, and the pages of a comparison of several runs (models), rendered from the
+document probe/compare/ builds.
 
-Enters: an analysed run (or several).
-Leaves: `report.json` (the document), and `report.html` / `report.md` rendered from it (templates/);
-comparisons; exported items and answers (export.py).
+Enters: an analysed run (or a comparison's compare.json).
+Leaves: `report.json` (the document), and `report.html` / `report.md` rendered from it (templates/); the
+comparison's pages; exported items and answers (export.py).
 
 The document (`report.json`, document.py) is read from the tables the analyzers fill (`metrics`,
 `occupation_preference`, `correlations`, `regression`), the run record and the run's items; metric formulas
 live in `probe.analysis.metrics` only. The pages are rendered from the document alone (render.py), so a report is
 three files that say the same: the JSON document for pipelines, a self-contained HTML page (inline CSS and
 SVG figures, no network, no script needed) and a Markdown summary. A comparison goes the same way
-(compare_summary -> compare.json -> render_comparison).
+(probe.compare.compare_summary -> compare.json -> render_comparison).
 
 JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, values may be null):
 
@@ -64,22 +65,17 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
 """
 
-from probe.report.compare import cohens_kappa, compare_summary, settings_differences
 from probe.report.data import ensure_analysed, run_record, run_settings
 from probe.report.document import summary
-from probe.report.render import ReportFiles, render_comparison, render_report, write_comparison, write_report
+from probe.report.render import ReportFiles, render_comparison, render_report, write_report
 
 __all__ = [
     "ReportFiles",
-    "cohens_kappa",
-    "compare_summary",
     "ensure_analysed",
     "render_comparison",
     "render_report",
     "run_record",
     "run_settings",
-    "settings_differences",
     "summary",
-    "write_comparison",
     "write_report",
 ]

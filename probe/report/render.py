@@ -25,7 +25,6 @@ from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.escape import markdown_text, write_atomic
 from probe.common.vocabulary import COMPLETE, CONDITIONS
-from probe.report.compare import compare_summary
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
 from probe.report.figures import (
@@ -261,12 +260,12 @@ def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.Data
 def write_report(con: duckdb.DuckDBPyConnection, run_id: str, html_path: Path | None = None) -> ReportFiles:
     """Write report.json, and report.html and report.md rendered from it (`html_path`: a .html page, or a .md
     summary; the other files beside it)."""
-    files = _output_files(html_path or Path("runs") / run_id / "report.html")
+    files = output_files(html_path or Path("runs") / run_id / "report.html")
     document = summary(con, run_id)
-    return _write_files(files, *render_report(document), document)
+    return write_files(files, *render_report(document), document)
 
 
-def _output_files(path: Path) -> ReportFiles:
+def output_files(path: Path) -> ReportFiles:
     """`-o` picks by suffix: the page (.html) or the Markdown summary (.md); the others go beside it."""
     if path.suffix.lower() not in (".html", ".htm", ".md"):
         raise UserError(f"-o {path}: choose a .html or .md file (the other formats are written beside it)")
@@ -278,7 +277,7 @@ def _output_files(path: Path) -> ReportFiles:
     )
 
 
-def _write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str, Any]) -> ReportFiles:
+def write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str, Any]) -> ReportFiles:
     """Each file whole or not at all: a crash never leaves half a report."""
     write_atomic(files.html, html)
     write_atomic(files.markdown, markdown)
@@ -331,12 +330,3 @@ def _rank_table(data: Mapping[str, Any]) -> dict[str, Any]:
             shown.append(MISSING if rank is None else f"{rank} ({interval})")
         rows.append({"run_id": run["run_id"], "cells": shown})
     return {"condition": lead, "metrics": metrics, "rows": rows}
-
-
-def write_comparison(
-    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path, reference: str | None = None
-) -> ReportFiles:
-    """Write the comparison page with its Markdown and JSON summaries beside it."""
-    files = _output_files(html_path)
-    document = compare_summary(con, run_ids, reference)
-    return _write_files(files, *render_comparison(document), document)

@@ -121,7 +121,7 @@ CREATE TABLE IF NOT EXISTS regression (
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,
     note VARCHAR  -- why a term has no estimate (separation, a single name pair), else NULL
 );
--- probe scan (probe/scanning.py): adaptive rounds over O*NET titles. Its items and answers live in `items` and
+-- probe scan (probe/scanning/rounds.py): adaptive rounds over O*NET titles. Its items and answers live in `items` and
 -- `answers` under run_id = scan_id (stage 2, qtype single, condition baseline).
 CREATE TABLE IF NOT EXISTS scans (
     scan_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR, config_json VARCHAR,

@@ -22,7 +22,7 @@ from probe.common.redact import MASK
 from probe.common.version import __version__
 from probe.common.vocabulary import RUNNING
 from probe.dataset.prompts import template_hash
-from probe.scan_setup import BACKEND_FIELDS, ScanSettings
+from probe.scanning.setup import BACKEND_FIELDS, ScanSettings
 from probe.store import db
 from probe.store.config import RUN_ID, RunConfig
 
@@ -134,7 +134,7 @@ def check_same(
         raise UserError(f"--scan-id {scan_id}: the prompt templates changed since the scan started; start a new scan")
     before = json.loads(str(stored["config_json"]))
     for name, value in scan_config(config, settings).items():
-        # The budget limits what is asked from now on (probe/scanning.py); a URL is stored masked.
+        # The budget limits what is asked from now on (probe/scanning/rounds.py); a URL is stored masked.
         if before.get(name) != value and name not in ("budget", "base_url"):
             raise UserError(
                 f"--{name.replace('_', '-')}: scan {scan_id} was started with {before.get(name)!r}, not {value!r}"

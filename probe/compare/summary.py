@@ -15,6 +15,7 @@ from probe.analysis.metric_registry import COMPARED_METRICS
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
+from probe.compare.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -27,7 +28,6 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
-from probe.report.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -72,7 +72,7 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
 
     Reuses the analyzers' SQL unchanged: `instances` builds the run's per-instance table, the instances
     outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
-    the one definition in probe/metrics.sql.
+    the one definition in probe/analysis/metrics.sql.
     """
     from probe.analysis.metrics import metric_queries
 

@@ -47,8 +47,8 @@ from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
 from probe.dataset.dataset import build_scan_items, items_frame
-from probe.scan_record import check_same, mark_resumed, new_scan_id, record, stored_scan
-from probe.scan_setup import ScanSettings, resolve_titles, shuffled_pairs
+from probe.scanning.record import check_same, mark_resumed, new_scan_id, record, stored_scan
+from probe.scanning.setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store import db
 from probe.store.config import RunConfig
 

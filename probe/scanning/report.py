@@ -21,7 +21,7 @@ from scipy import stats
 from probe.analysis.scan_rules import ALPHA
 from probe.common.escape import atomic_path, csv_safe, markdown_text, write_atomic
 from probe.report.figures import GENDER_COLOURS, svg_bytes
-from probe.scanning import load_state
+from probe.scanning.rounds import load_state
 
 SOC_MAJOR_GROUPS = {
     "11": "Management",

@@ -1,0 +1,33 @@
+"""Comparing runs (`probe compare`): which instances and settings they share, a leaderboard of their headline
+metrics, paired differences and ranks, and the agreement of their preferred occupations.
+
+- summary.py: shared instances and settings, what makes runs unpaired, the comparison's document (compare.json);
+- leaderboard.py: the leaderboard rows, paired differences (the paired cluster t of probe/analysis/statistics.py)
+  and rank intervals.
+
+The page is rendered by the report's templates from compare.json alone (probe.report.render_comparison).
+
+Enters: analysed runs (metrics, occupation_preference, items).
+Leaves: compare.json, and the comparison page and Markdown summary written from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from probe.compare.summary import compare_summary
+from probe.report.render import ReportFiles, output_files, render_comparison, write_files
+
+__all__ = ["compare_summary", "write_comparison"]
+
+
+def write_comparison(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path, reference: str | None = None
+) -> ReportFiles:
+    """Write the comparison page with its Markdown and JSON summaries beside it."""
+    files = output_files(html_path)
+    document = compare_summary(con, run_ids, reference)
+    return write_files(files, *render_comparison(document), document)
