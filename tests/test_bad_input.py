@@ -158,6 +158,16 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         "{tmp}/names.csv line 3: the name 'NEITHER' is an answer option (yes, no, both, neither): a reply naming it "
         "could not be told from the option; choose another name",
     ),
+    "names CSV in Latin-1": (
+        lambda tmp: ["--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\nRen\xe9e,Jos\xe9\n",
+                                          encoding="latin-1"))],
+        "{tmp}/names.csv: not UTF-8 (it looks like a one-byte encoding such as Latin-1 or Windows-1252); save it as "
+        "UTF-8",
+    ),
+    "names CSV in UTF-16": (
+        lambda tmp: ["--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\n", encoding="utf-16"))],
+        "{tmp}/names.csv: not UTF-8 (it looks like UTF-16); save it as UTF-8",
+    ),
     "replay file without the key columns": (
         lambda tmp: ["--answers", str(write(tmp / "a.csv", "stage,qtype,label\n1,attr,yes\n"))],
         "{tmp}/a.csv: missing column(s) condition, pair_id, name_order, occupation, subject, category, attribute",

@@ -5,6 +5,7 @@ Shared by the O*NET release import (tab-separated) and occupations CSVs (the cur
 
 from __future__ import annotations
 
+import codecs
 import csv
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,10 +19,29 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def check_utf8(path: Path, label: str) -> None:
+    """A file in another encoding is one line naming the file and the encoding it looks like (DuckDB would say
+    "Invalid unicode detected" about a buffer)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with path.open("rb") as handle:
+        head = handle.read(4)
+        handle.seek(0)
+        try:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            utf16 = head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or b"\0" in head
+            guess = "UTF-16" if utf16 else "a one-byte encoding such as Latin-1 or Windows-1252"
+            raise UserError(f"{label}: not UTF-8 (it looks like {guess}); save it as UTF-8") from None
+
+
 def read_header(path: Path, delimiter: str, label: str) -> list[str]:
-    """The column names of a delimited text file; empty files are refused here, naming the file."""
+    """The column names of a delimited text file; empty files and other encodings than UTF-8 are refused here,
+    naming the file."""
     if not path.is_file():
         raise UserError(f"{label}: no such file")
+    check_utf8(path, label)
     with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
         header = next(csv.reader(handle, delimiter=delimiter, quoting=quoting), None)
