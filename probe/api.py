@@ -19,7 +19,7 @@ from probe import pipeline
 from probe.common.errors import UserError
 from probe.scanning.record import check_scan_id, with_stored
 from probe.scanning.setup import BACKEND_FIELDS, ScanSettings, soc_prefixes
-from probe.store.db import DEFAULT_DB, connect
+from probe.store.db import DEFAULT_DB, connect, connect_or_snapshot
 
 if TYPE_CHECKING:
     from probe.gates import GateResult
@@ -185,8 +185,8 @@ def gate(
 
 
 def _read(db: str, sql: str, key: str) -> pd.DataFrame:
-    """`sql` with the one parameter `key`, on a read-only connection to `db`."""
-    con = connect(db, read_only=True)
+    """`sql` with the one parameter `key`, on a read-only connection to `db` (a copy while a run writes it)."""
+    con, _ = connect_or_snapshot(db)
     try:
         return con.execute(sql, [key]).df()
     finally:

@@ -215,7 +215,7 @@ def compare(
     db = Path(db)
     if not db.exists():
         raise UserError(f"{db}: no such database")
-    con = connect(db)
+    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: compared as of now, from a copy
     try:
         analysed_now = [run_id for run_id in run_ids if ensure_analysed(con, run_id)]
         default = db.parent / f"compare-{name or '-'.join(run_ids)}.html"

@@ -17,6 +17,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+import probe
 from probe.cli import app
 from probe.store import db
 from tests.fake_openai_server import FakeOpenAIServer, Step
@@ -121,6 +122,7 @@ def test_a_database_being_written_is_read_from_a_snapshot(seed: Path, tmp_path: 
                 time.sleep(0.05)
             listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)])
             reported = CliRunner().invoke(app, ["report", "live", "--db", str(db_file), "-o", str(tmp_path / "r.md")])
+            answered = len(probe.open_run("live", db=db_file).answers())  # the API reads a snapshot too
             still_running = writer.poll() is None
         finally:
             writer.send_signal(signal.SIGTERM)
@@ -129,4 +131,5 @@ def test_a_database_being_written_is_read_from_a_snapshot(seed: Path, tmp_path: 
     assert listed.exit_code == 0 and " live " in listed.output and "running" in listed.output
     assert listed.output.endswith(f"(a probe process is writing {db_file}: shown as of now)\n")
     assert reported.exit_code == 0 and (tmp_path / "r.md").exists()
+    assert answered >= 48  # stage 1's items at least, read while the run wrote
     assert query(db_file, "SELECT count(*) FROM metrics").values.tolist() == [[0]]  # analysed in the copy only
