@@ -110,8 +110,9 @@ def test_replies_refused_on_every_request_stop_the_run_too() -> None:
     assert served <= 8 + 4
 
 
-def test_one_success_disarms_the_breaker() -> None:
-    """After the server has answered once, failing items are the items' own: stored as unknown, the run goes on."""
+def test_one_success_relaxes_the_breaker() -> None:
+    """After the server has answered once, a few failing items are the items' own: stored as unknown, the run
+    goes on (it stops only when 16 in a row fail: the next test)."""
     def fail_after_first(prompt: str, attempt: int) -> Step | None:
         return None if prompt == "item 0" else Step.server_error(500)
 
@@ -144,3 +145,27 @@ def test_the_cli_says_it_in_one_line_and_the_run_is_failed(seed: Path, tmp_path:
     assert done.output.startswith("error: 127.0.0.1:") and done.output.count("\n") == 1
     assert "answered none of the first requests" in done.output and "502" in done.output
     assert query(db_file, "SELECT status FROM runs").values.tolist() == [["failed"]]
+
+
+def test_a_server_that_starts_failing_mid_run_stops_the_run_in_one_line() -> None:
+    """The breaker watches the whole run: after 30 answers the server returns 500 to everything; the run stops
+    once 16 items in a row failed three times, instead of retrying the other 9,970 items one by one."""
+    def fail_from_item_30(prompt: str, attempt: int) -> Step | None:
+        return None if int(prompt.split()[1]) < 30 else Step.server_error(500)
+
+    with FakeOpenAIServer(fault_plan=fail_from_item_30) as server:
+        backend = OpenAIBackend(ApiSettings(model="m", base_url=server.base_url, concurrency=4, backoff_s=0.01))
+        started = time.monotonic()
+        try:
+            with pytest.raises(RunFailed) as raised:
+                backend.answer([ask(f"item {n}") for n in range(10_000)])
+        finally:
+            backend.close()
+        took, served = time.monotonic() - started, len(server.served)
+    assert str(raised.value).endswith(
+        "the server stopped answering: the last 16 items failed with no success between them (the last with: "
+        "InternalServerError: Error code: 500 - scripted 500); what was answered is saved, the run is marked "
+        "failed and resumes with the same command"
+    )
+    # the 16 struck items and the 4 in flight, each tried up to 1 + max_retries (5) times: far from 10,000 items
+    assert served <= 30 + (16 + 4) * 6 and took < 60

@@ -1,4 +1,4 @@
-"""Fail fast on a server that cannot answer: a breaker over the first requests of an openai backend.
+"""Fail fast on a server that cannot answer: a breaker over the requests of an openai backend, the whole run long.
 
 A server that accepts connections but never answers, trickles bytes, answers every request with 5xx or
 429, would otherwise be retried item by item for as long as the run is (minutes to hours), and end in
@@ -10,8 +10,11 @@ A server that accepts connections but never answers, trickles bytes, answers eve
 - the first reply must come within `window_s` of the first request (FIRST_REPLY_WINDOW_S, or the
   timeout if that is longer): each request's deadline is cut to what is left of it.
 
-The first success disarms it for good: after that, failures are the items' own (retried, then stored as
-unknown). Flapping servers answer some of the first requests, so they never trip it.
+After the first success it relaxes, but keeps watching: an item that fails is the item's own (retried, then
+stored as unknown), unless MID_RUN_STRUCK_ITEMS items in a row are struck with no success between them - a
+server that died, or started answering every request with 5xx, at item 5,000 - which stops the run with one
+line; what was answered is saved and the same command resumes it. Flapping servers answer some requests in
+between, so they never trip it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from probe.common.errors import RunFailed
 STRIKES = 3  # failed attempts of one item (a flapping server rarely fails one item three times in a row)
 STRUCK_ITEMS = 4  # struck items, with no success anywhere, that stop the run
 FIRST_REPLY_WINDOW_S = 40.0  # with start-up and stage building, an unusable server fails a run within a minute
+# Struck items in a row, after the server has answered, that stop the run: more than at the start, since a few
+# items may fail on their own (a prompt a server refuses) once a server is known to work.
+MID_RUN_STRUCK_ITEMS = 16
 
 
 class FirstRequestsBreaker:
-    """Stops a run whose first requests all fail; see the module docstring."""
+    """Stops a run whose first requests all fail, or whose recent requests all fail; see the module docstring."""
 
     def __init__(self, where: str, *, timeout_s: float, max_retries: int) -> None:
         self._where = where
@@ -36,6 +42,7 @@ class FirstRequestsBreaker:
         self._started_at: float | None = None
         self._answered = False
         self._struck = 0
+        self._struck_in_a_row = 0  # after the first success: struck items since the last success
         self._last_cause = ""
         self._tripped: str | None = None  # the message, once tripped: every request in flight reports the same
 
@@ -53,16 +60,19 @@ class FirstRequestsBreaker:
 
     def succeeded(self) -> None:
         self._answered = True
+        self._struck_in_a_row = 0
 
     def failed(self, attempt: int, cause: str, *, last: bool = False) -> None:
         """After the `attempt`-th (0-based) failure of an item (`last`: it is not tried again): raise RunFailed
         when the breaker trips."""
+        struck = attempt + 1 == self._strikes or (last and attempt + 1 < self._strikes)
         if self._answered:
+            self._mid_run(struck, cause)
             return
         assert self._started_at is not None  # an attempt took its deadline first
         if self._tripped is None:
             self._last_cause = cause
-            if attempt + 1 == self._strikes or (last and attempt + 1 < self._strikes):
+            if struck:
                 self._struck += 1
         if self._struck >= STRUCK_ITEMS:
             self._trip(
@@ -71,6 +81,18 @@ class FirstRequestsBreaker:
             )
         if time.monotonic() - self._started_at >= self.window_s:
             self._trip_on_window()
+
+    def _mid_run(self, struck: bool, cause: str) -> None:
+        """After the server has answered: stop when MID_RUN_STRUCK_ITEMS items in a row are struck."""
+        if self._tripped is None and struck:
+            self._last_cause = cause
+            self._struck_in_a_row += 1
+        if self._struck_in_a_row >= MID_RUN_STRUCK_ITEMS:
+            self._trip(
+                f"the server stopped answering: the last {self._struck_in_a_row} items failed with no success "
+                f"between them (the last with: {self._last_cause}); what was answered is saved, the run is marked "
+                "failed and resumes with the same command"
+            )
 
     def _trip_on_window(self) -> None:
         self._trip(
