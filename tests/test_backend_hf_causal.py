@@ -299,3 +299,24 @@ def test_the_run_card_of_a_local_folder_names_its_weights(models: dict[str, Path
     assert len(weights) == 1
     assert json.loads(report.with_suffix(".json").read_text())["run"]["model_identity"] == expected
     assert expected in report.read_text()
+
+
+def test_a_stop_signal_ends_scoring_within_one_forward_pass(models: dict[str, Path],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """SIGTERM on a local model: the batch in flight stops before its next forward pass (each about a second for
+    SmolLM2), not when the whole batch is scored; the runner then marks the run interrupted."""
+    from probe.common import stopping
+    from probe.common.errors import RunInterrupted
+
+    backend = HFCausalBackend(HFCausalSettings(str(models["chat"])))
+    many = [Query(str(n), "binary", f"{PROMPTS['binary']} ({n})" * 8, "", "", YES_NO, {}) for n in range(40)]
+    passes: list[int] = []
+    original = backend._score_tree
+    monkeypatch.setattr(backend, "_score_tree", lambda *args: (passes.append(1), original(*args))[1])
+    backend.answer(many)
+    assert len(passes) > 1  # the batch needs several trees of TREE_TOKENS tokens
+    passes.clear()
+    monkeypatch.setattr(stopping, "_requested", [15])  # SIGTERM came while the batch was scored
+    with pytest.raises(RunInterrupted):
+        backend.answer(many)
+    assert passes == []  # checked before every forward pass: none started after the signal

@@ -30,6 +30,7 @@ from probe.backends.model_input import chat_messages, completion_pair, completio
 from probe.backends.parse import parse_option
 from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
+from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import UNKNOWN
 
@@ -114,6 +115,7 @@ class HFCausalBackend(BackendDefaults):
             return self._score(queries)
         replies: list[Reply] = []
         for start in range(0, len(queries), self.batch_size):
+            stopping.raise_if_requested()
             replies.extend(self._generate(queries[start : start + self.batch_size]))
         return replies
 
@@ -150,6 +152,7 @@ class HFCausalBackend(BackendDefaults):
             if self.share_prefixes:
                 added = tree.new_nodes(-1, prompts[index]) + sum(map(len, options[index]))
             if members and len(tree) + added > TREE_TOKENS:
+                stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
                 self._score_tree(tree, members, totals)
                 tree, members = TokenTree(), []
             members.append((index, self._insert(tree, prompts[index], options[index])))
