@@ -301,9 +301,12 @@ def preview_command(
 def export_command(
     run_id: Annotated[str, typer.Argument(help="The run to export.")],
     out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.", file_okay=False)],
-    file_format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    file_format: Annotated[
+        str, typer.Option("--format", help="parquet, csv, or hf-dataset (a Hugging Face dataset folder with its card).")
+    ] = "parquet",
     db: DbOption = DEFAULT_DB,
 ) -> None:
-    """Write a run's items and answers (items.<format>, answers.<format>) to a folder."""
+    """Write a run's items and answers (items.<format>, answers.<format>; hf-dataset: one Parquet file per
+    configuration and a dataset card) to a folder."""
     for path in export_run(db, run_id, file_format, out_dir):
         typer.echo(terminal_text(path))
