@@ -14,7 +14,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
-from test_report import first_named_choice, replay_run, steady_choice
+import test_report
 from typer.testing import CliRunner
 
 import probe
@@ -49,19 +49,12 @@ margin = 0.05
 """
 
 
-@pytest.fixture(scope="module")
-def gated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("gates")
-    db_file = tmp / "probe.duckdb"
-    replay_run(db_file, tmp, "steady", steady_choice)
-    replay_run(db_file, tmp, "first", first_named_choice)
-    replay_run(db_file, tmp, "narrow", steady_choice, occupations=("nurse", "pilot"), top_k=1)
-    return db_file
+runs_db = test_report.runs_db  # the fixture: the steady, first and narrow runs of test_report, built once a module
 
 
 @pytest.fixture
-def db_file(gated_db: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copy(gated_db, tmp_path / "probe.duckdb"))
+def db_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return Path(shutil.copy(request.getfixturevalue("runs_db"), tmp_path / "probe.duckdb"))
 
 
 def _policy(tmp_path: Path, text: str, name: str = "gates.toml") -> Path:
