@@ -1,13 +1,16 @@
 """Inference with wording as a second source of variation (probe/analysis/robustness.py): the crossed interval,
 the wording test, the verdict, the per-(pair, wording) values."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
+from probe import pipeline
 from probe.analysis.robustness import (
     Interval,
     cell_values,
@@ -17,6 +20,8 @@ from probe.analysis.robustness import (
     verdict,
     wording_test,
 )
+from probe.store.config import RunConfig
+from tests.support import FakeBackend
 
 # 3 pairs x 2 wordings, pair and wording effects without interaction: residuals from the mean 0.5 are
 # [[-.3, -.1], [-.1, .1], [.1, .3]].
@@ -96,3 +101,28 @@ def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
     assert rows.loc["paper", "value"] == pytest.approx(0.4) and rows.loc["synonym", "value"] == pytest.approx(0.6)
     assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.0
     assert rows.loc["all", "verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+
+
+def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
+    db_file: Path, tmp_path: Path, use_backend
+) -> None:
+    use_backend(FakeBackend())
+    settings = dict(backend="replay", pairs=4, occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy",),
+                    db=str(db_file), quiet=True)  # fmt: skip
+    several = pipeline.answer(RunConfig(**settings, run_id="several", wordings=("paper", "restated", "synonym")))
+    one = pipeline.answer(RunConfig(**settings, run_id="one"))
+    for run_id in (several, one):
+        pipeline.report(db_file, run_id, tmp_path / run_id / "report.html")
+    document = json.loads((tmp_path / several / "report.json").read_text())["robustness"]
+    assert document["wordings"] == ["paper", "restated", "synonym"]  # the order asked
+    found = [(finding["condition"], finding["metric"]) for finding in document["findings"]]
+    assert found == [("stage1", "attr_yes_diff"), ("taxonomy", "female_share"), ("taxonomy", "position_first"),
+                     ("taxonomy", "consistency"), ("taxonomy", "bias")]  # fmt: skip
+    first = document["findings"][1]
+    assert [entry["wording"] for entry in first["per_wording"]] == document["wordings"]
+    assert first["finding"].startswith("woman picked (order-balanced) (taxonomy): ")
+    html = (tmp_path / several / "report.html").read_text()
+    assert '<section id="robustness">' in html and 'id="fig-robustness"' in html
+    assert "## Robustness: do the findings hold under every wording?" in (tmp_path / several / "report.md").read_text()
+    assert json.loads((tmp_path / one / "report.json").read_text())["robustness"] is None
+    assert 'id="robustness"' not in (tmp_path / one / "report.html").read_text()
