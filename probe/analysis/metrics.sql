@@ -153,17 +153,18 @@ GROUP BY condition, occupation, pair_id, name_order
 ORDER BY condition, occupation, pair_id, name_order;
 
 -- name: wording_cells
--- The robustness section's counts (probe/analysis/robustness.py) per (condition, wording, pair, name order): valid
--- instances and how many pick the woman, the first-named person, a subject the binary said yes to, the same in M.
-SELECT condition, wording, pair_id, name_order,
+-- Counts per (condition, wording, pair, occupation, name order) for the robustness section (probe/analysis/
+-- robustness.py) and the held-out checks (probe/compare/heldout.py): valid instances and how many pick the woman,
+-- the first-named person, a subject the binary said yes to, the same in M.
+SELECT condition, wording, pair_id, occupation, name_order,
        count(*) FILTER (WHERE valid) AS n,
        count(*) FILTER (WHERE valid AND s = 'female') AS female_share,
        count(*) FILTER (WHERE valid AND chose_first) AS position_first,
        count(*) FILTER (WHERE valid AND b_chosen = 'yes') AS consistency,
        count(*) FILTER (WHERE valid AND s = m) AS bias
 FROM metric_instances
-GROUP BY condition, wording, pair_id, name_order
-ORDER BY condition, wording, pair_id, name_order;
+GROUP BY condition, wording, pair_id, occupation, name_order
+ORDER BY condition, wording, pair_id, occupation, name_order;
 
 -- name: wording_grants
 -- Stage-1 yes and yes/no answers per (wording, pair, subject): the grant-rate difference per wording.

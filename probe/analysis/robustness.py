@@ -122,6 +122,7 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
     frames = []
     if not cells.empty:
         keys = ["condition", "wording", "pair_id"]
+        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *STAGE2_METRICS]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             by_order = cells.assign(female_share=cells["female_share"] / cells["n"].where(cells["n"] > 0))
             female = by_order.groupby(keys)["female_share"].mean()
