@@ -10,9 +10,12 @@ from typer.testing import CliRunner
 
 from probe import pipeline
 from probe.cli.app import app
+from probe.common.resources import resource_dir
 from probe.compare.heldout import split
 from probe.dataset.dataset import KEY_FIELDS
+from probe.store import db
 from probe.store.config import RunConfig
+from probe.taxonomy.taxonomy import select_name_pairs
 
 
 def test_the_split_is_fixed_by_the_seed_and_the_paper_wording_tunes() -> None:
@@ -77,3 +80,17 @@ def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Pa
 def test_heldout_checks_take_two_runs() -> None:
     result = CliRunner().invoke(app, ["compare", "a", "b", "c", "--heldout-seed", "1", "--db", "none.duckdb"])
     assert result.exit_code == 2 and "--heldout-seed: compares two runs" in result.output
+
+
+def test_the_held_out_names_are_70_pairs_disjoint_from_the_shipped_ones(db_file: Path) -> None:
+    con = db.connect(db_file)
+    try:
+        heldout = select_name_pairs(con, None, resource_dir("taxonomy") / "heldout_name_pairs.csv")
+        shipped = select_name_pairs(con, None)
+    finally:
+        con.close()
+    assert list(heldout["pair_id"]) == list(range(1, 71))
+    names = [name.lower() for name in heldout[["female", "male"]].to_numpy().ravel()]
+    assert len(set(names)) == 140
+    assert not set(names) & {name.lower() for name in shipped[["female", "male"]].to_numpy().ravel()}
+    assert heldout.iloc[0].tolist() == [1, "Emily", "Jacob"]
