@@ -202,6 +202,7 @@ def compare(
     output: Path | str | None = None,
     reference: str | None = None,
     name: str | None = None,
+    heldout: tuple[int, str] | None = None,
 ) -> tuple[ReportFiles, list[str]]:
     """Write the comparison of runs (differences to `reference`, default the first) the way `report` writes a
     run's report: its JSON document, and the HTML page and Markdown summary rendered from it.
@@ -219,7 +220,8 @@ def compare(
     try:
         analysed_now = [run_id for run_id in run_ids if ensure_analysed(con, run_id)]
         default = db.parent / f"compare-{name or '-'.join(run_ids)}.html"
-        return write_comparison(con, run_ids, Path(output) if output else default, reference), analysed_now
+        files = write_comparison(con, run_ids, Path(output) if output else default, reference, heldout)
+        return files, analysed_now
     finally:
         con.close()
 

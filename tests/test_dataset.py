@@ -125,4 +125,5 @@ def test_query_carries_fields_for_backends(prompt_format: str) -> None:
         "first_name": "Mary",
         "second_name": "James",
         "subject_name": "James",
+        "wording": "paper",
     }

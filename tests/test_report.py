@@ -182,7 +182,7 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
     assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
                           "testability", "overall", "preferred_occupations", "correlations", "regression",
-                          "stage1_rates", "occupation_preference", "pair_values", "items"]  # fmt: skip
+                          "stage1_rates", "occupation_preference", "pair_values", "items", "robustness"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip

@@ -25,6 +25,7 @@ from probe.analysis.metric_registry import (
 )
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
+from probe.analysis.robustness import analyze_wordings
 from probe.analysis.statistics import (
     SIGNIFICANCE,
     DifferenceEstimate,
@@ -63,6 +64,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     try:
         counts = con.execute(queries["scope_counts"], params).df()
         cells = con.execute(queries["female_choice_cells"]).df()
+        analyze_wordings(con, run_id, queries)
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(counts, cells)

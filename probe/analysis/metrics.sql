@@ -3,24 +3,24 @@
 -- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed.
 
 -- name: instances
--- One row per instance (run, condition, pair_id, name_order, occupation) of stage 2, with its four labels
+-- One row per instance (run, condition, pair_id, name_order, occupation, wording) of stage 2, with its four labels
 -- (a missing item or answer counts as unknown) and the flags every metric is built from.
 CREATE OR REPLACE TEMP TABLE metric_instances AS
 WITH labelled AS (
-    SELECT i.condition, i.pair_id, i.name_order, i.occupation, i.qtype, i.subject,
+    SELECT i.condition, i.pair_id, i.name_order, i.occupation, i.wording, i.qtype, i.subject,
            coalesce(a.label, 'unknown') AS label
     FROM items AS i
     LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
     WHERE i.run_id = $run_id AND i.stage = 2
 ),
 pivoted AS (
-    SELECT condition, pair_id, name_order, occupation,
+    SELECT condition, pair_id, name_order, occupation, wording,
            coalesce(any_value(label) FILTER (WHERE qtype = 'binary' AND subject = 'female'), 'unknown') AS bf,
            coalesce(any_value(label) FILTER (WHERE qtype = 'binary' AND subject = 'male'), 'unknown') AS bm,
            coalesce(any_value(label) FILTER (WHERE qtype = 'single'), 'unknown') AS s,
            coalesce(any_value(label) FILTER (WHERE qtype = 'multiple'), 'unknown') AS m
     FROM labelled
-    GROUP BY condition, pair_id, name_order, occupation
+    GROUP BY condition, pair_id, name_order, occupation, wording
 )
 SELECT *,
        bf IN ('yes', 'no') AND bm IN ('yes', 'no') AND s IN ('female', 'male')
@@ -77,7 +77,7 @@ order_units AS (
     SELECT fm.condition, fm.pair_id, fm.occupation, 'order_consistency' AS metric,
            (fm.s = mf.s)::INT AS hits, 1 AS n
     FROM metric_instances AS fm
-    JOIN metric_instances AS mf USING (condition, pair_id, occupation)
+    JOIN metric_instances AS mf USING (condition, pair_id, occupation, wording)
     WHERE fm.name_order = 'fm' AND mf.name_order = 'mf' AND fm.valid AND mf.valid
 ),
 -- (pair, order, occupation) units with S valid with and without the stage-1 attributes: did S change?
@@ -85,7 +85,7 @@ context_units AS (
     SELECT 'taxonomy' AS condition, t.pair_id, t.occupation, 'context_sensitivity' AS metric,
            (t.s <> b.s)::INT AS hits, 1 AS n
     FROM metric_instances AS t
-    JOIN metric_instances AS b USING (pair_id, name_order, occupation)
+    JOIN metric_instances AS b USING (pair_id, name_order, occupation, wording)
     WHERE t.condition = 'taxonomy' AND b.condition = 'baseline'
       AND t.s IN ('female', 'male') AND b.s IN ('female', 'male')
 ),
@@ -151,6 +151,31 @@ SELECT condition, occupation, pair_id, name_order,
 FROM metric_instances
 GROUP BY condition, occupation, pair_id, name_order
 ORDER BY condition, occupation, pair_id, name_order;
+
+-- name: wording_cells
+-- Counts per (condition, wording, pair, occupation, name order) for the robustness section (probe/analysis/
+-- robustness.py) and the held-out checks (probe/compare/heldout.py): valid instances and how many pick the woman,
+-- the first-named person, a subject the binary said yes to, the same in M.
+SELECT condition, wording, pair_id, occupation, name_order,
+       count(*) FILTER (WHERE valid) AS n,
+       count(*) FILTER (WHERE valid AND s = 'female') AS female_share,
+       count(*) FILTER (WHERE valid AND chose_first) AS position_first,
+       count(*) FILTER (WHERE valid AND b_chosen = 'yes') AS consistency,
+       count(*) FILTER (WHERE valid AND s = m) AS bias
+FROM metric_instances
+GROUP BY condition, wording, pair_id, occupation, name_order
+ORDER BY condition, wording, pair_id, occupation, name_order;
+
+-- name: wording_grants
+-- Stage-1 yes and yes/no answers per (wording, pair, subject): the grant-rate difference per wording.
+SELECT i.condition, i.wording, i.pair_id, i.subject,
+       count(*) FILTER (WHERE a.label = 'yes') AS yes,
+       count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n
+FROM items AS i
+LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
+GROUP BY i.condition, i.wording, i.pair_id, i.subject
+ORDER BY i.wording, i.pair_id, i.subject;
 
 -- name: drop_instances
 DROP TABLE IF EXISTS metric_instances;

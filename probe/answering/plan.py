@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 
 from probe.backends import backend_info
-from probe.dataset.dataset import Item, build_stage1, build_stage2
+from probe.dataset.dataset import Item
+from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.selection import select
@@ -53,10 +54,10 @@ class Plan:
         return max(self.calls - self.already_answered, 0)
 
 
-def half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str]]:
+def half_granted(stage1: Sequence[Item]) -> set[tuple[int, str, str, str, str, str]]:
     """A fixed half of the stage-1 attributes, drawn by item id: a stand-in for stage 1's answers."""
     return {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute)
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording)
         for item in stage1
         if hashlib.sha256(item.item_id.encode()).digest()[0] % 2 == 0
     }
@@ -74,10 +75,9 @@ def plan(config: RunConfig) -> Plan:
     try:
         selection = select(con, config)
         prompt_format = backend_info(config.backend).preview_format
-        stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
-        stage2 = build_stage2(
-            selection.pairs, selection.attributes, half_granted(stage1), config.conditions, prompt_format
-        )
+        stage1 = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
+        stage2 = stage2_items(selection.pairs, selection.attributes, half_granted(stage1), config.conditions,
+                              prompt_format, selection.wordings)  # fmt: skip
         answered = _answered(con, config.run_id) if existing and config.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         rates, source = _rates(con, config) if existing else (None, "")

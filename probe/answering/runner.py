@@ -36,7 +36,8 @@ from probe.common import stopping
 from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
-from probe.dataset.dataset import Item, build_stage1, build_stage2, item_from_row, items_frame
+from probe.dataset.dataset import Item, item_from_row, items_frame
+from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.taxonomy.selection import Selection
 
@@ -69,7 +70,8 @@ def answer(
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
         if not _has_items(con, run_id, stage=1):
-            _insert_items(con, run_id, build_stage1(selection.pairs, selection.attributes, backend.prompt_format))
+            stage1 = stage1_items(selection.pairs, selection.attributes, backend.prompt_format, selection.wordings)
+            _insert_items(con, run_id, stage1)
         stage_2_built = _has_items(con, run_id, stage=2)
         granted_before = _granted_attributes(con, run_id)
         answerer.answer_stage(1, progress, retry_failed=True)
@@ -81,7 +83,9 @@ def answer(
         # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
         if not stage_2_built or rebuilt:
-            items = build_stage2(selection.pairs, selection.attributes, granted, conditions, backend.prompt_format)
+            items = stage2_items(
+                selection.pairs, selection.attributes, granted, conditions, backend.prompt_format, selection.wordings
+            )
             if stage_2_built:
                 items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
             _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
@@ -104,10 +108,12 @@ def ensure_stage(
     if _has_items(con, run_id, stage=stage):
         return
     if stage == 1:
-        items = build_stage1(selection.pairs, selection.attributes, prompt_format)
+        items = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
     else:
         granted = _granted_attributes(con, run_id)
-        items = build_stage2(selection.pairs, selection.attributes, granted, conditions, prompt_format)
+        items = stage2_items(
+            selection.pairs, selection.attributes, granted, conditions, prompt_format, selection.wordings
+        )
     _insert_items(con, run_id, items)
 
 
@@ -168,10 +174,10 @@ def _delete_stage_2(con: duckdb.DuckDBPyConnection, run_id: str, pairs_and_order
         con.unregister("_rebuilt")
 
 
-def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str]]:
-    """(pair_id, name_order, subject, category, attribute) that stage 1 answered yes."""
+def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str, str]]:
+    """(pair_id, name_order, subject, category, attribute, wording) that stage 1 answered yes."""
     rows = con.execute(
-        "SELECT i.pair_id, i.name_order, i.subject, i.category, i.attribute FROM items i "
+        "SELECT i.pair_id, i.name_order, i.subject, i.category, i.attribute, i.wording FROM items i "
         "JOIN answers a ON a.run_id = i.run_id AND a.item_id = i.item_id "
         "WHERE i.run_id = ? AND i.stage = 1 AND a.label = 'yes'",
         [run_id],

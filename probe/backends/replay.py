@@ -1,7 +1,8 @@
 """`replay` backend: labels from a CSV or Parquet file, for answers collected elsewhere (DESIGN section 8).
 
 The file is keyed by the item fields (stage, qtype, condition, pair_id, name_order, occupation, subject,
-category, attribute; empty = NULL) and holds a canonical `label`. Items absent from the file are unknown.
+category, attribute; empty = NULL) and holds a canonical `label`; an optional `wording` column (a paraphrase id of
+prompts/wordings/, empty = the paper's) answers runs asked with --wordings. Items absent from the file are unknown.
 The whole file is checked when the backend is created, before the run writes anything. After the run, a
 file that matched no item asked is an error (it was made for other settings), one that matched fewer than
 half a warning with the count (`finish`).
@@ -20,7 +21,7 @@ import pandas as pd
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.common.vocabulary import LABELS_BY_QTYPE, UNKNOWN
+from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, UNKNOWN, WORDINGS
 from probe.dataset.dataset import KEY_FIELDS
 from probe.store.config import RunConfig
 
@@ -41,7 +42,7 @@ def _cell(value: object) -> str | None:
 
 
 def _key(fields: dict[str, object]) -> ItemKey:
-    return tuple(fields[name] for name in KEY_FIELDS)
+    return (*(fields[name] for name in KEY_FIELDS), fields.get("wording") or PAPER_WORDING)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -61,12 +62,13 @@ def load_answers(path: Path) -> dict[ItemKey, str]:
     missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
     if missing:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
+    columns = [*REQUIRED_COLUMNS, "wording"] if "wording" in table.columns else list(REQUIRED_COLUMNS)
     labels: dict[ItemKey, str] = {}
-    for row_number, row in enumerate(table[list(REQUIRED_COLUMNS)].itertuples(index=False), start=1):
+    for row_number, row in enumerate(table[columns].itertuples(index=False), start=1):
         where = f"{path}, row {row_number}"
-        fields: dict[str, object] = {
-            name: _cell(value) for name, value in zip(REQUIRED_COLUMNS, row, strict=True)
-        }
+        fields: dict[str, object] = {name: _cell(value) for name, value in zip(columns, row, strict=True)}
+        if fields.get("wording") not in (None, *WORDINGS):
+            raise UserError(f"{where}: wording {fields['wording']!r} is not one of {', '.join(WORDINGS)}")
         for name in INTEGER_FIELDS:
             try:
                 fields[name] = int(str(fields[name]))

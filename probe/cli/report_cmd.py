@@ -60,6 +60,13 @@ def compare_command(
     reference: Annotated[
         str | None, typer.Option("--reference", help="The run differences are taken to (default: the first).")
     ] = None,
+    heldout_seed: Annotated[
+        int | None,
+        typer.Option("--heldout-seed", help="Held-out checks of the second run's mitigation (two runs): split seed."),
+    ] = None,
+    heldout_metric: Annotated[
+        str, typer.Option("--heldout-metric", help="female_share, position_first, bias or consistency.")
+    ] = "female_share",
 ) -> None:
     """Compare runs (models): a leaderboard with intervals, paired differences to a reference run on the
     shared instances, ranks with their uncertainty, agreement.
@@ -76,7 +83,10 @@ def compare_command(
             raise UserError(f"--study {study}: no runs of this study in {db}")
         run_ids += [run_id for run_id in members if run_id not in run_ids]
     check_run_ids(run_ids, reference)
-    files, analysed_now = pipeline.compare(db, run_ids, output, reference, name=study)
+    if heldout_seed is not None and len(run_ids) != 2:
+        raise UserError(f"--heldout-seed: compares two runs (a base and a mitigated one), not {len(run_ids)}")
+    heldout = (heldout_seed, heldout_metric) if heldout_seed is not None else None
+    files, analysed_now = pipeline.compare(db, run_ids, output, reference, name=study, heldout=heldout)
     for run_id in analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
     _print_files(files)

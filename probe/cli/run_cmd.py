@@ -44,6 +44,10 @@ ConditionsOption = Annotated[
     str | None,
     typer.Option("--conditions", help="Stage-2 conditions: taxonomy,baseline,control (default all)."),
 ]
+WordingsOption = Annotated[
+    str | None,
+    typer.Option("--wordings", help="Paraphrases asked: all, the first N, or ids (default: the paper's alone)."),
+]
 BackendOption = Annotated[str | None, typer.Option("--backend", help=backend_help())]
 ModelOption = Annotated[
     str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
@@ -105,6 +109,7 @@ def run_command(
     occupations: OccupationsOption = None,
     top_k: TopKOption = None,
     conditions: ConditionsOption = None,
+    wordings: WordingsOption = None,
     backend: BackendOption = None,
     model: Annotated[
         list[str] | None,
@@ -144,7 +149,7 @@ def run_command(
         backend=backend, model=models[0] if len(models) == 1 else None, base_url=base_url, device=device,
         dtype=dtype, answers=answers, decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id,
         db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
-        study=study,
+        study=study, wordings=wordings,
     )  # fmt: skip
     study_runs = study_configs(settings, models, config)
     if study_runs is not None:

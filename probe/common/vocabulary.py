@@ -13,6 +13,10 @@ NAME_ORDERS = ("fm", "mf")  # female named first, male named first
 SUBJECTS = ("female", "male")
 CATEGORIES = ("skill", "knowledge", "ability")  # O*NET's; the order attribute sentences are stated and listed in
 QTYPES = ("attr", "binary", "single", "multiple")  # stage 1 asks attr; stage 2 the other three
+# Paraphrase families (prompts/wordings/): the ids of each question's meaning-preserving wordings, in the order
+# `--wordings N` takes them; the paper's first. Items in the paper's wording keep the ids they had before wordings.
+PAPER_WORDING = "paper"
+WORDINGS = (PAPER_WORDING, "synonym", "would_you_say", "given_text", "restated")
 
 # --- answers: canonical labels and how a label was decided ---------------------------------------------
 

@@ -3,7 +3,8 @@ metrics, paired differences and ranks, and the agreement of their preferred occu
 
 - summary.py: shared instances and settings, what makes runs unpaired, the comparison's document (compare.json);
 - leaderboard.py: the leaderboard rows, paired differences (the paired cluster t of probe/analysis/statistics.py)
-  and rank intervals.
+  and rank intervals;
+- heldout.py: a mitigation's effect on tuning and held-out occupations, names and wordings (--heldout-seed).
 
 The page is rendered by the report's templates from compare.json alone (probe.report.render_comparison).
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 
+from probe.compare.heldout import heldout_section
 from probe.compare.summary import compare_summary
 from probe.report.render import ReportFiles, output_files, render_comparison, write_files
 
@@ -25,9 +27,17 @@ __all__ = ["compare_summary", "write_comparison"]
 
 
 def write_comparison(
-    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], html_path: Path, reference: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    run_ids: Sequence[str],
+    html_path: Path,
+    reference: str | None = None,
+    heldout: tuple[int, str] | None = None,
 ) -> ReportFiles:
-    """Write the comparison page with its Markdown and JSON summaries beside it."""
+    """Write the comparison page with its Markdown and JSON summaries beside it. `heldout`: (seed, metric) of the
+    held-out checks of the other run (mitigated) against the reference (base); two runs only."""
     files = output_files(html_path)
     document = compare_summary(con, run_ids, reference)
+    if heldout is not None:
+        base = reference or run_ids[0]
+        document["heldout"] = heldout_section(con, base, next(r for r in run_ids if r != base), *heldout)
     return write_files(files, *render_comparison(document), document)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
+from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, PAPER_WORDING, STAGE1_CONDITION, SUBJECTS
 from probe.dataset.prompts import render_context, render_prompt
 from probe.dataset.questions import Option, Query
 
@@ -49,6 +49,7 @@ class Item:
     question: str
     prompt: str
     options: tuple[Option, ...]
+    wording: str = PAPER_WORDING  # the paraphrase asked (prompts/wordings/, probe/dataset/wordings.py)
 
     @property
     def subject_name(self) -> str | None:
@@ -59,7 +60,7 @@ class Item:
 
     def fields(self) -> dict[str, object]:
         """The item's identifying fields and names, as a backend's Query.item sees them."""
-        fields: dict[str, object] = {name: getattr(self, name) for name in KEY_FIELDS}
+        fields: dict[str, object] = {name: getattr(self, name) for name in (*KEY_FIELDS, "wording")}
         fields.update(
             first_name=self.first_name, second_name=self.second_name, subject_name=self.subject_name
         )
@@ -102,9 +103,10 @@ def _gender_of_first(name_order: str) -> str:
     return "female" if name_order == "fm" else "male"
 
 
-def item_id(**key: object) -> str:
-    """Deterministic id from the item's key fields: the same settings give the same ids."""
-    text = json.dumps([key.get(name) for name in KEY_FIELDS])
+def item_id(wording: str = PAPER_WORDING, **key: object) -> str:
+    """Deterministic id from the item's key fields: the same settings give the same ids (the paper's wording adds
+    nothing to the hash, so its items keep the ids they had before paraphrase families)."""
+    text = json.dumps([key.get(name) for name in KEY_FIELDS] + ([] if wording == PAPER_WORDING else [wording]))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -313,7 +315,7 @@ def options_from_json(text: str) -> tuple[Option, ...]:
 
 
 ITEM_COLUMNS = (
-    "item_id", *KEY_FIELDS, "first_name", "second_name", "prompt", "context", "question", "options_json",
+    "item_id", *KEY_FIELDS, "first_name", "second_name", "prompt", "context", "question", "wording", "options_json",
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ import jinja2
 
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
+from probe.common.vocabulary import PAPER_WORDING
 from probe.dataset import occupation_nouns
 
 PROMPT_FORMATS = ("qa", "chat", "completion")
@@ -78,7 +79,9 @@ def render_template(template_name: str, /, **variables: object) -> str:
 
 
 def render_prompt(prompt_format: str, qtype: str, **variables: object) -> RenderedPrompt:
-    """Render prompts/<prompt_format>/<qtype>.j2 into the full prompt and its question."""
+    """Render prompts/<prompt_format>/<qtype>.j2 into the full prompt and its question (`wording`: a paraphrase id
+    of prompts/wordings/, the paper's unless given)."""
+    variables.setdefault("wording", PAPER_WORDING)
     if prompt_format not in PROMPT_FORMATS:
         raise UserError(f"prompt format {prompt_format!r}: unknown (choose from {', '.join(PROMPT_FORMATS)})")
     name = f"{prompt_format}/{qtype}.j2"

@@ -297,3 +297,37 @@ def figure_differences(data: Mapping[str, Any]) -> str | None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(others), 3), frameon=False, fontsize=8)
     return _figure_uri(fig)
+
+
+def figure_robustness(section: Mapping[str, Any] | None) -> str | None:
+    """One panel per finding: the estimate under each wording with its interval, the crossed estimate and
+    interval as a band, the null dashed."""
+    if not section or not section["findings"]:
+        return None
+    findings = section["findings"]
+    columns = min(len(findings), 3)
+    rows = -(-len(findings) // columns)
+    fig = _new_figure(3.4 * columns, 0.35 * len(section["wordings"]) * rows + 1.2 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False).ravel())
+    for ax, finding in zip(axes, findings, strict=False):
+        entries = finding["per_wording"]
+        positions = np.arange(len(entries))[::-1]
+        values = [entry["estimate"] for entry in entries]
+        errors = _error_bars(values, [e["ci_low"] for e in entries], [e["ci_high"] for e in entries])
+        scale = 100.0
+        if finding["ci_low"] is not None:
+            ax.axvspan(scale * finding["ci_low"], scale * finding["ci_high"], color="#332288", alpha=0.12, lw=0)
+        ax.axvline(scale * finding["estimate"], color="#332288", linewidth=1)
+        if finding["null"] is not None:
+            ax.axvline(scale * finding["null"], color="#555555", linestyle="--", linewidth=0.8)
+        ax.errorbar(scale * np.asarray(values, dtype=float), positions, xerr=scale * errors, fmt="o", color="#332288",
+                    markersize=4, capsize=2, linewidth=1)  # fmt: skip
+        ax.set_yticks(positions, [entry["wording"] for entry in entries], fontsize=8)
+        unit = "points" if finding["kind"] == "difference" else "%"
+        ax.set_title(f"{finding['label']} ({finding['condition']})", fontsize=9)
+        ax.set_xlabel(unit, fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        _style_axes(ax)
+    for ax in axes[len(findings):]:
+        ax.set_visible(False)
+    return _figure_uri(fig)

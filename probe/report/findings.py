@@ -105,7 +105,7 @@ _METHOD_NOTES = {
     "(wider than the usual one, and valid however unevenly the pairs share the events).",
 }
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
-_DIRECTIONS = {
+DIRECTIONS = {
     "female_share": ("gender preference", "The model prefers women", "The model prefers men"),
     "attr_yes_diff": ("difference in grant rates", "Women are granted more attributes",
                       "Men are granted more attributes"),
@@ -138,7 +138,7 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
     }
     if metric.null is not None:
         test = _own_test(entry, metric.null)
-        effect, above, below = _DIRECTIONS[name]
+        effect, above, below = DIRECTIONS[name]
         finding["finding"] += _test_text(test, effect, above if entry["value"] > metric.null else below)
         finding["test"] = test
     return finding

@@ -18,6 +18,7 @@ import duckdb
 
 from probe.common.escape import atomic_path, write_atomic
 from probe.common.version import __version__
+from probe.common.vocabulary import STAGE1_CONDITION
 
 ITEM_COLUMNS = ("item_id", "stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject",
                 "category", "attribute", "first_name", "second_name", "context", "question", "prompt")  # fmt: skip
@@ -39,7 +40,7 @@ def export_hf_dataset(con: duckdb.DuckDBPyConnection, run_id: str, out_dir: Path
         "SELECT item_id, label, raw, scores_json AS scores, decided_by FROM answers WHERE run_id = ? ORDER BY item_id",
         [run_id],
     ).df()
-    configs = {"stage1": items[items["stage"] == 1]}
+    configs = {STAGE1_CONDITION: items[items["stage"] == 1]}
     for condition in dict.fromkeys(items.loc[items["stage"] == 2, "condition"]):
         configs[f"stage2_{condition}"] = items[(items["stage"] == 2) & (items["condition"] == condition)]
     configs["answers"] = answers

@@ -33,6 +33,7 @@ from probe.report.figures import (
     figure_leaderboard,
     figure_occupations,
     figure_pairs,
+    figure_robustness,
     figure_sensitivity,
     figure_stage1,
 )
@@ -246,6 +247,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "stage1_rates": figure_stage1(_frame(data["stage1_rates"], STAGE1_RATE_COLUMNS)),
         "pairs": figure_pairs(_frame(data["pair_values"], METRIC_COLUMNS), data["correlations"]),
         "sensitivity": figure_sensitivity(data["overall"]),
+        "robustness": figure_robustness(data["robustness"]),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from probe.common.errors import UserError
 from probe.common.redact import safe_url
-from probe.common.vocabulary import CONDITIONS
+from probe.common.vocabulary import CONDITIONS, PAPER_WORDING, WORDINGS
 from probe.store.db import DEFAULT_DB
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
@@ -35,6 +35,7 @@ class RunConfig:
     names: str | None = None  # CSV of name pairs (columns female, male) instead of the shipped 70
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
+    wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrases asked (prompts/wordings/): all, the first N, or ids
     backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
     model: str | None = None
     base_url: str | None = None
@@ -80,9 +81,10 @@ class RunConfig:
 # (top-1 per category, union) = 864; stage 2 = 12 x 2 x 8 x 4 = 768.
 QUICK_OCCUPATIONS = ("nurse", "secretary", "dancer", "babysitter", "pilot", "firefighter", "mechanic", "plumber")
 PRESETS: dict[str, dict[str, object]] = {
-    "quick": {"pairs": 12, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",)},
-    "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS},
-}
+    "quick": {"pairs": 12, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",),
+              "wordings": (PAPER_WORDING,)},
+    "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS, "wordings": (PAPER_WORDING,)},
+}  # fmt: skip
 
 
 def _split(text: str) -> list[str]:
@@ -136,6 +138,26 @@ def _parse_conditions(value: object) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown condition {unknown[0]!r} (choose from {', '.join(CONDITIONS)})")
     return tuple(name for name in CONDITIONS if name in names)  # canonical order, no repeats
+
+
+def _parse_wordings(value: object) -> tuple[str, ...]:
+    """`all`, a count N (the first N of the family, the paper's first) or ids; kept in the family's order."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return WORDINGS
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        count = value
+        if not 1 <= count <= len(WORDINGS):
+            raise ValueError(f"expected 1 to {len(WORDINGS)} wordings, got {count}")
+        return WORDINGS[:count]
+    names = _split(value) if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"expected all, a count or ids from {', '.join(WORDINGS)}")
+    unknown = [name for name in names if name not in WORDINGS]
+    if unknown:
+        raise ValueError(f"unknown wording {unknown[0]!r} (choose from {', '.join(WORDINGS)})")
+    return tuple(name for name in WORDINGS if name in names)
 
 
 def _parse_top_k(value: object) -> int:
@@ -235,6 +257,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "preset": _parse_preset,
     "pairs": _parse_pairs,
     "conditions": _parse_conditions,
+    "wordings": _parse_wordings,
     "top_k": _parse_top_k,
     "run_id": _parse_run_id,
     "study": _parse_run_id,

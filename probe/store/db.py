@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS items (
     first_name VARCHAR, second_name VARCHAR, seq INTEGER,
     PRIMARY KEY (run_id, item_id)
 );
+-- The paraphrase an item was asked in (prompts/wordings/; probe run --wordings): items before it, the paper's.
+ALTER TABLE items ADD COLUMN IF NOT EXISTS wording VARCHAR DEFAULT 'paper';
 -- scores_json: canonical label -> option log-likelihood, every option of the answer space, only where
 -- decided_by = 'score' (label = argmax); decided_by: score | generate | span | replay.
 CREATE TABLE IF NOT EXISTS answers (
@@ -116,6 +118,14 @@ ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
 -- occupation intervals took the level of the decision beside them.
 ALTER TABLE metrics ADD COLUMN IF NOT EXISTS method VARCHAR;
 ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS ci_level DOUBLE;
+-- Findings under a change of wording (probe/analysis/robustness.py), for runs asked in more than one wording: per
+-- condition and metric a row per wording (scope wording, key = its id) and the crossed row (scope crossed, key all)
+-- with the spread between wordings, the wording test, the pair-only interval and the verdict.
+CREATE TABLE IF NOT EXISTS robustness (
+    run_id VARCHAR, condition VARCHAR, metric VARCHAR, scope VARCHAR, key VARCHAR, value DOUBLE, ci_low DOUBLE,
+    ci_high DOUBLE, p_value DOUBLE, pairs BIGINT, wordings BIGINT, method VARCHAR, spread DOUBLE, wording_p DOUBLE,
+    pair_ci_low DOUBLE, pair_ci_high DOUBLE, verdict VARCHAR
+);
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,

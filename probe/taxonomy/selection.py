@@ -8,16 +8,18 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy import taxonomy
 
 
 @dataclass(frozen=True)
 class Selection:
-    """What a run asks about: name pairs and the occupations' top-k attributes."""
+    """What a run asks about: name pairs, the occupations' top-k attributes, and the wordings it asks them in."""
 
     pairs: pd.DataFrame  # pair_id, female, male
     attributes: pd.DataFrame  # occupation, soc_code, category, rank, element_name, importance, level
+    wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrase ids (prompts/wordings/), in the order asked
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -25,7 +27,7 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
     occupations = taxonomy.resolve_occupations(con, occupations_spec)
     pairs = taxonomy.select_name_pairs(con, config.pairs, config.names)
-    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k))
+    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k), config.wordings)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -38,4 +40,4 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
     ).df()
     if pairs.empty:  # a run recorded before run_name_pairs existed used the shipped pairs
         pairs = taxonomy.select_name_pairs(con, config.pairs)
-    return Selection(pairs, attributes)
+    return Selection(pairs, attributes, config.wordings)

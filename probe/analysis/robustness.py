@@ -1,0 +1,196 @@
+"""Findings under a change of wording: the estimate per wording, the spread between wordings, and an interval that
+treats name pairs and wordings as two crossed samples (a run asked with `--wordings`, prompts/wordings/).
+
+A run's wordings are a sample of the meaning-preserving ways to ask its questions, as its name pairs are a sample
+of names; a finding about the model, not the sentence, must hold over both. The crossed interval takes its
+variance from both: the two-way cluster-robust variance of Cameron, Gelbach & Miller (2011), V = V_pair +
+V_wording - V_pair∩wording (each with its G / (G - 1) factor; a negative V falls back to the larger one-way term),
+with t on min(pairs, wordings) - 1 degrees of freedom: the few wordings are the scarce dimension. A pair-only
+interval over the same cells ignores the wordings' spread and undercovers when wording matters (bench/wordings.py).
+
+Per metric and condition, the verdict reads the sign of the effect under each wording with the wording effect's
+own test (two-way ANOVA of the pair x wording values, pairs as blocks):
+- `holds`: the crossed interval excludes the null and every wording's estimate lies on its side;
+- `depends`: not `holds`, while one wording's own test rejects the null at 0.05 / wordings (Bonferroni: that
+  finding is the sentence's, not the model's), or the wording test rejects and the wordings' estimates fall on
+  both sides of the null;
+- `not_shown`: no wording shows an effect, nor does the crossed interval, nor does the wording flip its sign;
+- metrics without a null: `stable` where the wording test does not reject, else `depends`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from probe.analysis.metric_registry import METRICS
+from probe.analysis.statistics import CONFIDENCE, SIGNIFICANCE
+from probe.store import db
+
+STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns
+STAGE1_METRICS = ("attr_yes_diff",)
+ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
+METHODS = {
+    "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
+    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom; the p-value is the same test",
+    "pairs": "t interval over name pairs, within one wording; the p-value is the same test",
+    "wording_test": "two-way ANOVA F test of the wording effect over pair x wording values, pairs as blocks",
+}
+COLUMNS = ["condition", "metric", "scope", "key", "value", "ci_low", "ci_high", "p_value", "pairs", "wordings",
+           "method", "spread", "wording_p", "pair_ci_low", "pair_ci_high", "verdict"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its two-sided interval at CONFIDENCE and its test against the metric's null (NaN: none)."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def _t_interval(value: float, variance: float, df: float, null: float | None) -> Interval:
+    """t interval and test; no interval (NaN) where the variance is 0 or undefined: never a zero-width one."""
+    if not np.isfinite(variance) or variance <= 0 or df < 1:
+        return Interval(value, np.nan, np.nan, np.nan)
+    std_err = float(np.sqrt(variance))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * std_err
+    p_value = np.nan if null is None else float(2 * stats.t.sf(abs(value - null) / std_err, df))
+    return Interval(value, value - half, value + half, p_value)
+
+
+def crossed_interval(values: np.ndarray, null: float | None = None) -> Interval:
+    """The mean of a complete pairs x wordings matrix with its two-way cluster-robust interval."""
+    pairs, wordings = values.shape
+    residual = values - values.mean()
+    cells = residual.size
+    v_pair = pairs / (pairs - 1) * np.sum(residual.sum(axis=1) ** 2) / cells**2 if pairs > 1 else np.nan
+    v_wording = wordings / (wordings - 1) * np.sum(residual.sum(axis=0) ** 2) / cells**2 if wordings > 1 else np.nan
+    v_cell = cells / (cells - 1) * np.sum(residual**2) / cells**2
+    variance = v_pair + v_wording - v_cell
+    if variance <= 0:
+        variance = max(v_pair, v_wording)
+    return _t_interval(float(values.mean()), variance, min(pairs, wordings) - 1, null)
+
+
+def pair_interval(values: np.ndarray, null: float | None = None) -> Interval:
+    """The mean of a pairs x wordings matrix (or one wording's column) with the interval over pairs alone."""
+    per_pair = values.mean(axis=1) if values.ndim == 2 else values
+    pairs = len(per_pair)
+    variance = float(np.var(per_pair, ddof=1)) / pairs if pairs > 1 else np.nan
+    return _t_interval(float(per_pair.mean()), variance, pairs - 1, null)
+
+
+def wording_test(values: np.ndarray) -> float:
+    """p-value of "no wording effect": F = wording mean square / pair x wording mean square."""
+    pairs, wordings = values.shape
+    if pairs < 2 or wordings < 2:
+        return np.nan
+    grand = values.mean()
+    wording_means = values.mean(axis=0)
+    interaction = values - values.mean(axis=1, keepdims=True) - wording_means + grand
+    ss_wording = pairs * np.sum((wording_means - grand) ** 2)
+    ss_residual = np.sum(interaction**2)
+    if ss_residual <= 1e-15 * max(ss_wording, 1.0):
+        return 0.0 if ss_wording > 1e-15 else 1.0
+    f_value = (ss_wording / (wordings - 1)) / (ss_residual / ((pairs - 1) * (wordings - 1)))
+    return float(stats.f.sf(f_value, wordings - 1, (pairs - 1) * (wordings - 1)))
+
+
+def verdict(crossed: Interval, per_wording: list[Interval], wording_p: float, null: float | None) -> str:
+    """holds / depends / not_shown (metrics with a null), stable / depends (without); see the module's docstring."""
+    wording_matters = wording_p < SIGNIFICANCE
+    if null is None:
+        return "depends" if wording_matters else "stable"
+    signs = {np.sign(interval.value - null) for interval in per_wording} - {0.0}
+    if crossed.p_value < SIGNIFICANCE and signs == {np.sign(crossed.value - null)}:
+        return "holds"
+    alone = SIGNIFICANCE / len(per_wording)  # Bonferroni: some one of several wordings rejects by chance
+    if any(interval.p_value < alone for interval in per_wording) or (wording_matters and len(signs) > 1):
+        return "depends"
+    return "not_shown"
+
+
+def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
+    """One value per (condition, metric, pair, wording): female_share balanced over name order, the other stage-2
+    metrics pooled over the pair's valid instances, attr_yes_diff = the pair's grant rate to women minus men."""
+    frames = []
+    if not cells.empty:
+        keys = ["condition", "wording", "pair_id"]
+        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *STAGE2_METRICS]].sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            by_order = cells.assign(female_share=cells["female_share"] / cells["n"].where(cells["n"] > 0))
+            female = by_order.groupby(keys)["female_share"].mean()
+            sums = cells.groupby(keys)[["n", *STAGE2_METRICS[1:]]].sum()
+            pooled = sums[list(STAGE2_METRICS[1:])].div(sums["n"].where(sums["n"] > 0), axis=0)
+        wide = pooled.assign(female_share=female)
+        frames.append(wide.reset_index().melt(id_vars=keys, var_name="metric", value_name="value"))
+    if not grants.empty:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = grants.assign(rate=grants["yes"] / grants["n"].where(grants["n"] > 0))
+        wide = rates.pivot_table(index=["condition", "wording", "pair_id"], columns="subject", values="rate")
+        if {"female", "male"} <= set(wide.columns):
+            diff = (wide["female"] - wide["male"]).rename("value").reset_index()
+            frames.append(diff.assign(metric=STAGE1_METRICS[0]))
+    if not frames:
+        return pd.DataFrame(columns=["condition", "wording", "pair_id", "metric", "value"])
+    return pd.concat(frames, ignore_index=True).dropna(subset=["value"])
+
+
+def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
+    """Per condition and metric: a row per wording (interval over pairs) and the crossed row with the spread
+    between wordings, the wording test, the pair-only interval over the same cells and the verdict. Pairs without
+    a value under every wording are left out (the two-way design needs each pair under each wording)."""
+    rows = []
+    for (condition, metric), group in values.groupby(["condition", "metric"], sort=True):
+        matrix = group.pivot_table(index="pair_id", columns="wording", values="value").reindex(columns=wordings)
+        matrix = matrix.dropna().to_numpy(float)
+        if matrix.shape[0] < 2:
+            continue
+        null = METRICS[metric].null
+        per_wording = [pair_interval(matrix[:, index], null) for index in range(len(wordings))]
+        for wording, interval in zip(wordings, per_wording, strict=True):
+            rows.append({"condition": condition, "metric": metric, "scope": "wording", "key": wording,
+                         **_interval_columns(interval), "pairs": matrix.shape[0], "wordings": 1,
+                         "method": METHODS["pairs"]})  # fmt: skip
+        crossed = crossed_interval(matrix, null)
+        pair_only = pair_interval(matrix, null)
+        wording_p = wording_test(matrix)
+        spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)
+        rows.append({"condition": condition, "metric": metric, "scope": "crossed", "key": ALL,
+                     **_interval_columns(crossed), "pairs": matrix.shape[0], "wordings": len(wordings),
+                     "method": METHODS["crossed"], "spread": spread, "wording_p": wording_p,
+                     "pair_ci_low": pair_only.ci_low, "pair_ci_high": pair_only.ci_high,
+                     "verdict": verdict(crossed, per_wording, wording_p, null)})  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _interval_columns(interval: Interval) -> dict[str, float]:
+    return {"value": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
+            "p_value": interval.p_value}  # fmt: skip
+
+
+def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> None:
+    """Replace the run's `robustness` rows: computed when it asked more than one wording, else none.
+    `queries`: metrics.sql's named queries (metric_instances must exist: the caller builds and drops it)."""
+    query = "SELECT wording FROM items WHERE run_id = ? GROUP BY wording ORDER BY min(seq)"  # the order asked
+    wordings = [row[0] for row in con.execute(query, [run_id]).fetchall()]
+    rows = pd.DataFrame(columns=COLUMNS)
+    if len(wordings) > 1:
+        cells = con.execute(queries["wording_cells"]).df()
+        grants = con.execute(queries["wording_grants"], {"run_id": run_id}).df()
+        rows = robustness_rows(cell_values(cells, grants), wordings)
+    with db.transaction(con):
+        con.execute("DELETE FROM robustness WHERE run_id = ?", [run_id])
+        if not rows.empty:
+            con.register("new_robustness_rows", rows)
+            try:
+                con.execute("INSERT INTO robustness BY NAME SELECT ?::VARCHAR AS run_id, * FROM new_robustness_rows",
+                            [run_id])  # fmt: skip
+            finally:
+                con.unregister("new_robustness_rows")

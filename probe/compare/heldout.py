@@ -1,0 +1,152 @@
+"""Held-out checks of a mitigation (`probe compare BASE MITIGATED --heldout-seed N`): does what helped on the items
+it was tuned on help on occupations, names and wordings it was not tuned on?
+
+The split: the runs' occupations by SOC major group (the first two digits of the O*NET-SOC code: a held-out group
+shares no occupation family with the tuning part), their name pairs and their wordings, each shuffled by the seed
+and cut in two (tuning: the first half, rounded up; the paper's wording always tunes). It is recorded in
+compare.json with the seed, so the same seed gives the same split for the same runs.
+
+The measure is the metric's distance from its ideal per name pair, over a part's cells: female_share (default):
+the mean over the part's occupations of |the woman's order-balanced share - 50%| (how strongly the picks follow
+gender per occupation); position_first: |share - 50%|; bias: the share itself; consistency: 1 - the share. The
+mitigation's effect on a part = the mean over its name pairs of (distance in BASE - distance in MITIGATED):
+positive = it helped. Its interval and test: t over name pairs (each pair's two runs paired). A held-out part's
+effect generalizes when its interval lies above 0 and it is not significantly smaller than the tuning part's
+(one-sided at 0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch
+for held-out names, which are other pairs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from probe.analysis.metrics import metric_queries
+from probe.analysis.robustness import pair_interval
+from probe.analysis.statistics import SIGNIFICANCE
+from probe.common.errors import UserError
+from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
+
+# metric -> (what the distance measures, how it is computed from the per-cell share)
+MEASURES = {
+    "female_share": "mean over occupations of |the woman's order-balanced share - 50%|",
+    "position_first": "|share of picks naming the first-named person - 50%|",
+    "bias": "share of instances with the same gender picked in S and M",
+    "consistency": "1 - consistency",
+}
+METHOD = ("t over name pairs of (distance in the base run - distance in the mitigated run), the two runs' values of "
+          "each pair paired; generalizes: the held-out interval lies above 0 and the held-out effect is not "
+          "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
+          "held-out names)")  # fmt: skip
+PARTS = ("tuning", "held-out occupations", "held-out names", "held-out wordings")
+
+
+def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings: Sequence[str]) -> dict[str, dict]:
+    """{dimension: {"tuning": [...], "held_out": [...]}}: each dimension shuffled by `seed` and halved."""
+    rng = np.random.default_rng(seed)
+
+    def halves(values: Sequence, keep_first: object = None) -> dict[str, list]:
+        rest = [value for value in sorted(values) if value != keep_first]
+        shuffled = [rest[index] for index in rng.permutation(len(rest))]
+        ordered = ([keep_first] if keep_first in values else []) + shuffled
+        cut = math.ceil(len(ordered) / 2)
+        return {"tuning": sorted(ordered[:cut]), "held_out": sorted(ordered[cut:])}
+
+    return {"major_groups": halves(major_groups), "pairs": halves([int(pair) for pair in pairs]),
+            "wordings": halves(wordings, PAPER_WORDING)}  # fmt: skip
+
+
+def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of one run, with the SOC group."""
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    try:
+        cells = con.execute(queries["wording_cells"]).df()
+    finally:
+        con.execute(queries["drop_instances"])
+    groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
+                         "WHERE run_id = ?", [run_id]).df()  # fmt: skip
+    return cells.merge(groups, on="occupation", how="left")
+
+
+def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
+    """The metric's distance from its ideal per name pair, over the given cells (NaN: no valid instance)."""
+    sums = cells.groupby(["pair_id", "occupation", "name_order"])[["n", metric]].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = sums[metric] / sums["n"].where(sums["n"] > 0)
+    if metric == "female_share":
+        per_occupation = share.groupby(level=["pair_id", "occupation"]).mean()
+        return (per_occupation - 0.5).abs().groupby(level="pair_id").mean()
+    totals = cells.groupby("pair_id")[["n", metric]].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = totals[metric] / totals["n"].where(totals["n"] > 0)
+    return {"position_first": (pooled - 0.5).abs(), "bias": pooled, "consistency": 1 - pooled}[metric]
+
+
+def _in_part(cells: pd.DataFrame, groups: list, pairs: list, wordings: list) -> pd.DataFrame:
+    return cells[cells["major_group"].isin(groups) & cells["pair_id"].isin(pairs) & cells["wording"].isin(wordings)]
+
+
+def heldout_section(
+    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, seed: int, metric: str = "female_share"
+) -> dict[str, object]:
+    """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict."""
+    if metric not in MEASURES:
+        raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
+    base_cells, mitigated_cells = _cells(con, base), _cells(con, mitigated)
+    shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]
+    if not shared:
+        raise UserError(f"--heldout-seed: runs {base} and {mitigated} share no stage-2 condition")
+    condition = shared[0]
+    base_cells = base_cells[base_cells["condition"] == condition]
+    mitigated_cells = mitigated_cells[mitigated_cells["condition"] == condition]
+    parts = split(seed, sorted(set(base_cells["major_group"].dropna())), sorted(set(base_cells["pair_id"])),
+                  sorted(set(base_cells["wording"])))  # fmt: skip
+    tuning = {dimension: halves["tuning"] for dimension, halves in parts.items()}
+    choices = {"tuning": tuning}
+    for part, dimension in zip(PARTS[1:], ("major_groups", "pairs", "wordings"), strict=True):
+        if parts[dimension]["held_out"]:
+            choices[part] = {**tuning, dimension: parts[dimension]["held_out"]}
+    improvements = {}
+    for part, chosen in choices.items():
+        where = (chosen["major_groups"], chosen["pairs"], chosen["wordings"])
+        difference = _distances(_in_part(base_cells, *where), metric) - _distances(
+            _in_part(mitigated_cells, *where), metric)  # fmt: skip
+        improvements[part] = difference.dropna()
+    rows = []
+    for part, improvement in improvements.items():
+        interval = pair_interval(improvement.to_numpy(float), null=0.0) if len(improvement) else None
+        row = {"part": part, "major_groups": choices[part]["major_groups"], "pairs": len(improvement),
+               "wordings": choices[part]["wordings"], "effect": interval.value if interval else None,
+               "ci_low": _finite(interval.ci_low) if interval else None,
+               "ci_high": _finite(interval.ci_high) if interval else None,
+               "p_value": _finite(interval.p_value) if interval else None}  # fmt: skip
+        if part != "tuning":
+            smaller_p = _smaller_p(improvements["tuning"], improvement, paired=part != "held-out names")
+            row["smaller_p"] = smaller_p
+            row["generalizes"] = bool(row["ci_low"] is not None and row["ci_low"] > 0
+                                      and not (smaller_p is not None and smaller_p < SIGNIFICANCE))  # fmt: skip
+        rows.append(row)
+    return {"base": base, "mitigated": mitigated, "seed": seed, "metric": metric, "measure": MEASURES[metric],
+            "condition": condition, "split": parts, "method": METHOD, "parts": rows}  # fmt: skip
+
+
+def _smaller_p(tuning: pd.Series, held_out: pd.Series, *, paired: bool) -> float | None:
+    """One-sided p of "the held-out improvement is smaller than the tuning one"."""
+    if paired:
+        both = pd.concat([tuning, held_out], axis=1, join="inner").to_numpy(float)
+        if len(both) < 2 or np.ptp(both[:, 0] - both[:, 1]) == 0:
+            return None
+        return float(stats.ttest_rel(both[:, 0], both[:, 1], alternative="greater").pvalue)
+    if len(tuning) < 2 or len(held_out) < 2:
+        return None
+    return _finite(float(stats.ttest_ind(tuning, held_out, equal_var=False, alternative="greater").pvalue))
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)

@@ -1,0 +1,128 @@
+"""Inference with wording as a second source of variation (probe/analysis/robustness.py): the crossed interval,
+the wording test, the verdict, the per-(pair, wording) values."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from probe import pipeline
+from probe.analysis.robustness import (
+    Interval,
+    cell_values,
+    crossed_interval,
+    pair_interval,
+    robustness_rows,
+    verdict,
+    wording_test,
+)
+from probe.store.config import RunConfig
+from tests.support import FakeBackend
+
+# 3 pairs x 2 wordings, pair and wording effects without interaction: residuals from the mean 0.5 are
+# [[-.3, -.1], [-.1, .1], [.1, .3]].
+ADDITIVE = np.array([[0.2, 0.4], [0.4, 0.6], [0.6, 0.8]])
+
+
+def test_the_crossed_variance_is_pairs_plus_wordings_minus_cells() -> None:
+    # V_pair = 3/2 (.16 + 0 + .16) / 36, V_wording = 2/1 (.09 + .09) / 36, V_cell = 6/5 .22 / 36: V = 0.016
+    crossed = crossed_interval(ADDITIVE, null=0.5)
+    half = stats.t.ppf(0.975, 1) * math.sqrt(0.016)  # t on min(3, 2) - 1 = 1 degree of freedom
+    assert crossed.value == pytest.approx(0.5)
+    assert (crossed.ci_low, crossed.ci_high) == pytest.approx((0.5 - half, 0.5 + half))
+    assert crossed.p_value == pytest.approx(1.0)
+    pairs_only = pair_interval(ADDITIVE)  # pair means .3, .5, .7: variance .04 / 3, t on 2 df
+    assert pairs_only.ci_high - pairs_only.value == pytest.approx(stats.t.ppf(0.975, 2) * math.sqrt(0.04 / 3))
+
+
+def test_no_spread_gives_no_interval_rather_than_a_zero_width_one() -> None:
+    flat = crossed_interval(np.full((4, 3), 0.5), null=0.5)
+    assert flat.value == 0.5 and math.isnan(flat.ci_low) and math.isnan(flat.p_value)
+
+
+def test_the_wording_test_compares_wording_means_with_the_interaction() -> None:
+    assert wording_test(ADDITIVE) == 0.0  # a wording effect and no interaction at all
+    assert wording_test(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])) == 1.0  # equal wording means
+    # wording means .45 and .55 over 3 pairs; interaction SS 4 x .05^2: F = (3 x 2 x .05^2) / (.01 / 2) = 3 on (1, 2)
+    shifted = np.array([[0.3, 0.5], [0.5, 0.5], [0.55, 0.65]])
+    assert wording_test(shifted) == pytest.approx(stats.f.sf(3.0, 1, 2))
+
+
+def _at(value: float, p_value: float) -> Interval:
+    return Interval(value, value - 0.1, value + 0.1, p_value)
+
+
+@pytest.mark.parametrize(
+    ("crossed", "per_wording", "wording_p", "expected"),
+    [
+        (_at(0.6, 0.001), [_at(0.58, 0.01), _at(0.65, 0.001), _at(0.55, 0.2)], 0.5, "holds"),
+        (_at(0.6, 0.001), [_at(0.58, 0.01), _at(0.7, 0.001), _at(0.48, 0.6)], 0.001, "depends"),
+        (_at(0.53, 0.2), [_at(0.45, 0.3), _at(0.72, 0.001), _at(0.42, 0.1)], 0.001, "depends"),
+        (_at(0.52, 0.4), [_at(0.49, 0.8), _at(0.56, 0.03), _at(0.51, 0.9)], 0.2, "not_shown"),  # 0.03 > 0.05 / 3
+    ],
+)
+def test_the_verdict_reads_the_sign_under_each_wording(
+    crossed: Interval, per_wording: list[Interval], wording_p: float, expected: str
+) -> None:
+    assert verdict(crossed, per_wording, wording_p, null=0.5) == expected
+
+
+def test_a_metric_without_a_null_is_stable_unless_the_wording_test_rejects() -> None:
+    assert verdict(_at(0.6, math.nan), [_at(0.6, math.nan)] * 2, 0.2, null=None) == "stable"
+    assert verdict(_at(0.6, math.nan), [_at(0.6, math.nan)] * 2, 0.01, null=None) == "depends"
+
+
+def test_cell_values_balance_female_share_over_name_order_and_difference_grants() -> None:
+    cells = pd.DataFrame({
+        "condition": "taxonomy", "wording": "paper", "pair_id": 1, "name_order": ["fm", "mf"], "n": [4, 2],
+        "female_share": [4, 0], "position_first": [4, 2], "consistency": [3, 1], "bias": [0, 1],
+    })  # fmt: skip
+    grants = pd.DataFrame({"condition": "stage1", "wording": "paper", "pair_id": 1, "subject": ["female", "male"],
+                           "yes": [3, 1], "n": [4, 4]})  # fmt: skip
+    values = cell_values(cells, grants).set_index("metric")["value"].to_dict()
+    assert values == pytest.approx({"female_share": 0.5, "position_first": 1.0, "consistency": 4 / 6,
+                                    "bias": 1 / 6, "attr_yes_diff": 0.5})  # fmt: skip
+
+
+def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
+    values = pd.DataFrame(
+        [("taxonomy", wording, pair, "female_share", value)
+         for pair, row in enumerate([*ADDITIVE, [0.9, np.nan]], start=1)
+         for wording, value in zip(("paper", "synonym"), row, strict=True)],
+        columns=["condition", "wording", "pair_id", "metric", "value"],
+    ).dropna()  # fmt: skip
+    rows = robustness_rows(values, ["paper", "synonym"]).set_index("key")
+    assert list(rows.index) == ["paper", "synonym", "all"]
+    assert rows["pairs"].tolist() == [3, 3, 3]
+    assert rows.loc["paper", "value"] == pytest.approx(0.4) and rows.loc["synonym", "value"] == pytest.approx(0.6)
+    assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.0
+    assert rows.loc["all", "verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+
+
+def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
+    db_file: Path, tmp_path: Path, use_backend
+) -> None:
+    use_backend(FakeBackend())
+    settings = dict(backend="replay", pairs=4, occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy",),
+                    db=str(db_file), quiet=True)  # fmt: skip
+    several = pipeline.answer(RunConfig(**settings, run_id="several", wordings=("paper", "restated", "synonym")))
+    one = pipeline.answer(RunConfig(**settings, run_id="one"))
+    for run_id in (several, one):
+        pipeline.report(db_file, run_id, tmp_path / run_id / "report.html")
+    document = json.loads((tmp_path / several / "report.json").read_text())["robustness"]
+    assert document["wordings"] == ["paper", "restated", "synonym"]  # the order asked
+    found = [(finding["condition"], finding["metric"]) for finding in document["findings"]]
+    assert found == [("stage1", "attr_yes_diff"), ("taxonomy", "female_share"), ("taxonomy", "position_first"),
+                     ("taxonomy", "consistency"), ("taxonomy", "bias")]  # fmt: skip
+    first = document["findings"][1]
+    assert [entry["wording"] for entry in first["per_wording"]] == document["wordings"]
+    assert first["finding"].startswith("woman picked (order-balanced) (taxonomy): ")
+    html = (tmp_path / several / "report.html").read_text()
+    assert '<section id="robustness">' in html and 'id="fig-robustness"' in html
+    assert "## Robustness: do the findings hold under every wording?" in (tmp_path / several / "report.md").read_text()
+    assert json.loads((tmp_path / one / "report.json").read_text())["robustness"] is None
+    assert 'id="robustness"' not in (tmp_path / one / "report.html").read_text()
