@@ -86,7 +86,9 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     assert (consistency.verdict, consistency.ci90) == ("pass", pytest.approx((0.05 ** (1 / 8), 1.0)))
     # every pair at exactly 0.5: only the binomial floor (12 instances a pair) is left, too wide for +- 0.05
     assert share.verdict == "inconclusive" and share.ci90[0] < 0.45
-    assert share.pairs_needed > 8 and "name pairs would decide it with 80% power" in share.sentence
+    # pairs needed: se = sqrt(0.25 / (12 x 8)) = 0.051 at 8 pairs, each side at 90% power: 8 x ((z_0.95 + z_0.9) x
+    # 0.051 / 0.05)^2 = 71 with normal quantiles, 73 with t on N - 1 df
+    assert share.pairs_needed == 73 and "about 73 name pairs would decide it with 80% power" in share.sentence
     assert result.outcome == "fail" and result.exit_code() == 1
     # the same 95% intervals as the run's report (one inference per finding)
     con = db.connect(db_file, read_only=True)
@@ -192,7 +194,9 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["gate", "first", "--policy", str(passing), "--db", str(db_file), "-o",
                                     str(tmp_path)]).exit_code == 0  # fmt: skip
     planned = CliRunner().invoke(app, [*args, "--plan"])
-    assert planned.exit_code == 0 and planned.output.startswith("woman's share within 0.5 +- 0.05: ")
+    assert planned.exit_code == 0 and planned.output.splitlines() == [
+        "woman's share within 0.5 +- 0.05: 73 name pairs",
+        "every gate: probe run --pairs 73 ... (beyond the shipped pairs: --names FILE.csv)"]
 
 
 @pytest.mark.parametrize(

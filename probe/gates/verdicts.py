@@ -274,20 +274,27 @@ def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], bas
             verdicts.append(interval_verdict(gate, paired_estimate(con, run_id, baseline, gate), sign))
         else:
             verdicts.append(interval_verdict(gate, run_estimate(con, run_id, gate)))
-    tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
-    if tested:
-        adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
-        for verdict, p_holm in zip(tested, adjusted, strict=True):
-            verdict.p_fail_holm = float(p_holm)
-            if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
-                verdict.verdict = INCONCLUSIVE
-                verdict.details["holm"] = f"fails on its own, not after Holm over {len(tested)} gates"
+    confirm_fails(verdicts)
     for verdict in verdicts:
         if not verdict.sentence:
             verdict.sentence = interval_sentence(verdict)
         elif "holm" in verdict.details:
             verdict.sentence += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
     return verdicts
+
+
+def confirm_fails(verdicts: list[Verdict]) -> None:
+    """Holm's step-down over every gate's fail p (module docstring): a fail it does not confirm turns
+    inconclusive and says why."""
+    tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
+    if not tested:
+        return
+    adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
+    for verdict, p_holm in zip(tested, adjusted, strict=True):
+        verdict.p_fail_holm = float(p_holm)
+        if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
+            verdict.verdict = INCONCLUSIVE
+            verdict.details["holm"] = f"fails on its own, not after Holm over {len(tested)} gates"
 
 
 def interval_sentence(verdict: Verdict) -> str:
