@@ -111,13 +111,13 @@ def measure(quick: bool) -> dict[str, float]:
     for pairs in (12, 20, 70):
         figures[f"gates_equivalence_pass_at_margin_{pairs}"] = pass_rate(rng, EQUIVALENCE, 0.55, pairs, runs)
         figures[f"gates_non_inferiority_pass_at_margin_{pairs}"] = non_inferiority_pass_rate(rng, pairs, runs)
-    pilots = 20 if quick else 60
+    pilots, pilot_runs = (20, 50) if quick else (40, 100)
     for pilot_pairs, count in ((12, pilots), (20, pilots), (70, pilots), (4000, pilots // 4)):
-        stated, power, skipped = stated_power(rng, pilot_pairs, count, runs // 4)
+        stated, power, skipped = stated_power(rng, pilot_pairs, count, pilot_runs)
         figures[f"gates_pilot_{pilot_pairs}_pairs_stated_median"] = stated
         figures[f"gates_pilot_{pilot_pairs}_power_at_stated_pairs"] = round(power, 4)
         figures[f"gates_pilot_{pilot_pairs}_plans_over_{LARGEST_PLAN}"] = round(skipped, 4)
-    planning, passed = planned_pass_at_truth(rng, 70, pilots, runs // 4)
+    planning, passed = planned_pass_at_truth(rng, 70, pilots, pilot_runs)
     figures["gates_pilot_70_at_0.5_plans_a_pass"] = round(planning, 4)
     figures["gates_equivalence_pass_at_truth_0.5_planned_pairs"] = round(passed, 4)
     figures["gates_any_fail_5_gates_inside_margin"] = family_error(rng, 5, 20, runs)
