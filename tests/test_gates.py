@@ -9,18 +9,23 @@ first (position_first 1 in every pair, the woman's share 0.5 in every pair, cons
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
 import junitparser
+import numpy as np
 import pytest
 import test_report
 from typer.testing import CliRunner
 
 import probe
+from probe.analysis.statistics import share_estimate
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.gates import parse_policy
+from probe.gates.policy import Gate
+from probe.gates.verdicts import interval_verdict, leaning_pairs_needed, pairs_needed
 from probe.store import db
 
 BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]
@@ -74,7 +79,9 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     assert (consistency.verdict, consistency.ci90) == ("pass", pytest.approx((0.05 ** (1 / 8), 1.0)))
     # every pair at exactly 0.5: only the binomial floor (12 instances a pair) is left, too wide for +- 0.05
     assert share.verdict == "inconclusive" and share.ci90[0] < 0.45
-    assert share.pairs_needed > 8 and "name pairs would decide it with 80% power" in share.sentence
+    # pairs needed: se = sqrt(0.25 / (12 x 8)) = 0.051 at 8 pairs, each side at 90% power: 8 x ((z_0.95 + z_0.9) x
+    # 0.051 / 0.05)^2 = 71 with normal quantiles, 73 with t on N - 1 df
+    assert share.pairs_needed == 73 and "about 73 name pairs would decide it with 80% power" in share.sentence
     assert result.outcome == "fail" and result.exit_code() == 1
     # the same 95% intervals as the run's report (one inference per finding)
     con = db.connect(db_file, read_only=True)
@@ -100,6 +107,32 @@ def test_holm_turns_a_lone_95_percent_fail_into_inconclusive_when_many_gates_sha
     assert position.verdict == "inconclusive" and "not after Holm over 41 gates" in position.sentence
 
 
+def test_an_occupations_fail_needs_holm_too(db_file: Path, tmp_path: Path) -> None:
+    # nurse preferred at q = 0.0094 (see below); beside 9 gates with nothing to fail, Holm needs q < 0.05 / 10
+    others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
+                     "limit = 0.1\n" for i in range(9))  # fmt: skip
+    policy = '[[gates]]\nname = "nurse"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = ["nurse"]\n'
+    alone = probe.gate("steady", _policy(tmp_path, policy), db=db_file, output=tmp_path).verdicts[0]
+    crowded = probe.gate("steady", _policy(tmp_path, policy + others), db=db_file, output=tmp_path).verdicts[0]
+    assert (alone.verdict, alone.estimate, crowded.verdict) == ("fail", 1.0, "inconclusive")
+    assert crowded.p_fail_holm == pytest.approx(10 * 2 * 0.5**8 * 6 / 5)
+    assert "not after Holm over 10 gates" in crowded.sentence
+
+
+def test_pairs_needed_for_no_events_and_for_occupations() -> None:
+    # every pair at 0: the 90% no-event bound 1 - 0.05^(1/N) falls below a limit of 0.1 from N = 29 (28.4)
+    none = share_estimate(np.zeros(8), np.ones(8), np.full(8, 16.0))
+    assert pairs_needed(none, 0.0, (-math.inf, 0.1)) == 29
+    gate = Gate("rare", "max", "taxonomy", "bias", limit=0.1)
+    for pairs, verdict in ((28, "inconclusive"), (29, "pass")):
+        assert interval_verdict(gate, share_estimate(np.zeros(pairs), np.ones(pairs), np.full(pairs, 16.0))).verdict \
+            == verdict
+    # a fail needs the 95% bound 1 - 0.025^(1/N) below a lower limit of 0.2: N = 17 (16.5)
+    assert pairs_needed(none, 0.0, (0.2, math.inf)) == 17
+    # 3 of 8 pairs lean: P(Binomial(N, 3/8) >= 6) is 0.776 at 19 pairs and 0.821 at 20
+    assert (leaning_pairs_needed(3, 8), leaning_pairs_needed(8, 8), leaning_pairs_needed(0, 8)) == (20, 6, None)
+
+
 def test_occupation_and_baseline_gates(db_file: Path, tmp_path: Path) -> None:
     policy = _policy(tmp_path, """
 [[gates]]
@@ -119,6 +152,12 @@ worse = "higher"
     occupations, baseline = steady.verdicts
     assert occupations.verdict == "fail"
     assert occupations.details["preferred"] == ["butcher", "dancer", "nurse", "pilot", "secretary"]
+    # 8 of 8 pairs lean for each: p = 2 x 0.5^8, BH over 6 occupations q = p x 6 / 5; the gate enters Holm with
+    # its smallest q (2 gates: 2q); its numbers are the first such occupation's (butcher: no pair leans female)
+    q = 2 * 0.5**8 * 6 / 5
+    assert (occupations.estimate, occupations.p_fail, occupations.p_fail_holm) == pytest.approx((0.0, q, 2 * q))
+    assert (occupations.pairs, occupations.method, occupations.details["most_leaning"]["occupation"]) == (
+        8, "sign_test_bh", "butcher")
     # steady - first: 0.5 - 1 = -0.5 in every pair, far below the margin: pass (the rates' own intervals combined)
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
@@ -148,7 +187,9 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["gate", "first", "--policy", str(passing), "--db", str(db_file), "-o",
                                     str(tmp_path)]).exit_code == 0  # fmt: skip
     planned = CliRunner().invoke(app, [*args, "--plan"])
-    assert planned.exit_code == 0 and planned.output.startswith("woman's share within 0.5 +- 0.05: ")
+    assert planned.exit_code == 0 and planned.output.splitlines() == [
+        "woman's share within 0.5 +- 0.05: 73 name pairs",
+        "every gate: probe run --pairs 73 ... (beyond the shipped pairs: --names FILE.csv)"]
 
 
 @pytest.mark.parametrize(

@@ -36,13 +36,21 @@ def gate_command(
 ) -> None:
     """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each."""
     if plan:
-        for row in pipeline.gate_plan(db, run_id, policy, baseline):
+        from probe.gates.verdicts import MOST_PAIRS  # the statistics stack: loaded when a command needs it
+
+        rows = pipeline.gate_plan(db, run_id, policy, baseline)
+        for row in rows:
             needed = row["pairs_needed"]
-            typer.echo(terminal_text(f"{row['gate']}: {needed} name pairs" if needed is not None else
+            shown = f"more than {MOST_PAIRS:,}" if needed is not None and needed > MOST_PAIRS else needed
+            typer.echo(terminal_text(f"{row['gate']}: {shown} name pairs" if needed is not None else
                                      f"{row['gate']}: no figure ({row['note']})"))  # fmt: skip
+        largest = max((row["pairs_needed"] for row in rows if row["pairs_needed"] is not None), default=None)
+        if largest is not None and largest <= MOST_PAIRS:
+            typer.echo(f"every gate: probe run --pairs {largest} ... (beyond the shipped pairs: --names FILE.csv)")
         return
     result = pipeline.gate(db, run_id, policy, baseline, output, junit)
     for verdict in result.verdicts:
         typer.echo(terminal_text(f"{verdict.verdict.upper():<12} {verdict.gate.name}: {verdict.sentence}"))
     typer.echo(terminal_text(f"outcome: {result.outcome}; " + ", ".join(str(path) for path in result.files)))
     raise typer.Exit(result.exit_code(strict))
+

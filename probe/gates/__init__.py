@@ -26,6 +26,7 @@ from probe.gates.verdicts import (
     Verdict,
     band,
     evaluate,
+    occupations_verdict,
     overall,
     paired_estimate,
     pairs_needed,
@@ -80,14 +81,19 @@ def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], 
 
 
 def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[dict[str, Any]]:
-    """From a pilot run: the name pairs each interval gate needs to be decided with 80% power, if the truth is the
-    pilot's estimate and the spread between pairs stays as the pilot showed."""
+    """From a pilot run: the name pairs each gate needs to be decided with 80% power, if the truth is the pilot's
+    estimate and the spread between pairs stays as the pilot showed (verdicts.pairs_needed); an occupations gate:
+    the pairs that make every listed occupation testable (verdicts.leaning_pairs_needed), the pilot's own if it is."""
     check_baseline(con, run_id, baseline, gates)
     rows = []
     for gate in gates:
         if gate.kind == "occupations":
-            rows.append({"gate": gate.name, "pairs_needed": None, "note": "occupation gates are planned by the "
-                         "report's testability section (leaning pairs per occupation)"})  # fmt: skip
+            verdict = occupations_verdict(con, run_id, gate)
+            pilot = verdict.details["name_pairs"]
+            needed = verdict.pairs_needed if verdict.verdict == INCONCLUSIVE else pilot
+            note = None if needed is not None else "no name pair leans for an untestable occupation (every pair ties)"
+            rows.append({"gate": gate.name, "pilot_pairs": pilot, "estimate": verdict.estimate,
+                         "pairs_needed": needed, "note": note})  # fmt: skip
             continue
         sign = -1.0 if gate.kind == "non_inferiority" and gate.worse == "lower" else 1.0
         if gate.needs_baseline:

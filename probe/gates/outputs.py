@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
+from probe.analysis.statistics import METHODS, OCCUPATION_TEST
 from probe.common.escape import markdown_text, write_atomic
 from probe.gates.verdicts import FAIL, INCONCLUSIVE, PASS, Verdict
 
@@ -45,8 +46,10 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
         "baseline": baseline,
         "outcome": outcome,
         "family": "the release passes when every gate passes (intersection-union: no adjustment); a fail is "
-        "confirmed by Holm's step-down over the interval gates, so failing a gate whose metric is inside its "
-        "margin happens in at most 5% of runs",
+        "confirmed by Holm's step-down over all gates (an occupations gate enters with its smallest q), so failing "
+        "a gate whose metric is inside its margin happens in at most 5% of runs",
+        "methods": {verdict.method: {**METHODS, "sign_test_bh": OCCUPATION_TEST}[verdict.method]
+                    for verdict in verdicts if verdict.method},
         "gates": [verdict_record(verdict) for verdict in verdicts],
     }
 

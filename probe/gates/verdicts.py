@@ -10,12 +10,15 @@ Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe a
 - non_inferiority (against a baseline run on the same pairs): the paired difference run - baseline, turned so
   that positive is worse, must be shown below the margin (90% interval), fails when the 95% interval lies above;
 - occupations: fail when an occupation (of the list, or any) is preferred at the report's false discovery rate;
-  inconclusive when none is but some cannot be tested at this size; else pass.
+  inconclusive when none is but some cannot be tested at this size; else pass. Its pass is the report's "none
+  found" with every occupation testable, not an equivalence shown (no margin is asked of it).
 
 The family: "the release passes" needs every gate to pass, an intersection-union test that needs no adjustment
-(each pass is a test at 5%); "a gate fails" is claimed with Holm's step-down over the interval gates' fail tests,
-so the chance of failing any gate whose metric sits inside its margin stays at or below 5%. A fail at 95% that
-Holm does not confirm is inconclusive, and says so.
+(each interval gate's pass is a test at 5%); "a gate fails" is claimed with Holm's step-down over every gate's
+fail p (an interval gate's test of its nearer edge, an occupations gate's smallest q), so the chance of failing
+any gate whose metric sits inside its margin stays at or below 5%. A fail that Holm does not confirm is
+inconclusive, and says so. When inconclusive, each gate states the name pairs that would decide it
+(`pairs_needed`, `leaning_pairs_needed`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from statsmodels.stats.multitest import multipletests
 from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
 from probe.analysis.statistics import (
     METHODS,
+    MIN_PAIRS,
     POWER,
     SIGNIFICANCE,
     DifferenceEstimate,
@@ -139,33 +143,57 @@ def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
     return interval if sign > 0 else (-interval[1], -interval[0])
 
 
+def standard_error(estimate: Estimate, null: float) -> float | None:
+    """The standard error the estimate's own test of `null` divides by, read back from its minimum detectable
+    effect (statistics.py: mde = (t_0.975 + t_0.8) x se at the null, on the estimate's df); None under 6 pairs."""
+    mde = estimate.mde(null)
+    if mde is None or not math.isfinite(mde) or not math.isfinite(estimate.df):
+        return None
+    return mde / float(stats.t.ppf(0.975, estimate.df) + stats.t.ppf(POWER, estimate.df))
+
+
 def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> int | None:
     """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
-    stays as this run showed (the standard error shrinks as 1/sqrt(pairs)). A pass needs both one-sided tests at
-    5% to reject: power = P(lower passes) + P(upper passes) - 1 (an open side always passes); a fail needs the 95%
-    interval beyond the nearer edge. None where the estimate sits on an edge (no size decides it)."""
-    ci95 = estimate.interval()
-    if ci95 is None:
-        return None
-    df = estimate.df if math.isfinite(estimate.df) else estimate.pairs - 1
-    se = (ci95[1] - ci95[0]) / (2 * stats.t.ppf(0.975, df))
+    stays as this run showed; None where the estimate sits on an edge (no size decides it) or under 6 pairs.
+
+    With G pairs in this run, s(x) the standard error of its test of x (the variance at x, as the score test
+    takes it) and d = |value - e| the distance to an edge e, N pairs scale every variance by G / N, so one side
+    is decided with power T_df((d - t_df(1 - a) s(e) sqrt(G/N)) / (s(value) sqrt(G/N))), df = the run's df scaled
+    by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
+    one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
+    interval beyond the nearer edge (a = 2.5%); N is the smallest count reaching 80%. A no-event estimate (every
+    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a.
+    """
     low, high = passing
     inside = low < value < high
-    if se <= 0 or (not inside and low <= value <= high):
+    if not estimate.estimable or (not inside and low <= value <= high):
         return None
+    edges = (low, high) if inside else (high if value > high else low,)
+    level = 0.95 if inside else 0.975
+    if estimate.method == "no_events":
+        def side(edge: float, pairs: int) -> float:
+            far = max(1 - abs(value - edge), 0.5)
+            return float(not math.isfinite(edge) or 2 * far**pairs < 2 * (1 - level))
+    else:
+        spread = [standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)]
+        if None in spread or not spread[0] > 0:
+            return None
+        errors = dict(zip([point for point in (value, *edges) if math.isfinite(point)], spread, strict=True))
+
+        def side(edge: float, pairs: int) -> float:
+            if not math.isfinite(edge):
+                return 1.0
+            scale = math.sqrt(estimate.pairs / pairs)
+            df = max(estimate.df * (pairs - 1) / max(estimate.pairs - 1, 1), 1.0)
+            shortfall = abs(value - edge) - float(stats.t.ppf(level, df)) * errors[edge] * scale
+            return float(stats.t.cdf(shortfall / (errors[value] * scale), df))
 
     def power(pairs: int) -> float:
-        shrunk, freedom = se * math.sqrt(estimate.pairs / pairs), max(pairs - 1, 1)
-        if not inside:
-            beyond = max(low - value, value - high)
-            return float(stats.t.cdf(beyond / shrunk - stats.t.ppf(0.975, freedom), freedom))
-        sides = [float(stats.t.cdf(distance / shrunk - stats.t.ppf(0.95, freedom), freedom)) if math.isfinite(distance)
-                 else 1.0 for distance in (value - low, high - value)]  # fmt: skip
-        return sides[0] + sides[1] - 1
+        return sum(side(edge, pairs) for edge in edges) - (len(edges) - 1)
 
     if power(MOST_PAIRS) < POWER:
         return MOST_PAIRS + 1
-    smallest, largest = 6, MOST_PAIRS
+    smallest, largest = MIN_PAIRS, MOST_PAIRS
     while smallest < largest:  # power grows with the pairs: bisect for the smallest count that reaches 80%
         middle = (smallest + largest) // 2
         smallest, largest = (middle + 1, largest) if power(middle) < POWER else (smallest, middle)
@@ -174,10 +202,14 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
 
 def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
     """Fail when an occupation (of the gate's list, or any) is preferred at the report's FDR; inconclusive when
-    none is but some cannot be tested at this size (a sign test over their leaning pairs cannot reach 0.05)."""
+    none is but some cannot be tested at this size (a sign test over their leaning pairs cannot reach 0.05).
+
+    Its numbers are the most leaning occupation's (smallest q): the share of its leaning pairs that lean female
+    with the report's interval at the decision's level; its q is the gate's p for the family's Holm step (under
+    "no listed occupation preferred", BH rejects any with probability at most 5%)."""
     rows = con.execute(
-        "SELECT occupation, pairs, q_value, preferred, share_female FROM occupation_preference "
-        "WHERE run_id = ? AND condition = ? ORDER BY occupation",
+        "SELECT occupation, pairs, q_value, preferred, lean_female, ci_low, ci_high, ci_level "
+        "FROM occupation_preference WHERE run_id = ? AND condition = ? ORDER BY occupation",
         [run_id, gate.condition],
     ).df()
     if gate.occupations:
@@ -188,21 +220,51 @@ def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate)
     preferred = rows[rows["preferred"] != "none"]
     untestable = rows[[binomial_min_p(int(pairs)) >= SIGNIFICANCE for pairs in rows["pairs"].fillna(0)]]
     listed = ", ".join(f"{row.occupation} ({row.preferred}, q = {row.q_value:.3g})" for row in preferred.itertuples())
+    asked = con.execute("SELECT count(DISTINCT pair_id) FROM items WHERE run_id = ? AND condition = ? AND "
+                        "stage = 2", [run_id, gate.condition]).fetchone()[0]  # fmt: skip
+    needed = None
     if len(preferred):
         verdict, sentence = FAIL, f"{len(preferred)} of {len(rows)} occupations preferred: {listed}"
     elif len(untestable):
         verdict = INCONCLUSIVE
+        needed = leaning_pairs_needed(untestable["pairs"].fillna(0).min(), asked)
+        decides = (f"about {needed} name pairs would give each {MIN_PAIRS} leaning pairs (80% chance)" if needed
+                   else "no pair count makes them testable while no pair leans (every pair ties)")  # fmt: skip
         sentence = (f"none of {len(rows)} occupations preferred, but {len(untestable)} cannot be tested at this size "
-                    f"(too few leaning name pairs): {', '.join(untestable['occupation'])}")  # fmt: skip
+                    f"(too few leaning name pairs): {', '.join(untestable['occupation'])}; {decides}")  # fmt: skip
     else:
         verdict, sentence = PASS, f"none of {len(rows)} occupations preferred (Benjamini-Hochberg, q < 0.05)"
-    return Verdict(gate, verdict, sentence, pairs=int(rows["pairs"].max()) if len(rows) else 0,
-                   instances=0, details={"preferred": preferred["occupation"].tolist(),
-                                         "not_testable": untestable["occupation"].tolist()})  # fmt: skip
+    details: dict[str, Any] = {"preferred": preferred["occupation"].tolist(),
+                               "not_testable": untestable["occupation"].tolist(), "name_pairs": int(asked)}  # fmt: skip
+    tested = rows.dropna(subset=["q_value"]).sort_values(["q_value", "occupation"])
+    if tested.empty:
+        return Verdict(gate, verdict, sentence, p_fail=1.0, method="sign_test_bh", pairs_needed=needed,
+                       details=details)  # fmt: skip
+    most = tested.iloc[0]
+    details["most_leaning"] = {"occupation": most["occupation"], "q_value": float(most["q_value"]),
+                               "interval": [float(most["ci_low"]), float(most["ci_high"])],
+                               "interval_level": float(most["ci_level"])}  # fmt: skip
+    return Verdict(gate, verdict, sentence, estimate=float(most["lean_female"]), p_fail=float(most["q_value"]),
+                   pairs=int(most["pairs"]), method="sign_test_bh", pairs_needed=needed, details=details)  # fmt: skip
+
+
+def leaning_pairs_needed(leaning: float, asked: int) -> int | None:
+    """Name pairs at which an occupation leaning in `leaning` of `asked` pairs has MIN_PAIRS leaning pairs (the
+    fewest whose sign test can reach 0.05) with 80% chance: the smallest N with P(Binomial(N, leaning / asked) >=
+    MIN_PAIRS) >= 0.8. None when no pair leans."""
+    if leaning <= 0 or asked <= 0:
+        return None
+    rate = min(leaning / asked, 1.0)
+    smallest, largest = MIN_PAIRS, MOST_PAIRS + 1
+    while smallest < largest:
+        middle = (smallest + largest) // 2
+        enough = stats.binom.sf(MIN_PAIRS - 1, middle, rate) >= POWER
+        smallest, largest = (smallest, middle) if enough else (middle + 1, largest)
+    return smallest
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[Verdict]:
-    """Every gate's verdict, fails confirmed by Holm over the interval gates (module docstring)."""
+    """Every gate's verdict, fails confirmed by Holm over all gates (module docstring)."""
     verdicts = []
     for gate in gates:
         if gate.kind == "occupations":
@@ -212,18 +274,27 @@ def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], bas
             verdicts.append(interval_verdict(gate, paired_estimate(con, run_id, baseline, gate), sign))
         else:
             verdicts.append(interval_verdict(gate, run_estimate(con, run_id, gate)))
-    tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
-    if tested:
-        adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
-        for verdict, p_holm in zip(tested, adjusted, strict=True):
-            verdict.p_fail_holm = float(p_holm)
-            if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
-                verdict.verdict = INCONCLUSIVE
-                verdict.details["holm"] = f"outside its margin at 95%, not after Holm over {len(tested)} gates"
+    confirm_fails(verdicts)
     for verdict in verdicts:
         if not verdict.sentence:
             verdict.sentence = interval_sentence(verdict)
+        elif "holm" in verdict.details:
+            verdict.sentence += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
     return verdicts
+
+
+def confirm_fails(verdicts: list[Verdict]) -> None:
+    """Holm's step-down over every gate's fail p (module docstring): a fail it does not confirm turns
+    inconclusive and says why."""
+    tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
+    if not tested:
+        return
+    adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
+    for verdict, p_holm in zip(tested, adjusted, strict=True):
+        verdict.p_fail_holm = float(p_holm)
+        if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
+            verdict.verdict = INCONCLUSIVE
+            verdict.details["holm"] = f"fails on its own, not after Holm over {len(tested)} gates"
 
 
 def interval_sentence(verdict: Verdict) -> str:
