@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from probe.dataset.dataset import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
-    from probe.scanning.setup import ScanSettings
+    from probe.scanning import ScanSettings
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -278,6 +278,6 @@ def scan(
     on_reopen: Callable[[int, int], None] | None = None,
 ) -> str:
     """`probe scan`: adaptive rounds over O*NET titles (probe/scanning/rounds.py), each round answered by the runner."""
-    from probe.scanning import rounds as scanning  # the scan's statistics: load on use
+    from probe import scanning  # the scan's statistics: load on use
 
     return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen)

@@ -17,8 +17,8 @@ from probe.answering import runner
 from probe.answering.answer_checks import check_failed_share
 from probe.cli import app
 from probe.common.errors import RunFailed
+from probe.scanning import ScanSettings
 from probe.scanning import rounds as scan_rounds
-from probe.scanning.setup import ScanSettings
 from probe.store.config import RunConfig
 from probe.store.db import connect
 from probe.taxonomy.taxonomy import resolve_occupations

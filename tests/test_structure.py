@@ -179,3 +179,11 @@ def _names_from(path: Path, module: str) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.module == module
         for alias in node.names
     }
+
+
+def test_the_entry_layer_reaches_the_scan_through_its_front() -> None:
+    """probe/scanning/__init__.py is the scan's surface: the CLI, the API and the pipeline import none of the
+    modules behind it, so they can move within the package."""
+    graph = _graph()
+    entry = {name for name in graph if _step(name) == "cli"}
+    assert {(name, target) for name in entry for target in graph[name] if target.startswith("probe.scanning.")} == set()
