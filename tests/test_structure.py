@@ -24,9 +24,8 @@ STEPS = (
     "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
     "scanning", "cli",
 )
-# The entry modules at the top of probe/: the package, the API and the pipeline, and the batch and study flows
-# that drive the pipeline's steps beside it.
-ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline", "probe.batch", "probe.study"}
+# The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder.
+ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline"}
 
 
 def _module_name(path: Path) -> str:
