@@ -23,7 +23,7 @@ from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import BATCH, COMPLETE, FAILED, INTERRUPTED, RUNNING
-from probe.dataset.dataset import check_templates, item_from_row
+from probe.dataset.stages import check_templates, item_from_row
 from probe.store import study
 from probe.store.config import RunConfig, load_config
 from probe.store.db import connect, connect_or_snapshot
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from probe.backends.base import Backend
     from probe.backends.openai_batch import BatchTarget
-    from probe.dataset.dataset import Item
+    from probe.dataset.stages import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
     from probe.scanning import ScanSettings
