@@ -23,7 +23,8 @@ from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import BATCH, COMPLETE, FAILED, INTERRUPTED, RUNNING
-from probe.dataset.stages import check_templates, item_from_row
+from probe.dataset.items import item_from_row
+from probe.dataset.stages import check_templates
 from probe.store import study
 from probe.store.config import RunConfig, load_config
 from probe.store.db import connect, connect_or_snapshot
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
     from probe.backends.base import Backend
     from probe.backends.openai_batch import BatchTarget
-    from probe.dataset.stages import Item
+    from probe.dataset.items import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
     from probe.scanning import ScanSettings

@@ -313,7 +313,8 @@ def test_a_scan_that_flags_nothing_says_so(db_file: Path, planted, tmp_path: Pat
 def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> None:
     """Same ids and prompts as `probe run`'s, so a confirmation run finds the scan's answers in the cache."""
     from probe.dataset.stages import build_scan_items, build_stage2
-    from probe.taxonomy.occupations import resolve_occupations, select_name_pairs, top_attributes
+    from probe.taxonomy.name_pairs import select_name_pairs
+    from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
     con = connect(db_file)
     try:

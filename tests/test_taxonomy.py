@@ -10,7 +10,7 @@ import pytest
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
 from probe.store import db
-from probe.taxonomy import occupations
+from probe.taxonomy import name_pairs, occupations
 from tests.support import SHARED, assert_one_line_error, invoke
 
 UNQOVER = SHARED / "data" / "names_occupations" / "unqover" / "word_lists"
@@ -179,20 +179,20 @@ def test_occupations_csv_errors_name_file_and_line(
 
 
 def test_name_pairs(con: duckdb.DuckDBPyConnection) -> None:
-    pairs = occupations.select_name_pairs(con, None)
+    pairs = name_pairs.select_name_pairs(con, None)
     assert len(pairs) == 70 and list(pairs["pair_id"]) == list(range(1, 71))
     assert tuple(pairs.iloc[0]) == (1, "Mary", "James") and tuple(pairs.iloc[69]) == (
         70,
         "Christina",
         "Harry",
     )
-    assert list(occupations.select_name_pairs(con, 2).itertuples(index=False, name=None)) == [
+    assert list(name_pairs.select_name_pairs(con, 2).itertuples(index=False, name=None)) == [
         (1, "Mary", "James"),
         (2, "Patricia", "John"),
     ]
-    assert occupations.select_name_pairs(con, [9, 4, 1])["pair_id"].tolist() == [1, 4, 9]
-    assert occupations.select_name_pairs(con, "9,4")["pair_id"].tolist() == [4, 9]
-    assert len(occupations.select_name_pairs(con, "3")) == 3
+    assert name_pairs.select_name_pairs(con, [9, 4, 1])["pair_id"].tolist() == [1, 4, 9]
+    assert name_pairs.select_name_pairs(con, "9,4")["pair_id"].tolist() == [4, 9]
+    assert len(name_pairs.select_name_pairs(con, "3")) == 3
     for bad, message in [
         (0, "pairs: 0 is not a number of pairs from 1 to 70"),
         (71, "pairs: 71 is not a number of pairs from 1 to 70"),
@@ -200,7 +200,7 @@ def test_name_pairs(con: duckdb.DuckDBPyConnection) -> None:
         ("two", "pairs: 'two' is neither a number N nor a comma list of pair ids like 1,4,9"),
     ]:
         with pytest.raises(UserError) as raised:
-            occupations.select_name_pairs(con, bad)
+            name_pairs.select_name_pairs(con, bad)
         assert str(raised.value) == message
 
 
@@ -210,7 +210,7 @@ def test_name_pairs_follow_the_unqover_lists(con: duckdb.DuckDBPyConnection) -> 
         lines = (UNQOVER / "nouns" / "subjects" / gender).read_text().splitlines()
         return [line.split("|", 1)[1].strip() for line in lines]
 
-    pairs = occupations.select_name_pairs(con, None)
+    pairs = name_pairs.select_name_pairs(con, None)
     assert (list(pairs["female"]), list(pairs["male"])) == (names("female"), names("male"))
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 
 from probe.backends import backend_info
-from probe.dataset.stages import Item, build_stage1, build_stage2
+from probe.dataset.items import Item
+from probe.dataset.stages import build_stage1, build_stage2
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.selection import select

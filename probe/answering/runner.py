@@ -36,7 +36,8 @@ from probe.common import stopping
 from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
-from probe.dataset.stages import Item, build_stage1, build_stage2, item_from_row, items_frame
+from probe.dataset.items import Item, item_from_row, items_frame
+from probe.dataset.stages import build_stage1, build_stage2
 from probe.store import db
 from probe.taxonomy.selection import Selection
 

@@ -46,7 +46,8 @@ from probe.backends import create_backend
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
-from probe.dataset.stages import build_scan_items, items_frame
+from probe.dataset.items import items_frame
+from probe.dataset.stages import build_scan_items
 from probe.scanning.record import check_same, mark_resumed, new_scan_id, record, stored_scan
 from probe.scanning.setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store import db

@@ -9,7 +9,8 @@ import duckdb
 import pandas as pd
 
 from probe.store.config import RunConfig
-from probe.taxonomy.occupations import resolve_occupations, select_name_pairs, top_attributes
+from probe.taxonomy.name_pairs import select_name_pairs
+from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
 @dataclass(frozen=True)
