@@ -16,7 +16,8 @@ from functools import cache
 from pathlib import Path
 
 from probe.answering.plan import distinct_calls, half_granted
-from probe.dataset.dataset import Item, build_stage1, build_stage2
+from probe.dataset.items import Item
+from probe.dataset.stages import build_stage1, build_stage2
 from probe.store import db
 from probe.store.config import load_config
 from probe.taxonomy.selection import Selection, select

@@ -22,7 +22,7 @@ from transformers import AutoModelForQuestionAnswering, PreTrainedTokenizerFast,
 from bench.calls import preset_items
 from probe.backends.base import Query, Reply
 from probe.backends.hf_qa import HFQABackend, HFQASettings
-from probe.dataset.dataset import Item
+from probe.dataset.items import Item
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's order: bos=0, pad=1, eos=2
 VOCAB_SIZE = 8000

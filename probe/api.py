@@ -3,7 +3,7 @@
 
 Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
 pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things. A scan
-takes the backend's settings and the scan's (probe.scanning.setup.ScanSettings) and goes through `probe scan`'s
+takes the backend's settings and the scan's (probe.scanning.ScanSettings) and goes through `probe scan`'s
 pipeline (probe.pipeline.scan).
 """
 
@@ -17,8 +17,7 @@ import pandas as pd
 
 from probe import pipeline
 from probe.common.errors import UserError
-from probe.scanning.record import check_scan_id, with_stored
-from probe.scanning.setup import BACKEND_FIELDS, ScanSettings, soc_prefixes
+from probe.scanning import BACKEND_FIELDS, ScanSettings, check_scan_id, soc_prefixes, with_stored
 from probe.store.db import DEFAULT_DB, connect, connect_or_snapshot
 
 if TYPE_CHECKING:
@@ -107,7 +106,7 @@ class Scan:
     def report(self, path: str | Path) -> Path:
         """Write the report files `probe scan` writes (scan.md, scan.json, scan_groups.svg, flagged_occupations.csv)
         to the folder `path`; returns scan.md's path."""
-        from probe.scanning.report import write_scan_report  # matplotlib: load on use
+        from probe.scanning import write_scan_report  # matplotlib: load on use
 
         if self.results().empty:
             raise UserError(
@@ -129,7 +128,7 @@ def scan(**settings: object) -> Scan:
     """Run a scan as `probe scan` does; with an existing scan_id resume it, or carry it on with a larger budget.
 
     `settings`: the backend's (backend, model, base_url, answers, device, dtype, decoding, ... as RUN.toml names
-    them), the scan's (occupations, soc, pairs, names, budget, seed: probe.scanning.setup.ScanSettings), scan_id,
+    them), the scan's (occupations, soc, pairs, names, budget, seed: probe.scanning.ScanSettings), scan_id,
     db, threads, concurrency, batch_size, no_cache, quiet, max_failed_share. A stored scan takes the settings not
     given from its record (budget=None given: no limit). Progress bars are off unless quiet=False.
     """

@@ -1,6 +1,8 @@
 """The one path from settings to findings: taxonomy -> dataset -> backend -> answers -> metrics -> report.
 
-`probe run` and the Python API (`probe.run`) both come here. Each step is its own module and gets its
+`probe run` and the Python API (`probe.run`) both come here, and so do `probe scan` (probe/scanning/, handed the
+runner), `probe batch` (a run answered through files, probe/backends/openai_batch.py), `probe compare` and
+`probe gate`. Each step is its own module and gets its
 settings from here directly, never through another step: selection.py (taxonomy: name pairs and
 attributes), backends/ (the model, from its own settings object), runs.py (the run record), runner.py
 (dataset items and answers: stage 2 is built from stage 1's answers), metrics.py, report/.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,8 +22,10 @@ from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
-from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
-from probe.dataset.dataset import check_templates
+from probe.common.vocabulary import BATCH, COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.dataset.items import item_from_row
+from probe.dataset.stages import check_templates
+from probe.store import study
 from probe.store.config import RunConfig, load_config
 from probe.store.db import connect, connect_or_snapshot
 from probe.taxonomy.selection import Selection, select, stored_selection
@@ -28,11 +33,12 @@ from probe.taxonomy.selection import Selection, select, stored_selection
 if TYPE_CHECKING:
     import duckdb
 
-    from probe.backends.base import Backend, Reply
-    from probe.dataset.dataset import Item
+    from probe.backends.base import Backend
+    from probe.backends.openai_batch import BatchTarget
+    from probe.dataset.items import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
-    from probe.scanning.setup import ScanSettings
+    from probe.scanning import ScanSettings
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -50,6 +56,19 @@ def settings(flags: Mapping[str, object], config_file: Path | None = None) -> Ru
     finally:
         con.close()
     return config if stored is None else load_config(flags, config_file, stored=stored)
+
+
+def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | None) -> list[RunConfig] | None:
+    """The runs of a study (probe/store/study.py; with `--study ID` alone each stored run of the study, resumed
+    with its stored settings), or None when the command asks for one run."""
+    configs = study.study_configs(config, models, config_file)
+    if configs is not None or not config.study or config.run_id is not None:
+        return configs
+    run_ids = runs.study_run_ids(config.db, str(config.study))
+    if not run_ids:
+        raise UserError(f"--study {config.study}: no runs of this study in {config.db}; give its models "
+                        "(--model A --model B, or [study] in a RUN.toml)")  # fmt: skip
+    return [settings({"run_id": run_id, "db": config.db, "quiet": config.quiet or None}) for run_id in run_ids]
 
 
 def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
@@ -130,9 +149,99 @@ def _answer_with(
     return run_id
 
 
-def batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format: str) -> tuple[int, list[Item]]:
+@dataclass
+class BatchImport:
+    """What `probe batch import` stored, and what it did not."""
+
+    imported: int = 0
+    already: int = 0  # results for items answered before: left as they were
+    problems: list[str] = field(default_factory=list)  # "line N: why", in line order
+    pending: int = 0  # items of the stage in progress still without an answer
+    stage: int = 1
+    complete: bool = False
+
+
+def batch_export(db: Path, run_id: str, output: Path, config_file: Path | None = None) -> tuple[int, int]:
+    """`probe batch export`: write the requests of a batch run's stage in progress (probe/backends/openai_batch.py);
+    returns (stage, requests). Records the run the first time."""
+    from probe.backends.openai_batch import BatchTarget, request_line  # the openai client: load on use
+
+    con = connect(db)
+    try:
+        if runs.stored_run(con, run_id) is None:
+            config = load_config({"run_id": run_id, "db": str(db)}, config_file)
+            target = BatchTarget(config)
+            selection = select(con, config)
+            check_templates(selection.pairs, selection.attributes, config.conditions, target.prompt_format)
+            runs.record_run(con, run_id, config, target, json.dumps(target.identity(), sort_keys=True), selection)
+            runs.set_status(con, run_id, BATCH)
+        config, target = _batch_run(con, db, run_id)
+        stage, items = _batch_stage(con, config, target.prompt_format)
+        lines = [request_line(item.item_id, *target.request(item.query())) for item in items]
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return stage, len(lines)
+    finally:
+        con.close()
+
+
+def batch_import(db: Path, run_id: str, results: Path) -> BatchImport:
+    """`probe batch import`: store each result as the runner stores a live reply (answers contract checked, secrets
+    scrubbed); a bad line is reported by its number, an item answered before is left as it is."""
+    from probe.backends.openai_batch import check_result_line, result_lines
+
+    if not results.is_file():
+        raise UserError(f"{results}: no such file")
+    con = connect(db)
+    try:
+        config, target = _batch_run(con, db, run_id)
+        report = BatchImport()
+        frame = con.execute("SELECT * FROM items WHERE run_id = ?", [run_id]).df()
+        items = {item.item_id: item for item in map(item_from_row, frame.to_dict("records"))}
+        pending = {item.item_id for stage in (1, 2) for item in runner.pending_items(con, run_id, stage)}
+        answered, seen = [], {}
+        for number, line in result_lines(results):
+            custom_id, why = check_result_line(line, items, seen)
+            if why is None:
+                seen[custom_id] = number
+                if custom_id not in pending:
+                    report.already += 1
+                    continue
+                try:
+                    answered.append((items[custom_id], target.reply(items[custom_id].query(),
+                                                                    line["response"]["body"])))  # fmt: skip
+                    continue
+                except (KeyError, IndexError, TypeError, ValueError) as error:
+                    why = f"custom_id {custom_id}: unreadable result ({type(error).__name__}: {str(error)[:200]})"
+            report.problems.append(f"line {number}: {why}")
+        runner.store_replies(con, run_id, answered)
+        report.imported = len(answered)
+        report.stage, left = _batch_stage(con, config, target.prompt_format)
+        report.pending = len(left)
+        report.complete = report.stage == 2 and not left
+        runs.set_status(con, run_id, COMPLETE if report.complete else BATCH)
+        return report
+    finally:
+        con.close()
+
+
+def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[RunConfig, BatchTarget]:
+    """A stored batch run's settings and request target; a run of another backend is refused."""
+    from probe.backends.openai_batch import BatchTarget
+
+    stored = runs.stored_run(con, run_id)
+    if stored is None:
+        raise UserError(f"run {run_id!r}: no such run; `probe batch export {run_id} -o FILE --config RUN.toml` "
+                        "starts it")  # fmt: skip
+    config = load_config({"run_id": run_id, "db": str(db)}, stored=runs.stored_settings(con, run_id))
+    target = BatchTarget(config)
+    runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), target.identity())
+    return config, target
+
+
+def _batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format: str) -> tuple[int, list[Item]]:
     """A batch run's stage in progress and its unanswered items: stage 1's while it has any, then stage 2's
-    (built from stage 1's answers as a live run builds it). probe/batch.py writes them out."""
+    (built from stage 1's answers as a live run builds it)."""
     selection = stored_selection(con, config)
     for stage in (1, 2):
         runner.ensure_stage(con, str(config.run_id), stage, selection, config.conditions, prompt_format)
@@ -140,16 +249,6 @@ def batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format
         if items or stage == 2:
             return stage, items
     raise AssertionError("unreachable")
-
-
-def unanswered_item_ids(con: duckdb.DuckDBPyConnection, run_id: str) -> set[str]:
-    """Items of either stage without an answer or whose answer is a stored failure."""
-    return {item.item_id for stage in (1, 2) for item in runner.pending_items(con, run_id, stage)}
-
-
-def store_batch_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: list[tuple[Item, Reply]]) -> None:
-    """Batch results, stored as the runner stores live replies (answers contract checked, secrets scrubbed)."""
-    runner.store_replies(con, run_id, answered)
 
 
 def analyze(db: Path | str, run_id: str) -> None:
@@ -280,6 +379,6 @@ def scan(
     on_reopen: Callable[[int, int], None] | None = None,
 ) -> str:
     """`probe scan`: adaptive rounds over O*NET titles (probe/scanning/rounds.py), each round answered by the runner."""
-    from probe.scanning import rounds as scanning  # the scan's statistics: load on use
+    from probe import scanning  # the scan's statistics: load on use
 
     return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen)

@@ -82,7 +82,7 @@ class FakeBackend(BackendDefaults):
 def unknown_answers(path: Path, **settings: object) -> Path:
     """A replay file listing every item `probe run` would ask with these RunConfig settings (db included), each
     with an empty label: a run whose every answer is unknown, without a model."""
-    from probe.dataset.dataset import KEY_FIELDS
+    from probe.dataset.items import KEY_FIELDS
     from probe.dataset.preview import preview
     from probe.store.config import RunConfig
 

@@ -11,7 +11,7 @@ import pytest
 from probe import pipeline
 from probe.backends.base import Query, Reply, answer_space, contract_error, decide_by_score, score_reply
 from probe.common.errors import RunFailed
-from probe.dataset.dataset import build_as_if_all_granted
+from probe.dataset.stages import build_as_if_all_granted
 from probe.store.config import RunConfig
 from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS, SINGLE, YES_NO, FakeBackend, query, seeded_copy
 

@@ -105,11 +105,11 @@ def test_names_nfc_normalised(tmp_path: Path, db_file: Path) -> None:
     names = tmp_path / "names.csv"
     names.write_text("female,male\nZoe\u0308,Rene\u0301\n")  # combining marks: stored composed
     from probe.store import db
-    from probe.taxonomy import taxonomy
+    from probe.taxonomy import name_pairs
 
     con = db.connect(db_file)
     try:
-        pairs = taxonomy.select_name_pairs(con, None, names)
+        pairs = name_pairs.select_name_pairs(con, None, names)
     finally:
         con.close()
     assert pairs.values.tolist() == [[1, "Zo\u00eb", "Ren\u00e9"]]

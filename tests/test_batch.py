@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.backends.base import Query
-from probe.batch import BatchTarget
+from probe.backends.openai_batch import BatchTarget
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.store.config import RunConfig

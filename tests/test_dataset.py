@@ -3,7 +3,8 @@
 import pytest
 
 from probe.backends.base import Option
-from probe.dataset.dataset import attribute_union, build_stage1, build_stage2, item_from_row, items_frame
+from probe.dataset.items import item_from_row, items_frame
+from probe.dataset.stages import attribute_union, build_stage1, build_stage2
 from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS
 
 ALL_CONDITIONS = ("taxonomy", "baseline", "control")

@@ -17,18 +17,23 @@ from probe.common.user_text import checked_text
 
 
 def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:
-    assert markdown_text("<img src=x onerror=alert(1)>") == r"\<img src=x onerror=alert(1)\>"
-    assert markdown_text("*a* | [b](c) `d` #e") == r"\*a\* \| \[b\](c) \`d\` #e"
+    assert markdown_text("<img src=x onerror=alert(1)>") == r"\<img src=x onerror=alert(1)>"
+    assert markdown_text("*a* | [b](c) `d` #e ~~f~~ [g]: h") == r"\*a\* \| [b\](c) \`d\` #e \~\~f\~\~ [g\]: h"
     assert markdown_text("a\nb\r\n# c") == "a b # c"  # a newline cannot start a heading: it is a space now
-    assert markdown_text("Chief\x1b]0;x\x07 \u202eExecutives") == r"Chief\\x1b\]0;x\\x07 \\u202eExecutives"
-    assert markdown_text("&amp; x_y") == r"\&amp; x\_y"
+    assert markdown_text("Chief\x1b]0;x\x07 \u202eExecutives") == r"Chief\x1b]0;x\x07 \u202eExecutives"
+    assert markdown_text("&amp; x_y _z __init__ R&D") == r"\&amp; x_y \_z \_\_init\_\_ R&D"
+    assert markdown_text(r"C:\dir \*") == r"C:\dir \\\*"  # a backslash is escaped only where it would escape
     assert markdown_text("nurse") == "nurse"
     # plain text stays plain: periods, parentheses, hyphens and ! mean nothing in the middle of a line
     assert markdown_text("69.8% (12 pairs), release-candidate!") == "69.8% (12 pairs), release-candidate!"
+    assert markdown_text("bias 50.0% [19.0, 81.0], q < 0.05, decided_by=replay") == (
+        "bias 50.0% [19.0, 81.0], q < 0.05, decided_by=replay"
+    )
     # at the start of a line they can: a heading, a list item, an ordered list, a setext underline
     assert [markdown_text(text) for text in ("# title", "- item", "+ item", "12. item", "3) item", "===", "---")] == [
         r"\# title", r"\- item", r"\+ item", r"12\. item", r"3\) item", r"\===", r"\---"
     ]
+    assert markdown_text("> quote, a > b") == r"\> quote, a > b"
     assert [markdown_text(text) for text in ("-5.0 points", "#3", "2.5x")] == ["-5.0 points", "#3", "2.5x"]
     assert markdown_text(3) == "3"
 

@@ -190,7 +190,9 @@ def test_summary_names_each_method_once_in_a_legend_and_five_pairs_say_six_are_n
     summary = markdown.split("## Summary")[1].split("\n## ")[0]
     labels = {finding["method_label"] for finding in data["headline"] if finding["method_label"]}
     assert labels >= {"score interval", "paired t"}
-    legend = summary.split("Interval methods:\n")[1].split("\n\n")[0]
+    # a paragraph of its own before the legend's list: Markdown does not run it into the findings' list above
+    assert "\n\nInterval methods:\n\n- " in summary
+    legend = summary.split("Interval methods:\n\n")[1].split("\n\n")[0]
     assert summary.count("scaled to the spread between pairs") == 1  # the score method's text, once: in the legend
     assert sorted(line.split(": ")[0] for line in legend.splitlines()) == sorted(f"- {label}" for label in labels)
     small = tmp_path / "probe.duckdb"

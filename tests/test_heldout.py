@@ -12,10 +12,10 @@ from probe import pipeline
 from probe.cli.app import app
 from probe.common.resources import resource_dir
 from probe.compare.heldout import split
-from probe.dataset.dataset import KEY_FIELDS
+from probe.dataset.items import KEY_FIELDS
 from probe.store import db
 from probe.store.config import RunConfig
-from probe.taxonomy.taxonomy import select_name_pairs
+from probe.taxonomy.name_pairs import select_name_pairs
 
 
 def test_the_split_is_fixed_by_the_seed_and_the_paper_wording_tunes() -> None:

@@ -16,9 +16,9 @@ from probe.cli import app
 from probe.common.resources import resource_dir
 from probe.common.vocabulary import COMPLETE, INTERRUPTED
 from probe.dataset import occupation_nouns, prompts
-from probe.dataset.dataset import build_scan_items
 from probe.dataset.occupation_nouns import indefinite_article, occupation_noun, vocabulary
 from probe.dataset.prompts import PROMPT_FORMATS, render_prompt, template_hash
+from probe.dataset.stages import build_scan_items
 from probe.store.db import connect
 from tests.support import assert_one_line_error, query
 

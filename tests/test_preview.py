@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from probe.dataset.dataset import build_as_if_all_granted
 from probe.dataset.preview import sample
+from probe.dataset.stages import build_as_if_all_granted
 from probe.store import db
 from probe.store.config import load_config
 from probe.taxonomy.selection import select

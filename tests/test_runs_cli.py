@@ -127,8 +127,7 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
 ) -> None:
     """A finished scan, one interrupted in round 1 (listed: interrupted, no flagged count yet) and a run."""
     from bench.scan import draw_answers, write_replay_file
-    from probe.scanning import rounds
-    from probe.scanning.setup import ScanSettings
+    from probe.scanning import ScanSettings, rounds
     from probe.store.config import RunConfig
     from probe.store.db import connect
 

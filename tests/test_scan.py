@@ -17,11 +17,11 @@ from probe.answering import runner
 from probe.answering.answer_checks import check_failed_share
 from probe.cli import app
 from probe.common.errors import RunFailed
+from probe.scanning import ScanSettings
 from probe.scanning import rounds as scan_rounds
-from probe.scanning.setup import ScanSettings
 from probe.store.config import RunConfig
 from probe.store.db import connect
-from probe.taxonomy.taxonomy import resolve_occupations
+from probe.taxonomy.occupations import resolve_occupations
 from tests.support import assert_one_line_error, fingerprint, query
 
 SOC = ("29",)  # Healthcare Practitioners and Technical: 96 titles
@@ -312,8 +312,9 @@ def test_a_scan_that_flags_nothing_says_so(db_file: Path, planted, tmp_path: Pat
 
 def test_the_scan_asks_a_runs_baseline_single_subject_items(db_file: Path) -> None:
     """Same ids and prompts as `probe run`'s, so a confirmation run finds the scan's answers in the cache."""
-    from probe.dataset.dataset import build_scan_items, build_stage2
-    from probe.taxonomy.taxonomy import resolve_occupations, select_name_pairs, top_attributes
+    from probe.dataset.stages import build_scan_items, build_stage2
+    from probe.taxonomy.name_pairs import select_name_pairs
+    from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
     con = connect(db_file)
     try:

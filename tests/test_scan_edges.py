@@ -16,7 +16,7 @@ from probe.backends.base import Query, Reply
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE, FAILED, UNKNOWN
-from probe.scanning.setup import ScanSettings
+from probe.scanning import ScanSettings
 from tests.support import FakeBackend, assert_one_line_error, fingerprint
 
 SOC = ("29-9",)  # six titles; 29-9021.00 and 29-9099.00 have no O*NET attribute ratings

@@ -10,7 +10,7 @@ import pytest
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
 from probe.store import db
-from probe.taxonomy import taxonomy
+from probe.taxonomy import name_pairs, occupations
 from tests.support import SHARED, assert_one_line_error, invoke
 
 UNQOVER = SHARED / "data" / "names_occupations" / "unqover" / "word_lists"
@@ -26,7 +26,7 @@ def con() -> duckdb.DuckDBPyConnection:
 
 
 def test_curated_occupations_are_the_papers_62_each_with_ratings(con: duckdb.DuckDBPyConnection) -> None:
-    curated = taxonomy.resolve_occupations(con, None)
+    curated = occupations.resolve_occupations(con, None)
     assert len(curated) == 62
     assert curated["note"].str.len().min() > 10
     per_category = con.execute(
@@ -59,8 +59,8 @@ def test_curated_occupations_follow_the_unqover_list_minus_eight(con: duckdb.Duc
 
 
 def test_accountant_top_knowledge(con: duckdb.DuckDBPyConnection) -> None:
-    accountant = taxonomy.resolve_occupations(con, ["accountant"])
-    knowledge = taxonomy.top_attributes(con, accountant).query("category == 'knowledge'")
+    accountant = occupations.resolve_occupations(con, ["accountant"])
+    knowledge = occupations.top_attributes(con, accountant).query("category == 'knowledge'")
     assert list(knowledge["element_name"]) == [
         "Economics and Accounting",
         "English Language",
@@ -93,7 +93,7 @@ def test_top_attributes_breaks_ties_by_level_then_name() -> None:
         ],
     )
     wanted = pd.DataFrame({"occupation": ["b-job", "a-job"], "soc_code": ["00-0001.00", "00-0002.00"]})
-    top = taxonomy.top_attributes(con, wanted, k=3)
+    top = occupations.top_attributes(con, wanted, k=3)
     assert list(top.itertuples(index=False, name=None)) == [
         ("a-job", "00-0002.00", "skill", 1, "Other", 5.0, 5.0),
         ("b-job", "00-0001.00", "skill", 1, "High", 3.0, 1.0),
@@ -104,14 +104,14 @@ def test_top_attributes_breaks_ties_by_level_then_name() -> None:
         ("b-job", "00-0001.00", "ability", 3, "Alpha", 4.0, 1.0),
     ]
     with pytest.raises(UserError, match=r"^top-k must be a positive whole number, got 0$"):
-        taxonomy.top_attributes(con, wanted, k=0)
+        occupations.top_attributes(con, wanted, k=0)
 
 
 # --- resolving occupations -------------------------------------------------------------------------
 
 
 def test_resolve_names_codes_and_titles(con: duckdb.DuckDBPyConnection) -> None:
-    resolved = taxonomy.resolve_occupations(con, "Doctor, nurse,15-1252.00,Astronomers,nurse")
+    resolved = occupations.resolve_occupations(con, "Doctor, nurse,15-1252.00,Astronomers,nurse")
     assert list(resolved[["occupation", "soc_code", "onet_title"]].itertuples(index=False, name=None)) == [
         ("doctor", "29-1215.00", "Family Medicine Physicians"),
         ("nurse", "29-1141.00", "Registered Nurses"),
@@ -125,9 +125,9 @@ def test_resolve_refuses_unknown_and_unrated_occupations(con: duckdb.DuckDBPyCon
     with pytest.raises(
         UserError, match=r"^unknown occupation 'astronomer': .*`probe taxonomy search astronomer`"
     ):
-        taxonomy.resolve_occupations(con, ["astronomer"])
+        occupations.resolve_occupations(con, ["astronomer"])
     with pytest.raises(UserError, match=r"^occupation '11-1031.00': 11-1031.00 \(Legislators\) has no skill"):
-        taxonomy.resolve_occupations(con, ["11-1031.00"])
+        occupations.resolve_occupations(con, ["11-1031.00"])
 
 
 def write(path: Path, text: str) -> Path:
@@ -139,10 +139,10 @@ def test_resolve_a_users_occupations_csv(con: duckdb.DuckDBPyConnection, tmp_pat
     own = write(
         tmp_path / "mine.csv", "occupation,soc_code,onet_title,note\nsoftware developer, 15-1252.00,x,\n"
     )
-    assert list(taxonomy.resolve_occupations(con, own).itertuples(index=False, name=None)) == [
+    assert list(occupations.resolve_occupations(con, own).itertuples(index=False, name=None)) == [
         ("software developer", "15-1252.00", "Software Developers", None)
     ]
-    assert taxonomy.resolve_occupations(con, str(own))["soc_code"].tolist() == ["15-1252.00"]
+    assert occupations.resolve_occupations(con, str(own))["soc_code"].tolist() == ["15-1252.00"]
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_occupations_csv_errors_name_file_and_line(
 ) -> None:
     path = write(tmp_path / "mine.csv", text)
     with pytest.raises(UserError) as raised:
-        taxonomy.resolve_occupations(con, path)
+        occupations.resolve_occupations(con, path)
     assert str(raised.value).startswith(message.format(path=path))
 
 
@@ -179,20 +179,20 @@ def test_occupations_csv_errors_name_file_and_line(
 
 
 def test_name_pairs(con: duckdb.DuckDBPyConnection) -> None:
-    pairs = taxonomy.select_name_pairs(con, None)
+    pairs = name_pairs.select_name_pairs(con, None)
     assert len(pairs) == 70 and list(pairs["pair_id"]) == list(range(1, 71))
     assert tuple(pairs.iloc[0]) == (1, "Mary", "James") and tuple(pairs.iloc[69]) == (
         70,
         "Christina",
         "Harry",
     )
-    assert list(taxonomy.select_name_pairs(con, 2).itertuples(index=False, name=None)) == [
+    assert list(name_pairs.select_name_pairs(con, 2).itertuples(index=False, name=None)) == [
         (1, "Mary", "James"),
         (2, "Patricia", "John"),
     ]
-    assert taxonomy.select_name_pairs(con, [9, 4, 1])["pair_id"].tolist() == [1, 4, 9]
-    assert taxonomy.select_name_pairs(con, "9,4")["pair_id"].tolist() == [4, 9]
-    assert len(taxonomy.select_name_pairs(con, "3")) == 3
+    assert name_pairs.select_name_pairs(con, [9, 4, 1])["pair_id"].tolist() == [1, 4, 9]
+    assert name_pairs.select_name_pairs(con, "9,4")["pair_id"].tolist() == [4, 9]
+    assert len(name_pairs.select_name_pairs(con, "3")) == 3
     for bad, message in [
         (0, "pairs: 0 is not a number of pairs from 1 to 70"),
         (71, "pairs: 71 is not a number of pairs from 1 to 70"),
@@ -200,7 +200,7 @@ def test_name_pairs(con: duckdb.DuckDBPyConnection) -> None:
         ("two", "pairs: 'two' is neither a number N nor a comma list of pair ids like 1,4,9"),
     ]:
         with pytest.raises(UserError) as raised:
-            taxonomy.select_name_pairs(con, bad)
+            name_pairs.select_name_pairs(con, bad)
         assert str(raised.value) == message
 
 
@@ -210,12 +210,12 @@ def test_name_pairs_follow_the_unqover_lists(con: duckdb.DuckDBPyConnection) -> 
         lines = (UNQOVER / "nouns" / "subjects" / gender).read_text().splitlines()
         return [line.split("|", 1)[1].strip() for line in lines]
 
-    pairs = taxonomy.select_name_pairs(con, None)
+    pairs = name_pairs.select_name_pairs(con, None)
     assert (list(pairs["female"]), list(pairs["male"])) == (names("female"), names("male"))
 
 
 def test_search_ranks_exact_matches_and_says_which_have_ratings(con: duckdb.DuckDBPyConnection) -> None:
-    doctors = taxonomy.search(con, "doctor")
+    doctors = occupations.search(con, "doctor")
     assert len(doctors) == 20
     assert tuple(doctors.iloc[0][["soc_code", "matched_title", "match", "has_ratings", "curated_as"]]) == (
         "29-1215.00",
@@ -225,16 +225,16 @@ def test_search_ranks_exact_matches_and_says_which_have_ratings(con: duckdb.Duck
         "doctor",
     )
     assert set(doctors["match"].iloc[:12]) == {"exact"}
-    legislators = taxonomy.search(con, "legislators", limit=1)
+    legislators = occupations.search(con, "legislators", limit=1)
     assert tuple(legislators.iloc[0][["soc_code", "title", "match", "has_ratings"]]) == (
         "11-1031.00",
         "Legislators",
         "exact",
         False,
     )
-    words = taxonomy.search(con, "developers software")
+    words = occupations.search(con, "developers software")
     assert words.iloc[0]["soc_code"] == "15-1252.00" and words.iloc[0]["match"] == "words"
-    assert taxonomy.search(con, "xyzzy").empty
+    assert occupations.search(con, "xyzzy").empty
 
 
 # --- command line ----------------------------------------------------------------------------------

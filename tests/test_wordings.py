@@ -12,8 +12,9 @@ import pytest
 from probe import pipeline
 from probe.common.errors import UserError
 from probe.common.vocabulary import QTYPES, WORDINGS
-from probe.dataset.dataset import KEY_FIELDS, build_as_if_all_granted, build_scan_items, options_json
+from probe.dataset.items import KEY_FIELDS, options_json
 from probe.dataset.prompts import PROMPT_FORMATS, render_prompt
+from probe.dataset.stages import build_as_if_all_granted, build_scan_items
 from probe.store import db
 from probe.store.config import RunConfig, load_config
 from probe.taxonomy.selection import select

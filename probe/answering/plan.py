@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from probe.backends import backend_info
-from probe.dataset.dataset import Item
+from probe.dataset.items import Item
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.store.config import RunConfig

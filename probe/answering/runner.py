@@ -36,7 +36,7 @@ from probe.common import stopping
 from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
-from probe.dataset.dataset import Item, item_from_row, items_frame
+from probe.dataset.items import Item, item_from_row, items_frame
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.taxonomy.selection import Selection

@@ -9,6 +9,7 @@ import json
 import secrets
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -179,3 +180,18 @@ def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
            ORDER BY max(r.created_at) OVER (PARTITION BY coalesce(study, r.run_id)) DESC, study,
                     CASE WHEN study IS NULL THEN 0 ELSE epoch(r.created_at) END, r.run_id"""
     ).df()
+
+
+def study_run_ids(db_path: Path | str, study: str) -> list[str]:
+    """The stored runs of `study`, oldest first."""
+    if not Path(db_path).exists():
+        return []
+    con = db.connect(db_path, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT run_id FROM runs WHERE json_extract_string(config_json, '$.study') = ? ORDER BY created_at, run_id",
+            [study],
+        ).fetchall()
+    finally:
+        con.close()
+    return [run_id for (run_id,) in rows]

@@ -1,5 +1,5 @@
 """What a generation request to an OpenAI-compatible endpoint holds, and how its reply becomes a label: one
-shape for live requests (openai_api.py) and batch files (probe/batch.py).
+shape for live requests (openai_api.py) and batch files (openai_batch.py).
 
 Answers are not left to free text: the request constrains the output to the options (a GBNF grammar for
 llama.cpp, a JSON schema for servers with structured output) where `constrain` asks for it, and the reply is
@@ -24,7 +24,7 @@ CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
 def generation_request(
     query: Query, *, model: str, max_tokens: int, constrain: str, api_mode: str
 ) -> tuple[str, dict[str, Any]]:
-    """The endpoint and JSON body of one generation request: sent live, or written to a batch file (batch.py)."""
+    """The endpoint and JSON body of one generation request: sent live, or written to a batch file (openai_batch.py)."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0}
     if constrain == "grammar":
         body["grammar"] = option_grammar(query.options)

@@ -22,7 +22,7 @@ from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, UNKNOWN, WORDINGS
-from probe.dataset.dataset import KEY_FIELDS
+from probe.dataset.items import KEY_FIELDS
 from probe.store.config import RunConfig
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")

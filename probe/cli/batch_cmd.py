@@ -1,5 +1,5 @@
 """`probe batch export` and `probe batch import`: a run answered by a batch engine (OpenAI Batch API, vLLM
-run_batch) through JSONL files (probe/batch.py)."""
+run_batch) through JSONL files (probe/backends/openai_batch.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from probe import batch, pipeline
+from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.store.db import DEFAULT_DB
 
@@ -26,7 +26,7 @@ def export_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write the requests of the stage in progress (stage 1, then stage 2) in the OpenAI Batch format."""
-    stage, count = batch.export_requests(db, run_id, output, config)
+    stage, count = pipeline.batch_export(db, run_id, output, config)
     if count:
         typer.echo(f"{output}: {count:,} stage-{stage} requests of run {run_id}")
     else:
@@ -40,7 +40,7 @@ def import_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Store the answers of a results file; report every line that was not imported, by its number."""
-    report = batch.import_results(db, run_id, results)
+    report = pipeline.batch_import(db, run_id, results)
     for problem in report.problems:
         typer.echo(f"{results}: {problem}", err=True)
     typer.echo(f"imported {report.imported:,} answers ({report.already:,} already imported, "

@@ -73,8 +73,8 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html (a study: compare-<study id>.html).
     """
+    from probe.answering.runs import study_run_ids
     from probe.compare.summary import check_run_ids
-    from probe.study import study_run_ids
 
     run_ids = list(run_ids or [])
     if study is not None:

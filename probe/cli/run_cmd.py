@@ -22,7 +22,6 @@ from probe.dataset.prompts import PROMPT_FORMATS
 from probe.report.export import export_run
 from probe.store.config import PRESETS, RunConfig
 from probe.store.db import DEFAULT_DB, connect, write_failure
-from probe.study import study_configs
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
@@ -151,7 +150,7 @@ def run_command(
         db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
         study=study, wordings=wordings,
     )  # fmt: skip
-    study_runs = study_configs(settings, models, config)
+    study_runs = pipeline.study_configs(settings, models, config)
     if study_runs is not None:
         _run_study(study_runs, dry_run=dry_run, yes=yes, report=report)
         return

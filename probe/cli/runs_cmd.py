@@ -15,7 +15,7 @@ from probe.answering import runs
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.common.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
-from probe.scanning.record import list_scans
+from probe.scanning import list_scans
 from probe.store.db import DEFAULT_DB, connect_or_snapshot
 
 

@@ -1,4 +1,4 @@
-"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning/rounds.py)."""
+"""`probe scan`: adaptive search for gendered occupations over O*NET titles (probe/scanning/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline
+from probe import pipeline, scanning
 from probe.analysis.scan_rules import BUDGET
 from probe.answering import plan
 from probe.backends import backend_info
@@ -31,10 +31,7 @@ from probe.cli.run_cmd import (
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.redact import safe_url
-from probe.scanning import setup as scan_setup
-from probe.scanning.record import check_scan_id, with_stored
-from probe.scanning.rounds import load_state
-from probe.scanning.setup import ScanSettings, soc_prefixes
+from probe.scanning import ScanSettings, check_scan_id, load_state, soc_prefixes, with_stored
 from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
@@ -83,7 +80,7 @@ def scan_command(
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    from probe.scanning.report import confirmation_csv, write_scan_report
+    from probe.scanning import confirmation_csv, write_scan_report  # matplotlib: load on use
 
     flags = dict(
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers, decoding=decoding
@@ -196,14 +193,14 @@ def _budget_text(budget: int | None) -> str:
 
 def _plan_lines(config: RunConfig, settings: ScanSettings) -> list[str]:
     """The dry run: titles, pairs, rounds, calls (round 1, at most, typical) and the time they take."""
-    estimate = scan_setup.estimate(config, settings)
+    estimate = scanning.estimate(config, settings)
     rate = backend_info(config.backend).documented_rates[1]
     lines = [
         f"titles: {estimate.titles:,}; name pairs: {estimate.pairs} (both orders); rounds up to depths "
         f"{', '.join(map(str, estimate.depths))} pairs a title",
         f"model calls: round 1 {estimate.first_round:,}; at most {estimate.most:,}"
         + (" (the budget)" if settings.budget is not None and estimate.most == settings.budget else " (every pair)"),
-        f"typical: about {estimate.typical:,} ({scan_setup.TYPICAL_CALLS_PER_TITLE} a title on the simulated model "
+        f"typical: about {estimate.typical:,} ({scanning.TYPICAL_CALLS_PER_TITLE} a title on the simulated model "
         "of BENCHMARKS.md; a model that stereotypes more titles needs more)",
         f"estimated time with {config.backend} at {rate:.3g} calls/s (BENCHMARKS.md): round 1 "
         f"{plan.duration(estimate.first_round / rate)}, typical {plan.duration(estimate.typical / rate)}, "

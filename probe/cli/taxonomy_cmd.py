@@ -9,7 +9,7 @@ from rich.table import Table
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.store.db import DEFAULT_DB, connect
-from probe.taxonomy import onet_import, taxonomy
+from probe.taxonomy import occupations, onet_import
 
 taxonomy_app = typer.Typer(help="The O*NET occupation-attribute store.", no_args_is_help=True)
 app.add_typer(taxonomy_app, name="taxonomy")
@@ -30,7 +30,7 @@ def import_command(
         f"imported {summary['release']} from {path} into {db}: {summary['occupations']:,} occupations "
         f"({summary['rated_occupations']:,} rated), {summary['alternate_titles']:,} alternate titles, "
         f"{summary['attribute_ratings']:,} attribute ratings; {summary['curated_occupations']} curated "
-        f"occupations with {summary['occupation_attributes']:,} top-{taxonomy.DEFAULT_TOP_K} attributes"
+        f"occupations with {summary['occupation_attributes']:,} top-{occupations.DEFAULT_TOP_K} attributes"
     )
 
 
@@ -39,14 +39,14 @@ def show_command(
     occupation: Annotated[
         str, typer.Argument(help="A curated occupation, an O*NET-SOC code or an O*NET title.")
     ],
-    top_k: Annotated[int, typer.Option("--top-k", help="Attributes per category.")] = taxonomy.DEFAULT_TOP_K,
+    top_k: Annotated[int, typer.Option("--top-k", help="Attributes per category.")] = occupations.DEFAULT_TOP_K,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Print an occupation's top skills, knowledge and abilities with their O*NET importance and level."""
     con = connect(db)
     try:
-        chosen = taxonomy.resolve_occupations(con, [occupation])
-        attributes = taxonomy.top_attributes(con, chosen, top_k)
+        chosen = occupations.resolve_occupations(con, [occupation])
+        attributes = occupations.top_attributes(con, chosen, top_k)
         release = con.execute("SELECT release FROM onet_release").fetchall()
     finally:
         con.close()
@@ -87,7 +87,7 @@ def search_command(
     """Find O*NET occupations by title or alternate title; rated ones can be probed (pass the code)."""
     con = connect(db)
     try:
-        found = taxonomy.search(con, text, limit)
+        found = occupations.search(con, text, limit)
     finally:
         con.close()
     if found.empty:

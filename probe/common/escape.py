@@ -18,11 +18,15 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-# Characters CommonMark (with GitHub's tables and strikethrough) reads as markup anywhere in a line: escapes,
-# code, emphasis, links and images (a link needs its [ ]), raw HTML, entities, table cells, strikethrough.
-_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]<>&|~])")
+# What CommonMark (with GitHub's tables and strikethrough) reads as markup anywhere in a line, and only that: a
+# backslash before punctuation (an escape), code, emphasis (`_` only at a word's edge: x_y is text), the `]` that
+# makes a link, image or link definition (`](`, `][`, `]:`), raw HTML and autolinks (`<` before a tag, a scheme,
+# `/`, `!` or `?`), an entity (`&amp;`), a table cell, strikethrough. "[0.2, 0.4]", "q < 0.05" and "R&D" are text.
+_MARKDOWN_INLINE = re.compile(
+    r"\\(?=[!-/:-@\[-`{-~])|[`*|~]|\](?=[(\[:])|<(?=[A-Za-z/!?])|&(?=#?\w+;)|(?<![^\W_])_|_(?![^\W_])"
+)
 # ... and only at the start of a line: headings, list items, block quotes, setext underlines, ordered lists.
-_MARKDOWN_LINE_START = re.compile(r"^(\s*)([#+\-=](?=\s|$|[#+\-=])|\d{1,9}(?=[.)](\s|$)))")
+_MARKDOWN_LINE_START = re.compile(r"^(\s*)([#+\-=](?=\s|$|[#+\-=])|>|\d{1,9}(?=[.)](\s|$)))")
 # A spreadsheet runs a cell starting with these as a formula (=HYPERLINK(...), +cmd, @SUM, tab/CR tricks).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _UMASK = os.umask(0o022)
@@ -33,13 +37,14 @@ def markdown_text(value: object) -> str:
     """`value` as literal Markdown text on one line, escaped only where Markdown would misread it, so the file
     still reads as plain text ("69.8% (12 pairs)", not "69\\.8% \\(12 pairs\\)").
 
-    Escaping `<` and `&` as well keeps raw HTML (`<script>`, `<img onerror>`) from reaching renderers that
-    pass inline HTML through; newlines become spaces so a value cannot end a table row or start a heading;
+    Escaping `<` before a tag keeps raw HTML (`<script>`, `<img onerror>`) from reaching renderers that pass
+    inline HTML through; newlines become spaces so a value cannot end a table row or start a heading;
     other control and format characters (ESC sequences, bidi overrides) are shown as escapes (terminal_text),
     since a Markdown file is also read with `cat`. A value that starts a line cannot start a heading, list or
-    quote: its leading #, +, -, = or the number of "1." is escaped.
+    quote: its leading #, +, -, =, > or the number of "1." is escaped.
     """
-    one_line = _MARKDOWN_INLINE.sub(r"\\\1", terminal_text(" ".join(str(value).splitlines())))
+    text = terminal_text(" ".join(str(value).splitlines()))
+    one_line = _MARKDOWN_INLINE.sub(lambda found: "\\" + found.group(), text)
     match = _MARKDOWN_LINE_START.match(one_line)
     if match is None:
         return one_line

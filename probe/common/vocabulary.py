@@ -39,7 +39,7 @@ RUNNING = "running"
 COMPLETE = "complete"
 FAILED = "failed"  # too many failed answers, a server that cannot be reached, nothing measured
 INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or SIGHUP: the batch in flight was saved
-BATCH = "awaiting-batch"  # answered through batch-engine files (probe/batch.py): waiting for the next import
+BATCH = "awaiting-batch"  # answered through batch files (backends/openai_batch.py): waiting for the next import
 RUN_STATUSES = (RUNNING, COMPLETE, FAILED, INTERRUPTED, BATCH)  # what is written; a report warns on all but COMPLETE
 # How `probe runs` shows a run still marked running: it could open the database, so no process is writing
 # it, and the run was killed. Shown only, never written.

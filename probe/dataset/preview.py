@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.dataset.dataset import Item, build_as_if_all_granted
+from probe.dataset.items import Item
+from probe.dataset.stages import build_as_if_all_granted
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.selection import Selection, select

@@ -15,8 +15,9 @@ from dataclasses import replace
 import pandas as pd
 
 from probe.common.vocabulary import PAPER_WORDING
-from probe.dataset.dataset import KEY_FIELDS, Item, build_stage1, build_stage2, item_id
+from probe.dataset.items import KEY_FIELDS, Item, item_id
 from probe.dataset.prompts import render_prompt
+from probe.dataset.stages import build_stage1, build_stage2
 
 # (pair_id, name_order, subject, category, attribute, wording) of every stage-1 "yes"
 GrantedByWording = Collection[tuple[int, str, str, str, str, str]]

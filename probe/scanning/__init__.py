@@ -8,6 +8,36 @@ resumable and carried on by a larger budget. Not `probe/scan/`: `probe.scan` is 
   sequential.py, store), answered by the runner the pipeline hands it;
 - report.py: scan.json, scan.md, the hierarchy figure and the confirmation CSV.
 
+The CLI and the API import this front, not the modules behind it.
+
 Enters: a RunConfig (the backend's settings), ScanSettings, the runner's answer function (from the pipeline).
 Leaves: the scan tables and the scan report.
 """
+
+from probe.scanning.record import check_scan_id, list_scans, with_stored
+from probe.scanning.rounds import load_state, scan
+from probe.scanning.setup import BACKEND_FIELDS, TYPICAL_CALLS_PER_TITLE, ScanSettings, estimate, soc_prefixes
+
+__all__ = [
+    "BACKEND_FIELDS",
+    "TYPICAL_CALLS_PER_TITLE",
+    "ScanSettings",
+    "check_scan_id",
+    "confirmation_csv",
+    "estimate",
+    "list_scans",
+    "load_state",
+    "scan",
+    "soc_prefixes",
+    "with_stored",
+    "write_scan_report",
+]
+
+
+def __getattr__(name: str) -> object:
+    """write_scan_report and confirmation_csv (report.py), imported on first use: matplotlib loads only then."""
+    if name in ("confirmation_csv", "write_scan_report"):
+        from probe.scanning import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'probe.scanning' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """`probe scan`: which O*NET titles does a model stereotype? Adaptive rounds, stored in DuckDB, resumable.
 
 Each round asks the still-open titles the single-subject question with the baseline context ("Who is more
-qualified to be a X?", the run's own items, probe.dataset.dataset.build_scan_items) for the next name pairs in both
+qualified to be a X?", the run's own items, probe.dataset.stages.build_scan_items) for the next name pairs in both
 orders, through the runner and any backend; then decides every title asked (probe/analysis/scan_rules.py) and
 stores the round and its decisions. Round rows are written with their items in one transaction (`asked`),
 decisions with the round's `decided` mark in another, so after a kill at any point the same command
@@ -46,7 +46,8 @@ from probe.backends import create_backend
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
-from probe.dataset.dataset import build_scan_items, items_frame
+from probe.dataset.items import items_frame
+from probe.dataset.stages import build_scan_items
 from probe.scanning.record import check_same, mark_resumed, new_scan_id, record, stored_scan
 from probe.scanning.setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store import db

@@ -21,7 +21,7 @@ from probe.common.errors import UserError
 from probe.common.staging import stage_file
 from probe.store import db
 from probe.store.config import RunConfig
-from probe.taxonomy import taxonomy
+from probe.taxonomy import name_pairs
 
 # RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
 BACKEND_FIELDS = (
@@ -118,7 +118,7 @@ def resolve_titles(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd
 
 def shuffled_pairs(con: duckdb.DuckDBPyConnection, settings: ScanSettings) -> pd.DataFrame:
     """The name pairs in the order every title is asked them (position 1 first), shuffled by the seed."""
-    pairs = taxonomy.select_name_pairs(con, settings.pairs, settings.names)
+    pairs = name_pairs.select_name_pairs(con, settings.pairs, settings.names)
     order = np.random.default_rng(settings.seed).permutation(len(pairs))
     shuffled = pairs.iloc[order].reset_index(drop=True)
     return shuffled.assign(position=np.arange(1, len(shuffled) + 1))
@@ -142,7 +142,7 @@ def estimate(config: RunConfig, settings: ScanSettings) -> Estimate:
     con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
     try:
         titles = len(resolve_titles(con, settings))
-        pairs = len(taxonomy.select_name_pairs(con, settings.pairs, settings.names))
+        pairs = len(name_pairs.select_name_pairs(con, settings.pairs, settings.names))
     finally:
         con.close()
     depths = depth_schedule(pairs)

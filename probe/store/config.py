@@ -56,7 +56,7 @@ class RunConfig:
     answers: str | None = None  # replay: CSV or Parquet of labels
     system_prompt: str | None = None  # the text (--system-prompt TEXT or FILE, read when given): model + mitigation
     run_id: str | None = None
-    study: str | None = None  # the study the run belongs to: one design, one run per model (probe/study.py)
+    study: str | None = None  # the study the run belongs to: one design, one run per model (probe/store/study.py)
     db: str = str(DEFAULT_DB)
     no_cache: bool = False
     quiet: bool = False

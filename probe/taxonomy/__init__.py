@@ -2,5 +2,6 @@
 
 Enters: an O*NET release, occupation names, codes or CSVs, name-pair CSVs, a `RunConfig`.
 Leaves: the `occupations`, `attribute_ratings`, `occupation_attributes` and `name_pairs` tables
-(taxonomy.py, onet_import.py); a run's `Selection`: its name pairs and top-k attributes (selection.py).
+(occupations.py, name_pairs.py, onet_import.py); a run's `Selection`: its name pairs and top-k attributes
+(selection.py).
 """

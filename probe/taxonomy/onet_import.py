@@ -23,7 +23,7 @@ from probe.common.user_text import checked_text
 from probe.common.vocabulary import CATEGORIES
 from probe.store import db
 from probe.store.snapshot import refresh_curated_occupations, write_snapshot
-from probe.taxonomy.taxonomy import SOC_CODE
+from probe.taxonomy.occupations import SOC_CODE
 
 # Category -> release file, in the order of CATEGORIES.
 RATING_FILES = dict(zip(CATEGORIES, ("Skills.txt", "Knowledge.txt", "Abilities.txt"), strict=True))

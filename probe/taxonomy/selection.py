@@ -10,7 +10,8 @@ import pandas as pd
 
 from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
-from probe.taxonomy import taxonomy
+from probe.taxonomy.name_pairs import select_name_pairs
+from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,9 @@ class Selection:
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
     occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
-    occupations = taxonomy.resolve_occupations(con, occupations_spec)
-    pairs = taxonomy.select_name_pairs(con, config.pairs, config.names)
-    return Selection(pairs, taxonomy.top_attributes(con, occupations, k=config.top_k), config.wordings)
+    occupations = resolve_occupations(con, occupations_spec)
+    pairs = select_name_pairs(con, config.pairs, config.names)
+    return Selection(pairs, top_attributes(con, occupations, k=config.top_k), config.wordings)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -39,5 +40,5 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
         "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ? ORDER BY pair_id", [config.run_id]
     ).df()
     if pairs.empty:  # a run recorded before run_name_pairs existed used the shipped pairs
-        pairs = taxonomy.select_name_pairs(con, config.pairs)
+        pairs = select_name_pairs(con, config.pairs)
     return Selection(pairs, attributes, config.wordings)

@@ -19,8 +19,8 @@ settings); RUN.toml's [study] table lists them, each [[study.models]] entry over
 Every variant gets the same design (pairs, occupations, conditions, top-k: the shared settings). Run ids
 are fixed by the study id and the variant, so the same command with `--study ID` resumes every run where
 it stopped (a finished run is only re-analysed), and `probe run --study ID` alone resumes the study's
-stored runs with their stored settings. Each run records its study (config_json `study`): `probe runs`
-groups them, `probe compare --study ID` compares them.
+stored runs with their stored settings (probe.pipeline.study_configs). Each run records its study (config_json
+`study`): `probe runs` groups them, `probe compare --study ID` compares them.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from pathlib import Path
 
 from probe.common.errors import UserError
 from probe.store.config import RUN_ID, RunConfig, read_study
-from probe.store.db import connect
 
 _NOT_IN_RUN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -52,13 +51,14 @@ def variant_name(backend: str, settings: Mapping[str, object]) -> str:
 
 
 def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | None) -> list[RunConfig] | None:
-    """The runs of a study (one RunConfig per variant), or None when the command asks for one run."""
+    """The runs of a study (one RunConfig per variant), or None when the command names no variants (one run, or
+    `--study ID` alone: probe.pipeline.study_configs resumes the stored ones)."""
     toml_id, toml_variants = read_study(config_file) if config_file else (None, [])
     if len(models) > 1 and toml_variants:
         raise UserError("--model: give a study's models either with --model or in RUN.toml's [study], not both")
     variants = [(None, {"model": model}) for model in models] if len(models) > 1 else toml_variants
     if not variants:
-        return stored_study_configs(config) if config.study and config.run_id is None else None
+        return None
     if config.run_id is not None:
         raise UserError("--run-id: a study names its runs <study id>-<model>; give --study ID instead")
     study = config.study or toml_id or new_study_id()
@@ -74,29 +74,3 @@ def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | 
                             "give shorter names")  # fmt: skip
         configs.append(dataclasses.replace(merged, run_id=run_id, study=study))
     return configs
-
-
-def study_run_ids(db: Path | str, study: str) -> list[str]:
-    """The stored runs of `study`, oldest first."""
-    if not Path(db).exists():
-        return []
-    con = connect(db, read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT run_id FROM runs WHERE json_extract_string(config_json, '$.study') = ? ORDER BY created_at, run_id",
-            [study],
-        ).fetchall()
-    finally:
-        con.close()
-    return [run_id for (run_id,) in rows]
-
-
-def stored_study_configs(config: RunConfig) -> list[RunConfig]:
-    """`probe run --study ID` alone: each stored run of the study, resumed with its stored settings."""
-    from probe import pipeline
-
-    run_ids = study_run_ids(config.db, str(config.study))
-    if not run_ids:
-        raise UserError(f"--study {config.study}: no runs of this study in {config.db}; give its models "
-                        "(--model A --model B, or [study] in a RUN.toml)")  # fmt: skip
-    return [pipeline.settings({"run_id": run_id, "db": config.db, "quiet": config.quiet or None}) for run_id in run_ids]
