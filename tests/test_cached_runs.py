@@ -55,6 +55,15 @@ def test_a_fully_cached_run_imports_no_torch_and_answers_the_same(model: Path, t
     assert second.returncode == 0, second.stderr
     assert "imported: []" in second.stdout  # every answer from the cache: no model built
     assert _labels(tmp_path / "probe.duckdb", "second") == _labels(tmp_path / "probe.duckdb", "first")
+    # reading what was stored needs no model either: analyze, report, compare, and `probe run` of a finished run
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    db_args = ["--db", str(tmp_path / "probe.duckdb")]
+    for args in (["analyze", "first"], ["report", "first", "-o", str(tmp_path / "r.html")],
+                 ["compare", "first", "second", "-o", str(tmp_path / "c.html")],
+                 ["run", "--run-id", "first", "--yes", "--quiet"]):  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", RUN, *args, *db_args], capture_output=True, text=True, env=env,
+                              timeout=600)  # fmt: skip
+        assert done.returncode == 0 and "imported: []" in done.stdout, (args, done.stdout, done.stderr)
     # a design with a question the cache lacks builds the model on that miss
     wider = _run(tmp_path, model, "wider", "--occupations", "nurse,pilot,dancer,plumber")
     assert wider.returncode == 0, wider.stderr
