@@ -22,7 +22,7 @@ MAX_LINES = 400
 # itself re-exports the API), which drive every step.
 STEPS = (
     "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
-    "scanning", "cli",
+    "scanning", "integrations", "cli",
 )
 # The entry modules at the top of probe/: the package, the API and the pipeline, and the batch and study flows
 # that drive the pipeline's steps beside it.
