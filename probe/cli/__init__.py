@@ -11,6 +11,7 @@ from probe.cli import (
     batch_cmd,  # noqa: F401  (registers commands)
     export_cmd,  # noqa: F401  (registers commands)
     gate_cmd,  # noqa: F401  (registers commands)
+    import_cmd,  # noqa: F401  (registers commands)
     report_cmd,  # noqa: F401  (registers commands)
     run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)
