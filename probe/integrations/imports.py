@@ -16,17 +16,17 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from probe import pipeline
 from probe.answering.runs import stored_run, stored_settings
 from probe.backends.base import BackendDefaults, Query, Reply, answer_space, default_cache_key_parts, score_reply
+from probe.backends.parse import parse_option
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.common.vocabulary import UNKNOWN
-from probe.store.config import load_config
+from probe.common.vocabulary import QTYPES, UNKNOWN
+from probe.store.config import RunConfig, load_config
 from probe.store.db import connect
 
 SHOWN_PROBLEMS = 10  # lines named in the warning; the rest are counted
@@ -40,14 +40,15 @@ class ImportedAnswer:
     item_id: str
     source_run: str | None  # the run the items were exported from
     prompt: str
-    scores: dict[str, float]  # canonical label -> option log-likelihood
+    scores: dict[str, float] | None  # canonical label -> option log-likelihood (lm-eval)
+    text: str | None = None  # the generated answer, mapped to an option here (Inspect AI)
 
 
 def option_scores(where: str, doc: dict, values: Sequence[object]) -> dict[str, float]:
     """Scores by canonical label from the exported item (`doc`) and the tool's per-choice values, checked."""
     labels = doc.get("choice_labels")
     qtype = doc.get("qtype")
-    if not isinstance(labels, list) or qtype not in ("attr", "binary", "single", "multiple"):
+    if not isinstance(labels, list) or qtype not in QTYPES:
         raise UserError(f"{where}: the sample has no exported item (qtype, choice_labels): not from `probe export`")
     if sorted(labels) != sorted(answer_space(qtype)) or len(values) != len(labels):
         raise UserError(f"{where}: {len(values)} option scores for the {qtype} options {', '.join(labels)}")
@@ -98,14 +99,15 @@ class ImportedBackend(BackendDefaults):
     cacheable = False  # answers come from the files, not from a prompt
     labels_are_data = True
 
-    def __init__(self, tool: str, model: str, files: Sequence[Path], answers: Iterable[ImportedAnswer],
+    def __init__(self, tool: str, model: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
                  prompt_format: str) -> None:  # fmt: skip
         self.tool, self.model, self.prompt_format = tool, model, prompt_format
+        self.decided_by = "score" if all(answer.scores is not None for answer in answers) else "generate"
         self.files_sha256 = hashlib.sha256(b"".join(hashlib.sha256(path.read_bytes()).digest() for path in files))
         self.answers: dict[str, ImportedAnswer] = {}
         for answer in answers:
             earlier = self.answers.setdefault(answer.item_id, answer)
-            if earlier is not answer and earlier.scores != answer.scores:
+            if earlier is not answer and (earlier.scores, earlier.text) != (answer.scores, answer.text):
                 raise UserError(f"{answer.where}: item {answer.item_id} again, with other scores than {earlier.where}")
         self.used: set[str] = set()
         self.other_prompt: list[ImportedAnswer] = []
@@ -113,7 +115,7 @@ class ImportedBackend(BackendDefaults):
 
     def identity(self) -> dict[str, object]:
         return {"backend": self.tool, "model": self.model, "sha256": self.files_sha256.hexdigest(),
-                "prompt_format": self.prompt_format, "decided_by": "score"}  # fmt: skip
+                "prompt_format": self.prompt_format, "decided_by": self.decided_by}  # fmt: skip
 
     def cache_key_parts(self, query: Query) -> list[object]:
         return default_cache_key_parts(query)  # never used: imported answers are not cached
@@ -129,7 +131,12 @@ class ImportedBackend(BackendDefaults):
                 replies.append(Reply(label=UNKNOWN, raw=f"not in the {self.tool} files", decided_by="replay"))
                 continue
             self.used.add(query.item_id)
-            replies.append(score_reply(found.scores, query.options))
+            if found.scores is not None:
+                replies.append(score_reply(found.scores, query.options))
+            else:
+                chosen = parse_option(str(found.text), query.options)
+                replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=str(found.text),
+                                     decided_by="generate"))  # fmt: skip
         self.asked += len(queries)
         return replies
 
@@ -155,9 +162,9 @@ class ImportedBackend(BackendDefaults):
         self.answers = {}
 
 
-def import_run(db: Path, run_id: str, tool: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
-               model: str | None = None) -> str:  # fmt: skip
-    """Create (or, the same files again, resume) run `run_id` from imported answers and analyse it."""
+def import_settings(db: Path, run_id: str, tool: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
+                    model: str | None = None) -> tuple[RunConfig, ImportedBackend]:  # fmt: skip
+    """The new run's settings (the exporting run's) and the backend that answers it from `answers`."""
     sources = {answer.source_run for answer in answers}
     if len(sources) != 1 or None in sources:
         named = ", ".join(sorted(str(source) for source in sources)) or "none"
@@ -178,7 +185,4 @@ def import_run(db: Path, run_id: str, tool: str, files: Sequence[Path], answers:
     kept = {name: value for name, value in settings.items() if name not in ("study", "base_url", "answers", "model")}
     config = load_config({"run_id": run_id, "db": str(db), "backend": "replay", "quiet": True,
                           "answers": ", ".join(str(path) for path in files)}, stored=kept)  # fmt: skip
-    backend = ImportedBackend(tool, model, files, answers, prompt_format)
-    pipeline.answer(config, backend=backend)
-    pipeline.analyze(db, run_id)
-    return run_id
+    return config, ImportedBackend(tool, model, files, answers, prompt_format)
