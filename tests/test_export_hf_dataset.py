@@ -3,6 +3,8 @@ Hub's own card classes (huggingface_hub), for a run and for the design without a
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,11 @@ def test_the_design_without_a_model_exports_stage1_baseline_and_control(db_file:
 def test_parquet_and_csv_still_need_a_run_id(db_file: Path, tmp_path: Path) -> None:
     code, output = invoke("export", "--format", "csv", "-o", str(tmp_path), "--db", str(db_file))
     assert (code, output.strip()) == (2, "error: --format csv: give the RUN_ID to export")
+
+
+def test_importing_probe_and_its_commands_loads_none_of_the_tools() -> None:
+    """The extras are optional: only a command that reads or runs a tool's files imports it."""
+    tools = ("datasets", "lm_eval", "inspect_ai", "mlflow")
+    code = f"import sys, probe, probe.cli, probe.integrations.source; print([m for m in {tools} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
