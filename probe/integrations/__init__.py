@@ -1,13 +1,10 @@
 """The probe inside the tools teams already evaluate with, and their results back in.
 
-Enters: a recorded run (or a design without a model), a run's analysed metrics; files those tools wrote.
+Enters: a recorded run (or a design without a model); files those tools wrote.
 Leaves: a Hugging Face dataset folder (hf_dataset.py), an lm-evaluation-harness task folder
-(lm_eval_task.py), an Inspect AI task (inspect_task.py); runs created from their sample logs (imports.py);
-the headline metrics in the Every Eval Ever schema and a model card's model-index, optionally an MLflow run
-(results.py).
+(lm_eval_task.py), an Inspect AI task (inspect_task.py); runs created from their sample logs (imports.py).
 
-Each tool is an optional extra (`pip install 'taxonomy-probe[hf]'`, `[lm-eval]`, `[inspect]`, `[eee]`,
-`[mlflow]`): the files are written without them; only reading or running them needs the tool, and nothing
-here imports one at module level, so `import probe` never loads them. The rows every format exports are
-built once, in source.py.
+Each tool is an optional extra (`pip install 'taxonomy-probe[hf]'`, `[lm-eval]`, `[inspect]`): the files are
+written without them; only reading or running them needs the tool, and nothing here imports one at module
+level, so `import probe` never loads them. The rows every format exports are built once, in source.py.
 """
