@@ -78,11 +78,14 @@ def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str
     return run_id
 
 
-def answer(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
+def answer(
+    config: RunConfig, on_start: Callable[[str], None] | None = None, backend: Backend | None = None
+) -> str:
     """Taxonomy, backend, run record and answers: run (or resume) the probe without analysing it.
 
     `on_start(run_id)` is called once the run record exists, before the first question: from then on the
-    run can be resumed by its id (the CLI prints it there).
+    run can be resumed by its id (the CLI prints it there). `backend`: answers from elsewhere (`probe import`)
+    instead of the backend the settings name.
     """
     con = connect(config.db)
     try:
@@ -99,12 +102,12 @@ def answer(config: RunConfig, on_start: Callable[[str], None] | None = None) -> 
         else:
             selection = select(con, config)
         # checks its input (e.g. a replay file) before anything is written
-        backend = with_system_prompt(create_backend(config), config.system_prompt)
+        answering = with_system_prompt(backend or create_backend(config), config.system_prompt)
         try:
             with stopping.on_signals():
-                return _answer_with(con, config, backend, selection, stored, on_start)
+                return _answer_with(con, config, answering, selection, stored, on_start)
         finally:
-            backend.close()
+            answering.close()
     finally:
         con.close()
 

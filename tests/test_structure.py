@@ -22,7 +22,7 @@ MAX_LINES = 400
 # itself re-exports the API), which drive every step.
 STEPS = (
     "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
-    "scanning", "cli",
+    "scanning", "integrations", "cli",
 )
 # The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder.
 ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline"}

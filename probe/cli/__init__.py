@@ -9,7 +9,9 @@ Leaves: printed tables (tables.py) and paths, exit codes.
 from probe.cli import (
     analyze_cmd,  # noqa: F401  (registers commands)
     batch_cmd,  # noqa: F401  (registers commands)
+    export_cmd,  # noqa: F401  (registers commands)
     gate_cmd,  # noqa: F401  (registers commands)
+    import_cmd,  # noqa: F401  (registers commands)
     report_cmd,  # noqa: F401  (registers commands)
     run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)

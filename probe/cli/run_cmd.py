@@ -1,4 +1,4 @@
-"""`probe run`, `probe dataset preview` and `probe export` (DESIGN section 8)."""
+"""`probe run` and `probe dataset preview` (DESIGN section 8); `probe export` is in export_cmd.py."""
 
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ from probe import pipeline
 from probe.answering import plan
 from probe.backends import backend_help, backend_info
 from probe.cli.analyze_cmd import print_headline
-from probe.cli.app import DbOption, app
+from probe.cli.app import app
 from probe.cli.report_cmd import report_run
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.dataset import preview
 from probe.dataset.prompts import PROMPT_FORMATS
-from probe.report.export import export_run
 from probe.store.config import PRESETS, RunConfig
-from probe.store.db import DEFAULT_DB, connect, write_failure
+from probe.store.db import connect, write_failure
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
@@ -299,18 +298,3 @@ def preview_command(
             f"\n--- stage {item.stage} {item.qtype} [{item.condition}] pair={item.pair_id} "
             f"order={item.name_order} {where}subject={item.subject}\n{item.prompt}\n(options: {options})"
         )
-
-
-@app.command("export")
-def export_command(
-    run_id: Annotated[str, typer.Argument(help="The run to export.")],
-    out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.", file_okay=False)],
-    file_format: Annotated[
-        str, typer.Option("--format", help="parquet, csv, or hf-dataset (a Hugging Face dataset folder with its card).")
-    ] = "parquet",
-    db: DbOption = DEFAULT_DB,
-) -> None:
-    """Write a run's items and answers (items.<format>, answers.<format>; hf-dataset: one Parquet file per
-    configuration and a dataset card) to a folder."""
-    for path in export_run(db, run_id, file_format, out_dir):
-        typer.echo(terminal_text(path))

@@ -1,5 +1,4 @@
-"""`probe export`: a run's items and answers as Parquet or CSV files, or as a Hugging Face dataset folder
-(hf_dataset.py).
+"""`probe export`: a run's items and answers as Parquet or CSV files (the other formats: probe/integrations/).
 
 CSV cells that a spreadsheet would run as formulas (=, +, -, @, tab, CR first) get a leading `'`; Parquet
 keeps the stored values exactly.
@@ -12,10 +11,9 @@ from pathlib import Path
 from probe.answering.runs import stored_run
 from probe.common.errors import UserError
 from probe.common.escape import atomic_path, csv_safe
-from probe.report.hf_dataset import export_hf_dataset
 from probe.store import db
 
-EXPORT_FORMATS = ("parquet", "csv", "hf-dataset")
+EXPORT_FORMATS = ("parquet", "csv")
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
@@ -26,8 +24,6 @@ def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> l
     try:
         if stored_run(con, run_id) is None:
             raise UserError(f"{run_id}: no such run in {db_path}")
-        if file_format == "hf-dataset":
-            return export_hf_dataset(con, run_id, out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         written = []
         for table in ("items", "answers"):
