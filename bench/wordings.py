@@ -1,11 +1,12 @@
 """Do the crossed (pair x wording) intervals of probe/analysis/robustness.py cover? Measured by simulation.
 
 World: G name pairs x 5 wordings x 8 occupations x 2 name orders, stage 2, condition taxonomy. The single-subject
-pick S of an instance: logit P(S = female) = pair lean + wording lean + pair x wording lean + occupation lean,
-plus a position effect (the first-named person; its size also varies by pair and by wording). Binary answers yes
-and M = both, so every instance is valid. Wordings are drawn afresh for every simulated run: a run's wordings are a
-sample of the meaning-preserving ones, as its pairs are of names, and the estimand is the mean over both
-populations (`true_values`, by Monte Carlo over 200,000 pairs x wordings with numpy, not the product's SQL).
+pick S of an instance: logit P(S = female) = pair lean + wording lean + pair x wording lean + occupation lean (the
+occupations are the studied set: their leans are the same in every run), plus a position effect (the first-named
+person; its size also varies by pair and by wording). Binary answers yes and M = both, so every instance is
+valid. Wordings are drawn afresh for every simulated run: a run's wordings are a sample of the meaning-preserving
+ones, as its pairs are of names, and the estimand is the mean over both populations (`true_values`, by Monte Carlo
+over 200,000 pairs x wordings with numpy, not the product's SQL).
 
 Each simulated run goes through the product: items and answers into a DuckDB with the product's schema, then
 metrics.sql's instances and wording cells and robustness.py (the first run of each size also through the replay
@@ -35,6 +36,7 @@ from probe.store.db import SCHEMA
 METRICS = ("female_share", "position_first")
 SIZES = ((12, 5), (20, 5))
 ORDERS = ("fm", "mf")
+OCCUPATION_LEANS = np.random.default_rng(0).normal(0, 1, len(QUICK_OCCUPATIONS))  # per occupation, every run
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,9 @@ WORLDS = (WordingWorld("planted", wording=0.5), WordingWorld("strong", wording=1
 
 def _probabilities(world: WordingWorld, pairs: int, wordings: int, rng: np.random.Generator) -> np.ndarray:
     """P(S = female) per (pair, wording, occupation, order): shape pairs x wordings x occupations x 2."""
-    occupations = len(QUICK_OCCUPATIONS)
+    occupation = world.occupation * OCCUPATION_LEANS.reshape(1, 1, -1)  # the studied set: fixed, not sampled
     lean = (world.base + rng.normal(0, world.pair, (pairs, 1, 1)) + rng.normal(0, world.wording, (1, wordings, 1))
-            + rng.normal(0, world.cell, (pairs, wordings, 1)) + rng.normal(0, world.occupation, (1, 1, occupations)))
+            + rng.normal(0, world.cell, (pairs, wordings, 1)) + occupation)
     position = (world.position + rng.normal(0, world.pair / 2, (pairs, 1, 1))
                 + rng.normal(0, world.wording, (1, wordings, 1)))  # fmt: skip
     # fm: the woman is named first, so the position effect pushes toward her; mf: away from her

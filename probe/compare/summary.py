@@ -31,15 +31,15 @@ from probe.report.data import (
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
-    """Stage-2 instance keys (condition, pair_id, name_order, occupation) that every run has items for."""
+    """Stage-2 instance keys (condition, pair_id, name_order, occupation, wording) that every run has items for."""
     placeholders = ", ".join("?" for _ in run_ids)
     return con.execute(
         f"""
-        SELECT condition, pair_id, name_order, occupation FROM items
+        SELECT condition, pair_id, name_order, occupation, wording FROM items
         WHERE stage = 2 AND run_id IN ({placeholders})
-        GROUP BY condition, pair_id, name_order, occupation
+        GROUP BY condition, pair_id, name_order, occupation, wording
         HAVING count(DISTINCT run_id) = ?
-        ORDER BY condition, pair_id, name_order, occupation
+        ORDER BY condition, pair_id, name_order, occupation, wording
         """,
         [*run_ids, len(run_ids)],
     ).df()
@@ -53,7 +53,7 @@ def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.D
     on the shared instances alone (`counts_on_instances`).
     """
     own = con.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT condition, pair_id, name_order, occupation FROM items "
+        "SELECT count(*) FROM (SELECT DISTINCT condition, pair_id, name_order, occupation, wording FROM items "
         "WHERE run_id = ? AND stage = 2)",
         [run_id],
     ).fetchone()[0]
@@ -85,7 +85,7 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
             DELETE FROM metric_instances AS m WHERE NOT EXISTS (
                 SELECT 1 FROM shared_instance_keys AS k
                 WHERE k.condition = m.condition AND k.pair_id = m.pair_id
-                  AND k.name_order = m.name_order AND k.occupation = m.occupation)
+                  AND k.name_order = m.name_order AND k.occupation = m.occupation AND k.wording = m.wording)
             """
         )
         counts = con.execute(queries["scope_counts"], {"run_id": run_id}).df()
@@ -181,7 +181,8 @@ def settings_differences(
                 {"setting": key, "values": values, "effect": effect,
                  "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}."}
             )  # fmt: skip
-    for column, noun in (("pair_id", "name pairs"), ("occupation", "occupations"), ("condition", "conditions")):
+    for column, noun in (("pair_id", "name pairs"), ("occupation", "occupations"), ("condition", "conditions"),
+                         ("wording", "wordings")):
         sets = {run_id: _distinct(con, column, run_id) for run_id in run_ids}
         if any(values != sets[run_ids[0]] for values in sets.values()):
             shared = set.intersection(*sets.values())
