@@ -8,10 +8,11 @@ is parsed into an option (openai_request.py, shared with batch files); no scores
 server's top logprobs of the first token are neither every option nor the options' whole texts, so they
 could disagree with the label). Requests run
 concurrently on one event loop; transient failures (429 with Retry-After, 5xx, timeouts, dropped
-connections, unreadable bodies) are retried with bounded exponential backoff, and an item that still
-fails becomes `unknown` with its error. `timeout` bounds each request as a whole (a reply trickling in
-byte by byte cannot outlast it), and a breaker over the first requests (backends/failfast.py) stops a run
-whose server answers none of them, so an unusable server fails a run of any size in under a minute.
+connections, unreadable bodies) are retried with bounded exponential backoff (what a failure means:
+openai_failures.py), and an item that still fails becomes `unknown` with its error. `timeout` bounds each
+request as a whole (a reply trickling in byte by byte cannot outlast it), and a breaker over the first
+requests (backends/failfast.py) stops a run whose server answers none of them, so an unusable server fails a
+run of any size in under a minute.
 Failures that every other request would repeat (connection refused, unknown host, a redirect loop, 401,
 403, unknown model) stop the run at once with `RunFailed` naming host:port. A stop signal (SIGTERM,
 SIGHUP) sends no further request and gives those in flight STOP_GRACE_S. Reply bodies are read with a size cap
@@ -22,22 +23,25 @@ identity, and is scrubbed (probe/common/redact.py) from every error text, even w
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import os
-import re
-import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import openai
 
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.backends.endpoints import MultiEndpointBackend, split_urls
 from probe.backends.failfast import FirstRequestsBreaker
 from probe.backends.http import RefusedReply, capped_client
+from probe.backends.openai_failures import (
+    describe,
+    is_transient,
+    names_an_unknown_model,
+    raise_if_every_request_would_fail,
+    retry_delay,
+)
 from probe.backends.openai_request import CHAT_PATH, generated_reply, generation_request
 from probe.backends.openai_score import (
     LLAMA_CPP,
@@ -68,13 +72,10 @@ BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_
 # OpenAI models that only serve the legacy completions endpoint.
 COMPLETIONS_ONLY_MODELS = ("gpt-3.5-turbo-instruct", "davinci-002", "babbage-002")
 CONSTRAINTS = ("grammar", "json_schema", "none")
-MAX_BACKOFF_S = 60.0
 MAX_SERVED_MODELS = 10  # distinct model names kept from replies (a server inventing one per reply is not stored whole)
 STOP_POLL_S = 0.2  # how often a batch in flight looks for SIGTERM/SIGHUP
 STOP_GRACE_S = 5.0  # then how long its requests in flight may still take: a run stops within 10 s
-MAX_RETRY_AFTER_S = 15.0  # a server asking for longer waits (Retry-After: 3600) is not waited for that long
 DEFAULT_CONCURRENCY = 8
-_UNKNOWN_MODEL = re.compile(r"(?i)model\b.{0,80}\b(not found|does not exist|unknown|not available)")
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class ApiSettings:
     concurrency: int = 8
     timeout_s: float = 30.0  # the whole request (config.py: timeout)
     max_retries: int = 5
-    backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped at MAX_BACKOFF_S
+    backoff_s: float = 1.0  # first retry delay; doubles per attempt, capped (openai_failures.retry_delay)
     decoding: str = "generate"  # or "score": exact option log-likelihoods (openai_score.py)
 
     def __post_init__(self) -> None:
@@ -204,48 +205,28 @@ class OpenAIBackend(BackendDefaults):
                 self._breaker.succeeded()
                 return reply
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise RunFailed(f"{self._where}: {_describe(error)}") from None
+                raise RunFailed(f"{self._where}: {describe(error)}") from None
             except RefusedReply as error:
                 return self._failed_item(attempt, f"{type(error).__name__}: {error}")
             except openai.BadRequestError as error:
-                if _UNKNOWN_MODEL.search(str(error)):
-                    raise RunFailed(f"{self._where}: {_describe(error)}") from None
-                return self._failed_item(attempt, _describe(error))
+                if names_an_unknown_model(error):
+                    raise RunFailed(f"{self._where}: {describe(error)}") from None
+                return self._failed_item(attempt, describe(error))
             except (openai.APIError, UnreadableResponse, ValueError, TimeoutError, RecursionError) as error:
-                self._raise_if_every_request_would_fail(error)
+                raise_if_every_request_would_fail(self._where, error)
                 cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
-                    _describe(error))  # fmt: skip
-                if not _is_transient(error) or attempt >= self.settings.max_retries:
+                    describe(error))  # fmt: skip
+                if not is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     return self._failed_item(attempt, f"{cause}{tries}")
                 self._breaker.failed(attempt, cause)
-                await asyncio.sleep(self._breaker.wait_s(self._delay(error, attempt)))
+                await asyncio.sleep(self._breaker.wait_s(retry_delay(error, attempt, self.settings.backoff_s)))
                 attempt += 1
 
     def _failed_item(self, attempt: int, error: str) -> Reply:
         """The item's last attempt failed: it is stored as unknown with `error` (unless the breaker trips)."""
         self._breaker.failed(attempt, error, last=True)
         return Reply(label=UNKNOWN, error=error)
-
-    def _raise_if_every_request_would_fail(self, error: Exception) -> None:
-        """Refused, unknown host, a redirect loop: every other request would fail the same way."""
-        if not isinstance(error, openai.APIConnectionError):
-            return
-        if _caused_by(error, httpx.TooManyRedirects):
-            raise RunFailed(f"{self._where}: redirect loop ({_root_cause(error)}); check the --base-url") from None
-        if _caused_by(error, httpx.ConnectError):
-            raise RunFailed(
-                f"{self._where}: cannot connect ({_root_cause(error)}); is the server running and the --base-url right?"
-            ) from None
-
-    def _delay(self, error: Exception, attempt: int) -> float:
-        """Retry-After when the server sent one, else exponential backoff; both capped."""
-        response = getattr(error, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        retry_after = _seconds(header) if header else None
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_AFTER_S)
-        return min(self.settings.backoff_s * 2**attempt, MAX_BACKOFF_S)
 
     async def _answer_once(self, query: Query) -> Reply:
         if self._scorer is not None:
@@ -298,21 +279,6 @@ def _first_choice(response: Any) -> Any:
     return choices[0]
 
 
-def _is_transient(error: Exception) -> bool:
-    if isinstance(error, openai.APIStatusError):
-        return error.status_code == 429 or error.status_code >= 500
-    return True  # connection errors, timeouts, unreadable or unparsable replies
-
-
-def _seconds(header: str) -> float | None:
-    """Retry-After is either delay-seconds or an HTTP date."""
-    try:
-        return max(0.0, float(header))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(header) if header else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
-
-
 def _without_query(url: str | None) -> str | None:
     return urllib.parse.urlsplit(url)._replace(query="").geturl() if url else url
 
@@ -320,28 +286,6 @@ def _without_query(url: str | None) -> str | None:
 def _query(url: str | None) -> dict[str, str] | None:
     """The base URL's query parameters: the client would otherwise paste them into the middle of the path."""
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) or None if url else None
-
-
-def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
-    """Whether an httpx error of `kind` is in the chain behind an openai error (openai wraps them)."""
-    cause = error.__cause__
-    while cause is not None:
-        if isinstance(cause, kind) or type(cause).__name__ == kind.__name__:  # httpcore has its own classes
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
-
-
-def _root_cause(error: BaseException) -> str:
-    while error.__cause__ is not None or error.__context__ is not None:
-        error = error.__cause__ or error.__context__
-    return scrub(str(error) or type(error).__name__)[:200]
-
-
-def _describe(error: Exception) -> str:
-    """One line, at most 300 characters of it from the server, with every secret scrubbed."""
-    text = " ".join(scrub(error).split())
-    return f"{type(error).__name__}: {text[:300]}"
 
 
 def resolve_api_mode(api_mode: str, model: str) -> str:
