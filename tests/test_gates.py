@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import junitparser
@@ -197,6 +199,34 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     assert planned.exit_code == 0 and planned.output.splitlines() == [
         "woman's share within 0.5 +- 0.05: 73 name pairs",
         "every gate: probe run --pairs 73 ... (beyond the shipped pairs: --names FILE.csv)"]
+
+
+# The common JUnit schema (Jenkins xunit's junit-10.xsd, which pytest's and most CI readers accept): per element,
+# (required attributes, optional attributes, child elements allowed); time attributes are decimal seconds.
+JUNIT_SCHEMA = {
+    "testsuites": (set(), {"name", "time", "tests", "failures", "errors"}, {"testsuite"}),
+    "testsuite": ({"name", "tests", "failures", "errors"},
+                  {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"},
+                  {"testsuite", "properties", "testcase", "system-out", "system-err"}),
+    "testcase": ({"name"}, {"time", "classname", "group"}, {"skipped", "error", "failure", "system-out", "system-err"}),
+    "failure": (set(), {"type", "message"}, set()),
+    "skipped": (set(), {"type", "message"}, set()),
+}  # fmt: skip
+
+
+def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, POLICY + '\n[[gates]]\nname = "occupations"\ncondition = "taxonomy"\nkind = '
+                                        '"occupations"\n')  # fmt: skip
+    probe.gate("first", policy, db=db_file, output=tmp_path, junit=tmp_path / "gates.xml")
+    root = ElementTree.parse(tmp_path / "gates.xml").getroot()
+    assert root.tag == "testsuites"
+    for element in root.iter():
+        required, optional, children = JUNIT_SCHEMA[element.tag]
+        assert required <= set(element.attrib) <= required | optional, element.tag
+        assert {child.tag for child in element} <= children, element.tag
+        assert re.fullmatch(r"[0-9]*(\.[0-9]*)?", element.get("time", "0")), element.tag
+    suite = root.find("testsuite")
+    assert [int(suite.get(key)) for key in ("tests", "failures", "errors", "skipped")] == [4, 1, 0, 2]
 
 
 @pytest.mark.parametrize(
