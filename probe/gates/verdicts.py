@@ -130,7 +130,7 @@ def interval_verdict(gate: Gate, estimate: Estimate, sign: float = 1.0) -> Verdi
         return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
                        pairs=estimate.pairs, instances=estimate.instances)  # fmt: skip
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
-    value = sign * estimate.value
+    value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
     verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
