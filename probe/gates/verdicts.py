@@ -162,7 +162,8 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
     one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
     interval beyond the nearer edge (a = 2.5%); N is the smallest count reaching 80%. A no-event estimate (every
-    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a.
+    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a. `value` and
+    `passing` are on the gate's scale (`sign` as for interval_verdict).
     """
     low, high = passing
     inside = low < value < high
@@ -175,10 +176,9 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
             far = max(1 - abs(value - edge), 0.5)
             return float(not math.isfinite(edge) or 2 * far**pairs < 2 * (1 - level))
     else:
-        spread = [standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)]
-        if None in spread or not spread[0] > 0:
+        errors = {point: standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)}
+        if None in errors.values() or not errors[value] > 0:
             return None
-        errors = dict(zip([point for point in (value, *edges) if math.isfinite(point)], spread, strict=True))
 
         def side(edge: float, pairs: int) -> float:
             if not math.isfinite(edge):
