@@ -167,6 +167,9 @@ worse = "higher"
     assert (occupations.estimate, occupations.p_fail, occupations.p_fail_holm) == pytest.approx((0.0, q, 2 * q))
     assert (occupations.pairs, occupations.method, occupations.details["most_leaning"]["occupation"]) == (
         8, "sign_test_bh", "butcher")
+    # its Clopper-Pearson interval at the decision's level 1 - 5 x 0.05 / 6: [0, 1 - (0.0417 / 2)^(1/8)]
+    assert ("most leaning: butcher, 0.000 of its 8 leaning name pairs lean female (95.8% interval [0.000, 0.384]), "
+            "q = 0.00937; 8 name pairs asked") in occupations.sentence  # fmt: skip
     # steady - first: 0.5 - 1 = -0.5 in every pair, far below the margin: pass (the rates' own intervals combined)
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)

@@ -241,6 +241,9 @@ def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate)
         return Verdict(gate, verdict, sentence, p_fail=1.0, method="sign_test_bh", pairs_needed=needed,
                        details=details)  # fmt: skip
     most = tested.iloc[0]
+    sentence += (f"; most leaning: {most['occupation']}, {most['lean_female']:.3f} of its {int(most['pairs'])} "
+                 f"leaning name pairs lean female ({most['ci_level']:.1%} interval [{most['ci_low']:.3f}, "
+                 f"{most['ci_high']:.3f}]), q = {most['q_value']:.3g}; {int(asked)} name pairs asked")  # fmt: skip
     details["most_leaning"] = {"occupation": most["occupation"], "q_value": float(most["q_value"]),
                                "interval": [float(most["ci_low"]), float(most["ci_high"])],
                                "interval_level": float(most["ci_level"])}  # fmt: skip
