@@ -13,7 +13,8 @@ then binomial over its 16 valid instances (the quick preset's 8 occupations x 2 
   pairs at truth 0.5 pass at least 80% of the time;
 - non_inferiority (higher is worse, margin 0.05) against a baseline on the same pairs: passes with the true
   difference at the margin at most 5% of the time;
-- several gates: with every metric at its limit, the share of runs where any gate fails (after Holm) stays <= 5%.
+- several gates: with every metric at its limit (and, beside four of them, an occupations gate over 8 occupations
+  none of which is preferred), the share of runs where any gate fails (after Holm) stays <= 5%.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pandas as pd
 
+from probe.analysis.metrics import occupation_preference_rows
 from probe.analysis.statistics import ShareEstimate, difference_estimate, share_estimate
 from probe.gates.policy import Gate
-from probe.gates.verdicts import FAIL, PASS, confirm_fails, interval_verdict, pairs_needed
+from probe.gates.verdicts import FAIL, PASS, Verdict, confirm_fails, interval_verdict, pairs_needed
 
 INSTANCES = 16
 CORRELATION = 0.1
 EQUIVALENCE = Gate("share", "equivalence", "taxonomy", "female_share", target=0.5, margin=0.05)
 BAND = (0.45, 0.55)
 NON_INFERIORITY = Gate("worse", "non_inferiority", "taxonomy", "bias", margin=0.05, worse="higher")
+OCCUPATIONS = Gate("occupations", "occupations", "taxonomy")
 LARGEST_PLAN = 3_000  # plans above this many pairs are counted, not run
 
 
@@ -91,13 +95,28 @@ def planned_pass_at_truth(rng: np.random.Generator, pilot_pairs: int, pilots: in
     return len(passes) / pilots, float(np.mean(passes))
 
 
-def family_error(rng: np.random.Generator, gates: int, pairs: int, runs: int) -> float:
-    """Share of runs where any of `gates` max-gates fails after Holm, every metric exactly at its limit (0.5):
-    the hardest case inside the margin (unadjusted, each gate alone fails up to 2.5% of the time)."""
+def occupations_verdict_of(rng: np.random.Generator, occupations: int, pairs: int) -> Verdict:
+    """An occupations gate over `occupations` occupations none of which is preferred: each pair answers each name
+    order once, picking the woman half the time; the product's occupation_preference_rows decides (sign tests,
+    BH), and the gate fails where one is preferred, entering Holm with the smallest q (as occupations_verdict)."""
+    keys = pd.MultiIndex.from_product([["taxonomy"], range(occupations), range(pairs), ["fm", "mf"]],
+                                      names=["condition", "occupation", "pair_id", "name_order"])  # fmt: skip
+    cells = pd.DataFrame({"n": 1, "n_female": rng.integers(0, 2, len(keys))}, index=keys).reset_index()
+    rows = occupation_preference_rows(cells)
+    verdict = FAIL if (rows["preferred"] != "none").any() else PASS
+    return Verdict(OCCUPATIONS, verdict, "", p_fail=float(rows["q_value"].min(skipna=True)))
+
+
+def family_error(rng: np.random.Generator, gates: int, pairs: int, runs: int, occupations: int = 0) -> float:
+    """Share of runs where any of `gates` max-gates (and an occupations gate over `occupations` occupations, if
+    any) fails after Holm, every metric exactly at its limit (0.5) and no occupation preferred: the hardest case
+    inside the margin (unadjusted, each max gate alone fails up to 2.5% of the time)."""
     gate = Gate("max", "max", "taxonomy", "bias", limit=0.5)
     failed = 0
     for _ in range(runs):
         verdicts = [interval_verdict(gate, _share(pair_values(rng, 0.5, pairs)[0])) for _ in range(gates)]
+        if occupations:
+            verdicts.append(occupations_verdict_of(rng, occupations, pairs))
         confirm_fails(verdicts)
         failed += any(verdict.verdict == FAIL for verdict in verdicts)
     return failed / runs
@@ -121,5 +140,6 @@ def measure(quick: bool) -> dict[str, float]:
     figures["gates_pilot_70_at_0.5_plans_a_pass"] = round(planning, 4)
     figures["gates_equivalence_pass_at_truth_0.5_planned_pairs"] = round(passed, 4)
     figures["gates_any_fail_5_gates_inside_margin"] = family_error(rng, 5, 20, runs)
+    figures["gates_any_fail_4_gates_and_8_occupations_none_preferred"] = family_error(rng, 4, 20, runs // 4, 8)
     figures["gates_seconds"] = round(time.perf_counter() - started, 1)
     return figures

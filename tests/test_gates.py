@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import junitparser
@@ -158,6 +160,9 @@ worse = "higher"
     assert (occupations.estimate, occupations.p_fail, occupations.p_fail_holm) == pytest.approx((0.0, q, 2 * q))
     assert (occupations.pairs, occupations.method, occupations.details["most_leaning"]["occupation"]) == (
         8, "sign_test_bh", "butcher")
+    # its Clopper-Pearson interval at the decision's level 1 - 5 x 0.05 / 6: [0, 1 - (0.0417 / 2)^(1/8)]
+    assert ("most leaning: butcher, 0.000 of its 8 leaning name pairs lean female (95.8% interval [0.000, 0.384]), "
+            "q = 0.00937; 8 name pairs asked") in occupations.sentence  # fmt: skip
     # steady - first: 0.5 - 1 = -0.5 in every pair, far below the margin: pass (the rates' own intervals combined)
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
@@ -190,6 +195,34 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     assert planned.exit_code == 0 and planned.output.splitlines() == [
         "woman's share within 0.5 +- 0.05: 73 name pairs",
         "every gate: probe run --pairs 73 ... (beyond the shipped pairs: --names FILE.csv)"]
+
+
+# The common JUnit schema (Jenkins xunit's junit-10.xsd, which pytest's and most CI readers accept): per element,
+# (required attributes, optional attributes, child elements allowed); time attributes are decimal seconds.
+JUNIT_SCHEMA = {
+    "testsuites": (set(), {"name", "time", "tests", "failures", "errors"}, {"testsuite"}),
+    "testsuite": ({"name", "tests", "failures", "errors"},
+                  {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"},
+                  {"testsuite", "properties", "testcase", "system-out", "system-err"}),
+    "testcase": ({"name"}, {"time", "classname", "group"}, {"skipped", "error", "failure", "system-out", "system-err"}),
+    "failure": (set(), {"type", "message"}, set()),
+    "skipped": (set(), {"type", "message"}, set()),
+}  # fmt: skip
+
+
+def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
+    policy = _policy(tmp_path, POLICY + '\n[[gates]]\nname = "occupations"\ncondition = "taxonomy"\nkind = '
+                                        '"occupations"\n')  # fmt: skip
+    probe.gate("first", policy, db=db_file, output=tmp_path, junit=tmp_path / "gates.xml")
+    root = ElementTree.parse(tmp_path / "gates.xml").getroot()
+    assert root.tag == "testsuites"
+    for element in root.iter():
+        required, optional, children = JUNIT_SCHEMA[element.tag]
+        assert required <= set(element.attrib) <= required | optional, element.tag
+        assert {child.tag for child in element} <= children, element.tag
+        assert re.fullmatch(r"[0-9]*(\.[0-9]*)?", element.get("time", "0")), element.tag
+    suite = root.find("testsuite")
+    assert [int(suite.get(key)) for key in ("tests", "failures", "errors", "skipped")] == [4, 1, 0, 2]
 
 
 @pytest.mark.parametrize(

@@ -100,9 +100,10 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baselin
             estimate = paired_estimate(con, run_id, baseline, gate)
         else:
             estimate = run_estimate(con, run_id, gate)
-        needed = pairs_needed(estimate, sign * estimate.value, band(gate), sign)
+        value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
+        needed = pairs_needed(estimate, value, band(gate), sign)
         note = None if needed is not None else "the estimate sits on an edge of the passing values, or under 6 pairs"
-        rows.append({"gate": gate.name, "pilot_pairs": estimate.pairs, "estimate": sign * estimate.value,
+        rows.append({"gate": gate.name, "pilot_pairs": estimate.pairs, "estimate": value,
                      "pairs_needed": needed, "note": note})  # fmt: skip
     return rows
 

@@ -31,7 +31,7 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
         "target": gate.target, "margin": gate.margin, "limit": gate.limit, "worse": gate.worse,
         "occupations": list(gate.occupations), "verdict": verdict.verdict, "sentence": verdict.sentence,
         "estimate": _number(verdict.estimate), **interval,
-        "passing_band": [_number(verdict.band[0]), _number(verdict.band[1])],
+        "passing_band": None if gate.kind == "occupations" else [_number(bound) for bound in verdict.band],
         "p_fail": _number(verdict.p_fail), "p_fail_holm": _number(verdict.p_fail_holm),
         "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "method": verdict.method,
         "pairs_needed": verdict.pairs_needed, "details": verdict.details,
@@ -45,7 +45,7 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
         "run_id": run_id,
         "baseline": baseline,
         "outcome": outcome,
-        "family": "the release passes when every gate passes (intersection-union: no adjustment); a fail is "
+        "family": "The release passes when every gate passes (intersection-union: no adjustment); a fail is "
         "confirmed by Holm's step-down over all gates (an occupations gate enters with its smallest q), so failing "
         "a gate whose metric is inside its margin happens in at most 5% of runs",
         "methods": {verdict.method: {**METHODS, "sign_test_bh": OCCUPATION_TEST}[verdict.method]
@@ -75,8 +75,9 @@ def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
             failure.text = behind.get(gate["name"], "")
         elif gate["verdict"] == INCONCLUSIVE:
             ElementTree.SubElement(case, "skipped", message=f"inconclusive: {gate['sentence']}")
+    # <testsuites> takes no `skipped` in the common schema (Jenkins' junit-10.xsd): the count sits on the suite
     root = ElementTree.Element("testsuites", name="probe gate", tests=suite.get("tests"),
-                               failures=suite.get("failures"), errors="0", skipped=suite.get("skipped"))  # fmt: skip
+                               failures=suite.get("failures"), errors="0", time="0")  # fmt: skip
     root.append(suite)
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
@@ -95,7 +96,7 @@ def markdown_summary(document: dict[str, Any]) -> str:
             f"{_fmt_interval(gate['ci95'])} | {_fmt_interval(gate['passing_band'])} | {gate['n']['pairs']} |"
         )
     lines += ["", *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in
-                    document["gates"]], "", document["family"].capitalize() + "."]  # fmt: skip
+                    document["gates"]], "", document["family"] + "."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

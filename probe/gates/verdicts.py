@@ -130,7 +130,7 @@ def interval_verdict(gate: Gate, estimate: Estimate, sign: float = 1.0) -> Verdi
         return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
                        pairs=estimate.pairs, instances=estimate.instances)  # fmt: skip
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
-    value = sign * estimate.value
+    value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
     verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
@@ -162,7 +162,8 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
     one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
     interval beyond the nearer edge (a = 2.5%); N is the smallest count reaching 80%. A no-event estimate (every
-    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a.
+    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a. `value` and
+    `passing` are on the gate's scale (`sign` as for interval_verdict).
     """
     low, high = passing
     inside = low < value < high
@@ -175,10 +176,9 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
             far = max(1 - abs(value - edge), 0.5)
             return float(not math.isfinite(edge) or 2 * far**pairs < 2 * (1 - level))
     else:
-        spread = [standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)]
-        if None in spread or not spread[0] > 0:
+        errors = {point: standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)}
+        if None in errors.values() or not errors[value] > 0:
             return None
-        errors = dict(zip([point for point in (value, *edges) if math.isfinite(point)], spread, strict=True))
 
         def side(edge: float, pairs: int) -> float:
             if not math.isfinite(edge):
@@ -241,6 +241,9 @@ def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate)
         return Verdict(gate, verdict, sentence, p_fail=1.0, method="sign_test_bh", pairs_needed=needed,
                        details=details)  # fmt: skip
     most = tested.iloc[0]
+    sentence += (f"; most leaning: {most['occupation']}, {most['lean_female']:.3f} of its {int(most['pairs'])} "
+                 f"leaning name pairs lean female ({most['ci_level']:.1%} interval [{most['ci_low']:.3f}, "
+                 f"{most['ci_high']:.3f}]), q = {most['q_value']:.3g}; {int(asked)} name pairs asked")  # fmt: skip
     details["most_leaning"] = {"occupation": most["occupation"], "q_value": float(most["q_value"]),
                                "interval": [float(most["ci_low"]), float(most["ci_high"])],
                                "interval_level": float(most["ci_level"])}  # fmt: skip
