@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from probe.dataset.dataset import item_from_row
 
 from probe import pipeline
 from probe.backends.hf_causal import HFCausalBackend, HFCausalSettings
+from probe.dataset.items import item_from_row
 from probe.store.config import RunConfig
 from tests.support import FakeBackend, invoke, query
 from tests.tiny_models import build_causal_model

@@ -18,7 +18,8 @@ from probe.answering.runs import stored_run
 from probe.backends import backend_info
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
-from probe.dataset.dataset import Item, build_stage1, build_stage2, item_from_row
+from probe.dataset.items import Item, item_from_row
+from probe.dataset.stages import build_stage1, build_stage2
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.selection import select
