@@ -22,7 +22,7 @@ import test_report
 from typer.testing import CliRunner
 
 import probe
-from probe.analysis.statistics import share_estimate
+from probe.analysis.statistics import difference_estimate, share_estimate
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.gates import parse_policy
@@ -131,6 +131,12 @@ def test_pairs_needed_for_no_events_and_for_occupations() -> None:
             == verdict
     # a fail needs the 95% bound 1 - 0.025^(1/N) below a lower limit of 0.2: N = 17 (16.5)
     assert pairs_needed(none, 0.0, (0.2, math.inf)) == 17
+    # a difference of 0.25 in every pair: no spread, so the interval combines the rates' own (MOVER, 95% [0.0391,
+    # 0.4149]) and that width is the standard error: 0.3758 / (2 t_0.975,7) = 0.0795; a limit of 0.3 needs
+    # 8 x ((z_0.95 + z_0.8) x 0.0795 / 0.05)^2 = 125 pairs with normal quantiles, 127 with t
+    values = np.array([0.25, 0.375, 0.5, 0.625, 0.75, 0.5, 0.375, 0.625])
+    alike = difference_estimate(*((side, np.ones(8), np.full(8, 16.0)) for side in (values, values - 0.25)))
+    assert (alike.variance, pairs_needed(alike, 0.25, (-math.inf, 0.3))) == (0.0, 127)
     # 3 of 8 pairs lean: P(Binomial(N, 3/8) >= 6) is 0.776 at 19 pairs and 0.821 at 20
     assert (leaning_pairs_needed(3, 8), leaning_pairs_needed(8, 8), leaning_pairs_needed(0, 8)) == (20, 6, None)
 

@@ -145,7 +145,12 @@ def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
 
 def standard_error(estimate: Estimate, null: float) -> float | None:
     """The standard error the estimate's own test of `null` divides by, read back from its minimum detectable
-    effect (statistics.py: mde = (t_0.975 + t_0.8) x se at the null, on the estimate's df); None under 6 pairs."""
+    effect (statistics.py: mde = (t_0.975 + t_0.8) x se at the null, on the estimate's df); None under 6 pairs.
+    A difference that every pair shows alike has no spread: its interval combines the two rates' own (MOVER), and
+    the standard error is that interval's half-width over t_0.975."""
+    if isinstance(estimate, DifferenceEstimate) and not estimate.variance > 0:
+        interval = estimate.interval()
+        return None if interval is None else (interval[1] - interval[0]) / (2 * float(stats.t.ppf(0.975, estimate.df)))
     mde = estimate.mde(null)
     if mde is None or not math.isfinite(mde) or not math.isfinite(estimate.df):
         return None
