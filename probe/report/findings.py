@@ -57,10 +57,11 @@ def _points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def _own_test(entry: Mapping[str, Any], null: float) -> dict[str, Any]:
-    """The finding's test: the one whose non-rejected values form its interval (stored by analyze)."""
+def _own_test(entry: Mapping[str, Any], null: float, kind: str) -> dict[str, Any]:
+    """The finding's test: the one whose non-rejected values form its interval (stored by analyze); without an
+    interval, the test a difference or a share gets."""
     min_p = entry.get("min_p_value")
-    name = TESTS.get(entry.get("method") or "", TESTS["score"])
+    name = TESTS[entry.get("method") or ("paired_t" if kind == "difference" else "score")]
     return {
         "test": f"{name} (the interval's own test) against {fmt_num(null, 1)}",
         "null": null,
@@ -137,7 +138,7 @@ def _metric_finding(overall: Mapping[str, Any], condition: str, name: str) -> di
         "n": {"pairs": entry.get("pairs"), "instances": entry.get("n")},
     }
     if metric.null is not None:
-        test = _own_test(entry, metric.null)
+        test = _own_test(entry, metric.null, metric.kind)
         effect, above, below = DIRECTIONS[name]
         finding["finding"] += _test_text(test, effect, above if entry["value"] > metric.null else below)
         finding["test"] = test
