@@ -165,6 +165,7 @@ def test_debug_logs_of_the_http_client_hold_no_key(
 
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="httpx")  # a tool run in-process before may have quieted httpx (Inspect AI)
     with FakeOpenAIServer() as server:
         server.script([Step.echo_credentials(401)])
         backend = OpenAIBackend(ApiSettings(model="m", base_url=f"{server.base_url}?api-key={QUERY_KEY}"))
