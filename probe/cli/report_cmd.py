@@ -24,6 +24,11 @@ OutputOption = Annotated[
 ]
 
 
+# html: the audit report (its page, Markdown and JSON summaries); eee: the report, plus its headline findings as an
+# Every Eval Ever record and a Hugging Face model card's model-index (probe/integrations/results.py).
+REPORT_FORMATS = ("html", "eee")
+
+
 def _print_files(files: ReportFiles) -> None:
     """Plain lines (no wrapping), so scripts can pick the paths up."""
     typer.echo(terminal_text(f"report: {files.html}"))
@@ -35,20 +40,47 @@ def report_command(
     run_id: Annotated[str, typer.Argument(help="The run to report on.")],
     db: DbOption = DEFAULT_DB,
     output: OutputOption = None,
+    report_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="html: the audit report; eee: the report, plus its headline findings as an Every Eval Ever record "
+            "(<stem>.eee.json) and a Hugging Face model card's model-index (<stem>.model-card.md).",
+        ),
+    ] = "html",
+    mlflow: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow",
+            help="Also log the settings, the headline findings (estimate, interval bounds, n) and the files written "
+            "as a run to this MLflow tracking URI (experiment: $MLFLOW_EXPERIMENT_NAME or taxonomy-probe); needs "
+            "the mlflow extra.",
+            metavar="URI",
+        ),
+    ] = None,
 ) -> None:
     """Write a run's fairness audit report (HTML, Markdown and JSON); analyses the run first if needed.
 
     Default output: <db folder>/<run id>/report.html (runs/<run id>/report.html for the default database).
     """
-    report_run(db, run_id, output)
+    if report_format not in REPORT_FORMATS:
+        raise UserError(f"--format {report_format!r}: choose from {', '.join(REPORT_FORMATS)}")
+    if mlflow is not None and not mlflow.strip():
+        raise UserError("--mlflow: give a tracking URI (a server, sqlite:///FILE or file:FOLDER)")
+    report_run(db, run_id, output, eee=report_format == "eee", mlflow=mlflow)
 
 
-def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
-    """Write the audit report of `run_id` and print where it went (shared by `probe report` and `probe run`)."""
-    files, analysed_now = pipeline.report(db, run_id, output)
-    if analysed_now:
+def report_run(db: Path, run_id: str, output: Path | None = None, eee: bool = False, mlflow: str | None = None) -> None:
+    """Write the audit report of `run_id` (and its results, --format eee; logged to MLflow, --mlflow) and print
+    where it went (shared by `probe report` and `probe run`)."""
+    published = pipeline.publish(db, run_id, output, eee=eee, mlflow=mlflow)
+    if published.analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-    _print_files(files)
+    _print_files(published.files)
+    if published.results:
+        typer.echo(terminal_text(f"results: {', '.join(map(str, published.results))}"))
+    if published.mlflow_run is not None:
+        typer.echo(f"mlflow: run {published.mlflow_run}")
 
 
 @app.command("compare")
