@@ -123,7 +123,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "model": run.get("model") or _text(config.get("model")),
         "model_identity": _model_identity(keys, identity),
         "backend": run.get("backend"),
-        "decoding": _text(decoding) if decoding else None,
+        "decoding": scrub(_text(decoding)) if decoding else None,  # a system prompt is the user's text: keys out
         "onet_release": release,
         "template_hash": run.get("template_hash"),
         "package_version": run.get("package_version") or versions.get("taxonomy-probe"),
