@@ -298,34 +298,6 @@ def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tup
         con.close()
 
 
-@dataclass(frozen=True)
-class Published:
-    """What `probe report --format eee / --mlflow` wrote beside the report, and where it logged it."""
-
-    files: ReportFiles
-    results: list[Path]  # the Every Eval Ever record and the model card (--format eee)
-    mlflow_run: str | None  # the MLflow run's id (--mlflow)
-    analysed_now: bool
-
-
-def publish(
-    db: Path | str, run_id: str, output: Path | str | None = None, eee: bool = False, mlflow: str | None = None
-) -> Published:
-    """Write the run's report, and from its JSON document the Every Eval Ever record and model card (`eee`); log
-    all of it to MLflow at `mlflow`. The MLflow store is opened first: a missing extra or a store MLflow refuses
-    stops the command before anything is written."""
-    from probe.integrations.mlflow_log import log_report, open_experiment
-    from probe.integrations.results import write_results
-
-    experiment = open_experiment(mlflow) if mlflow is not None else None
-    files, analysed_now = report(db, run_id, output)
-    results = write_results(files.json) if eee else []
-    mlflow_run = None
-    if mlflow is not None and experiment is not None:
-        mlflow_run = log_report(mlflow, experiment, files.json, [files.html, files.markdown, files.json, *results])
-    return Published(files, results, mlflow_run, analysed_now)
-
-
 def compare(
     db: Path | str,
     run_ids: Sequence[str],

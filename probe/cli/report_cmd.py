@@ -1,4 +1,5 @@
-"""`probe report RUN_ID` and `probe compare RUN_ID RUN_ID ...`: audit report and model comparison pages."""
+"""`probe report RUN_ID` (with --format eee and --mlflow: its results out, probe/integrations/) and `probe compare
+RUN_ID RUN_ID ...`: audit report and model comparison pages."""
 
 from __future__ import annotations
 
@@ -71,16 +72,23 @@ def report_command(
 
 
 def report_run(db: Path, run_id: str, output: Path | None = None, eee: bool = False, mlflow: str | None = None) -> None:
-    """Write the audit report of `run_id` (and its results, --format eee; logged to MLflow, --mlflow) and print
-    where it went (shared by `probe report` and `probe run`)."""
-    published = pipeline.publish(db, run_id, output, eee=eee, mlflow=mlflow)
-    if published.analysed_now:
+    """Write the audit report of `run_id`, with `eee` its Every Eval Ever record and model card, with `mlflow` all of it
+    logged to that MLflow tracking URI; print where it went (shared by `probe report` and `probe run`)."""
+    from probe.integrations.mlflow_log import log_report, open_experiment
+    from probe.integrations.results import write_results
+
+    # MLflow first: a missing extra or a store MLflow refuses stops the command before anything is written.
+    experiment = open_experiment(mlflow) if mlflow is not None else None
+    files, analysed_now = pipeline.report(db, run_id, output)
+    if analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-    _print_files(published.files)
-    if published.results:
-        typer.echo(terminal_text(f"results: {', '.join(map(str, published.results))}"))
-    if published.mlflow_run is not None:
-        typer.echo(f"mlflow: run {published.mlflow_run}")
+    _print_files(files)
+    results = write_results(files.json) if eee else []
+    if results:
+        typer.echo(terminal_text(f"results: {', '.join(map(str, results))}"))
+    if experiment is not None:
+        mlflow_run = log_report(experiment, files.json, [files.html, files.markdown, files.json, *results])
+        typer.echo(f"mlflow: run {mlflow_run}")
 
 
 @app.command("compare")

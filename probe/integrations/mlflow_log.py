@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from probe.common.errors import UserError
 from probe.common.redact import safe_url, scrub
@@ -26,6 +26,14 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 EXPERIMENT = "taxonomy-probe"
+
+
+class Experiment(NamedTuple):
+    """Where a run is logged: the tracking URI as given, its client and the experiment's id."""
+
+    uri: str
+    client: MlflowClient
+    experiment_id: str
 
 
 @contextmanager
@@ -39,8 +47,8 @@ def _mlflow_errors(uri: str) -> Iterator[None]:
         raise UserError(f"--mlflow {safe_url(uri)}: {' '.join(str(error.message).split())}") from None
 
 
-def open_experiment(uri: str) -> tuple[MlflowClient, str]:
-    """The client and the experiment's id (created on first use), or the one-line error naming the extra to install.
+def open_experiment(uri: str) -> Experiment:
+    """The experiment (created on first use) at `uri`, or the one-line error naming the extra to install.
 
     Called before the report is written, so a store MLflow refuses stops the command before anything is written.
     """
@@ -52,7 +60,7 @@ def open_experiment(uri: str) -> tuple[MlflowClient, str]:
     with _mlflow_errors(uri):
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name(name)
-        return client, experiment.experiment_id if experiment else client.create_experiment(name)
+        return Experiment(uri, client, experiment.experiment_id if experiment else client.create_experiment(name))
 
 
 def params(document: Mapping[str, Any], limit: int) -> dict[str, str]:
@@ -80,15 +88,15 @@ def metrics(document: Mapping[str, Any]) -> dict[str, float]:
     return values
 
 
-def log_report(uri: str, experiment: tuple[MlflowClient, str], report_json: Path, files: Sequence[Path]) -> str:
+def log_report(experiment: Experiment, report_json: Path, files: Sequence[Path]) -> str:
     """Log the report at `report_json` and `files` as one MLflow run; returns the MLflow run's id."""
     from mlflow.entities import Metric, Param, RunStatus
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
-    client, experiment_id = experiment
+    client = experiment.client
     document = json.loads(report_json.read_text(encoding="utf-8"))
-    with _mlflow_errors(uri):
-        mlflow_run = client.create_run(experiment_id, run_name=document["run"]["run_id"])
+    with _mlflow_errors(experiment.uri):
+        mlflow_run = client.create_run(experiment.experiment_id, run_name=document["run"]["run_id"])
         run_id = mlflow_run.info.run_id
         try:
             stamp = mlflow_run.info.start_time
