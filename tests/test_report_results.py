@@ -26,6 +26,8 @@ SYSTEM_PROMPT = f"Be fair. {KEY}"
 FINDING_KEYS = ["taxonomy.female_share", "stage1.attr_yes_f", "stage1.attr_yes_m", "stage1.attr_yes_diff",
                 "taxonomy.position_first", "taxonomy.consistency", "taxonomy.bias",
                 "taxonomy.pearson_r_consistency_bias_across_pairs"]  # fmt: skip
+# The package declares Python >= 3.12: there the extra installs it; make installs it on any Python (Makefile).
+EEE_MISSING = "every-eval-ever is not installed: make, or pip install '.[eee]' (Python >= 3.12)"
 WRITTEN = ["r.eee.json", "r.html", "r.json", "r.md", "r.model-card.md"]
 
 
@@ -70,7 +72,7 @@ def _headline(folder: Path) -> list[dict[str, Any]]:
 
 def test_the_every_eval_ever_record_validates_and_holds_the_reports_numbers(published: Path) -> None:
     validation = pytest.importorskip("every_eval_ever.validator.validation_core",
-                                     reason="every-eval-ever is not installed: pip install '.[eee]'")  # fmt: skip
+                                     reason=EEE_MISSING)  # fmt: skip
     from every_eval_ever.schema import get_schema_version
 
     checked = validation.validate_aggregate(published / "r.eee.json")
@@ -115,10 +117,18 @@ def test_the_every_eval_ever_record_validates_and_holds_the_reports_numbers(publ
     assert record["source_metadata"]["additional_details"]["run_id"] == "r1"
 
 
-def test_a_served_model_is_not_called_self_deployed(published: Path) -> None:
+def test_a_served_model_and_a_finding_without_an_interval_still_validate(published: Path) -> None:
+    """A served model's deployment is not the run's to know; a finding with too few pairs has no interval."""
+    pytest.importorskip("every_eval_ever", reason=EEE_MISSING)
+    from every_eval_ever.eval_types import EvaluationLog
+
     document = json.loads((published / "r.json").read_text())
     document["run"]["backend"] = "openai"
-    assert eee_record(document, 0)["model_info"]["additional_details"]["deployment_type"] == "unknown"
+    document["headline"][0] |= {"ci_low": None, "ci_high": None, "method": None, "method_label": None}
+    record = eee_record(document, 0)
+    EvaluationLog.model_validate(record)
+    assert record["model_info"]["additional_details"]["deployment_type"] == "unknown"
+    assert record["evaluation_results"][0]["score_details"]["uncertainty"] == {"num_samples": 6}
 
 
 def test_the_model_card_round_trips_through_huggingface_hubs_card_classes(published: Path) -> None:
