@@ -76,7 +76,8 @@ def test_parquet_and_csv_still_need_a_run_id(db_file: Path, tmp_path: Path) -> N
 
 def test_importing_probe_and_its_commands_loads_none_of_the_tools() -> None:
     """The extras are optional: only a command that reads or runs a tool's files imports it."""
-    tools = ("datasets", "lm_eval", "inspect_ai", "mlflow")
-    code = f"import sys, probe, probe.cli, probe.integrations.source; print([m for m in {tools} if m in sys.modules])"
+    tools = ("datasets", "huggingface_hub", "lm_eval", "inspect_ai", "every_eval_ever", "mlflow")
+    modules = "probe, probe.cli, probe.integrations.source, probe.integrations.results, probe.integrations.mlflow_log"
+    code = f"import sys, {modules}; print([m for m in {tools} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

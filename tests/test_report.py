@@ -187,7 +187,7 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
     assert data["settings"] == {"pairs": PAIRS, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS),
-                                "preset": None}  # fmt: skip
+                                "preset": None, "system_prompt": None}  # fmt: skip
     assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
     assert data["counts"]["by_qtype"]["single"] == {"items": 288, "unknown": 0, "unknown_rate": 0.0}
     assert data["run"]["backend"] == "replay"

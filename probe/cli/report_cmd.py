@@ -1,4 +1,5 @@
-"""`probe report RUN_ID` and `probe compare RUN_ID RUN_ID ...`: audit report and model comparison pages."""
+"""`probe report RUN_ID` (with --format eee and --mlflow: its results out, probe/integrations/) and `probe compare
+RUN_ID RUN_ID ...`: audit report and model comparison pages."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ OutputOption = Annotated[
 ]
 
 
+# html: the audit report (its page, Markdown and JSON summaries); eee: the report, plus its headline findings as an
+# Every Eval Ever record and a Hugging Face model card's model-index (probe/integrations/results.py).
+REPORT_FORMATS = ("html", "eee")
+
+
 def _print_files(files: ReportFiles) -> None:
     """Plain lines (no wrapping), so scripts can pick the paths up."""
     typer.echo(terminal_text(f"report: {files.html}"))
@@ -35,20 +41,54 @@ def report_command(
     run_id: Annotated[str, typer.Argument(help="The run to report on.")],
     db: DbOption = DEFAULT_DB,
     output: OutputOption = None,
+    report_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="html: the audit report; eee: the report, plus its headline findings as an Every Eval Ever record "
+            "(<stem>.eee.json) and a Hugging Face model card's model-index (<stem>.model-card.md).",
+        ),
+    ] = "html",
+    mlflow: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow",
+            help="Also log the settings, the headline findings (estimate, interval bounds, n) and the files written "
+            "as a run to this MLflow tracking URI (experiment: $MLFLOW_EXPERIMENT_NAME or taxonomy-probe); needs "
+            "the mlflow extra.",
+            metavar="URI",
+        ),
+    ] = None,
 ) -> None:
     """Write a run's fairness audit report (HTML, Markdown and JSON); analyses the run first if needed.
 
     Default output: <db folder>/<run id>/report.html (runs/<run id>/report.html for the default database).
     """
-    report_run(db, run_id, output)
+    if report_format not in REPORT_FORMATS:
+        raise UserError(f"--format {report_format!r}: choose from {', '.join(REPORT_FORMATS)}")
+    if mlflow is not None and not mlflow.strip():
+        raise UserError("--mlflow: give a tracking URI (a server, sqlite:///FILE or file:FOLDER)")
+    report_run(db, run_id, output, eee=report_format == "eee", mlflow=mlflow)
 
 
-def report_run(db: Path, run_id: str, output: Path | None = None) -> None:
-    """Write the audit report of `run_id` and print where it went (shared by `probe report` and `probe run`)."""
+def report_run(db: Path, run_id: str, output: Path | None = None, eee: bool = False, mlflow: str | None = None) -> None:
+    """Write the audit report of `run_id`, with `eee` its Every Eval Ever record and model card, with `mlflow` all of it
+    logged to that MLflow tracking URI; print where it went (shared by `probe report` and `probe run`)."""
+    from probe.integrations.mlflow_log import log_report, open_experiment
+    from probe.integrations.results import write_results
+
+    # MLflow first: a missing extra or a store MLflow refuses stops the command before anything is written.
+    experiment = open_experiment(mlflow) if mlflow is not None else None
     files, analysed_now = pipeline.report(db, run_id, output)
     if analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
     _print_files(files)
+    results = write_results(files.json) if eee else []
+    if results:
+        typer.echo(terminal_text(f"results: {', '.join(map(str, results))}"))
+    if experiment is not None:
+        mlflow_run = log_report(experiment, files.json, [files.html, files.markdown, files.json, *results])
+        typer.echo(f"mlflow: run {mlflow_run}")
 
 
 @app.command("compare")

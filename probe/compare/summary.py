@@ -3,7 +3,6 @@ leaderboard.py."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -206,14 +205,8 @@ def compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "occupations": settings["occupations"],
         "conditions": settings["conditions"],
         "preset": settings["preset"],
-        "system_prompt": _system_prompt(con, run_id),
+        "system_prompt": settings["system_prompt"],  # what makes "model + mitigation prompt" a variant of its own
     }
-
-
-def _system_prompt(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
-    """The run's --system-prompt: what makes "model + mitigation prompt" a variant of its own."""
-    [config] = con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    return json.loads(config or "{}").get("system_prompt")
 
 
 def check_run_ids(run_ids: Sequence[str], reference: str | None) -> str:

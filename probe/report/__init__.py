@@ -17,7 +17,8 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `schema_version`: 1
 - `run`: run_id, model, model_identity, backend, decoding, onet_release, template_hash,
   package_version, package_versions, created_at, finished_at, status
-- `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list)
+- `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list), preset,
+  system_prompt (the run's --system-prompt text, keys scrubbed; null without one)
 - `counts`: items_stage1, items_stage2, answers, by_qtype {qtype: {items, unknown, unknown_rate}}
 - `decision_margins`: {qtype: {answers, scored, margin_q1, margin_median, margin_q3, near_tie_share}}: the
   top-two option score margin (nats) of score-decided labels; a near-tie is < 0.1 nats

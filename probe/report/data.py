@@ -16,6 +16,7 @@ import pandas as pd
 from probe.analysis.statistics import SIGNIFICANCE, binomial_min_p
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
+from probe.common.redact import scrub
 from probe.common.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
@@ -122,7 +123,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "model": run.get("model") or _text(config.get("model")),
         "model_identity": _model_identity(keys, identity),
         "backend": run.get("backend"),
-        "decoding": _text(decoding) if decoding else None,
+        "decoding": scrub(_text(decoding)) if decoding else None,  # a system prompt is the user's text: keys out
         "onet_release": release,
         "template_hash": run.get("template_hash"),
         "package_version": run.get("package_version") or versions.get("taxonomy-probe"),
@@ -134,7 +135,8 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
 
 
 def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
-    """Pairs, occupations, top-k, conditions and preset of a run, from its items (the truth) and its config."""
+    """Pairs, occupations, top-k, conditions, preset and system prompt of a run, from its items (the truth) and its
+    config; the system prompt is the user's text, scrubbed of keys (it is shown and exported)."""
     config = _config(_require_run(con, run_id).get("config_json"))
     pairs, occupations = con.execute(
         "SELECT count(DISTINCT pair_id), count(DISTINCT occupation) FROM items WHERE run_id = ?", [run_id]
@@ -151,6 +153,7 @@ def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "top_k": config.get("top_k"),
         "conditions": [c for c in CONDITIONS if c in conditions] + sorted(set(conditions) - set(CONDITIONS)),
         "preset": config.get("preset"),
+        "system_prompt": scrub(config["system_prompt"]) if config.get("system_prompt") else None,
     }
 
 
