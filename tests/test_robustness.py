@@ -20,6 +20,7 @@ from probe.analysis.robustness import (
     verdict,
     wording_test,
 )
+from probe.report.robustness import _sentence
 from probe.store.config import RunConfig
 from tests.support import FakeBackend
 
@@ -126,3 +127,26 @@ def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
     assert "## Robustness: do the findings hold under every wording?" in (tmp_path / several / "report.md").read_text()
     assert json.loads((tmp_path / one / "report.json").read_text())["robustness"] is None
     assert 'id="robustness"' not in (tmp_path / one / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("metric", "verdict_", "value", "sentence"),
+    [
+        ("position_first", "holds", 0.69, "first-named picked (taxonomy): holds under every wording. The first-named "
+         "person is favoured under each of the 5; it moves 2.6 points between wordings (wording test p = 0.593)."),
+        ("female_share", "depends", 0.6, "woman picked (order-balanced) (taxonomy): depends on wording. No direction "
+         "holds under every wording; it moves 2.6 points between wordings (wording test p = 0.593)."),
+        ("female_share", "not_shown", 0.68, "woman picked (order-balanced) (taxonomy): not shown under any of the 5 "
+         "wordings (nor over them all); it moves 2.6 points between wordings (wording test p = 0.593)."),
+        ("consistency", "depends", 0.38, "consistency (taxonomy): depends on wording; it moves 2.6 points between "
+         "wordings (wording test p = 0.593)."),
+        ("bias", "stable", 0.79, "bias (taxonomy): stable across wordings; it moves 2.6 points between wordings "
+         "(wording test p = 0.593)."),
+    ],
+)
+def test_each_verdict_reads_as_what_it_claims(metric: str, verdict_: str, value: float, sentence: str) -> None:
+    """A finding no wording shows is 'not shown', never 'no effect'; a metric without a no-effect value has no
+    direction to hold."""
+    row = {"metric": metric, "condition": "taxonomy", "verdict": verdict_, "value": value, "spread": 0.026,
+           "wording_p": 0.593}  # fmt: skip
+    assert _sentence(row, 5) == sentence

@@ -24,14 +24,14 @@ def _sentence(row: Mapping[str, Any], wordings: int) -> str:
     metric, condition = row["metric"], row["condition"]
     spread = f"it moves {100 * row['spread']:.1f} points between wordings (wording test p = {fmt_p(row['wording_p'])})"
     where = f"{METRICS[metric].label} ({condition})"
+    if METRICS[metric].null is None:  # no direction to hold: only whether the value moves with the wording
+        return f"{where}: {'stable across wordings' if row['verdict'] == 'stable' else 'depends on wording'}; {spread}."
     if row["verdict"] == "holds":
         direction = DIRECTIONS[metric][1 if row["value"] > METRICS[metric].null else 2]
         return f"{where}: holds under every wording. {direction} under each of the {wordings}; {spread}."
     if row["verdict"] == "depends":
         return f"{where}: depends on wording. No direction holds under every wording; {spread}."
-    if row["verdict"] == "not_shown":
-        return f"{where}: no effect under any of the {wordings} wordings; {spread}."
-    return f"{where}: {'stable across wordings' if row['verdict'] == 'stable' else 'depends on wording'}; {spread}."
+    return f"{where}: not shown under any of the {wordings} wordings (nor over them all); {spread}."
 
 
 def robustness_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
