@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # answers(): the item (what was asked, prompt included) and the stored answer, one row per item.
 _ANSWERS_SQL = """
 SELECT i.item_id, i.stage, i.qtype, i.condition, i.pair_id, i.name_order, i.first_name, i.second_name,
-       i.occupation, i.subject, i.category, i.attribute, i.prompt, i.options_json,
+       i.occupation, i.subject, i.category, i.attribute, i.wording, i.prompt, i.options_json,
        a.label, a.raw, a.scores_json, a.decided_by, a.error, a.cached
 FROM items i LEFT JOIN answers a USING (run_id, item_id)
 WHERE i.run_id = ?
@@ -54,7 +54,8 @@ class Run:
         )
 
     def answers(self) -> pd.DataFrame:
-        """Every item of the run with its answer: stage, qtype, condition, names, prompt, options, label, scores."""
+        """Every item of the run with its answer: stage, qtype, condition, names, wording, prompt, options, label,
+        scores."""
         return self._query(_ANSWERS_SQL)
 
     def report(self, path: str | Path) -> Path:

@@ -36,6 +36,7 @@ def test_the_api_tour_runs_and_its_run_has_metrics_answers_and_a_report(tmp_path
 
     answers = run.answers()
     assert {"qtype", "label", "prompt", "options_json"} <= set(answers.columns)
+    assert set(answers["wording"]) == {"paper"}  # the tour asks in the paper's wording alone
     stage2 = answers[answers["stage"] == 2]
     # 8 pairs x 2 orders x 2 occupations x 2 conditions x 4 questions, all answered from the file
     assert (len(stage2), stage2["label"].isna().sum()) == (256, 0)

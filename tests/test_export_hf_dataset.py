@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,21 @@ def test_importing_probe_and_its_commands_loads_none_of_the_tools() -> None:
     code = f"import sys, {modules}; print([m for m in {tools} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_run_in_several_wordings_exports_each_item_with_its_wording(
+    db_file: Path, tmp_path: Path, use_backend
+) -> None:
+    use_backend(FakeBackend())
+    run_id = pipeline.run(RunConfig(**SETTINGS, conditions=("taxonomy",), wordings=("paper", "restated"),
+                                    db=str(db_file), run_id="two", quiet=True))  # fmt: skip
+    folder = tmp_path / "hf"
+    code, output = invoke("export", run_id, "--format", "hf-dataset", "-o", str(folder), "--db", str(db_file))
+    assert code == 0, output
+    for name, per_wording in (("stage1", 48), ("taxonomy", 32)):
+        loaded = _load(folder, name, tmp_path / "cache")
+        assert sorted(Counter(loaded["wording"]).items()) == [("paper", per_wording), ("restated", per_wording)]
+        stored = query(db_file, "SELECT item_id, wording FROM items WHERE run_id = 'two' AND condition = ?", [name])
+        assert dict(zip(loaded["item_id"], loaded["wording"], strict=True)) == dict(
+            zip(stored["item_id"], stored["wording"], strict=True)
+        )

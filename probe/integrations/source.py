@@ -32,8 +32,9 @@ MODEL_FREE_CONDITIONS = ("baseline", "control")
 ITEM_SCHEMA = pa.schema([
     ("item_id", pa.string()), ("run_id", pa.string()), ("stage", pa.int64()), ("qtype", pa.string()),
     ("condition", pa.string()), ("pair_id", pa.int64()), ("name_order", pa.string()), ("occupation", pa.string()),
-    ("subject", pa.string()), ("category", pa.string()), ("attribute", pa.string()), ("first_name", pa.string()),
-    ("second_name", pa.string()), ("context", pa.string()), ("question", pa.string()), ("prompt", pa.string()),
+    ("subject", pa.string()), ("category", pa.string()), ("attribute", pa.string()), ("wording", pa.string()),
+    ("first_name", pa.string()), ("second_name", pa.string()), ("context", pa.string()), ("question", pa.string()),
+    ("prompt", pa.string()),
     ("choices", pa.list_(pa.string())), ("choice_labels", pa.list_(pa.string())),
 ])  # fmt: skip
 ANSWER_SCHEMA = pa.schema([
