@@ -245,6 +245,24 @@ def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
          "key 'condition' must be one of stage1 (got 'taxonomy')"),
         ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "cap"', "key 'kind' must be one of"),
         ("title = 'no gates'", "no [[gates]] tables"),
+        # found by review: these raised a TypeError (a list as metric; a target of 50 made the score test's
+        # variance complex) or passed vacuously (a limit of 65 on a share), or wrote JUnit XML no parser reads
+        ('[[gates]]\nname = "a"\nmetric = ["bias"]\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "gates[1] ('a'): unknown metric ['bias']"),
+        ('[[gates]]\nname = "a"\nmetric = "female_share"\ncondition = "taxonomy"\nkind = "equivalence"\n'
+         "target = 50\nmargin = 0.05", "gates[1] ('a'): key 'target' must lie within female_share's range [0, 1] "
+         "(got 50; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\nlimit = 65',
+         "key 'limit' must lie within position_first's range [0, 1] (got 65; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "attr_yes_diff"\ncondition = "stage1"\nkind = "min"\nlimit = -1.5',
+         "key 'limit' must lie within attr_yes_diff's range [-1, 1] (got -1.5; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
+         "margin = 5", "key 'margin' must be at most 1, on the metric's own scale (got 5; 5 percentage points are "
+         "0.05)"),
+        ('[[gates]]\nname = "a"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = []',
+         "gates[1] ('a'): key 'occupations' is an empty list (leave the key out to gate every occupation)"),
+        ('[[gates]]\nname = "a\\u001b[2Jb"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "gates[1]: key 'name': 'a\\x1b[2Jb' contains a control character, U+001B unnamed; remove it"),
     ],
 )
 def test_policy_mistakes_name_the_key(text: str, message: str) -> None:
