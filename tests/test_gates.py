@@ -284,3 +284,32 @@ def test_cli_policy_and_baseline_errors_are_one_line_exit_2(db_file: Path, tmp_p
     assert unpaired.exit_code == 2
     assert unpaired.output == ("error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
                                "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n")
+
+
+def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp_path: Path) -> None:
+    # found by review: a condition the run lacks gave "inconclusive" (exit 3) for an interval gate and a KeyError
+    # traceback for an occupations gate; a metric the condition lacks (context_sensitivity compares taxonomy with
+    # baseline, so only taxonomy has it) gave "inconclusive" too
+    con = db.connect(db_file)
+    con.execute("DELETE FROM answers WHERE run_id = 'first' AND item_id IN (SELECT item_id FROM items WHERE "
+                "run_id = 'first' AND condition = 'control')")  # fmt: skip
+    con.execute("DELETE FROM items WHERE run_id = 'first' AND condition = 'control'")
+    con.close()
+    cases = [
+        ('[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\n',
+         "error: gate 'o': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+         "taxonomy)\n"),
+        ('[[gates]]\nname = "s"\nmetric = "female_share"\ncondition = "control"\nkind = "max"\nlimit = 0.6\n',
+         "error: gate 's': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+         "taxonomy)\n"),
+        ('[[gates]]\nname = "c"\nmetric = "context_sensitivity"\ncondition = "baseline"\nkind = "max"\nlimit = 0.6\n',
+         "error: gate 'c': key 'metric': run 'first' has no context_sensitivity for condition 'baseline'\n"),
+    ]  # fmt: skip
+    for index, (text, message) in enumerate(cases):
+        policy = _policy(tmp_path, text, f"p{index}.toml")
+        for extra in ([], ["--plan"]):
+            args = ["gate", "first", "--policy", str(policy), "--db", str(db_file), "-o", str(tmp_path / f"out{index}"),
+                    *extra]  # fmt: skip
+            result = CliRunner().invoke(app, args)
+            assert (result.exit_code, result.output) == (2, message), (args, result.output)
+    assert not any((tmp_path / f"out{index}").exists() for index in range(len(cases)))
