@@ -313,3 +313,23 @@ def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp
             result = CliRunner().invoke(app, args)
             assert (result.exit_code, result.output) == (2, message), (args, result.output)
     assert not any((tmp_path / f"out{index}").exists() for index in range(len(cases)))
+
+
+def test_output_paths_that_are_files_or_folders_are_one_line_errors(db_file: Path, tmp_path: Path) -> None:
+    # found by review: -o FILE and --policy FOLDER gave click's boxed usage text; --junit FOLDER failed naming a
+    # temporary file after gate.json and gate.md were written
+    policy = _policy(tmp_path, "[[gates]]" + POLICY.split("[[gates]]")[2])
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder is expected")
+    (tmp_path / "folder").mkdir()
+    cases = [
+        (["--policy", str(policy), "-o", str(blocker)], f"error: -o {blocker}: is a file; name a folder for gate.json "
+         "and gate.md\n"),
+        (["--policy", str(policy), "-o", str(tmp_path / "out"), "--junit", str(tmp_path / "folder")],
+         f"error: --junit {tmp_path / 'folder'}: is a folder; name the XML file to write (gates.xml)\n"),
+        (["--policy", str(tmp_path / "folder")], f"error: {tmp_path / 'folder'}: Is a directory\n"),
+    ]  # fmt: skip
+    for args, message in cases:
+        result = CliRunner().invoke(app, ["gate", "first", "--db", str(db_file), *args])
+        assert (result.exit_code, result.output) == (2, message)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["blocker", "folder", "gates.toml", "probe.duckdb"]
