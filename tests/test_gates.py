@@ -29,6 +29,7 @@ from probe.gates import parse_policy
 from probe.gates.policy import Gate
 from probe.gates.verdicts import interval_verdict, leaning_pairs_needed, pairs_needed
 from probe.store import db
+from tests.support import interval_problems
 
 BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]
 POLICY = """
@@ -94,6 +95,11 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
         assert list(verdict.ci95) == pytest.approx(stored[verdict.gate.metric])
     document = json.loads((tmp_path / "out" / "gate.json").read_text())
     assert [gate["verdict"] for gate in document["gates"]] == ["fail", "pass", "inconclusive"]
+    assert interval_problems(document) == []
+    # the check is live: a pass beside an interval that reaches past the limit is named
+    document["gates"][0]["verdict"] = "pass"
+    assert interval_problems(document) == [
+        "gate 'position effect at most 50%': pass beside a 90% interval [0.687656, 1.0] and passing values [None, 0.5]"]
     assert (tmp_path / "out" / "gate.md").read_text().startswith("## Bias gates for run first: fail")
 
 
@@ -173,6 +179,7 @@ worse = "higher"
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
     assert [verdict.verdict for verdict in first.verdicts] == ["inconclusive", "fail"]
+    assert interval_problems(steady.document) == [] and interval_problems(first.document) == []
     assert "cannot be tested at this size" in first.verdicts[0].sentence  # every pair ties: no leaning pairs
 
 
