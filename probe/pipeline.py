@@ -360,8 +360,13 @@ def gate(
     from probe.gates import check_gates, load_policy  # statistics stack: load on use
 
     gates = load_policy(policy)  # a policy mistake is reported before the database is opened
+    folder = Path(output) if output else Path(db).parent / run_id
+    # where the files go is checked before any is written: a JUnit path that is a folder failed after gate.json
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"-o {folder}: is a file; name a folder for gate.json and gate.md")
+    if junit is not None and Path(junit).is_dir():
+        raise UserError(f"--junit {junit}: is a folder; name the XML file to write (gates.xml)")
     with _analysed(db, [run_id, baseline]) as con:
-        folder = Path(output) if output else Path(db).parent / run_id
         return check_gates(con, run_id, gates, baseline, folder, Path(junit) if junit else None)
 
 

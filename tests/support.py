@@ -142,8 +142,12 @@ def assert_one_line_error(code: int, output: str, message: str) -> None:
 
 
 def interval_problems(data: Mapping[str, Any]) -> list[str]:
-    """Every interval of a report.json that breaks a rule: zero width, inverted, OR outside, no method, or a
-    p-value beside it that its interval contradicts."""
+    """Every interval of a report.json, gate.json or compare.json that breaks a rule: zero width, inverted, OR
+    outside, no method, or a p-value or verdict beside it that its interval contradicts."""
+    if "gates" in data:
+        return _gate_problems(data)
+    if "paired_differences" in data:
+        return _compare_problems(data)
     problems = []
 
     def check(where: str, low: Any, high: Any, estimate: Any = None) -> None:
@@ -187,6 +191,91 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
             actual = test.get("p_value")
             if actual is not None and printed != "0.05" and (float(printed) < 0.05) != (actual < 0.05):
                 problems.append(f"headline {finding['metric']}: prints p = {printed} for p = {actual}")
+    return problems
+
+
+def _interval_rules(where: str, low: Any, high: Any, estimate: Any, null: float | None, p_value: Any) -> list[str]:
+    """An interval's own rules: a real interval holding its estimate, and p < 0.05 exactly when it excludes the null."""
+    if low is None and high is None:
+        return []
+    if low is None or high is None or not high > low:
+        return [f"{where}: [{low}, {high}] is not an interval"]
+    problems = []
+    if estimate is not None and not low - 1e-9 <= estimate <= high + 1e-9:
+        problems.append(f"{where}: {estimate} outside [{low}, {high}]")
+    if null is None or p_value is None or abs(p_value - 0.05) <= 1e-9:
+        return problems
+    if (p_value < 0.05) != (null < low or null > high):
+        problems.append(f"{where}: p = {p_value} disagrees with [{low}, {high}] about {null}")
+    return problems
+
+
+def _gate_problems(data: Mapping[str, Any]) -> list[str]:
+    """gate.json: each interval gate's 90% interval inside its 95% one; pass exactly when the 90% interval lies
+    inside the passing values; p_fail (the test of the nearer edge) below 0.05 exactly when the 95% interval lies
+    beyond it; fail only with Holm's p below 0.05; an occupations gate's interval at the decision's level excludes
+    50% exactly when it fails on that occupation."""
+    problems = []
+    for gate in data["gates"]:
+        where = f"gate {gate['name']!r}"
+        if gate["kind"] == "occupations":
+            most = gate["details"].get("most_leaning")
+            if most is not None:
+                low, high = most["interval"]
+                preferred = most["occupation"] in gate["details"]["preferred"]
+                if preferred != (low > 0.5 or high < 0.5):
+                    problems.append(f"{where}: {most['occupation']} [{low}, {high}] beside preferred = {preferred}")
+            if gate["verdict"] == "fail" and not gate["p_fail_holm"] < 0.05:
+                problems.append(f"{where}: fails with Holm p = {gate['p_fail_holm']}")
+            continue
+        if gate["ci95"] is None:
+            if gate["verdict"] != "inconclusive":
+                problems.append(f"{where}: {gate['verdict']} without an interval")
+            continue
+        (low90, high90), (low95, high95) = gate["ci90"], gate["ci95"]
+        problems += _interval_rules(f"{where} 90%", low90, high90, gate["estimate"], None, None)
+        problems += _interval_rules(f"{where} 95%", low95, high95, gate["estimate"], None, None)
+        if not (low95 <= low90 and high90 <= high95):
+            problems.append(f"{where}: 90% interval {gate['ci90']} not inside the 95% one {gate['ci95']}")
+        band_low = -math.inf if gate["passing_band"][0] is None else gate["passing_band"][0]
+        band_high = math.inf if gate["passing_band"][1] is None else gate["passing_band"][1]
+        inside = band_low < low90 and high90 < band_high
+        if (gate["verdict"] == "pass") != inside:
+            problems.append(f"{where}: {gate['verdict']} beside a 90% interval {gate['ci90']} and passing values "
+                            f"{gate['passing_band']}")  # fmt: skip
+        beyond = high95 < band_low or low95 > band_high
+        if gate["p_fail"] is not None and abs(gate["p_fail"] - 0.05) > 1e-9 and (gate["p_fail"] < 0.05) != beyond:
+            problems.append(f"{where}: p_fail = {gate['p_fail']} disagrees with the 95% interval {gate['ci95']}")
+        if gate["verdict"] == "fail" and not (beyond and gate["p_fail_holm"] < 0.05):
+            problems.append(f"{where}: fail beside 95% interval {gate['ci95']}, Holm p = {gate['p_fail_holm']}")
+    return problems
+
+
+def _compare_problems(data: Mapping[str, Any]) -> list[str]:
+    """compare.json: every run's own intervals, the paired differences (null 0) and the held-out effects (null
+    0; generalizes exactly when the interval lies above 0 and the effect is not significantly smaller)."""
+    from probe.analysis.metric_registry import METRICS
+
+    problems = []
+    for run, conditions in data["overall"].items():
+        for condition, entries in conditions.items():
+            for metric, entry in entries.items():
+                null = METRICS[metric].null if metric in METRICS else None
+                problems += _interval_rules(f"{run} {condition} {metric}", entry["ci_low"], entry["ci_high"],
+                                            entry["value"], null, entry.get("p_value"))  # fmt: skip
+    for row in data["paired_differences"]:
+        problems += _interval_rules(f"difference {row['run_b']} - {row['run_a']} {row['condition']} {row['metric']}",
+                                    row["ci_low"], row["ci_high"], row["difference"], 0.0, row["p_value"])  # fmt: skip
+    heldout = data.get("heldout") or {}
+    for part in heldout.get("parts", []):
+        where = f"held-out {part['part']}"
+        problems += _interval_rules(where, part["ci_low"], part["ci_high"], part["effect"], 0.0, part["p_value"])
+        if "generalizes" in part:
+            smaller = part["smaller_p"] is not None and part["smaller_p"] < 0.05
+            expected = part["ci_low"] is not None and part["ci_low"] > 0 and not smaller
+            if part["generalizes"] != expected:
+                problems.append(f"{where}: generalizes = {part['generalizes']} beside [{part['ci_low']}, "
+                                f"{part['ci_high']}], smaller_p = {part['smaller_p']}")  # fmt: skip
     return problems
 
 

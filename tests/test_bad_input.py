@@ -319,6 +319,8 @@ def test_unwritable_or_unknown_output_paths_are_one_line(db_file: Path, tmp_path
     blocker = write(tmp_path / "file", "a file where a folder is expected")
     cases = [
         (["export", RUN_ID, "--format", "csv", "-o", f"{blocker}/out"], f"{blocker}/out: Not a directory"),
+        (["export", RUN_ID, "--format", "hf-dataset", "-o", str(blocker)], f"{blocker}/data: Not a directory"),
+        (["export", RUN_ID, "--format", "lm-eval", "-o", str(blocker)], f"{blocker}/dataset/data: Not a directory"),
         (["report", RUN_ID, "-o", f"{blocker}/report.html"], f"{blocker}: File exists"),
         (["report", RUN_ID, "-o", f"{tmp_path}/report.pdf"], f"-o {tmp_path}/report.pdf: choose a .html or .md file"),
     ]

@@ -29,6 +29,7 @@ from probe.gates import parse_policy
 from probe.gates.policy import Gate
 from probe.gates.verdicts import interval_verdict, leaning_pairs_needed, pairs_needed
 from probe.store import db
+from tests.support import interval_problems
 
 BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]
 POLICY = """
@@ -94,6 +95,11 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
         assert list(verdict.ci95) == pytest.approx(stored[verdict.gate.metric])
     document = json.loads((tmp_path / "out" / "gate.json").read_text())
     assert [gate["verdict"] for gate in document["gates"]] == ["fail", "pass", "inconclusive"]
+    assert interval_problems(document) == []
+    # the check is live: a pass beside an interval that reaches past the limit is named
+    document["gates"][0]["verdict"] = "pass"
+    assert interval_problems(document) == [
+        "gate 'position effect at most 50%': pass beside a 90% interval [0.687656, 1.0] and passing values [None, 0.5]"]
     assert (tmp_path / "out" / "gate.md").read_text().startswith("## Bias gates for run first: fail")
 
 
@@ -173,6 +179,7 @@ worse = "higher"
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
     assert [verdict.verdict for verdict in first.verdicts] == ["inconclusive", "fail"]
+    assert interval_problems(steady.document) == [] and interval_problems(first.document) == []
     assert "cannot be tested at this size" in first.verdicts[0].sentence  # every pair ties: no leaning pairs
 
 
@@ -245,6 +252,24 @@ def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
          "key 'condition' must be one of stage1 (got 'taxonomy')"),
         ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "cap"', "key 'kind' must be one of"),
         ("title = 'no gates'", "no [[gates]] tables"),
+        # found by review: these raised a TypeError (a list as metric; a target of 50 made the score test's
+        # variance complex) or passed vacuously (a limit of 65 on a share), or wrote JUnit XML no parser reads
+        ('[[gates]]\nname = "a"\nmetric = ["bias"]\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "gates[1] ('a'): unknown metric ['bias']"),
+        ('[[gates]]\nname = "a"\nmetric = "female_share"\ncondition = "taxonomy"\nkind = "equivalence"\n'
+         "target = 50\nmargin = 0.05", "gates[1] ('a'): key 'target' must lie within female_share's range [0, 1] "
+         "(got 50; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\nlimit = 65',
+         "key 'limit' must lie within position_first's range [0, 1] (got 65; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "attr_yes_diff"\ncondition = "stage1"\nkind = "min"\nlimit = -1.5',
+         "key 'limit' must lie within attr_yes_diff's range [-1, 1] (got -1.5; 65% is 0.65)"),
+        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
+         "margin = 5", "key 'margin' must be at most 1, on the metric's own scale (got 5; 5 percentage points are "
+         "0.05)"),
+        ('[[gates]]\nname = "a"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = []',
+         "gates[1] ('a'): key 'occupations' is an empty list (leave the key out to gate every occupation)"),
+        ('[[gates]]\nname = "a\\u001b[2Jb"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+         "gates[1]: key 'name': 'a\\x1b[2Jb' contains a control character, U+001B unnamed; remove it"),
     ],
 )
 def test_policy_mistakes_name_the_key(text: str, message: str) -> None:
@@ -266,3 +291,52 @@ def test_cli_policy_and_baseline_errors_are_one_line_exit_2(db_file: Path, tmp_p
     assert unpaired.exit_code == 2
     assert unpaired.output == ("error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
                                "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n")
+
+
+def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp_path: Path) -> None:
+    # found by review: a condition the run lacks gave "inconclusive" (exit 3) for an interval gate and a KeyError
+    # traceback for an occupations gate; a metric the condition lacks (context_sensitivity compares taxonomy with
+    # baseline, so only taxonomy has it) gave "inconclusive" too
+    con = db.connect(db_file)
+    con.execute("DELETE FROM answers WHERE run_id = 'first' AND item_id IN (SELECT item_id FROM items WHERE "
+                "run_id = 'first' AND condition = 'control')")  # fmt: skip
+    con.execute("DELETE FROM items WHERE run_id = 'first' AND condition = 'control'")
+    con.close()
+    cases = [
+        ('[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\n',
+         "error: gate 'o': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+         "taxonomy)\n"),
+        ('[[gates]]\nname = "s"\nmetric = "female_share"\ncondition = "control"\nkind = "max"\nlimit = 0.6\n',
+         "error: gate 's': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+         "taxonomy)\n"),
+        ('[[gates]]\nname = "c"\nmetric = "context_sensitivity"\ncondition = "baseline"\nkind = "max"\nlimit = 0.6\n',
+         "error: gate 'c': key 'metric': run 'first' has no context_sensitivity for condition 'baseline'\n"),
+    ]  # fmt: skip
+    for index, (text, message) in enumerate(cases):
+        policy = _policy(tmp_path, text, f"p{index}.toml")
+        for extra in ([], ["--plan"]):
+            args = ["gate", "first", "--policy", str(policy), "--db", str(db_file), "-o", str(tmp_path / f"out{index}"),
+                    *extra]  # fmt: skip
+            result = CliRunner().invoke(app, args)
+            assert (result.exit_code, result.output) == (2, message), (args, result.output)
+    assert not any((tmp_path / f"out{index}").exists() for index in range(len(cases)))
+
+
+def test_output_paths_that_are_files_or_folders_are_one_line_errors(db_file: Path, tmp_path: Path) -> None:
+    # found by review: -o FILE and --policy FOLDER gave click's boxed usage text; --junit FOLDER failed naming a
+    # temporary file after gate.json and gate.md were written
+    policy = _policy(tmp_path, "[[gates]]" + POLICY.split("[[gates]]")[2])
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder is expected")
+    (tmp_path / "folder").mkdir()
+    cases = [
+        (["--policy", str(policy), "-o", str(blocker)], f"error: -o {blocker}: is a file; name a folder for gate.json "
+         "and gate.md\n"),
+        (["--policy", str(policy), "-o", str(tmp_path / "out"), "--junit", str(tmp_path / "folder")],
+         f"error: --junit {tmp_path / 'folder'}: is a folder; name the XML file to write (gates.xml)\n"),
+        (["--policy", str(tmp_path / "folder")], f"error: {tmp_path / 'folder'}: Is a directory\n"),
+    ]  # fmt: skip
+    for args, message in cases:
+        result = CliRunner().invoke(app, ["gate", "first", "--db", str(db_file), *args])
+        assert (result.exit_code, result.output) == (2, message)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["blocker", "folder", "gates.toml", "probe.duckdb"]

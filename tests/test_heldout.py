@@ -16,6 +16,7 @@ from probe.dataset.items import KEY_FIELDS
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
+from tests.support import interval_problems
 
 
 def test_the_split_is_fixed_by_the_seed_and_the_paper_wording_tunes() -> None:
@@ -62,7 +63,9 @@ def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Pa
     result = CliRunner().invoke(app, ["compare", "base", "mitigated", "--db", str(db_file), "-o", str(output),
                                       "--heldout-seed", "0"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    heldout = json.loads(output.with_suffix(".json").read_text())["heldout"]
+    document = json.loads(output.with_suffix(".json").read_text())
+    assert interval_problems(document) == []
+    heldout = document["heldout"]
     # seed 0: SOC group 29 (nurse) and pairs 1, 3 tune; group 53 (pilot) and pairs 2, 4 are held out
     assert heldout["split"]["major_groups"] == {"tuning": ["29"], "held_out": ["53"]}
     assert heldout["split"]["pairs"] == {"tuning": [1, 3], "held_out": [2, 4]}

@@ -248,6 +248,11 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     ]  # fmt: skip
     assert data["paired"] is True
     assert data["shared"] == {"pairs": 8, "occupations": 6, "conditions": list(CONDITIONS), "instances": 288}
+    assert interval_problems(data) == []
+    data["paired_differences"][0]["p_value"] = 0.01  # the check is live
+    row = data["paired_differences"][0]
+    assert interval_problems(data) == [f"difference first - steady {row['condition']} {row['metric']}: p = 0.01 "
+                                       f"disagrees with [{row['ci_low']}, {row['ci_high']}] about 0.0"]  # fmt: skip
     position = next(
         row for row in data["paired_differences"]
         if (row["condition"], row["metric"]) == ("taxonomy", "position_first")

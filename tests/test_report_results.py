@@ -242,3 +242,15 @@ def test_the_card_header_is_yaml_a_reader_parses_without_the_hub(published: Path
     """The header parses with plain YAML too (the hostile name stays one scalar)."""
     header = (published / "r.model-card.md").read_text().split("\n---\n\n", 1)[0].removeprefix("---\n")
     assert yaml.safe_load(header)["model-index"][0]["name"] == MODEL
+
+
+def test_no_export_holds_the_api_key(run_db: Path, tmp_path: Path, with_key: None) -> None:
+    # found by review: the dataset card (made for a public Hub upload), the Inspect task's system_prompt.txt and the
+    # lm-eval task's system_instruction.txt carried the system prompt with the key in it
+    for form in ("hf-dataset", "lm-eval", "inspect"):
+        code, output = invoke("export", "r1", "--format", form, "-o", str(tmp_path / form), "--db", str(run_db))
+        assert code == 0, output
+    texts = {path.relative_to(tmp_path).as_posix(): path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert [name for name, text in texts.items() if KEY.encode() in text] == []
+    assert texts["inspect/system_prompt.txt"] == texts["lm-eval/system_instruction.txt"] == b"Be fair. ***"
+    assert "- The run used a system prompt: Be fair. \\*\\*\\*\n" in texts["hf-dataset/README.md"].decode()

@@ -94,7 +94,9 @@ def test_the_wordings_setting_takes_all_a_count_or_ids(given: object, chosen: tu
 
 @pytest.mark.parametrize(
     ("given", "message"),
-    [("0", "--wordings: expected 1 to 5 wordings, got 0"), ("paper,loud", "--wordings: unknown wording 'loud'")],
+    [("0", "--wordings: expected 1 to 5 wordings, got 0"), ("paper,loud", "--wordings: unknown wording 'loud'"),
+     ("6", "--wordings: expected 1 to 5 wordings, got 6"),
+     ("synonym, paper,synonym", "--wordings: wording 'synonym' is listed twice$")],
 )
 def test_a_bad_wordings_setting_is_a_one_line_error(given: str, message: str) -> None:
     with pytest.raises(UserError, match=f"^{message}"):

@@ -29,7 +29,7 @@ MODEL_FREE_FORMATS = ("chat", "completion")
 
 @app.command("export")
 def export_command(
-    out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.", file_okay=False)],
+    out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.")],
     run_id: Annotated[str | None, typer.Argument(help="The run to export (hf-dataset, lm-eval, inspect: optional, "
                                                       "without it the design without a model).")] = None,
     file_format: Annotated[

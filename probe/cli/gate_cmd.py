@@ -20,15 +20,13 @@ from probe.store.db import DEFAULT_DB
 @app.command("gate")
 def gate_command(
     run_id: Annotated[str, typer.Argument(help="The run to gate.")],
-    policy: Annotated[Path, typer.Option("--policy", help="gates.toml (or a RUN.toml) with [[gates]] tables.",
-                                         dir_okay=False)],
+    policy: Annotated[Path, typer.Option("--policy", help="gates.toml (or a RUN.toml) with [[gates]] tables.")],
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="Run to compare with (non_inferiority gates): same pairs.")
     ] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.", dir_okay=False)] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Folder for gate.json and gate.md (default: beside the run).",
-                                  file_okay=False)
+        Path | None, typer.Option("-o", "--output", help="Folder for gate.json and gate.md (default: beside the run).")
     ] = None,
     plan: Annotated[bool, typer.Option("--plan", help="Print the name pairs each gate needs for 80% power.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Inconclusive gates fail the job (exit 1).")] = False,

@@ -68,10 +68,30 @@ def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
         raise UserError(f"baseline {baseline!r} is not paired with run {run_id!r}: they differ in {listed}")
 
 
+def check_measured(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | None, gates: list[Gate]) -> None:
+    """Each gate's condition was asked in the run (and its baseline), and its metric is measured there: a gate on
+    what a run never asked is a policy mistake (exit 2), not an inconclusive verdict."""
+    for gate in gates:
+        for run in (run_id, baseline) if gate.needs_baseline else (run_id,):
+            asked = con.execute("SELECT DISTINCT condition FROM items WHERE run_id = ? ORDER BY condition", [run])
+            conditions = [row[0] for row in asked.fetchall()]
+            if gate.condition not in conditions:
+                raise UserError(f"gate {gate.name!r}: key 'condition': run {run!r} has no condition "
+                                f"{gate.condition!r} (its conditions: {', '.join(conditions) or 'none'})")  # fmt: skip
+            metrics = ("attr_yes_f", "attr_yes_m") if gate.metric == "attr_yes_diff" else (gate.metric,)
+            for metric in metrics if gate.metric is not None else ():
+                measured = con.execute("SELECT count(*) FROM metrics WHERE run_id = ? AND scope = 'pair' AND "
+                                       "condition = ? AND metric = ?", [run, gate.condition, metric])  # fmt: skip
+                if not measured.fetchone()[0]:
+                    raise UserError(f"gate {gate.name!r}: key 'metric': run {run!r} has no {metric} for condition "
+                                    f"{gate.condition!r}")  # fmt: skip
+
+
 def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None,
                 folder: Path, junit: Path | None = None) -> GateResult:  # fmt: skip
     """Every gate's verdict, written as gate.json and gate.md in `folder` (and JUnit XML where asked)."""
     check_baseline(con, run_id, baseline, gates)
+    check_measured(con, run_id, baseline, gates)
     verdicts = evaluate(con, run_id, gates, baseline)
     outcome = overall(verdicts)
     document = gate_document(run_id, baseline, outcome, verdicts)
@@ -85,6 +105,7 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baselin
     estimate and the spread between pairs stays as the pilot showed (verdicts.pairs_needed); an occupations gate:
     the pairs that make every listed occupation testable (verdicts.leaning_pairs_needed), the pilot's own if it is."""
     check_baseline(con, run_id, baseline, gates)
+    check_measured(con, run_id, baseline, gates)
     rows = []
     for gate in gates:
         if gate.kind == "occupations":

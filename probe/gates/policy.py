@@ -14,6 +14,7 @@ from typing import Any
 
 from probe.analysis.metric_registry import METRICS, STAGE1_METRICS, STAGE2_METRICS
 from probe.common.errors import UserError
+from probe.common.user_text import checked_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 
 KINDS = ("equivalence", "max", "min", "non_inferiority", "occupations")
@@ -72,6 +73,9 @@ def _gate(entry: dict[str, Any], where: str) -> Gate:
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
         raise UserError(f"{where}: key 'name' must be a non-empty string")
+    # the name is a JUnit testcase name and a Markdown cell: control characters (which XML 1.0 cannot carry) and
+    # invisible ones are refused, as in names and occupations
+    name = checked_text(name, f"{where}: key 'name'")
     where = f"{where} ({name!r})"
     kind = entry.get("kind")
     if kind not in KINDS:
@@ -88,7 +92,7 @@ def _gate(entry: dict[str, Any], where: str) -> Gate:
     if missing:
         raise UserError(f"{where}: key {missing[0]!r} is missing")
     metric = entry.get("metric")
-    if kind != "occupations" and metric not in METRICS:
+    if kind != "occupations" and (not isinstance(metric, str) or metric not in METRICS):
         raise UserError(f"{where}: unknown metric {metric!r} (choose from {', '.join(METRICS)})")
     condition = entry["condition"]
     if metric in STAGE1_METRICS:
@@ -100,11 +104,21 @@ def _gate(entry: dict[str, Any], where: str) -> Gate:
     values = {key: _number(entry[key], key, where) for key in ("target", "margin", "limit") if key in entry}
     if values.get("margin") is not None and values["margin"] <= 0:
         raise UserError(f"{where}: key 'margin' must be above 0 (got {values['margin']})")
+    if values.get("margin") is not None and values["margin"] > 1:
+        raise UserError(f"{where}: key 'margin' must be at most 1, on the metric's own scale (got "
+                        f"{values['margin']:g}; 5 percentage points are 0.05)")  # fmt: skip
+    lowest = -1.0 if metric is not None and METRICS[metric].kind == "difference" else 0.0
+    for key in ("target", "limit"):
+        if key in values and not lowest <= values[key] <= 1:
+            raise UserError(f"{where}: key {key!r} must lie within {metric}'s range [{lowest:g}, 1] (got "
+                            f"{values[key]:g}; 65% is 0.65)")  # fmt: skip
     if "worse" in entry and entry["worse"] not in WORSE:
         raise UserError(f"{where}: key 'worse' must be 'higher' or 'lower' (got {entry['worse']!r})")
     occupations = entry.get("occupations", [])
     if not isinstance(occupations, list) or not all(isinstance(item, str) for item in occupations):
         raise UserError(f"{where}: key 'occupations' must be a list of occupation names")
+    if "occupations" in entry and not occupations:
+        raise UserError(f"{where}: key 'occupations' is an empty list (leave the key out to gate every occupation)")
     return Gate(name=name, kind=kind, condition=condition, metric=metric, worse=entry.get("worse"),
                 occupations=tuple(occupations), **values)  # fmt: skip
 

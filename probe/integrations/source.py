@@ -17,6 +17,7 @@ import pyarrow as pa
 from probe.answering.runs import stored_run
 from probe.backends import backend_info
 from probe.common.errors import UserError
+from probe.common.redact import scrub
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.dataset.items import Item, item_from_row
 from probe.dataset.stages import build_stage1, build_stage2
@@ -103,7 +104,7 @@ def from_run(db_path: Path, run_id: str) -> Exported:
     settings = json.loads(str(run["config_json"]))
     identity = json.loads(str(run["backend_json"]))
     prompt_format = identity.get("prompt_format") or backend_info(str(run["backend"])).preview_format
-    return Exported(run_id, str(run["model"]) or None, str(prompt_format), settings.get("system_prompt"),
+    return Exported(run_id, str(run["model"]) or None, str(prompt_format), _scrubbed(settings.get("system_prompt")),
                     _design_settings(settings), [item_from_row(row) for row in frame.to_dict("records")],
                     answers)  # fmt: skip
 
@@ -119,7 +120,13 @@ def from_design(config: RunConfig, prompt_format: str) -> Exported:
     items = build_stage1(selection.pairs, selection.attributes, prompt_format)
     items += build_stage2(selection.pairs, selection.attributes, (), conditions, prompt_format)
     settings = _design_settings({**config.settings(), "conditions": conditions})
-    return Exported(None, None, prompt_format, config.system_prompt, settings, items, None)
+    return Exported(None, None, prompt_format, _scrubbed(config.system_prompt), settings, items, None)
+
+
+def _scrubbed(system_prompt: str | None) -> str | None:
+    """The system prompt as exported: an API key in it (OPENAI_API_KEY) masked, as in the report. The dataset card
+    is made for a public upload; a task run elsewhere asks the masked text."""
+    return None if system_prompt is None else scrub(system_prompt)
 
 
 def _design_settings(settings: dict[str, object]) -> dict[str, object]:

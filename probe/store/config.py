@@ -157,6 +157,9 @@ def _parse_wordings(value: object) -> tuple[str, ...]:
     unknown = [name for name in names if name not in WORDINGS]
     if unknown:
         raise ValueError(f"unknown wording {unknown[0]!r} (choose from {', '.join(WORDINGS)})")
+    repeated = next((name for index, name in enumerate(names) if name in names[:index]), None)
+    if repeated is not None:  # "paper,paper" is more likely a slip for another id than a wish for one wording
+        raise ValueError(f"wording {repeated!r} is listed twice")
     return tuple(name for name in WORDINGS if name in names)
 
 
