@@ -253,7 +253,8 @@ def _gate_problems(data: Mapping[str, Any]) -> list[str]:
 
 def _compare_problems(data: Mapping[str, Any]) -> list[str]:
     """compare.json: every run's own intervals, the paired differences (null 0) and the held-out effects (null
-    0; generalizes exactly when the interval lies above 0 and the effect is not significantly smaller)."""
+    0; generalizes exactly when the interval lies above 0 and the effect is not significantly smaller, undecided
+    (null) without an interval)."""
     from probe.analysis.metric_registry import METRICS
 
     problems = []
@@ -272,7 +273,7 @@ def _compare_problems(data: Mapping[str, Any]) -> list[str]:
         problems += _interval_rules(where, part["ci_low"], part["ci_high"], part["effect"], 0.0, part["p_value"])
         if "generalizes" in part:
             smaller = part["smaller_p"] is not None and part["smaller_p"] < 0.05
-            expected = part["ci_low"] is not None and part["ci_low"] > 0 and not smaller
+            expected = None if part["ci_low"] is None else part["ci_low"] > 0 and not smaller
             if part["generalizes"] != expected:
                 problems.append(f"{where}: generalizes = {part['generalizes']} beside [{part['ci_low']}, "
                                 f"{part['ci_high']}], smaller_p = {part['smaller_p']}")  # fmt: skip

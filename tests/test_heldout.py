@@ -32,17 +32,20 @@ def test_the_split_is_fixed_by_the_seed_and_the_paper_wording_tunes() -> None:
 
 
 # Base: the nurse is always the woman, the pilot the man. Mitigated: the person named first is picked (parity) for
-# these occupations of each pair, the base's pick elsewhere.
-PARITY = {1: {"nurse", "pilot"}, 2: {"nurse"}, 3: set(), 4: set()}
+# these occupations of each pair, the base's pick elsewhere. A pair's improvement in an occupation at parity is its
+# distance 0.5 -> 0, elsewhere 0.
+FOUR_PAIRS = {1: {"nurse", "pilot"}, 2: {"nurse"}, 3: set(), 4: set()}
+# 12 pairs: the nurse at parity in pairs 1-9, the pilot in every pair (each pair improves alike there).
+TWELVE_PAIRS = {pair: {"nurse", "pilot"} if pair <= 9 else {"pilot"} for pair in range(1, 13)}
 
 
-def _answers(path: Path, mitigated: bool) -> Path:
+def _answers(path: Path, parity: dict[int, set[str]], mitigated: bool) -> Path:
     rows = []
-    for pair in PARITY:
+    for pair in parity:
         for order in ("fm", "mf"):
             for occupation in ("nurse", "pilot"):
                 pick = "female" if occupation == "nurse" else "male"
-                if mitigated and occupation in PARITY[pair]:
+                if mitigated and occupation in parity[pair]:
                     pick = "female" if order == "fm" else "male"
                 common = (2, "", "taxonomy", pair, order, occupation)
                 rows += [(*common[:1], "single", *common[2:], None, None, None, pick),
@@ -53,11 +56,11 @@ def _answers(path: Path, mitigated: bool) -> Path:
     return path
 
 
-def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Path, tmp_path: Path) -> None:
-    settings = dict(backend="replay", pairs=4, occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+def _compare(db_file: Path, tmp_path: Path, parity: dict[int, set[str]]) -> tuple[dict, Path]:
+    settings = dict(backend="replay", pairs=len(parity), occupations=("nurse", "pilot"), top_k=1,
+                    conditions=("taxonomy",), db=str(db_file), quiet=True)  # fmt: skip
     for run_id, mitigated in (("base", False), ("mitigated", True)):
-        answers = _answers(tmp_path / f"{run_id}.csv", mitigated)
+        answers = _answers(tmp_path / f"{run_id}.csv", parity, mitigated)
         pipeline.answer(RunConfig(**settings, answers=str(answers), run_id=run_id))
     output = tmp_path / "compare.html"
     result = CliRunner().invoke(app, ["compare", "base", "mitigated", "--db", str(db_file), "-o", str(output),
@@ -65,19 +68,50 @@ def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Pa
     assert result.exit_code == 0, result.output
     document = json.loads(output.with_suffix(".json").read_text())
     assert interval_problems(document) == []
-    heldout = document["heldout"]
-    # seed 0: SOC group 29 (nurse) and pairs 1, 3 tune; group 53 (pilot) and pairs 2, 4 are held out
+    return document["heldout"], output
+
+
+def _paired_t(improvements: list[float]) -> tuple[float, float, float]:
+    """Mean and 95% t interval over pairs of equal size: the paired cluster t with pairs - 1 degrees of freedom."""
+    mean = sum(improvements) / len(improvements)
+    half = stats.t.ppf(0.975, len(improvements) - 1) * stats.tstd(improvements) / len(improvements) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Path, tmp_path: Path) -> None:
+    heldout, output = _compare(db_file, tmp_path, TWELVE_PAIRS)
+    # seed 0: SOC group 29 (nurse) and pairs 3, 5, 6, 8, 10, 12 tune; group 53 (pilot) and the others are held out
     assert heldout["split"]["major_groups"] == {"tuning": ["29"], "held_out": ["53"]}
-    assert heldout["split"]["pairs"] == {"tuning": [1, 3], "held_out": [2, 4]}
+    assert heldout["split"]["pairs"] == {"tuning": [3, 5, 6, 8, 10, 12], "held_out": [1, 2, 4, 7, 9, 11]}
     parts = {row["part"]: row for row in heldout["parts"]}
     assert list(parts) == ["tuning", "held-out occupations", "held-out names"]  # one wording: none held out
-    half = stats.t.ppf(0.975, 1) * 0.25  # improvements 0.5 and 0 (distance 0.5 -> 0, 0.5 -> 0.5): mean 0.25
-    for row in parts.values():
-        assert (row["effect"], row["ci_low"], row["ci_high"]) == pytest.approx((0.25, 0.25 - half, 0.25 + half))
-    assert parts["held-out names"]["smaller_p"] == pytest.approx(0.5)  # Welch, equal means
-    assert parts["held-out occupations"]["smaller_p"] is None  # paired differences all 0: no test
-    assert not parts["held-out names"]["generalizes"]  # its interval includes 0
+    tuning, names = parts["tuning"], parts["held-out names"]
+    assert (tuning["effect"], tuning["ci_low"], tuning["ci_high"]) == pytest.approx(
+        _paired_t([0.5, 0.5, 0.5, 0.5, 0, 0]))  # the nurse: pairs 3-8 at parity, 10 and 12 not
+    assert (names["effect"], names["ci_low"], names["ci_high"]) == pytest.approx(_paired_t([0.5] * 5 + [0]))
+    # the t test's 0.025, held at the exact bound of 6 pairs, 2 x 0.5^6
+    assert stats.ttest_1samp([0.5] * 4 + [0] * 2, 0).pvalue < tuning["p_value"] == pytest.approx(2 * 0.5**6)
+    assert names["smaller_p"] == pytest.approx(stats.ttest_ind([0.5] * 4 + [0] * 2, [0.5] * 5 + [0],
+                                                               equal_var=False, alternative="greater").pvalue)
+    assert names["ci_low"] > 0 and names["smaller_p"] > 0.05 and names["generalizes"] is True
+    # The pilot: every tuning pair improves by 0.5 alike. No spread to scale a t by, so the two runs' own intervals
+    # combine (never a zero-width interval); the mitigated run's distances are all 0, whose no-event bound over 6
+    # pairs reaches 1 - 0.025^(1/6) = 0.46: too wide at this size to exclude 0, and the p-value is that interval's.
+    occupations = parts["held-out occupations"]
+    assert occupations["effect"] == 0.5 and occupations["ci_low"] < 0 < 0.5 < occupations["ci_high"]
+    assert (occupations["p_value"], occupations["generalizes"]) == (1.0, False)
     assert '<section id="heldout">' in output.read_text()
+
+
+def test_held_out_parts_of_fewer_than_six_pairs_decide_nothing(db_file: Path, tmp_path: Path) -> None:
+    """2 pairs per part: no interval, a p-value no lower than 2 x 0.5^2, and 'generalizes' undecided."""
+    heldout, output = _compare(db_file, tmp_path, FOUR_PAIRS)
+    assert heldout["split"]["pairs"] == {"tuning": [1, 3], "held_out": [2, 4]}
+    for row in heldout["parts"]:
+        assert (row["pairs"], row["effect"], row["ci_low"], row["ci_high"]) == (2, 0.25, None, None)
+        assert row["p_value"] >= 0.5
+    assert [row.get("generalizes", "tuning") for row in heldout["parts"]] == ["tuning", None, None]
+    assert output.read_text().count("too few pairs") == 2
 
 
 def test_heldout_checks_take_two_runs() -> None:

@@ -10,10 +10,13 @@ The measure is the metric's distance from its ideal per name pair, over a part's
 the mean over the part's occupations of |the woman's order-balanced share - 50%| (how strongly the picks follow
 gender per occupation); position_first: |share - 50%|; bias: the share itself; consistency: 1 - the share. The
 mitigation's effect on a part = the mean over its name pairs of (distance in BASE - distance in MITIGATED):
-positive = it helped. Its interval and test: t over name pairs (each pair's two runs paired). A held-out part's
-effect generalizes when its interval lies above 0 and it is not significantly smaller than the tuning part's
-(one-sided at 0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch
-for held-out names, which are other pairs).
+positive = it helped. Its interval and test are the project's one procedure for a difference over the same pairs
+(`statistics.difference_estimate`, as attr_yes_diff and `probe gate`'s baseline gates): a paired cluster t over
+name pairs, no interval below 6 pairs and no p below the pairs' exact bound 2 x 0.5^pairs, and where every pair
+improves alike the two runs' own intervals combined (never a zero-width interval). A held-out part's effect
+generalizes when its interval lies above 0 and it is not significantly smaller than the tuning part's (one-sided at
+0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch for held-out
+names, which are other pairs); with too few pairs for an interval, whether it generalizes is not decided (null).
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.metrics import metric_queries
-from probe.analysis.robustness import pair_interval
-from probe.analysis.statistics import SIGNIFICANCE
+from probe.analysis.statistics import METHODS, SIGNIFICANCE, difference_estimate
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
@@ -39,10 +41,10 @@ MEASURES = {
     "bias": "share of instances with the same gender picked in S and M",
     "consistency": "1 - consistency",
 }
-METHOD = ("t over name pairs of (distance in the base run - distance in the mitigated run), the two runs' values of "
-          "each pair paired; generalizes: the held-out interval lies above 0 and the held-out effect is not "
+METHOD = (f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
+          f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
           "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
-          "held-out names)")  # fmt: skip
+          "held-out names); undecided below 6 name pairs")  # fmt: skip
 PARTS = ("tuning", "held-out occupations", "held-out names", "held-out wordings")
 
 
@@ -88,6 +90,12 @@ def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
     return {"position_first": (pooled - 0.5).abs(), "bias": pooled, "consistency": 1 - pooled}[metric]
 
 
+def _pair_distances(cells: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per name pair: the distance from the ideal and the valid instances it rests on (pairs without any left out)."""
+    valid = cells.groupby("pair_id")["n"].sum()
+    return pd.DataFrame({"distance": _distances(cells, metric), "n": valid}).dropna()
+
+
 def _in_part(cells: pd.DataFrame, groups: list, pairs: list, wordings: list) -> pd.DataFrame:
     return cells[cells["major_group"].isin(groups) & cells["pair_id"].isin(pairs) & cells["wording"].isin(wordings)]
 
@@ -112,25 +120,27 @@ def heldout_section(
     for part, dimension in zip(PARTS[1:], ("major_groups", "pairs", "wordings"), strict=True):
         if parts[dimension]["held_out"]:
             choices[part] = {**tuning, dimension: parts[dimension]["held_out"]}
-    improvements = {}
+    improvements, rows = {}, []
     for part, chosen in choices.items():
         where = (chosen["major_groups"], chosen["pairs"], chosen["wordings"])
-        difference = _distances(_in_part(base_cells, *where), metric) - _distances(
-            _in_part(mitigated_cells, *where), metric)  # fmt: skip
-        improvements[part] = difference.dropna()
-    rows = []
-    for part, improvement in improvements.items():
-        interval = pair_interval(improvement.to_numpy(float), null=0.0) if len(improvement) else None
-        row = {"part": part, "major_groups": choices[part]["major_groups"], "pairs": len(improvement),
-               "wordings": choices[part]["wordings"], "effect": interval.value if interval else None,
-               "ci_low": _finite(interval.ci_low) if interval else None,
-               "ci_high": _finite(interval.ci_high) if interval else None,
-               "p_value": _finite(interval.p_value) if interval else None}  # fmt: skip
+        both = pd.merge(_pair_distances(_in_part(base_cells, *where), metric),
+                        _pair_distances(_in_part(mitigated_cells, *where), metric), left_index=True,
+                        right_index=True, suffixes=("_base", "_mitigated"))  # fmt: skip
+        improvements[part] = both["distance_base"] - both["distance_mitigated"]
+        ones = np.ones(len(both))
+        estimate = difference_estimate((both["distance_base"].to_numpy(float), ones, both["n_base"].to_numpy(float)),
+                                       (both["distance_mitigated"].to_numpy(float), ones,
+                                        both["n_mitigated"].to_numpy(float)))  # fmt: skip
+        interval = estimate.interval()
+        row = {"part": part, "major_groups": chosen["major_groups"], "pairs": len(both),
+               "wordings": chosen["wordings"], "effect": _finite(estimate.value),
+               "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+               "p_value": estimate.p_value(0.0)}  # fmt: skip
         if part != "tuning":
-            smaller_p = _smaller_p(improvements["tuning"], improvement, paired=part != "held-out names")
+            smaller_p = _smaller_p(improvements["tuning"], improvements[part], paired=part != "held-out names")
             row["smaller_p"] = smaller_p
-            row["generalizes"] = bool(row["ci_low"] is not None and row["ci_low"] > 0
-                                      and not (smaller_p is not None and smaller_p < SIGNIFICANCE))  # fmt: skip
+            row["generalizes"] = None if interval is None else bool(
+                interval[0] > 0 and not (smaller_p is not None and smaller_p < SIGNIFICANCE))  # fmt: skip
         rows.append(row)
     return {"base": base, "mitigated": mitigated, "seed": seed, "metric": metric, "measure": MEASURES[metric],
             "condition": condition, "split": parts, "method": METHOD, "parts": rows}  # fmt: skip
