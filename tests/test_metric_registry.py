@@ -9,7 +9,7 @@ import pytest
 
 from probe import pipeline
 from probe.analysis.metric_registry import KINDS, METRICS
-from probe.report.formatting import fmt_estimate
+from probe.report.formatting import fmt_estimate, fmt_p, p_phrase
 from probe.store.config import RunConfig
 from tests.support import FakeBackend, query
 
@@ -43,3 +43,16 @@ def test_an_estimate_reads_by_its_kind_whatever_its_name(
     finding = {"metric": "a_name_that_says_nothing", "kind": kind, "estimate": estimate, "ci_low": low,
                "ci_high": high}  # fmt: skip
     assert fmt_estimate(finding) == shown
+
+
+@pytest.mark.parametrize(
+    ("p", "printed", "phrase"),
+    [
+        (0.04996, "0.049", "p = 0.049"),  # rounding would print 0.050 beside a significant result
+        (0.05, "0.050", "p = 0.050"),
+        (0.0004, "<0.001", "p < 0.001"),  # never "p = <0.001"
+        (None, "\u2013", "p = \u2013"),  # an en dash where there is none
+    ],
+)
+def test_p_values_never_read_across_the_five_percent_line(p: float | None, printed: str, phrase: str) -> None:
+    assert (fmt_p(p), p_phrase(p)) == (printed, phrase)

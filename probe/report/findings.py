@@ -28,7 +28,7 @@ from probe.analysis.statistics import (
 )
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import CONDITIONS, clean, order_index
-from probe.report.formatting import fmt_num, fmt_p, fmt_pct
+from probe.report.formatting import fmt_num, fmt_p, fmt_pct, p_phrase
 
 NO_INTERVAL = f"no interval can be estimated (fewer than {MIN_PAIRS} name pairs with valid instances)"
 # The Summary table names each interval's method by a short label; a legend under it gives the full method once.
@@ -81,8 +81,8 @@ def _test_text(test: Mapping[str, Any], effect: str, direction: str) -> str:
             f"{fmt_p(test['min_p_value'])} with {test['units']} name pairs."
         )
     if test["p_value"] is not None and test["p_value"] < SIGNIFICANCE:
-        return f" {direction} (p = {fmt_p(test['p_value'])}, {test['test']})."
-    return f" No significant {effect} (p = {fmt_p(test['p_value'])}, {test['test']})."
+        return f" {direction} ({p_phrase(test['p_value'])}, {test['test']})."
+    return f" No significant {effect} ({p_phrase(test['p_value'])}, {test['test']})."
 
 
 _SENTENCES = {
@@ -170,7 +170,7 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
     return base | {
         "finding": f"Across {row['n']} name pairs ({condition}), {relation}: Pearson r = {fmt_num(row['r'], 2)} "
         f"(95% CI over the conditions tested {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), "
-        f"Bonferroni-adjusted p = {fmt_p(adjusted)} (unadjusted {fmt_p(row['p_value'])}; the paper's "
+        f"{p_phrase(adjusted, 'Bonferroni-adjusted p')} (unadjusted {fmt_p(row['p_value'])}; the paper's "
         "consistency-bias relation).",
         "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": CORRELATION_METHOD,
         "method_label": METHOD_LABELS["correlation"],

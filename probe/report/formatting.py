@@ -36,6 +36,12 @@ def fmt_p(value: Any) -> str:
     return f"{value:.3f}"
 
 
+def p_phrase(value: Any, name: str = "p") -> str:
+    """`p = 0.020` in a sentence, `p < 0.001` for the smallest (never `p = <0.001`)."""
+    text = fmt_p(value)
+    return f"{name} < {text[1:]}" if text.startswith("<") else f"{name} = {text}"
+
+
 def fmt_ci(entry: Mapping[str, Any] | None) -> str:
     """`62.3% [55.1, 70.0]`: a share with its 95% interval, in percent."""
     if not entry or entry.get("value") is None:

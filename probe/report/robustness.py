@@ -14,7 +14,7 @@ from probe.analysis.robustness import METHODS, STAGE1_METRICS, STAGE2_METRICS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 from probe.report.findings import DIRECTIONS
-from probe.report.formatting import fmt_p
+from probe.report.formatting import p_phrase
 
 ORDER = ("female_share", "position_first", *STAGE1_METRICS, *STAGE2_METRICS[2:])  # direct measures first
 
@@ -22,7 +22,7 @@ ORDER = ("female_share", "position_first", *STAGE1_METRICS, *STAGE2_METRICS[2:])
 def _sentence(row: Mapping[str, Any], wordings: int) -> str:
     """The verdict in words, with the spread between wordings and the wording test."""
     metric, condition = row["metric"], row["condition"]
-    spread = f"it moves {100 * row['spread']:.1f} points between wordings (wording test p = {fmt_p(row['wording_p'])})"
+    spread = f"it moves {100 * row['spread']:.1f} points between wordings (wording test {p_phrase(row['wording_p'])})"
     where = f"{METRICS[metric].label} ({condition})"
     if METRICS[metric].null is None:  # no direction to hold: only whether the value moves with the wording
         return f"{where}: {'stable across wordings' if row['verdict'] == 'stable' else 'depends on wording'}; {spread}."
