@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from probe import pipeline
 from probe.cli import app
+from probe.common.vocabulary import PAPER_WORDING, WORDINGS
 from probe.store import db
 from tests.support import assert_one_line_error, query
 from tests.test_report import OCCUPATIONS, first_named_choice, replay_answers, steady_choice
@@ -108,3 +110,25 @@ def test_an_unknown_setting_in_a_study_entry_names_the_entry(db_file: Path, tmp_
     toml.write_text('[study]\n[[study.models]]\nbackend = "hf-causal"\n[[study.models]]\ntemprature = 0\n')
     result = CliRunner().invoke(app, ["run", "--config", str(toml), "--db", str(db_file)])
     assert_one_line_error(result.exit_code, result.output, f"{toml}: study.models[2].temprature: unknown setting")
+
+
+@pytest.mark.parametrize(
+    ("example", "runs"),
+    [
+        ("smollm2_study.toml", {"smollm2-hf": ("hf-causal", None), "smollm2-llamacpp": ("llamacpp", None),
+                                "smollm2-hf-fair": ("hf-causal", "Judge")}),
+        ("smollm2_wordings.toml", {"wordings-hf": ("hf-causal", None), "wordings-hf-fair": ("hf-causal", "Judge")}),
+        ("release_gate.toml", {"release-baseline": ("hf-causal", None), "release-candidate": ("hf-causal", "Judge")}),
+    ],
+)
+def test_the_example_studies_read_as_the_readme_runs_them(
+    example: str, runs: dict[str, tuple[str, str | None]], tmp_path: Path
+) -> None:
+    """The settings of each example in examples/, without running it: its runs, backends and system prompts."""
+    path = Path(__file__).resolve().parents[1] / "examples" / example
+    config = pipeline.settings({"db": str(tmp_path / "probe.duckdb")}, path)
+    configs = pipeline.study_configs(config, (), path)
+    assert {c.run_id: (c.backend, c.system_prompt and c.system_prompt.split()[0]) for c in configs} == runs
+    assert {(c.preset, c.pairs) for c in configs} == {("quick", 12)}
+    wordings = {c.wordings for c in configs}
+    assert wordings == ({WORDINGS} if example == "smollm2_wordings.toml" else {(PAPER_WORDING,)})
