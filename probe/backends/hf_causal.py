@@ -15,6 +15,7 @@ chat template when it has one (prompt_format 'chat'), else they are used as they
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,10 @@ if TYPE_CHECKING:
     from probe.store.config import RunConfig
 
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
-# Nodes per token tree (one forward pass). The mask is dense, so attention grows with its square; at 1024
-# nodes it is ~1/4 of the FLOPs of the 135M model's matmuls.
-TREE_TOKENS = 1024
+# Nodes per forward pass over a call's token tree. A window attends to itself and its earlier ancestors through
+# a dense mask, so attention grows with its size times (its size + context); smaller windows cost more passes.
+# CPU time on the bench slice's stage 2, 1 thread: 256-512 nodes within 3%, 1024 +9%, 2048 +40% (BENCHMARKS.md).
+WINDOW_NODES = 512
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class HFCausalBackend(BackendDefaults):
         self.batch_size = batch_size
         self.share_prefixes = share_prefixes  # False: every (prompt, option) its own sequence (bench baseline)
         self.prompt_format = "chat" if self.tokenizer.chat_template else "completion"
+        # The forward's name for a KV cache: `cache` in newer transformers (`past_key_values` warns there).
+        forward_arguments = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward_arguments else "past_key_values"
 
     def identity(self) -> dict[str, object]:
         if self._gguf:
@@ -139,64 +144,84 @@ class HFCausalBackend(BackendDefaults):
         return self.tokenizer(continuation, add_special_tokens=False).input_ids
 
     def _score(self, queries: Sequence[Query]) -> list[Reply]:
-        """Sum of log p(option tokens | prompt) for every (query, option), from token trees.
+        """Sum of log p(option tokens | prompt) for every (query, option), from one token tree of the call.
 
-        Queries are taken in prompt order, so items that share a context land in the same tree.
+        Queries are inserted in prompt order, so items that share a context are neighbours in the tree's
+        node order and land in the same forward windows.
         """
         prompts = [self._context_ids(query) for query in queries]
         options = [[self._option_ids(query, option.text) for option in query.options] for query in queries]
-        totals: list[list[float]] = [[] for _ in queries]
-        tree, members = TokenTree(), []
+        tree, targets = TokenTree(), [[] for _ in queries]
         for index in sorted(range(len(queries)), key=prompts.__getitem__):
-            added = sum(len(prompts[index]) + len(ids) for ids in options[index])
-            if self.share_prefixes:
-                added = tree.new_nodes(-1, prompts[index]) + sum(map(len, options[index]))
-            if members and len(tree) + added > TREE_TOKENS:
-                stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
-                self._score_tree(tree, members, totals)
-                tree, members = TokenTree(), []
-            members.append((index, self._insert(tree, prompts[index], options[index])))
-        self._score_tree(tree, members, totals)
+            targets[index] = self._insert(tree, prompts[index], options[index])
+        predicting = sorted({node for query in targets for option in query for node, _ in option})
+        logprobs = self._logprobs(tree, predicting)
+        row_of = {node: row for row, node in enumerate(predicting)}
         replies = []
-        for query, total in zip(queries, totals, strict=True):
-            scores = {option.label: value for option, value in zip(query.options, total, strict=True)}
+        for query, query_targets in zip(queries, targets, strict=True):
+            scores = {
+                option.label: float(sum(logprobs[row_of[node], token] for node, token in option_targets))
+                for option, option_targets in zip(query.options, query_targets, strict=True)
+            }
             replies.append(score_reply(scores, query.options))
         return replies
 
     def _insert(self, tree: TokenTree, prompt: list[int], options: list[list[int]]) -> list[list[tuple[int, int]]]:
-        """Add one query's prompt+option paths; per option, its (node whose logits predict it, token) pairs."""
+        """Add one query's prompt+option paths; per option, its (node whose logits predict it, token) pairs.
+
+        An option's last token is predicted but predicts nothing, so it gets no node of its own.
+        """
         targets = []
         for ids in options:
-            if self.share_prefixes:
-                path = tree.extend(-1, prompt + ids)
-            else:  # each (prompt, option) from its own root: separate sequences, packed
-                path = tree.extend(tree.private_root(), prompt + ids)
-            targets.append(list(zip(path[len(prompt) - 1 : -1], ids, strict=True)))
+            # Shared: paths from the common roots; else each (prompt, option) from its own root (bench baseline).
+            root = -1 if self.share_prefixes else tree.private_root()
+            path = tree.extend(root, prompt + ids[:-1])
+            targets.append(list(zip(path[len(prompt) - 1 : len(prompt) - 1 + len(ids)], ids, strict=True)))
         return targets
 
     @torch.inference_mode()
-    def _score_tree(
-        self, tree: TokenTree, members: list[tuple[int, list[list[tuple[int, int]]]]], totals: list[list[float]]
-    ) -> None:
-        """One forward pass over the tree, logits only where an option token is predicted; fills `totals`."""
+    def _logprobs(self, tree: TokenTree, predicting: list[int]) -> torch.Tensor:
+        """log p(next token) at the `predicting` nodes (rows in that order), from forward passes over windows of
+        WINDOW_NODES nodes. A window reads its earlier ancestors' keys and values from the passes before, so a
+        context shared across windows is computed once, and attention spans only what a window can see."""
+        from transformers import DynamicCache
+
         device = self.placement.device
-        predicting = sorted({node for _, targets in members for option in targets for node, _ in option})
-        row_of = {node: row for row, node in enumerate(predicting)}
-        keep = torch.zeros(1, len(tree), dtype=torch.bool)
-        keep[0, predicting] = True
-        attention = torch.zeros(len(tree), len(tree), dtype=self.placement.torch_dtype)
-        attention.masked_fill_(~tree.ancestor_mask(), torch.finfo(attention.dtype).min)
-        logits = self.model(
-            input_ids=torch.tensor([tree.tokens], device=device),
-            position_ids=torch.tensor([tree.depths], device=device),
-            attention_mask=attention[None, None].to(device),
-            logits_to_keep=keep.to(device),
-        ).logits
-        logprobs = torch.log_softmax(logits.float(), -1).cpu()
-        for index, targets in members:
-            totals[index] = [
-                float(sum(logprobs[row_of[node], token] for node, token in option)) for option in targets
-            ]
+        tokens = torch.tensor([tree.tokens], device=device)
+        depths = torch.tensor([tree.depths], device=device)
+        wanted = torch.tensor(predicting, dtype=torch.long)
+        stored: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer: keys, values of every node so far
+        rows = []
+        for start in range(0, len(tree), WINDOW_NODES):
+            stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
+            end = min(start + WINDOW_NODES, len(tree))
+            context, visible = tree.window_mask(start, end)
+            context = context.to(device)
+            attention = torch.zeros(visible.shape, dtype=self.placement.torch_dtype)
+            attention.masked_fill_(~visible, torch.finfo(attention.dtype).min)
+            cache = DynamicCache()
+            for layer, (keys, values) in enumerate(stored):
+                cache.update(keys[:, :, context], values[:, :, context], layer)
+            keep = wanted[(wanted >= start) & (wanted < end)] - start
+            logits = self.model(
+                input_ids=tokens[:, start:end],
+                position_ids=depths[:, start:end],
+                attention_mask=attention[None, None].to(device),
+                use_cache=True,
+                **{self._cache_argument: cache},
+                logits_to_keep=keep.to(device),
+            ).logits
+            rows.append(torch.log_softmax(logits[0].float(), -1).cpu())
+            if end < len(tree):
+                stored = stored or [
+                    (layer.keys.new_empty(*layer.keys.shape[:2], len(tree), layer.keys.shape[3]),
+                     layer.values.new_empty(*layer.values.shape[:2], len(tree), layer.values.shape[3]))
+                    for layer in cache.layers
+                ]  # fmt: skip
+                for (keys, values), layer in zip(stored, cache.layers, strict=True):
+                    keys[:, :, start:end] = layer.keys[:, :, len(context) :]
+                    values[:, :, start:end] = layer.values[:, :, len(context) :]
+        return torch.cat(rows)
 
     @torch.inference_mode()
     def _generate(self, queries: Sequence[Query]) -> list[Reply]:

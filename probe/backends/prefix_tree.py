@@ -1,12 +1,13 @@
-"""Token trees: many prompt+option sequences that share prefixes, packed into one forward pass.
+"""Token trees: many prompt+option sequences that share prefixes, computed once per node.
 
 Every option of an item continues the same prompt, and neighbouring items share their context (the
 system prompt, the names, the attribute sentences), so scoring each (prompt, option) as its own sequence
-computes the same prefix again and again. A trie stores each shared prefix once; the forward pass runs
-over its nodes with positions = depth and an attention mask that lets a node see only its ancestors and
-itself. That is the same computation, token for token, as running every path on its own (masked keys
-get weight exactly 0), so the option log-likelihoods are those of separate sequences up to float
-rounding (tests/test_backend_hf_causal.py holds them to 1e-4 nats).
+computes the same prefix again and again. A trie stores each shared prefix once; forward passes run over
+windows of its nodes with positions = depth and an attention mask that lets a node see only its ancestors
+and itself, those in earlier windows read from their stored keys and values. That is the same
+computation, token for token, as running every path on its own (masked keys get weight exactly 0), so the
+option log-likelihoods are those of separate sequences up to float rounding
+(tests/test_backend_hf_causal.py holds them to 1e-4 nats).
 """
 
 from __future__ import annotations
@@ -53,21 +54,24 @@ class TokenTree:
             parent = node
         return path
 
-    def new_nodes(self, parent: int, ids: list[int]) -> int:
-        """How many nodes `extend(parent, ids)` would add (to keep a tree under its token budget)."""
-        for offset, token in enumerate(ids):
-            node = self._children.get((parent, token))
-            if node is None:
-                return len(ids) - offset
-            parent = node
-        return 0
+    def window_mask(self, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """What nodes start..end-1 attend to when they are computed in one forward pass after the nodes before.
 
-    def ancestor_mask(self) -> torch.Tensor:
-        """(nodes, nodes) bool: row i is True at i and at every ancestor of i."""
-        size = len(self.tokens)
-        mask = torch.zeros(size, size, dtype=torch.bool)
-        for node, parent in enumerate(self.parents):
-            if parent >= 0:
-                mask[node] = mask[parent]
-            mask[node, node] = True
-        return mask
+        Returns `context`, the earlier nodes among their ancestors (ascending; their keys and values come from
+        the passes before), and a (end - start, len(context) + end - start) bool mask over context then window:
+        row i is True at node start+i and at each of its ancestors.
+        """
+        rows = torch.zeros(end - start, end, dtype=torch.bool)
+        for node in range(start, end):
+            parent = self.parents[node]
+            if parent >= start:
+                rows[node - start] = rows[parent - start]
+            else:  # the path leaves the window here: its earlier part, walked up to the root
+                earlier = []
+                while parent >= 0:
+                    earlier.append(parent)
+                    parent = self.parents[parent]
+                rows[node - start, earlier] = True
+            rows[node - start, node] = True
+        context = rows[:, :start].any(0).nonzero().squeeze(1)
+        return context, torch.cat([rows[:, context], rows[:, start:]], 1)
