@@ -144,7 +144,7 @@ def test_token_tree_stores_shared_prefixes_once() -> None:
         [-1, 0, 1, 1, 3, -2, 5],
         [0, 1, 2, 2, 3, 0, 1],
     )
-    context, mask = tree.window_mask(0, 7)
+    context, mask = tree.window_mask(list(range(7)))
     assert (context.tolist(), mask.int().tolist()) == ([], [
         [1, 0, 0, 0, 0, 0, 0],
         [1, 1, 0, 0, 0, 0, 0],
@@ -154,22 +154,37 @@ def test_token_tree_stores_shared_prefixes_once() -> None:
         [0, 0, 0, 0, 0, 1, 0],
         [0, 0, 0, 0, 0, 1, 1],
     ])  # fmt: skip
-    context, mask = tree.window_mask(3, 7)  # nodes 3-6 after 0-2: node 4 sees 0, 1 (context), 3 and itself
+    context, mask = tree.window_mask([3, 4, 5, 6])  # after 0-2: node 4 sees 0, 1 (context), 3 and itself
     assert (context.tolist(), mask.int().tolist()) == ([0, 1], [
         [1, 1, 1, 0, 0, 0],
         [1, 1, 1, 1, 0, 0],
         [0, 0, 0, 0, 1, 0],
         [0, 0, 0, 0, 1, 1],
     ])  # fmt: skip
+    context, mask = tree.window_mask([2, 4])  # the others computed before (or taken from another tree)
+    assert (context.tolist(), mask.int().tolist()) == ([0, 1, 3], [[1, 1, 0, 1, 0], [1, 1, 1, 0, 1]])
+    other = TokenTree()
+    other.extend(-1, [9, 5])
+    other.extend(-1, [5, 6, 8])
+    assert tree.shared_with(other) == {0: 2, 1: 3, 3: 4}  # paths from the shared roots only
 
 
-@pytest.mark.parametrize("window_nodes", [hf_causal.WINDOW_NODES, 16], ids=["one-window", "many-windows"])
+@pytest.mark.parametrize(
+    ("window_nodes", "calls"),
+    [
+        (hf_causal.WINDOW_NODES, [[0, 1, 2, 3, 4]]),
+        (16, [[0, 1, 2, 3, 4]]),
+        (16, [[0, 1, 3], [2, 4]]),  # c's context was computed in the first call
+    ],
+    ids=["one-window", "many-windows", "two-calls"],
+)
 def test_shared_prefixes_score_as_separate_sequences(
-    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, window_nodes: int
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, window_nodes: int, calls: list[list[int]]
 ) -> None:
-    """A call's token tree (in one forward pass, or in windows of 16 nodes that read their earlier ancestors'
-    keys and values) gives each option the log-likelihood of its own unpadded sequence, and computes each
-    shared prefix once."""
+    """A call's token tree (in one forward pass, or in windows of 16 nodes that read their ancestors' keys and
+    values from earlier windows and from the previous call's tree) gives each option the log-likelihood of its
+    own unpadded sequence, as the plain path (every option its own sequence) does, and computes each shared
+    prefix once."""
     monkeypatch.setattr(hf_causal, "WINDOW_NODES", window_nodes)
     shared = HFCausalBackend(HFCausalSettings(str(models["plain"])))
     separate = HFCausalBackend(HFCausalSettings(str(models["plain"]), share_prefixes=False))
@@ -177,9 +192,13 @@ def test_shared_prefixes_score_as_separate_sequences(
     shared.model.register_forward_pre_hook(
         lambda _model, _args, kwargs: forwards.append(kwargs["input_ids"].shape[1]), with_kwargs=True
     )
-    replies, alone = shared.answer(overlapping_queries()), separate.answer(overlapping_queries())
+    items = overlapping_queries()
+    replies = {}
+    for call in calls:
+        replies.update(zip(call, shared.answer([items[index] for index in call]), strict=True))
+    alone = separate.answer(items)
     tokenizer = AutoTokenizer.from_pretrained(models["plain"])
-    for one, other, item in zip(replies, alone, overlapping_queries(), strict=True):
+    for index, (other, item) in enumerate(zip(alone, items, strict=True)):
         prompt_ids = tokenizer(item.prompt).input_ids
         expected = {
             option.label: reference_loglikelihood(
@@ -187,17 +206,17 @@ def test_shared_prefixes_score_as_separate_sequences(
             )
             for option in item.options
         }
-        assert one.scores == pytest.approx(expected, abs=1e-4)
+        assert replies[index].scores == pytest.approx(expected, abs=1e-4)
         assert other.scores == pytest.approx(expected, abs=1e-4)
-        assert (one.label, one.raw) == (other.label, other.raw)
+        assert (replies[index].label, replies[index].raw) == (other.label, other.raw)
     assert replies[0] == replies[3]  # the repeated prompt
     tree = TokenTree()
-    for item in overlapping_queries():  # the distinct tokens: prompts and options without their last token
+    for item in items:  # the distinct tokens: prompts and options without their last token
         for option in item.options:
             option_ids = tokenizer(" " + option.text, add_special_tokens=False).input_ids
             tree.extend(-1, tokenizer(item.prompt).input_ids + option_ids[:-1])
-    assert sum(forwards) == len(tree)  # each node computed once, however many windows
-    assert len(forwards) == -(-len(tree) // window_nodes)
+    assert sum(forwards) == len(tree)  # each node computed once, however many windows and calls
+    assert max(forwards) <= window_nodes
 
 
 def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:

@@ -2,8 +2,9 @@
 
 - `score` (default): each option's log-likelihood as the continuation of the prompt, summed over its
   tokens; the label is their argmax (base.decide_by_score) and `scores` holds all options by label.
-  The prompts and options of a call are packed into token trees (probe/backends/prefix_tree.py): a
-  prefix shared by options and by neighbouring items is computed once, not once per option.
+  The prompts and options of a call are packed into one token tree (probe/backends/prefix_tree.py) and
+  computed in windows that reuse the keys and values of earlier windows and of the previous call's tree: a
+  prefix shared by options, by an instance's questions and by neighbouring items is computed once.
 - `generate`: greedy generation of up to max_tokens, mapped to an option by parse.py (free text can be
   unknown); no scores.
 
@@ -96,6 +97,7 @@ class HFCausalBackend(BackendDefaults):
         # The forward's name for a KV cache: `cache` in newer transformers (`past_key_values` warns there).
         forward_arguments = inspect.signature(self.model.forward).parameters
         self._cache_argument = "cache" if "cache" in forward_arguments else "past_key_values"
+        self._last: _ComputedTree | None = None  # the previous call's tree, for the next call to reuse
 
     def identity(self) -> dict[str, object]:
         if self._gguf:
@@ -125,7 +127,7 @@ class HFCausalBackend(BackendDefaults):
         return replies
 
     def close(self) -> None:
-        self.model = None  # the weights are the memory worth releasing
+        self.model = self._last = None  # the weights and keys and values are the memory worth releasing
 
     def _prompt_ids(self, query: Query) -> list[int]:
         if self.prompt_format == "chat":
@@ -182,45 +184,56 @@ class HFCausalBackend(BackendDefaults):
     @torch.inference_mode()
     def _logprobs(self, tree: TokenTree, predicting: list[int]) -> torch.Tensor:
         """log p(next token) at the `predicting` nodes (rows in that order), from forward passes over windows of
-        WINDOW_NODES nodes. A window reads its earlier ancestors' keys and values from the passes before, so a
-        context shared across windows is computed once, and attention spans only what a window can see."""
+        WINDOW_NODES nodes.
+
+        Nodes whose path the previous call's tree holds take their keys and values from it (neighbouring calls
+        share contexts: an occupation's items straddle two calls, every call starts with the system prompt); a
+        window reads its other ancestors' keys and values from the windows before it. So each context is
+        computed once, and attention spans only what a window can see.
+        """
         from transformers import DynamicCache
 
         device = self.placement.device
         tokens = torch.tensor([tree.tokens], device=device)
         depths = torch.tensor([tree.depths], device=device)
-        wanted = torch.tensor(predicting, dtype=torch.long)
-        stored: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer: keys, values of every node so far
+        reused = tree.shared_with(self._last.tree) if self._last else {}
+        for node in predicting:
+            reused.pop(node, None)  # their logits are needed, so they are computed again
+        layers: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer: keys and values of every node
+        if reused:
+            layers = _empty_like(self._last.layers, len(tree))
+            new, old = torch.tensor(list(reused), device=device), torch.tensor(list(reused.values()), device=device)
+            for (keys, values), (last_keys, last_values) in zip(layers, self._last.layers, strict=True):
+                keys[:, :, new], values[:, :, new] = last_keys[:, :, old], last_values[:, :, old]
+        pending = [node for node in range(len(tree)) if node not in reused]
+        wanted = set(predicting)
         rows = []
-        for start in range(0, len(tree), WINDOW_NODES):
+        for start in range(0, len(pending), WINDOW_NODES):
             stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
-            end = min(start + WINDOW_NODES, len(tree))
-            context, visible = tree.window_mask(start, end)
-            context = context.to(device)
+            nodes = pending[start : start + WINDOW_NODES]
+            context, visible = tree.window_mask(nodes)
+            context, own = context.to(device), torch.tensor(nodes, device=device)
             attention = torch.zeros(visible.shape, dtype=self.placement.torch_dtype)
             attention.masked_fill_(~visible, torch.finfo(attention.dtype).min)
             cache = DynamicCache()
-            for layer, (keys, values) in enumerate(stored):
+            for layer, (keys, values) in enumerate(layers):
                 cache.update(keys[:, :, context], values[:, :, context], layer)
-            keep = wanted[(wanted >= start) & (wanted < end)] - start
+            keep = [row for row, node in enumerate(nodes) if node in wanted]
             logits = self.model(
-                input_ids=tokens[:, start:end],
-                position_ids=depths[:, start:end],
+                input_ids=tokens[:, own],
+                position_ids=depths[:, own],
                 attention_mask=attention[None, None].to(device),
                 use_cache=True,
                 **{self._cache_argument: cache},
-                logits_to_keep=keep.to(device),
+                logits_to_keep=torch.tensor(keep, dtype=torch.long, device=device),
             ).logits
             rows.append(torch.log_softmax(logits[0].float(), -1).cpu())
-            if end < len(tree):
-                stored = stored or [
-                    (layer.keys.new_empty(*layer.keys.shape[:2], len(tree), layer.keys.shape[3]),
-                     layer.values.new_empty(*layer.values.shape[:2], len(tree), layer.values.shape[3]))
-                    for layer in cache.layers
-                ]  # fmt: skip
-                for (keys, values), layer in zip(stored, cache.layers, strict=True):
-                    keys[:, :, start:end] = layer.keys[:, :, len(context) :]
-                    values[:, :, start:end] = layer.values[:, :, len(context) :]
+            computed = [(layer.keys, layer.values) for layer in cache.layers]
+            layers = layers or _empty_like(computed, len(tree))
+            for (keys, values), (new_keys, new_values) in zip(layers, computed, strict=True):
+                keys[:, :, own], values[:, :, own] = new_keys[:, :, len(context) :], new_values[:, :, len(context) :]
+        if self.share_prefixes:  # the bench baseline shares nothing, across calls neither
+            self._last = _ComputedTree(tree, layers)
         return torch.cat(rows)
 
     @torch.inference_mode()
@@ -244,6 +257,23 @@ class HFCausalBackend(BackendDefaults):
             chosen = parse_option(text, query.options)
             replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate"))
         return replies
+
+
+@dataclass(frozen=True)
+class _ComputedTree:
+    """A call's token tree and every node's keys and values, per layer: what the next call can reuse."""
+
+    tree: TokenTree
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _empty_like(layers: list[tuple[torch.Tensor, torch.Tensor]], nodes: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer, uninitialised keys and values for `nodes` nodes, shaped as `layers`' (batch, heads, nodes, dim)."""
+
+    def resized(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.new_empty(*tensor.shape[:2], nodes, tensor.shape[3])
+
+    return [(resized(keys), resized(values)) for keys, values in layers]
 
 
 def settings_from(config: RunConfig) -> HFCausalSettings:

@@ -54,24 +54,38 @@ class TokenTree:
             parent = node
         return path
 
-    def window_mask(self, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """What nodes start..end-1 attend to when they are computed in one forward pass after the nodes before.
+    def shared_with(self, other: TokenTree) -> dict[int, int]:
+        """This tree's nodes whose whole path from the shared roots is in `other` too, each with its node there."""
+        found: dict[int, int] = {}
+        for node, (token, parent) in enumerate(zip(self.tokens, self.parents, strict=True)):
+            if parent == -1 or parent in found:
+                match = other._children.get((found.get(parent, -1), token))
+                if match is not None:
+                    found[node] = match
+        return found
 
-        Returns `context`, the earlier nodes among their ancestors (ascending; their keys and values come from
-        the passes before), and a (end - start, len(context) + end - start) bool mask over context then window:
-        row i is True at node start+i and at each of its ancestors.
+    def window_mask(self, nodes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `nodes` (ascending) attend to when they are computed in one forward pass after the rest.
+
+        Returns `context`, their ancestors outside `nodes` (ascending; their keys and values were computed
+        before), and a (len(nodes), len(context) + len(nodes)) bool mask over context then `nodes`: row i is
+        True at nodes[i] and at each of its ancestors.
         """
-        rows = torch.zeros(end - start, end, dtype=torch.bool)
-        for node in range(start, end):
+        row_of = {node: row for row, node in enumerate(nodes)}
+        rows = torch.zeros(len(nodes), nodes[-1] + 1, dtype=torch.bool)
+        for row, node in enumerate(nodes):
             parent = self.parents[node]
-            if parent >= start:
-                rows[node - start] = rows[parent - start]
-            else:  # the path leaves the window here: its earlier part, walked up to the root
-                earlier = []
+            if parent in row_of:
+                rows[row] = rows[row_of[parent]]
+            else:  # the path enters `nodes` here: its ancestors, walked up to the root
+                ancestors = []
                 while parent >= 0:
-                    earlier.append(parent)
+                    ancestors.append(parent)
                     parent = self.parents[parent]
-                rows[node - start, earlier] = True
-            rows[node - start, node] = True
-        context = rows[:, :start].any(0).nonzero().squeeze(1)
-        return context, torch.cat([rows[:, context], rows[:, start:]], 1)
+                rows[row, ancestors] = True
+            rows[row, node] = True
+        own = torch.tensor(nodes)
+        outside = rows.any(0)
+        outside[own] = False
+        context = outside.nonzero().squeeze(1)
+        return context, torch.cat([rows[:, context], rows[:, own]], 1)
