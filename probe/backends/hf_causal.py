@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
 # Nodes per forward pass over a call's token tree. A window attends to itself and its earlier ancestors through
 # a dense mask, so attention grows with its size times (its size + context); smaller windows cost more passes.
-# CPU time on the bench slice's stage 2, 1 thread: 256-512 nodes within 3%, 1024 +9%, 2048 +40% (BENCHMARKS.md).
+# On 2 cores (BENCHMARKS.md, issue 33): 512 nodes gave 0.74x main's paper estimate, 256 0.77x (more passes, less
+# work per thread), though 256 was ~4% faster with 1 thread; 1024 cost +9% CPU time, 2048 +40%.
 WINDOW_NODES = 512
 
 
