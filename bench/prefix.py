@@ -2,10 +2,11 @@
 
 The bundled SmolLM2 GGUF under hf-causal, on the same items in run order (the paper preset's first
 stage-1 items and the stage-2 items of its first occupations, chat format) and in the runner's call
-size. Both sides run the same packed forward code; the baseline starts every (prompt, option) from a
-root of its own, so nothing is shared. `prefix_max_score_diff` is the largest difference between the two
-sides' option log-likelihoods (nats); the labels must be equal. The token counts are the model positions
-each side computed: a ratio that does not depend on the machine's load.
+size. Both sides run the same windowed forward code; the baseline starts every (prompt, option) from a
+root of its own and keeps nothing from one call to the next, so nothing is shared, while the shared side
+reuses prefixes within a call and the previous call's tree. `prefix_max_score_diff` is the largest
+difference between the two sides' option log-likelihoods (nats); the labels must be equal. The token
+counts are the model positions each side computed: a ratio that does not depend on the machine's load.
 """
 
 from __future__ import annotations

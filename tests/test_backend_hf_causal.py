@@ -136,7 +136,6 @@ def overlapping_queries() -> list[Query]:
 def test_token_tree_stores_shared_prefixes_once() -> None:
     tree = TokenTree()
     assert tree.extend(-1, [5, 6, 7]) == [0, 1, 2]
-    assert tree.new_nodes(-1, [5, 6, 8, 9]) == 2
     assert tree.extend(-1, [5, 6, 8, 9]) == [0, 1, 3, 4]
     assert tree.extend(1, [7]) == [2]  # an existing continuation
     assert tree.extend(tree.private_root(), [5, 6]) == [5, 6]  # a separate sequence shares nothing
@@ -145,7 +144,8 @@ def test_token_tree_stores_shared_prefixes_once() -> None:
         [-1, 0, 1, 1, 3, -2, 5],
         [0, 1, 2, 2, 3, 0, 1],
     )
-    assert tree.ancestor_mask().int().tolist() == [
+    context, mask = tree.window_mask(list(range(7)))
+    assert (context.tolist(), mask.int().tolist()) == ([], [
         [1, 0, 0, 0, 0, 0, 0],
         [1, 1, 0, 0, 0, 0, 0],
         [1, 1, 1, 0, 0, 0, 0],
@@ -153,25 +153,52 @@ def test_token_tree_stores_shared_prefixes_once() -> None:
         [1, 1, 0, 1, 1, 0, 0],
         [0, 0, 0, 0, 0, 1, 0],
         [0, 0, 0, 0, 0, 1, 1],
-    ]
+    ])  # fmt: skip
+    context, mask = tree.window_mask([3, 4, 5, 6])  # after 0-2: node 4 sees 0, 1 (context), 3 and itself
+    assert (context.tolist(), mask.int().tolist()) == ([0, 1], [
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0],
+        [0, 0, 0, 0, 1, 0],
+        [0, 0, 0, 0, 1, 1],
+    ])  # fmt: skip
+    context, mask = tree.window_mask([2, 4])  # the others computed before (or taken from another tree)
+    assert (context.tolist(), mask.int().tolist()) == ([0, 1, 3], [[1, 1, 0, 1, 0], [1, 1, 1, 0, 1]])
+    other = TokenTree()
+    other.extend(-1, [9, 5])
+    other.extend(-1, [5, 6, 8])
+    assert tree.shared_with(other) == {0: 2, 1: 3, 3: 4}  # paths from the shared roots only
 
 
-@pytest.mark.parametrize("tree_tokens", [hf_causal.TREE_TOKENS, 40], ids=["one-tree", "a-tree-each"])
+@pytest.mark.parametrize(
+    ("window_nodes", "calls"),
+    [
+        (hf_causal.WINDOW_NODES, [[0, 1, 2, 3, 4]]),
+        (16, [[0, 1, 2, 3, 4]]),
+        (16, [[0, 1, 3], [2, 4]]),  # c's context was computed in the first call
+    ],
+    ids=["one-window", "many-windows", "two-calls"],
+)
 def test_shared_prefixes_score_as_separate_sequences(
-    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tree_tokens: int
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, window_nodes: int, calls: list[list[int]]
 ) -> None:
-    """Token trees (one, or several when the budget is small) give each option the log-likelihood of its
-    own unpadded sequence."""
-    monkeypatch.setattr(hf_causal, "TREE_TOKENS", tree_tokens)
+    """A call's token tree (in one forward pass, or in windows of 16 nodes that read their ancestors' keys and
+    values from earlier windows and from the previous call's tree) gives each option the log-likelihood of its
+    own unpadded sequence, as the plain path (every option its own sequence) does, and computes each shared
+    prefix once."""
+    monkeypatch.setattr(hf_causal, "WINDOW_NODES", window_nodes)
     shared = HFCausalBackend(HFCausalSettings(str(models["plain"])))
     separate = HFCausalBackend(HFCausalSettings(str(models["plain"]), share_prefixes=False))
     forwards: list[int] = []
     shared.model.register_forward_pre_hook(
         lambda _model, _args, kwargs: forwards.append(kwargs["input_ids"].shape[1]), with_kwargs=True
     )
-    replies, alone = shared.answer(overlapping_queries()), separate.answer(overlapping_queries())
+    items = overlapping_queries()
+    replies = {}
+    for call in calls:
+        replies.update(zip(call, shared.answer([items[index] for index in call]), strict=True))
+    alone = separate.answer(items)
     tokenizer = AutoTokenizer.from_pretrained(models["plain"])
-    for one, other, item in zip(replies, alone, overlapping_queries(), strict=True):
+    for index, (other, item) in enumerate(zip(alone, items, strict=True)):
         prompt_ids = tokenizer(item.prompt).input_ids
         expected = {
             option.label: reference_loglikelihood(
@@ -179,15 +206,17 @@ def test_shared_prefixes_score_as_separate_sequences(
             )
             for option in item.options
         }
-        assert one.scores == pytest.approx(expected, abs=1e-4)
+        assert replies[index].scores == pytest.approx(expected, abs=1e-4)
         assert other.scores == pytest.approx(expected, abs=1e-4)
-        assert (one.label, one.raw) == (other.label, other.raw)
+        assert (replies[index].label, replies[index].raw) == (other.label, other.raw)
     assert replies[0] == replies[3]  # the repeated prompt
-    prompts = [tokenizer(item.prompt).input_ids for item in overlapping_queries()]
-    if tree_tokens > 40:  # one forward; the shared context is stored once
-        assert len(forwards) == 1 and forwards[0] < sum(len(prompt) for prompt in prompts[:4])
-    else:  # every query's prompt and options alone exceed 40 tokens together with another's
-        assert len(forwards) == 5
+    tree = TokenTree()
+    for item in items:  # the distinct tokens: prompts and options without their last token
+        for option in item.options:
+            option_ids = tokenizer(" " + option.text, add_special_tokens=False).input_ids
+            tree.extend(-1, tokenizer(item.prompt).input_ids + option_ids[:-1])
+    assert sum(forwards) == len(tree)  # each node computed once, however many windows and calls
+    assert max(forwards) <= window_nodes
 
 
 def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
@@ -311,10 +340,9 @@ def test_a_stop_signal_ends_scoring_within_one_forward_pass(models: dict[str, Pa
     backend = HFCausalBackend(HFCausalSettings(str(models["chat"])))
     many = [Query(str(n), "binary", f"{PROMPTS['binary']} ({n})" * 8, "", "", YES_NO, {}) for n in range(40)]
     passes: list[int] = []
-    original = backend._score_tree
-    monkeypatch.setattr(backend, "_score_tree", lambda *args: (passes.append(1), original(*args))[1])
+    backend.model.register_forward_pre_hook(lambda *_: passes.append(1))
     backend.answer(many)
-    assert len(passes) > 1  # the batch needs several trees of TREE_TOKENS tokens
+    assert len(passes) > 1  # the batch's tree needs several windows of WINDOW_NODES nodes
     passes.clear()
     monkeypatch.setattr(stopping, "_requested", [15])  # SIGTERM came while the batch was scored
     with pytest.raises(RunInterrupted):

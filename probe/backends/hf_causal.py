@@ -2,8 +2,9 @@
 
 - `score` (default): each option's log-likelihood as the continuation of the prompt, summed over its
   tokens; the label is their argmax (base.decide_by_score) and `scores` holds all options by label.
-  The prompts and options of a call are packed into token trees (probe/backends/prefix_tree.py): a
-  prefix shared by options and by neighbouring items is computed once, not once per option.
+  The prompts and options of a call are packed into one token tree (probe/backends/prefix_tree.py) and
+  computed in windows that reuse the keys and values of earlier windows and of the previous call's tree: a
+  prefix shared by options, by an instance's questions and by neighbouring items is computed once.
 - `generate`: greedy generation of up to max_tokens, mapped to an option by parse.py (free text can be
   unknown); no scores.
 
@@ -15,6 +16,7 @@ chat template when it has one (prompt_format 'chat'), else they are used as they
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +40,11 @@ if TYPE_CHECKING:
     from probe.store.config import RunConfig
 
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
-# Nodes per token tree (one forward pass). The mask is dense, so attention grows with its square; at 1024
-# nodes it is ~1/4 of the FLOPs of the 135M model's matmuls.
-TREE_TOKENS = 1024
+# Nodes per forward pass over a call's token tree. A window attends to itself and its earlier ancestors through
+# a dense mask, so attention grows with its size times (its size + context); smaller windows cost more passes.
+# On 2 cores (BENCHMARKS.md, issue 33): 512 nodes gave 0.74x main's paper estimate, 256 0.77x (more passes, less
+# work per thread), though 256 was ~4% faster with 1 thread; 1024 cost +9% CPU time, 2048 +40%.
+WINDOW_NODES = 512
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,10 @@ class HFCausalBackend(BackendDefaults):
         self.batch_size = batch_size
         self.share_prefixes = share_prefixes  # False: every (prompt, option) its own sequence (bench baseline)
         self.prompt_format = "chat" if self.tokenizer.chat_template else "completion"
+        # The forward's name for a KV cache: `cache` in newer transformers (`past_key_values` warns there).
+        forward_arguments = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward_arguments else "past_key_values"
+        self._last: _ComputedTree | None = None  # the previous call's tree, for the next call to reuse
 
     def identity(self) -> dict[str, object]:
         if self._gguf:
@@ -120,7 +128,7 @@ class HFCausalBackend(BackendDefaults):
         return replies
 
     def close(self) -> None:
-        self.model = None  # the weights are the memory worth releasing
+        self.model = self._last = None  # the weights and keys and values are the memory worth releasing
 
     def _prompt_ids(self, query: Query) -> list[int]:
         if self.prompt_format == "chat":
@@ -139,64 +147,95 @@ class HFCausalBackend(BackendDefaults):
         return self.tokenizer(continuation, add_special_tokens=False).input_ids
 
     def _score(self, queries: Sequence[Query]) -> list[Reply]:
-        """Sum of log p(option tokens | prompt) for every (query, option), from token trees.
+        """Sum of log p(option tokens | prompt) for every (query, option), from one token tree of the call.
 
-        Queries are taken in prompt order, so items that share a context land in the same tree.
+        Queries are inserted in prompt order, so items that share a context are neighbours in the tree's
+        node order and land in the same forward windows.
         """
         prompts = [self._context_ids(query) for query in queries]
         options = [[self._option_ids(query, option.text) for option in query.options] for query in queries]
-        totals: list[list[float]] = [[] for _ in queries]
-        tree, members = TokenTree(), []
+        tree, targets = TokenTree(), [[] for _ in queries]
         for index in sorted(range(len(queries)), key=prompts.__getitem__):
-            added = sum(len(prompts[index]) + len(ids) for ids in options[index])
-            if self.share_prefixes:
-                added = tree.new_nodes(-1, prompts[index]) + sum(map(len, options[index]))
-            if members and len(tree) + added > TREE_TOKENS:
-                stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
-                self._score_tree(tree, members, totals)
-                tree, members = TokenTree(), []
-            members.append((index, self._insert(tree, prompts[index], options[index])))
-        self._score_tree(tree, members, totals)
+            targets[index] = self._insert(tree, prompts[index], options[index])
+        predicting = sorted({node for query in targets for option in query for node, _ in option})
+        logprobs = self._logprobs(tree, predicting)
+        row_of = {node: row for row, node in enumerate(predicting)}
         replies = []
-        for query, total in zip(queries, totals, strict=True):
-            scores = {option.label: value for option, value in zip(query.options, total, strict=True)}
+        for query, query_targets in zip(queries, targets, strict=True):
+            scores = {
+                option.label: float(sum(logprobs[row_of[node], token] for node, token in option_targets))
+                for option, option_targets in zip(query.options, query_targets, strict=True)
+            }
             replies.append(score_reply(scores, query.options))
         return replies
 
     def _insert(self, tree: TokenTree, prompt: list[int], options: list[list[int]]) -> list[list[tuple[int, int]]]:
-        """Add one query's prompt+option paths; per option, its (node whose logits predict it, token) pairs."""
+        """Add one query's prompt+option paths; per option, its (node whose logits predict it, token) pairs.
+
+        An option's last token is predicted but predicts nothing, so it gets no node of its own.
+        """
         targets = []
         for ids in options:
-            if self.share_prefixes:
-                path = tree.extend(-1, prompt + ids)
-            else:  # each (prompt, option) from its own root: separate sequences, packed
-                path = tree.extend(tree.private_root(), prompt + ids)
-            targets.append(list(zip(path[len(prompt) - 1 : -1], ids, strict=True)))
+            # Shared: paths from the common roots; else each (prompt, option) from its own root (bench baseline).
+            root = -1 if self.share_prefixes else tree.private_root()
+            path = tree.extend(root, prompt + ids[:-1])
+            targets.append(list(zip(path[len(prompt) - 1 : len(prompt) - 1 + len(ids)], ids, strict=True)))
         return targets
 
     @torch.inference_mode()
-    def _score_tree(
-        self, tree: TokenTree, members: list[tuple[int, list[list[tuple[int, int]]]]], totals: list[list[float]]
-    ) -> None:
-        """One forward pass over the tree, logits only where an option token is predicted; fills `totals`."""
+    def _logprobs(self, tree: TokenTree, predicting: list[int]) -> torch.Tensor:
+        """log p(next token) at the `predicting` nodes (rows in that order), from forward passes over windows of
+        WINDOW_NODES nodes.
+
+        Nodes whose path the previous call's tree holds take their keys and values from it (neighbouring calls
+        share contexts: an occupation's items straddle two calls, every call starts with the system prompt); a
+        window reads its other ancestors' keys and values from the windows before it. So each context is
+        computed once, and attention spans only what a window can see.
+        """
+        from transformers import DynamicCache
+
         device = self.placement.device
-        predicting = sorted({node for _, targets in members for option in targets for node, _ in option})
-        row_of = {node: row for row, node in enumerate(predicting)}
-        keep = torch.zeros(1, len(tree), dtype=torch.bool)
-        keep[0, predicting] = True
-        attention = torch.zeros(len(tree), len(tree), dtype=self.placement.torch_dtype)
-        attention.masked_fill_(~tree.ancestor_mask(), torch.finfo(attention.dtype).min)
-        logits = self.model(
-            input_ids=torch.tensor([tree.tokens], device=device),
-            position_ids=torch.tensor([tree.depths], device=device),
-            attention_mask=attention[None, None].to(device),
-            logits_to_keep=keep.to(device),
-        ).logits
-        logprobs = torch.log_softmax(logits.float(), -1).cpu()
-        for index, targets in members:
-            totals[index] = [
-                float(sum(logprobs[row_of[node], token] for node, token in option)) for option in targets
-            ]
+        tokens = torch.tensor([tree.tokens], device=device)
+        depths = torch.tensor([tree.depths], device=device)
+        reused = tree.shared_with(self._last.tree) if self._last else {}
+        for node in predicting:
+            reused.pop(node, None)  # their logits are needed, so they are computed again
+        layers: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer: keys and values of every node
+        if reused:
+            layers = _empty_like(self._last.layers, len(tree))
+            new, old = torch.tensor(list(reused), device=device), torch.tensor(list(reused.values()), device=device)
+            for (keys, values), (last_keys, last_values) in zip(layers, self._last.layers, strict=True):
+                keys[:, :, new], values[:, :, new] = last_keys[:, :, old], last_values[:, :, old]
+        pending = [node for node in range(len(tree)) if node not in reused]
+        wanted = set(predicting)
+        rows = []
+        for start in range(0, len(pending), WINDOW_NODES):
+            stopping.raise_if_requested()  # a stop signal ends the run within one forward pass
+            nodes = pending[start : start + WINDOW_NODES]
+            context, visible = tree.window_mask(nodes)
+            context, own = context.to(device), torch.tensor(nodes, device=device)
+            attention = torch.zeros(visible.shape, dtype=self.placement.torch_dtype)
+            attention.masked_fill_(~visible, torch.finfo(attention.dtype).min)
+            cache = DynamicCache()
+            for layer, (keys, values) in enumerate(layers):
+                cache.update(keys[:, :, context], values[:, :, context], layer)
+            keep = [row for row, node in enumerate(nodes) if node in wanted]
+            logits = self.model(
+                input_ids=tokens[:, own],
+                position_ids=depths[:, own],
+                attention_mask=attention[None, None].to(device),
+                use_cache=True,
+                **{self._cache_argument: cache},
+                logits_to_keep=torch.tensor(keep, dtype=torch.long, device=device),
+            ).logits
+            rows.append(torch.log_softmax(logits[0].float(), -1).cpu())
+            computed = [(layer.keys, layer.values) for layer in cache.layers]
+            layers = layers or _empty_like(computed, len(tree))
+            for (keys, values), (new_keys, new_values) in zip(layers, computed, strict=True):
+                keys[:, :, own], values[:, :, own] = new_keys[:, :, len(context) :], new_values[:, :, len(context) :]
+        if self.share_prefixes:  # the bench baseline shares nothing, across calls neither
+            self._last = _ComputedTree(tree, layers)
+        return torch.cat(rows)
 
     @torch.inference_mode()
     def _generate(self, queries: Sequence[Query]) -> list[Reply]:
@@ -219,6 +258,23 @@ class HFCausalBackend(BackendDefaults):
             chosen = parse_option(text, query.options)
             replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=text, decided_by="generate"))
         return replies
+
+
+@dataclass(frozen=True)
+class _ComputedTree:
+    """A call's token tree and every node's keys and values, per layer: what the next call can reuse."""
+
+    tree: TokenTree
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _empty_like(layers: list[tuple[torch.Tensor, torch.Tensor]], nodes: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer, uninitialised keys and values for `nodes` nodes, shaped as `layers`' (batch, heads, nodes, dim)."""
+
+    def resized(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.new_empty(*tensor.shape[:2], nodes, tensor.shape[3])
+
+    return [(resized(keys), resized(values)) for keys, values in layers]
 
 
 def settings_from(config: RunConfig) -> HFCausalSettings:

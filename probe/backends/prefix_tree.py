@@ -1,12 +1,13 @@
-"""Token trees: many prompt+option sequences that share prefixes, packed into one forward pass.
+"""Token trees: many prompt+option sequences that share prefixes, computed once per node.
 
 Every option of an item continues the same prompt, and neighbouring items share their context (the
 system prompt, the names, the attribute sentences), so scoring each (prompt, option) as its own sequence
-computes the same prefix again and again. A trie stores each shared prefix once; the forward pass runs
-over its nodes with positions = depth and an attention mask that lets a node see only its ancestors and
-itself. That is the same computation, token for token, as running every path on its own (masked keys
-get weight exactly 0), so the option log-likelihoods are those of separate sequences up to float
-rounding (tests/test_backend_hf_causal.py holds them to 1e-4 nats).
+computes the same prefix again and again. A trie stores each shared prefix once; forward passes run over
+windows of its nodes with positions = depth and an attention mask that lets a node see only its ancestors
+and itself, those in earlier windows read from their stored keys and values. That is the same
+computation, token for token, as running every path on its own (masked keys get weight exactly 0), so the
+option log-likelihoods are those of separate sequences up to float rounding
+(tests/test_backend_hf_causal.py holds them to 1e-4 nats).
 """
 
 from __future__ import annotations
@@ -53,21 +54,38 @@ class TokenTree:
             parent = node
         return path
 
-    def new_nodes(self, parent: int, ids: list[int]) -> int:
-        """How many nodes `extend(parent, ids)` would add (to keep a tree under its token budget)."""
-        for offset, token in enumerate(ids):
-            node = self._children.get((parent, token))
-            if node is None:
-                return len(ids) - offset
-            parent = node
-        return 0
+    def shared_with(self, other: TokenTree) -> dict[int, int]:
+        """This tree's nodes whose whole path from the shared roots is in `other` too, each with its node there."""
+        found: dict[int, int] = {}
+        for node, (token, parent) in enumerate(zip(self.tokens, self.parents, strict=True)):
+            if parent == -1 or parent in found:
+                match = other._children.get((found.get(parent, -1), token))
+                if match is not None:
+                    found[node] = match
+        return found
 
-    def ancestor_mask(self) -> torch.Tensor:
-        """(nodes, nodes) bool: row i is True at i and at every ancestor of i."""
-        size = len(self.tokens)
-        mask = torch.zeros(size, size, dtype=torch.bool)
-        for node, parent in enumerate(self.parents):
-            if parent >= 0:
-                mask[node] = mask[parent]
-            mask[node, node] = True
-        return mask
+    def window_mask(self, nodes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `nodes` (ascending) attend to when they are computed in one forward pass after the rest.
+
+        Returns `context`, their ancestors outside `nodes` (ascending; their keys and values were computed
+        before), and a (len(nodes), len(context) + len(nodes)) bool mask over context then `nodes`: row i is
+        True at nodes[i] and at each of its ancestors.
+        """
+        row_of = {node: row for row, node in enumerate(nodes)}
+        rows = torch.zeros(len(nodes), nodes[-1] + 1, dtype=torch.bool)
+        for row, node in enumerate(nodes):
+            parent = self.parents[node]
+            if parent in row_of:
+                rows[row] = rows[row_of[parent]]
+            else:  # the path enters `nodes` here: its ancestors, walked up to the root
+                ancestors = []
+                while parent >= 0:
+                    ancestors.append(parent)
+                    parent = self.parents[parent]
+                rows[row, ancestors] = True
+            rows[row, node] = True
+        own = torch.tensor(nodes)
+        outside = rows.any(0)
+        outside[own] = False
+        context = outside.nonzero().squeeze(1)
+        return context, torch.cat([rows[:, context], rows[:, own]], 1)
