@@ -178,3 +178,8 @@ def test_clopper_pearson_matches_statsmodels_and_the_binomial_test_at_any_level(
     # 9 of 10 leaning pairs: binomtest p = 0.0215 < 0.05, and the 95% interval excludes 0.5; the 99% one holds it
     assert stats.binomtest(9, 10).pvalue < 0.05 and statistics.clopper_pearson(9, 10)[0] > 0.5
     assert statistics.clopper_pearson(9, 10, 0.99)[0] < 0.5
+    # the ends, and scipy's root-searched exact interval at an FCR-adjusted level
+    assert statistics.clopper_pearson(0, 12) == pytest.approx((0.0, 1 - 0.025 ** (1 / 12)))
+    assert statistics.clopper_pearson(12, 12) == pytest.approx((0.025 ** (1 / 12), 1.0))
+    reference = stats.binomtest(17, 40).proportion_ci(1 - 0.05 / 62, method="exact")
+    assert statistics.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))

@@ -382,5 +382,7 @@ def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[
     (the binomial is symmetric at 0.5, so the two-sided test is the doubled one-sided one Clopper-Pearson inverts)."""
     if n <= 0:
         return None
-    interval = stats.binomtest(hits, n, 0.5).proportion_ci(confidence, method="exact")
-    return float(interval.low), float(interval.high)
+    tail = (1 - confidence) / 2  # the beta quantiles binomtest's exact interval finds by root search, in closed form
+    low = float(stats.beta.ppf(tail, hits, n - hits + 1)) if hits > 0 else 0.0
+    high = float(stats.beta.ppf(1 - tail, hits + 1, n - hits)) if hits < n else 1.0
+    return low, high
