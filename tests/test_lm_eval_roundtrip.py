@@ -105,3 +105,14 @@ def test_a_file_that_is_not_harness_samples_is_one_line_naming_the_line(harness_
     code, output = invoke("import", "lm-eval", str(bad), "--run-id", "bad", "--db", str(harness_run["db"]))
     assert_one_line_error(code, output, f"{bad}, line 1: the sample has no exported item (item_id, prompt)")
     assert query(harness_run["db"], "SELECT count(*) AS n FROM runs WHERE run_id = 'bad'")["n"][0] == 0
+
+
+def test_an_import_under_the_id_of_another_run_names_the_run_id(harness_run: dict[str, Path]) -> None:
+    """The exporting run's own id is taken: one line naming --run-id (not an option of `probe run` that `probe
+    import` lacks), and that run is left as it was."""
+    db = harness_run["db"]
+    before = query(db, "SELECT count(*) AS n FROM answers WHERE run_id = 'src'")["n"][0]
+    code, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "src", "--db", str(db))
+    assert_one_line_error(code, output, f"--run-id src: {db} holds another run of that id (not an import of these "
+                                        "files); choose another --run-id")  # fmt: skip
+    assert query(db, "SELECT count(*) AS n FROM answers WHERE run_id = 'src'")["n"][0] == before == 144

@@ -178,11 +178,17 @@ def import_settings(db: Path, run_id: str, tool: str, files: Sequence[Path], ans
         if stored is None:
             raise UserError(f"{files[0]}: its items were exported from run {source}, which is not in {db}")
         settings = stored_settings(con, source) or {}
+        taken = stored_settings(con, run_id) if stored_run(con, run_id) is not None else None
     finally:
         con.close()
+    files_setting = ", ".join(str(path) for path in files)
+    if taken is not None and (taken.get("backend") != "replay" or taken.get("answers") != files_setting):
+        # the same files again resume the import; anything else under this id is another run
+        raise UserError(f"--run-id {run_id}: {db} holds another run of that id (not an import of these files); "
+                        "choose another --run-id")  # fmt: skip
     prompt_format = json.loads(str(stored["backend_json"])).get("prompt_format", "chat")
     model = model or f"{tool}: {', '.join(path.name for path in files)}"
     kept = {name: value for name, value in settings.items() if name not in ("study", "base_url", "answers", "model")}
     config = load_config({"run_id": run_id, "db": str(db), "backend": "replay", "quiet": True,
-                          "answers": ", ".join(str(path) for path in files)}, stored=kept)  # fmt: skip
+                          "answers": files_setting}, stored=kept)  # fmt: skip
     return config, ImportedBackend(tool, model, files, answers, prompt_format)
