@@ -288,6 +288,10 @@ def test_cli_policy_and_baseline_errors_are_one_line_exit_2(db_file: Path, tmp_p
     assert (missing.exit_code, missing.output) == (2, "error: gate 'b' (non_inferiority) needs --baseline RUN_ID\n")
     unpaired = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--baseline", "narrow",
                                         "--db", str(db_file)])  # fmt: skip
+    itself = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--baseline", "first",
+                                      "--db", str(db_file)])  # fmt: skip
+    assert (itself.exit_code, itself.output) == (
+        2, "error: --baseline first: that is the run being gated; give the run it must not be worse than\n")
     assert unpaired.exit_code == 2
     assert unpaired.output == ("error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
                                "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n")

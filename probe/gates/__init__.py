@@ -60,6 +60,8 @@ def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
         if needing is not None:
             raise UserError(f"gate {needing.name!r} (non_inferiority) needs --baseline RUN_ID")
         return
+    if baseline == run_id:  # a run against itself passes every non-inferiority gate by construction
+        raise UserError(f"--baseline {baseline}: that is the run being gated; give the run it must not be worse than")
     differences, _ = settings_differences(con, [compare_run(con, run_id), compare_run(con, baseline)])
     apart = [d for d in differences if d["effect"] in ("unpaired", "restricted")]
     if apart:
