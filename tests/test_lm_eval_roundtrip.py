@@ -77,6 +77,8 @@ def test_the_imported_run_equals_the_projects_own_run(harness_run: dict[str, Pat
     assert max(gaps) < 1e-3
     metrics = query(db, "SELECT count(*) AS n FROM metrics WHERE run_id = 'harness'")["n"][0]
     assert metrics > 0  # analysed: reported, compared and gated like any run
+    again, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "harness", "--db", str(db))
+    assert (again, "warning" in output) == (0, False)  # the same files again: a finished import, nothing unused
 
 
 def test_a_line_whose_prompt_this_run_does_not_ask_is_named_and_left_unknown(

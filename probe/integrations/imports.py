@@ -141,8 +141,11 @@ class ImportedBackend(BackendDefaults):
         return replies
 
     def finish(self) -> None:
-        """No answer used is an error; lines not used and items without a line are named or counted."""
-        if self.asked and not self.used:
+        """No answer used is an error; lines not used and items without a line are named or counted (nothing to
+        say when nothing was asked: the same files again, of a finished import)."""
+        if not self.asked:
+            return
+        if not self.used:
             raise UserError(f"the {self.tool} files answer none of the {self.asked} items of this run (were they "
                             "exported from its source run?)")  # fmt: skip
         problems = [f"{answer.where}: item {answer.item_id} is asked with another prompt here (stage 2 built from "
