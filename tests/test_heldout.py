@@ -1,6 +1,7 @@
 """Held-out checks of a mitigation (probe/compare/heldout.py, probe compare --heldout-seed)."""
 
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from probe import pipeline
 from probe.cli.app import app
 from probe.common.resources import resource_dir
-from probe.compare.heldout import split
+from probe.compare.heldout import _smaller_p, split
 from probe.dataset.items import KEY_FIELDS
 from probe.store import db
 from probe.store.config import RunConfig
@@ -131,3 +132,18 @@ def test_the_held_out_names_are_70_pairs_disjoint_from_the_shipped_ones(db_file:
     assert len(set(names)) == 140
     assert not set(names) & {name.lower() for name in shipped[["female", "male"]].to_numpy().ravel()}
     assert heldout.iloc[0].tolist() == [1, "Emily", "Jacob"]
+
+
+def test_improvements_without_spread_take_the_exact_test_not_a_t_of_float_noise() -> None:
+    """Held-out improvements 0.25 in every pair (one off by 2e-16) against 0.5 in tuning: a t test of the noise
+    would read p ~ 0 or warn; the exact sign-flip and permutation bounds are what the data can show."""
+    tuning = pd.Series([0.5] * 6)
+    held_out = pd.Series([0.25] * 5 + [0.25 + 2e-16])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no scipy warning either
+        assert _smaller_p(tuning, held_out, paired=True) == 0.5**6
+        assert _smaller_p(tuning, held_out, paired=False) == pytest.approx(1 / 924)  # C(12, 6)
+        assert _smaller_p(held_out, tuning, paired=True) == _smaller_p(tuning, tuning + 1e-17, paired=True) == 1.0
+        spread = pd.Series([0.25, 0.5, 0.25, 0.0, 0.25, 0.5])
+        assert _smaller_p(tuning, spread, paired=False) == pytest.approx(
+            stats.ttest_1samp(spread, 0.5, alternative="less").pvalue)  # Welch with one constant group

@@ -22,6 +22,7 @@ names, which are other pairs); with too few pairs for an interval, whether it ge
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import duckdb
@@ -30,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.metrics import metric_queries
-from probe.analysis.statistics import METHODS, SIGNIFICANCE, difference_estimate
+from probe.analysis.statistics import METHODS, NO_SPREAD, SIGNIFICANCE, difference_estimate
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
@@ -147,15 +148,36 @@ def heldout_section(
 
 
 def _smaller_p(tuning: pd.Series, held_out: pd.Series, *, paired: bool) -> float | None:
-    """One-sided p of "the held-out improvement is smaller than the tuning one"."""
+    """One-sided p of "the held-out improvement is smaller than the tuning one". Where the values have no spread
+    beyond float noise (a t of noise reads as a huge effect), the exact test: every pair's difference alike, the
+    sign-flip bound 0.5^pairs; two groups of equal values, the permutation bound 1 / C(n1 + n2, n1)."""
     if paired:
         both = pd.concat([tuning, held_out], axis=1, join="inner").to_numpy(float)
-        if len(both) < 2 or np.ptp(both[:, 0] - both[:, 1]) == 0:
+        if len(both) < 2:
             return None
+        differences = both[:, 0] - both[:, 1]
+        if _no_spread(differences):
+            return 0.5 ** len(differences) if _above(float(differences.mean()), 0.0) else 1.0
         return float(stats.ttest_rel(both[:, 0], both[:, 1], alternative="greater").pvalue)
     if len(tuning) < 2 or len(held_out) < 2:
         return None
-    return _finite(float(stats.ttest_ind(tuning, held_out, equal_var=False, alternative="greater").pvalue))
+    if _no_spread(tuning) and _no_spread(held_out):
+        smaller = _above(float(tuning.mean()), float(held_out.mean()))
+        return 1 / math.comb(len(tuning) + len(held_out), len(tuning)) if smaller else 1.0
+    with warnings.catch_warnings():  # scipy warns of "catastrophic cancellation" for a group of equal values,
+        warnings.simplefilter("ignore", RuntimeWarning)  # whose variance is 0: Welch takes it as it is
+        return _finite(float(stats.ttest_ind(tuning, held_out, equal_var=False, alternative="greater").pvalue))
+
+
+def _above(value: float, other: float) -> bool:
+    """`value` > `other` by more than float noise."""
+    return value - other > math.sqrt(NO_SPREAD) * max(1.0, abs(other))
+
+
+def _no_spread(values: np.ndarray | pd.Series) -> bool:
+    """As statistics.DifferenceEstimate: a variance below NO_SPREAD times the squared mean is float noise."""
+    values = np.asarray(values, dtype=float)
+    return not np.var(values) > NO_SPREAD * max(1.0, float(np.mean(values)) ** 2)
 
 
 def _finite(value: float) -> float | None:
