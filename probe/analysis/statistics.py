@@ -49,7 +49,7 @@ MIN_PAIRS = 6
 RARE = 0.2
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
-NO_SPREAD = 1e-24  # a variance below this (times the squared estimate) is float noise, not spread between pairs
+_NO_SPREAD = 1e-24  # a variance below this (times the squared estimate) is float noise, not spread between pairs
 
 METHODS = {
     "score": "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR2), at "
@@ -265,7 +265,7 @@ class DifferenceEstimate:
 
     def _degenerate(self) -> bool:
         """No spread: every pair differs alike (float noise of a difference like 0.1 counts as none)."""
-        return not self.variance > NO_SPREAD * max(1.0, self.value**2)
+        return no_spread(self.variance, self.value)
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         """value -+ t * se; where every pair differs alike (no spread), MOVER over the two rates' own intervals
@@ -307,6 +307,12 @@ class DifferenceEstimate:
         binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
         critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.df))
         return critical * math.sqrt(max(self.variance, binomial))
+
+
+def no_spread(variance: float, value: float) -> bool:
+    """A variance below 1e-24 times the squared value (or times 1) is float noise, not spread between pairs:
+    differences like +0.1 in every pair leave a variance of ~1e-34, which a t would read as a huge effect."""
+    return not variance > _NO_SPREAD * max(1.0, value**2)
 
 
 def difference_estimate(

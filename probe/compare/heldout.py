@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.metrics import metric_queries
-from probe.analysis.statistics import METHODS, NO_SPREAD, SIGNIFICANCE, difference_estimate
+from probe.analysis.statistics import METHODS, SIGNIFICANCE, difference_estimate, no_spread
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
@@ -170,14 +170,13 @@ def _smaller_p(tuning: pd.Series, held_out: pd.Series, *, paired: bool) -> float
 
 
 def _above(value: float, other: float) -> bool:
-    """`value` > `other` by more than float noise."""
-    return value - other > math.sqrt(NO_SPREAD) * max(1.0, abs(other))
+    """`value` > `other` by more than float noise (the difference's square is more than noise in a variance)."""
+    return not no_spread((value - other) ** 2, other) and value > other
 
 
 def _no_spread(values: np.ndarray | pd.Series) -> bool:
-    """As statistics.DifferenceEstimate: a variance below NO_SPREAD times the squared mean is float noise."""
     values = np.asarray(values, dtype=float)
-    return not np.var(values) > NO_SPREAD * max(1.0, float(np.mean(values)) ** 2)
+    return no_spread(float(np.var(values)), float(np.mean(values)))
 
 
 def _finite(value: float) -> float | None:

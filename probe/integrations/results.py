@@ -58,6 +58,11 @@ def metric_id(finding: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", finding["metric"]).strip("_")
 
 
+def _model(document: Mapping[str, Any]) -> str:
+    """The model's name as published: keys masked, "unknown" for a run that recorded none."""
+    return scrub(document["run"]["model"] or "unknown")
+
+
 def _label(finding: Mapping[str, Any]) -> str:
     metric = METRICS.get(finding["metric"])
     return metric.label if metric else finding["metric"]
@@ -97,7 +102,7 @@ def interval_words(finding: Mapping[str, Any]) -> str:
 def eee_record(document: Mapping[str, Any], retrieved: int) -> dict[str, Any]:
     """The run's headline findings as an Every Eval Ever evaluation log (`retrieved`: Unix time of writing)."""
     run = document["run"]
-    model = scrub(run["model"] or "unknown")
+    model = _model(document)
     info = BACKENDS.get(run["backend"])
     record = {
         "schema_version": EEE_SCHEMA_VERSION,
@@ -196,14 +201,14 @@ def model_index(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         ]  # fmt: skip
         results.append({"task": {"type": "multiple-choice", "name": f"Gender-bias probe ({condition})"},
                         "dataset": dataset, "metrics": metrics})  # fmt: skip
-    return [{"name": scrub(document["run"]["model"] or "unknown"), "results": results}]
+    return [{"name": _model(document), "results": results}]
 
 
 def model_card(document: Mapping[str, Any]) -> str:
     """A model card holding the model-index (for the model's own card: merge its YAML header) and the findings."""
     header = yaml.safe_dump({"model-index": model_index(document)}, sort_keys=False, allow_unicode=True, width=1000)
     body = TEMPLATES.get_template("model_card.md.j2").render(
-        run=document["run"], model=scrub(document["run"]["model"] or "unknown"), findings=reported(document),
+        run=document["run"], model=_model(document), findings=reported(document),
         version=__version__,
     )
     return f"---\n{header}---\n\n{body}"
