@@ -123,7 +123,7 @@ def test_quick_preset_is_large_enough_to_test() -> None:
     """The demo's preset: 12 pairs, so the occupation sign test over pairs can reach p < 0.05 after
     Benjamini-Hochberg over its 8 occupations for a lone discovery (2 / 4096 < 0.05 / 8), and the score
     intervals keep their coverage at that size (bench --coverage, BENCHMARKS.md)."""
-    from probe.analysis.statistics import binomial_min_p
+    from probe.analysis.binomial import binomial_min_p
     from probe.store.config import load_config
 
     quick = load_config({"preset": "quick"})

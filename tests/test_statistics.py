@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import linalg, stats
 from statsmodels.stats.proportion import proportion_confint
 
-from probe.analysis import statistics
+from probe.analysis import binomial, statistics
 from probe.analysis.sequential import confidence_sequence
 from probe.analysis.statistics import share_estimate
 from tests.support import score_interval_reference
@@ -20,21 +20,21 @@ from tests.support import score_interval_reference
 
 def test_smallest_attainable_p_of_the_exact_tests() -> None:
     # A two-sided exact test of n agreeing units cannot go below 2 * 0.5**n.
-    assert statistics.binomial_min_p(2) == 0.5
-    assert statistics.binomial_min_p(5) == 0.0625
-    assert statistics.binomial_min_p(6) == 0.03125
-    assert statistics.binomial_min_p(0) == 1.0
+    assert binomial.binomial_min_p(2) == 0.5
+    assert binomial.binomial_min_p(5) == 0.0625
+    assert binomial.binomial_min_p(6) == 0.03125
+    assert binomial.binomial_min_p(0) == 1.0
 
 
 def test_minimum_detectable_share_of_the_binomial_test_at_a_level() -> None:
     # 5 units cannot reach p < 0.05 at all; 12 units reject at 10 of 12 (p = 0.0386):
     # power at share 0.5 + d is P(X >= 10) + P(X <= 2): 0.7697 at d = 0.36, 0.8023 at d = 0.37.
-    assert statistics.binomial_mde(5) is None
-    assert statistics.binomial_mde(12) == 0.37
+    assert binomial.binomial_mde(5) is None
+    assert binomial.binomial_mde(12) == 0.37
     # At Benjamini-Hochberg's level for a lone discovery among 8 (0.00625), 12 units reject only at 12 or 0
     # of 12 (p = 2 / 4096; 11 of 12 gives 0.0063): power 0.5 + d to the 12th >= 0.8 from d = 0.49.
-    assert statistics.binomial_mde(12, 0.05 / 8) == 0.49
-    assert statistics.binomial_mde(7, 0.05 / 8) is None  # 2 / 128 = 0.0156 > 0.00625
+    assert binomial.binomial_mde(12, 0.05 / 8) == 0.49
+    assert binomial.binomial_mde(7, 0.05 / 8) is None  # 2 / 128 = 0.0156 > 0.00625
 
 
 def _instance_level_cr2(sizes: list[int], hits: list[int]) -> tuple[float, float]:
@@ -172,14 +172,14 @@ def test_every_interval_excludes_the_null_exactly_when_its_test_rejects(rates, s
 
 
 def test_clopper_pearson_matches_statsmodels_and_the_binomial_test_at_any_level() -> None:
-    assert statistics.clopper_pearson(6, 7) == pytest.approx(proportion_confint(6, 7, method="beta"))
-    assert statistics.clopper_pearson(6, 7, 0.99) == pytest.approx(proportion_confint(6, 7, 0.01, method="beta"))
-    assert statistics.clopper_pearson(0, 0) is None
+    assert binomial.clopper_pearson(6, 7) == pytest.approx(proportion_confint(6, 7, method="beta"))
+    assert binomial.clopper_pearson(6, 7, 0.99) == pytest.approx(proportion_confint(6, 7, 0.01, method="beta"))
+    assert binomial.clopper_pearson(0, 0) is None
     # 9 of 10 leaning pairs: binomtest p = 0.0215 < 0.05, and the 95% interval excludes 0.5; the 99% one holds it
-    assert stats.binomtest(9, 10).pvalue < 0.05 and statistics.clopper_pearson(9, 10)[0] > 0.5
-    assert statistics.clopper_pearson(9, 10, 0.99)[0] < 0.5
+    assert stats.binomtest(9, 10).pvalue < 0.05 and binomial.clopper_pearson(9, 10)[0] > 0.5
+    assert binomial.clopper_pearson(9, 10, 0.99)[0] < 0.5
     # the ends, and scipy's root-searched exact interval at an FCR-adjusted level
-    assert statistics.clopper_pearson(0, 12) == pytest.approx((0.0, 1 - 0.025 ** (1 / 12)))
-    assert statistics.clopper_pearson(12, 12) == pytest.approx((0.025 ** (1 / 12), 1.0))
+    assert binomial.clopper_pearson(0, 12) == pytest.approx((0.0, 1 - 0.025 ** (1 / 12)))
+    assert binomial.clopper_pearson(12, 12) == pytest.approx((0.025 ** (1 / 12), 1.0))
     reference = stats.binomtest(17, 40).proportion_ci(1 - 0.05 / 62, method="exact")
-    assert statistics.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))
+    assert binomial.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))

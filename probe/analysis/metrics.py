@@ -8,6 +8,7 @@ every count. This module only does what SQL is the wrong tool for: intervals and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
 from probe.analysis.metric_registry import (
     METRICS,
     POOLED_OVERALL_METRICS,
@@ -26,15 +28,7 @@ from probe.analysis.metric_registry import (
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
-from probe.analysis.statistics import (
-    SIGNIFICANCE,
-    DifferenceEstimate,
-    ShareEstimate,
-    clopper_pearson,
-    difference_estimate,
-    share_estimate,
-    wilson_interval,
-)
+from probe.analysis.statistics import DifferenceEstimate, ShareEstimate, difference_estimate, share_estimate
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
@@ -62,12 +56,14 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     params = {"run_id": run_id}
     con.execute(queries["instances"], params)
     try:
-        counts = con.execute(queries["scope_counts"], params).df()
+        con.execute(queries["scope_counts"], params)
+        pair_counts = con.execute(queries["pair_counts"]).df()
+        pooled_counts = con.execute(queries["pooled_scope_counts"]).fetchall()
         cells = con.execute(queries["female_choice_cells"]).df()
         analyze_wordings(con, run_id, queries)
     finally:
         con.execute(queries["drop_instances"])
-    metrics = metric_rows(counts, cells)
+    metrics = metric_rows(pair_counts, pooled_counts, cells)
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),
@@ -93,22 +89,23 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
             con.unregister(view)
 
 
-def metric_rows(counts: pd.DataFrame, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+def metric_rows(
+    pair_counts: pd.DataFrame, pooled_counts: Sequence[tuple], cells: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Every metric row: overall and occupation / category scopes with intervals over name pairs, pair scope
     with the pair's own Wilson interval.
 
-    `counts` has one row per (condition, scope, key, pair, metric) with hits and n. With `cells` (valid
-    instances and S = female per condition, occupation, pair and name order) the order-balanced
-    `female_share` rows are added.
+    `pair_counts` has one row per (condition, pair, metric) with hits and n (metrics.sql `pair_counts`);
+    `pooled_counts` one row per occupation or category scope: (condition, scope, key, metric, the pairs' hits, their
+    n). With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
+    order-balanced `female_share` rows are added.
     """
-    pair_rows = counts[counts["scope"] == "pair"]
-    pairs = pair_rows.assign(value=_share(pair_rows["hits"], pair_rows["n"]))
+    pairs = pair_counts.assign(value=_share(pair_counts["hits"], pair_counts["n"]))
     pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
     pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
-    frames = [overall_row(condition, group) for condition, group in pair_rows.groupby("condition", sort=True)]
-    grouped = counts[counts["scope"] != "pair"].groupby(["condition", "scope", "key", "metric"], sort=True)
-    frames.append(pd.DataFrame([_pooled_over_pairs(name, group) for name, group in grouped], columns=METRIC_COLUMNS))
+    frames = [overall_row(condition, group) for condition, group in pair_counts.groupby("condition", sort=True)]
+    frames.append(pd.DataFrame([_pooled_over_pairs(*group) for group in pooled_counts], columns=METRIC_COLUMNS))
     frames.append(pairs.reindex(columns=METRIC_COLUMNS))
     if cells is not None and not cells.empty:
         frames.append(female_share_rows(cells))
@@ -120,11 +117,12 @@ def _share(hits: pd.Series | np.ndarray, n: pd.Series | np.ndarray) -> np.ndarra
         return np.where(np.asarray(n) > 0, np.asarray(hits, dtype=float) / np.asarray(n), np.nan)
 
 
-def _pooled_over_pairs(name: tuple[str, str, str, str], group: pd.DataFrame) -> dict:
+def _pooled_over_pairs(
+    condition: str, scope: str, key: str, metric: str, hits: Sequence[int], n: Sequence[int]
+) -> dict:
     """One occupation- or category-scope row: the pooled share, its interval over the pairs behind it."""
-    condition, scope, key, metric = name
-    hits, n = group["hits"].to_numpy(float), group["n"].to_numpy(float)
-    return _row(condition, scope, key, metric, share_estimate(hits, n, n))
+    sizes = np.asarray(n, dtype=float)
+    return _row(condition, scope, key, metric, share_estimate(np.asarray(hits, dtype=float), sizes, sizes))
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:

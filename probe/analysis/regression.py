@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from probe.analysis.statistics import CONFIDENCE
+from probe.analysis.binomial import CONFIDENCE
 
 CLUSTERED_METHOD = "logistic regression, errors clustered by name pair (CR1, t with pairs - 1 df)"
 

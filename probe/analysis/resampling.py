@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from probe.analysis.statistics import CONFIDENCE, POWER, SIGNIFICANCE
+from probe.analysis.binomial import CONFIDENCE, POWER, SIGNIFICANCE
 
 SEED = 20240229
 BOOTSTRAP_REPLICATES = 2000

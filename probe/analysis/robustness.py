@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
-from probe.analysis.statistics import CONFIDENCE, SIGNIFICANCE
 from probe.store import db
 
 STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns

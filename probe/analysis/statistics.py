@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy import optimize, stats
-from statsmodels.stats.proportion import proportion_confint
 
+from probe.analysis.binomial import CONFIDENCE, POWER, binomial_min_p
 from probe.analysis.sequential import log_capital, mean_interval
 
-CONFIDENCE = 0.95
-SIGNIFICANCE = 0.05
-POWER = 0.8
 # The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
 # scale's. Pair values of skewed metrics undercover with 1 and at few pairs with 2; 1.5 came closest to
 # 0.93-0.97 for every headline metric at 12, 20 and 70 pairs (BENCHMARKS.md "Statistics").
@@ -78,6 +76,12 @@ OCCUPATION_TEST = (
 )
 
 
+@lru_cache(maxsize=4096)
+def t_quantile(probability: float, df: float) -> float:
+    """Student t quantile, remembered: a run's thousands of intervals share a few degrees of freedom (pairs - 1)."""
+    return float(stats.t.ppf(probability, df))
+
+
 @dataclass(frozen=True)
 class ShareEstimate:
     """A share or rate over name pairs (value in [0, 1]) with what its interval and test need.
@@ -102,18 +106,20 @@ class ShareEstimate:
     def estimable(self) -> bool:
         return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
 
+    @cached_property
     def _spread(self) -> float:
-        """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread)."""
+        """phi: the observed variance over the variance function at the estimate (0 at 0 or 1, or no spread);
+        computed once, as an interval's root search asks for it at every candidate."""
         if not 0 < self.value < 1 or not np.isfinite(self.variance):
             return 0.0
         return self.variance / max((self.value * (1 - self.value)) ** VARIANCE_POWER, _SMALLEST_BASE)
 
     def _variance_at(self, share: float) -> float:
         binomial = share * (1 - share)
-        return max(self._spread() * binomial**VARIANCE_POWER, binomial * self.floor_scale)
+        return max(self._spread * binomial**VARIANCE_POWER, binomial * self.floor_scale)
 
     def _critical(self, confidence: float) -> float:
-        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.df))
+        return t_quantile(1 - (1 - confidence) / 2, self.df)
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         """Every value its test does not reject at 1 - confidence; None with < MIN_PAIRS pairs."""
@@ -170,7 +176,7 @@ class ShareEstimate:
         """
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.df))
+        critical = self._critical(CONFIDENCE) + t_quantile(POWER, self.df)
         return critical * math.sqrt(self._variance_at(null))
 
 
@@ -261,7 +267,7 @@ class DifferenceEstimate:
         return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
 
     def _critical(self, confidence: float) -> float:
-        return float(stats.t.ppf(1 - (1 - confidence) / 2, self.df))
+        return t_quantile(1 - (1 - confidence) / 2, self.df)
 
     def _degenerate(self) -> bool:
         """No spread: every pair differs alike (float noise of a difference like 0.1 counts as none)."""
@@ -305,7 +311,7 @@ class DifferenceEstimate:
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
-        critical = self._critical(CONFIDENCE) + float(stats.t.ppf(POWER, self.df))
+        critical = self._critical(CONFIDENCE) + t_quantile(POWER, self.df)
         return critical * math.sqrt(max(self.variance, binomial))
 
 
@@ -343,52 +349,3 @@ def difference_estimate(
         variance = float(np.sum(influence**2 / (1 - leverage)) / pairs**2) if pairs >= 2 else math.nan
     return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates,
                               bell_mccaffrey_df(combined))  # fmt: skip
-
-
-def wilson_interval(hits: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """95% Wilson score interval per row; NaN where n = 0 (never zero-width for n > 0)."""
-    hits = np.asarray(hits, dtype=float)
-    n = np.asarray(n, dtype=float)
-    low = np.full(len(n), np.nan)
-    high = np.full(len(n), np.nan)
-    has_data = n > 0
-    if has_data.any():
-        low[has_data], high[has_data] = proportion_confint(
-            hits[has_data], n[has_data], alpha=1 - CONFIDENCE, method="wilson"
-        )
-    return low, high
-
-
-def binomial_min_p(n: int) -> float:
-    """Smallest two-sided p-value an exact binomial test against 0.5 can reach with n trials."""
-    return 1.0 if n <= 0 else min(1.0, 2 * 0.5**n)
-
-
-def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
-    """Smallest |share - 0.5| an exact two-sided binomial test on n units detects with 80% power at `alpha`.
-
-    None where no share at all reaches 80% power (the test cannot reject at this size and level).
-    """
-    if binomial_min_p(n) >= alpha:
-        return None
-    counts = np.arange(n + 1)
-    pvalues = np.array([stats.binomtest(int(k), n, 0.5).pvalue for k in counts])
-    rejecting = counts[pvalues < alpha]
-    upper = rejecting[rejecting > n / 2]  # reject for counts at or above this, by symmetry also below
-    for delta in np.arange(0.01, 0.501, 0.01):
-        share = 0.5 + delta
-        power = stats.binom.sf(upper.min() - 1, n, share) + stats.binom.cdf(n - upper.min(), n, share)
-        if power >= POWER:
-            return round(float(delta), 2)
-    return 0.5
-
-
-def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Exact interval of a binomial share; it excludes 0.5 exactly when binomtest(hits, n, 0.5) < 1 - confidence
-    (the binomial is symmetric at 0.5, so the two-sided test is the doubled one-sided one Clopper-Pearson inverts)."""
-    if n <= 0:
-        return None
-    tail = (1 - confidence) / 2  # the beta quantiles binomtest's exact interval finds by root search, in closed form
-    low = float(stats.beta.ppf(tail, hits, n - hits + 1)) if hits > 0 else 0.0
-    high = float(stats.beta.ppf(1 - tail, hits + 1, n - hits)) if hits < n else 1.0
-    return low, high

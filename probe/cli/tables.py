@@ -7,8 +7,8 @@ import duckdb
 import pandas as pd
 from rich.table import Table
 
+from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
 from probe.analysis.metric_registry import TABLE_METRICS
-from probe.analysis.statistics import SIGNIFICANCE, binomial_min_p
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 
 

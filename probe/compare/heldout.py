@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.metrics import metric_queries
-from probe.analysis.statistics import METHODS, SIGNIFICANCE, difference_estimate, no_spread
+from probe.analysis.statistics import METHODS, difference_estimate, no_spread
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 

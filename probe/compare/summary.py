@@ -87,12 +87,12 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
                   AND k.name_order = m.name_order AND k.occupation = m.occupation AND k.wording = m.wording)
             """
         )
-        counts = con.execute(queries["scope_counts"], {"run_id": run_id}).df()
+        con.execute(queries["scope_counts"], {"run_id": run_id})
+        counts = con.execute(queries["pair_counts"]).df()
     finally:
         con.unregister("shared_instance_keys")
         con.execute(queries["drop_instances"])
-    stage2 = counts["condition"] != STAGE1_CONDITION
-    keep = (counts["scope"] == "pair") & stage2 & counts["metric"].isin(COMPARED_METRICS)
+    keep = (counts["condition"] != STAGE1_CONDITION) & counts["metric"].isin(COMPARED_METRICS)
     return counts[keep]
 
 

@@ -32,15 +32,13 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from probe.analysis.binomial import POWER, SIGNIFICANCE, binomial_min_p
 from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
 from probe.analysis.statistics import (
     METHODS,
     MIN_PAIRS,
-    POWER,
-    SIGNIFICANCE,
     DifferenceEstimate,
     ShareEstimate,
-    binomial_min_p,
     difference_estimate,
     share_estimate,
 )

@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.analysis.statistics import SIGNIFICANCE, binomial_min_p
+from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
 from probe.common.redact import scrub

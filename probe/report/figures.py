@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from probe.analysis.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, METRICS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import order_index
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: commands that draw none skip its 0.5 s import
+    from matplotlib.figure import Figure
 
 GENDER_COLOURS = {"female": "#D55E00", "male": "#0072B2", "none": "#8C8C8C"}
 CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#44AA99"}
@@ -25,6 +26,8 @@ CONDITION_COLOURS = {"taxonomy": "#332288", "baseline": "#999999", "control": "#
 
 def svg_bytes(fig: Figure) -> bytes:
     """The figure as SVG, the same bytes for the same input (no date, fixed element ids)."""
+    import matplotlib
+
     buffer = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "taxonomy-probe"}):  # element ids: otherwise random per call
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -36,7 +39,10 @@ def _figure_uri(fig: Figure) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg_bytes(fig)).decode("ascii")
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A white figure with constrained layout (matplotlib imported here, on the first figure)."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), layout="constrained")
     fig.set_facecolor("white")
     return fig
@@ -92,7 +98,7 @@ def figure_headline(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     conditions = [c for c in CONDITIONS if c in overall]
     if not conditions:
         return None
-    fig = _new_figure(8.0, 3.4)
+    fig = new_figure(8.0, 3.4)
     ax = fig.add_subplot()
     series = {c: [_metric_triplet(overall, c, m) for m in FIGURE1_METRICS] for c in conditions}
     _grouped_bars(ax, FIGURE1_METRICS, series, CONDITION_COLOURS)
@@ -115,7 +121,7 @@ def figure_occupations(preferences: pd.DataFrame) -> str | None:
     )
     order += sorted(set(preferences["occupation"]) - set(order))
     position = {occupation: index for index, occupation in enumerate(order)}
-    fig = _new_figure(2.6 + 2.4 * len(conditions), 1.2 + 0.16 * len(order))
+    fig = new_figure(2.6 + 2.4 * len(conditions), 1.2 + 0.16 * len(order))
     axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
     for ax, condition in zip(axes, conditions, strict=True):
         rows = preferences[preferences["condition"] == condition]
@@ -168,7 +174,7 @@ def figure_stage1(stage1: pd.DataFrame) -> str | None:
         ]
         for gender, rows in ((g, stage1[stage1["gender"] == g]) for g in ("female", "male"))
     }
-    fig = _new_figure(6.0, 3.0)
+    fig = new_figure(6.0, 3.0)
     ax = fig.add_subplot()
     _grouped_bars(ax, groups, series, GENDER_COLOURS)
     ax.set_ylim(0, 1)
@@ -188,7 +194,7 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
     wide = pairs.pivot_table(index=["condition", "key"], columns="metric", values="value").dropna()
     if wide.empty or not {"consistency", "bias"} <= set(wide.columns):
         return None
-    fig = _new_figure(5.2, 3.8)
+    fig = new_figure(5.2, 3.8)
     ax = fig.add_subplot()
     for condition in sorted(set(wide.index.get_level_values(0)), key=lambda c: order_index(CONDITIONS, c)):
         rows = wide.loc[condition]
@@ -216,7 +222,7 @@ def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     conditions = [c for c in CONDITIONS if any(m in overall.get(c, {}) for m in metrics)]
     if not conditions:
         return None
-    fig = _new_figure(6.5, 3.0)
+    fig = new_figure(6.5, 3.0)
     ax = fig.add_subplot()
     series = {c: [_metric_triplet(overall, c, m) for m in metrics] for c in conditions}
     _grouped_bars(ax, metrics, series, CONDITION_COLOURS)
@@ -238,7 +244,7 @@ def figure_leaderboard(data: Mapping[str, Any]) -> str | None:
         return None
     columns = min(4, len(metrics))
     lines = -(-len(metrics) // columns)
-    fig = _new_figure(2.3 * columns + 1.2, (0.55 + 0.22 * len(rows)) * lines + 0.4)
+    fig = new_figure(2.3 * columns + 1.2, (0.55 + 0.22 * len(rows)) * lines + 0.4)
     axes = fig.subplots(lines, columns, sharey=True, squeeze=False).ravel()
     for ax, metric in zip(axes, metrics, strict=False):
         entries = [row["metrics"].get(metric) or {} for row in rows]
@@ -268,7 +274,7 @@ def figure_differences(data: Mapping[str, Any]) -> str | None:
         return None
     conditions = [c for c in data["shared"]["conditions"] if c in set(rows["condition"])]
     others = list(dict.fromkeys(rows["run_b"]))
-    fig = _new_figure(2.4 + 2.6 * len(conditions), 0.9 + 0.32 * len(COMPARED_METRICS))
+    fig = new_figure(2.4 + 2.6 * len(conditions), 0.9 + 0.32 * len(COMPARED_METRICS))
     axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
     for ax, condition in zip(axes, conditions, strict=True):
         for index, other in enumerate(others):
@@ -307,7 +313,7 @@ def figure_robustness(section: Mapping[str, Any] | None) -> str | None:
     findings = section["findings"]
     columns = min(len(findings), 3)
     rows = -(-len(findings) // columns)
-    fig = _new_figure(3.4 * columns, 0.35 * len(section["wordings"]) * rows + 1.2 * rows)
+    fig = new_figure(3.4 * columns, 0.35 * len(section["wordings"]) * rows + 1.2 * rows)
     axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False).ravel())
     for ax, finding in zip(axes, findings, strict=False):
         entries = finding["per_wording"]

@@ -16,16 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from probe.analysis.binomial import SIGNIFICANCE, binomial_mde, binomial_min_p
 from probe.analysis.metric_registry import METRICS
 from probe.analysis.resampling import CORRELATION_METHOD, correlation_mde
-from probe.analysis.statistics import (
-    METHODS,
-    MIN_PAIRS,
-    OCCUPATION_TEST,
-    SIGNIFICANCE,
-    binomial_mde,
-    binomial_min_p,
-)
+from probe.analysis.statistics import METHODS, MIN_PAIRS, OCCUPATION_TEST
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.report.data import CONDITIONS, clean, order_index
 from probe.report.formatting import fmt_num, fmt_p, fmt_pct, p_phrase

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from probe.analysis.statistics import SIGNIFICANCE
+from probe.analysis.binomial import SIGNIFICANCE
 from probe.report.data import clean
 
 MISSING = "\u2013"  # an en dash where a value is missing

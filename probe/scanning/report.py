@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 import pandas as pd
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure
 from scipy import stats
 
 from probe.analysis.scan_rules import ALPHA
 from probe.common.escape import atomic_path, csv_safe, markdown_text, write_atomic
-from probe.report.figures import GENDER_COLOURS, svg_bytes
+from probe.report.figures import GENDER_COLOURS, new_figure, svg_bytes
 from probe.scanning.rounds import load_state
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SOC_MAJOR_GROUPS = {
     "11": "Management",
@@ -151,7 +153,9 @@ def hierarchy_figure(results: pd.DataFrame) -> Figure:
         marks += [(row, column, gender) for column, gender in enumerate(members["preferred"]) if gender != "none"]
         minors = members["minor"].to_numpy()
         edges += [(row, column) for column in range(1, len(minors)) if minors[column] != minors[column - 1]]
-    fig = Figure(figsize=(min(3 + width * 0.09, 16), 1.2 + 0.32 * len(groups)), layout="constrained")
+    from matplotlib.colors import TwoSlopeNorm
+
+    fig = new_figure(min(3 + width * 0.09, 16), 1.2 + 0.32 * len(groups))
     ax = fig.add_subplot()
     image = ax.imshow(
         np.ma.masked_invalid(grid), aspect="auto", cmap="PuOr_r", norm=TwoSlopeNorm(0.5, 0, 1), interpolation="nearest"

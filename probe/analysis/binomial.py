@@ -1,0 +1,63 @@
+"""Tests of one binomial share over independent units: a pair's own Wilson interval over its instances, and the
+exact sign test over name pairs (its smallest attainable p, its detectable effect, its Clopper-Pearson interval)
+that decides an occupation's preference."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+# The levels of every interval and test of the project (statistics.py and the report import them from here).
+CONFIDENCE = 0.95
+SIGNIFICANCE = 0.05
+POWER = 0.8
+
+
+def wilson_interval(hits: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """95% Wilson score interval per row; NaN where n = 0 (never zero-width for n > 0)."""
+    hits = np.asarray(hits, dtype=float)
+    n = np.asarray(n, dtype=float)
+    low = np.full(len(n), np.nan)
+    high = np.full(len(n), np.nan)
+    has_data = n > 0
+    if has_data.any():
+        low[has_data], high[has_data] = proportion_confint(
+            hits[has_data], n[has_data], alpha=1 - CONFIDENCE, method="wilson"
+        )
+    return low, high
+
+
+def binomial_min_p(n: int) -> float:
+    """Smallest two-sided p-value an exact binomial test against 0.5 can reach with n trials."""
+    return 1.0 if n <= 0 else min(1.0, 2 * 0.5**n)
+
+
+def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
+    """Smallest |share - 0.5| an exact two-sided binomial test on n units detects with 80% power at `alpha`.
+
+    None where no share at all reaches 80% power (the test cannot reject at this size and level).
+    """
+    if binomial_min_p(n) >= alpha:
+        return None
+    counts = np.arange(n + 1)
+    pvalues = np.array([stats.binomtest(int(k), n, 0.5).pvalue for k in counts])
+    rejecting = counts[pvalues < alpha]
+    upper = rejecting[rejecting > n / 2]  # reject for counts at or above this, by symmetry also below
+    for delta in np.arange(0.01, 0.501, 0.01):
+        share = 0.5 + delta
+        power = stats.binom.sf(upper.min() - 1, n, share) + stats.binom.cdf(n - upper.min(), n, share)
+        if power >= POWER:
+            return round(float(delta), 2)
+    return 0.5
+
+
+def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Exact interval of a binomial share; it excludes 0.5 exactly when binomtest(hits, n, 0.5) < 1 - confidence
+    (the binomial is symmetric at 0.5, so the two-sided test is the doubled one-sided one Clopper-Pearson inverts)."""
+    if n <= 0:
+        return None
+    tail = (1 - confidence) / 2  # the beta quantiles binomtest's exact interval finds by root search, in closed form
+    low = float(stats.beta.ppf(tail, hits, n - hits + 1)) if hits > 0 else 0.0
+    high = float(stats.beta.ppf(1 - tail, hits + 1, n - hits)) if hits < n else 1.0
+    return low, high
