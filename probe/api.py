@@ -58,9 +58,10 @@ class Run:
         scores."""
         return self._query(_ANSWERS_SQL)
 
-    def report(self, path: str | Path) -> Path:
-        """Write the audit report to `path` (.html, or .md for Markdown; the other formats beside it)."""
-        files, _ = pipeline.report(self.db, self.run_id, path)
+    def report(self, path: str | Path, *, eee: bool = False, mlflow: str | None = None) -> Path:
+        """Write the audit report to `path` (.html, or .md for Markdown; the other formats beside it), as `probe
+        report` does: `eee=True` adds the Every Eval Ever record and model card, `mlflow=URI` logs it all there."""
+        files = pipeline.report(self.db, self.run_id, path, eee=eee, mlflow=mlflow).files
         return files.markdown if Path(path).suffix.lower() == ".md" else files.html
 
     def _query(self, sql: str, *, analysed: bool = False) -> pd.DataFrame:

@@ -10,6 +10,7 @@ attributes), backends/ (the model, from its own settings object), runs.py (the r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -278,24 +279,42 @@ def analyze_if_needed(db: Path | str, run_id: str) -> None:
         con.close()
 
 
-def report(db: Path | str, run_id: str, output: Path | str | None = None) -> tuple[ReportFiles, bool]:
-    """Write a run's report: HTML, with its Markdown and JSON summaries beside it (same stem).
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What `report` wrote: the report's files, whether the run was analysed first, the Every Eval Ever record and
+    model card (with `eee`), the MLflow run's id (with `mlflow`)."""
 
-    `output`: a .html page or a .md summary (the other files beside it); default
-    <db folder>/<run id>/report.html. Analyses the run first if it has no metrics; returns the
-    files and whether it did.
+    files: ReportFiles
+    analysed_now: bool
+    results: list[Path] = field(default_factory=list)
+    mlflow_run: str | None = None
+
+
+def report(
+    db: Path | str, run_id: str, output: Path | str | None = None, *, eee: bool = False, mlflow: str | None = None
+) -> ReportOutcome:
+    """Write a run's report: HTML, with its Markdown and JSON summaries beside it (same stem); with `eee` its
+    headline findings as an Every Eval Ever record and a model card (probe/integrations/results.py); with `mlflow`
+    all of it logged to that MLflow tracking URI.
+
+    `output`: a .html page or a .md summary (the other files beside it); default <db folder>/<run id>/report.html.
+    Analyses the run first if it has no metrics.
     """
-    from probe.report import ensure_analysed, write_report  # matplotlib and statistics: load on use
+    from probe.integrations.mlflow_log import log_report, open_experiment
+    from probe.integrations.results import write_results
+    from probe.report import write_report  # matplotlib and statistics: load on use
 
-    db = Path(db)
-    if not db.exists():
-        raise UserError(f"{db}: no such database")
-    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: reported as of now, from a copy
-    try:
-        analysed_now = ensure_analysed(con, run_id)
-        return write_report(con, run_id, Path(output) if output else db.parent / run_id / "report.html"), analysed_now
-    finally:
-        con.close()
+    if mlflow is not None and not mlflow.strip():
+        raise UserError("--mlflow: give a tracking URI (a server, sqlite:///FILE or file:FOLDER)")
+    # MLflow first: a missing extra or a store MLflow refuses stops the report before anything is written.
+    experiment = open_experiment(mlflow) if mlflow is not None else None
+    with _analysed(db, [run_id]) as (con, analysed_now):
+        files = write_report(con, run_id, Path(output) if output else Path(db).parent / run_id / "report.html")
+    outcome = ReportOutcome(files, bool(analysed_now), write_results(files.json) if eee else [])
+    if experiment is None:
+        return outcome
+    run = log_report(experiment, files.json, [files.html, files.markdown, files.json, *outcome.results])
+    return dataclasses.replace(outcome, mlflow_run=run)
 
 
 def compare(
@@ -313,24 +332,16 @@ def compare(
     the runs that have no metrics yet; returns the files and those runs.
     """
     from probe.compare import write_comparison  # matplotlib and statistics: load on use
-    from probe.report import ensure_analysed
 
-    db = Path(db)
-    if not db.exists():
-        raise UserError(f"{db}: no such database")
-    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: compared as of now, from a copy
-    try:
-        analysed_now = [run_id for run_id in run_ids if ensure_analysed(con, run_id)]
-        default = db.parent / f"compare-{name or '-'.join(run_ids)}.html"
-        files = write_comparison(con, run_ids, Path(output) if output else default, reference, heldout)
-        return files, analysed_now
-    finally:
-        con.close()
+    with _analysed(db, run_ids) as (con, analysed_now):
+        default = Path(db).parent / f"compare-{name or '-'.join(run_ids)}.html"
+        return write_comparison(con, run_ids, Path(output) if output else default, reference, heldout), analysed_now
 
 
 @contextmanager
-def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to `db` whose runs `run_ids` (None skipped) are analysed; a snapshot while a run writes."""
+def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
+    """A connection to `db` whose runs `run_ids` (None skipped) are analysed, and those analysed just now; a
+    snapshot while a run writes."""
     from probe.report import ensure_analysed  # statistics stack: load on use
 
     db = Path(db)
@@ -338,10 +349,7 @@ def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[duckdb.
         raise UserError(f"{db}: no such database")
     con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: read as of now, from a copy
     try:
-        for run_id in run_ids:
-            if run_id is not None:
-                ensure_analysed(con, run_id)
-        yield con
+        yield con, [run_id for run_id in run_ids if run_id is not None and ensure_analysed(con, run_id)]
     finally:
         con.close()
 
@@ -366,7 +374,7 @@ def gate(
         raise UserError(f"-o {folder}: is a file; name a folder for gate.json and gate.md")
     if junit is not None and Path(junit).is_dir():
         raise UserError(f"--junit {junit}: is a folder; name the XML file to write (gates.xml)")
-    with _analysed(db, [run_id, baseline]) as con:
+    with _analysed(db, [run_id, baseline]) as (con, _):
         return check_gates(con, run_id, gates, baseline, folder, Path(junit) if junit else None)
 
 
@@ -375,7 +383,7 @@ def gate_plan(db: Path | str, run_id: str, policy: Path | str, baseline: str | N
     from probe.gates import load_policy, plan
 
     gates = load_policy(policy)
-    with _analysed(db, [run_id, baseline]) as con:
+    with _analysed(db, [run_id, baseline]) as (con, _):
         return plan(con, run_id, gates, baseline)
 
 

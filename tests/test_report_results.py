@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+import probe
 from probe import pipeline
 from probe.common.escape import markdown_text
 from probe.common.redact import MASK
@@ -206,6 +207,24 @@ def test_mlflow_reads_back_the_logged_run(
     copy = Path(client.download_artifacts(logged.info.run_id, "r.json", str(tmp_path / "back")))
     assert copy.read_bytes() == (folder / "r.json").read_bytes()
     assert KEY not in json.dumps(logged.data.params)
+
+
+def test_the_python_api_writes_the_same_results_and_mlflow_run_as_the_cli(
+    run_db: Path, published: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_key: None
+) -> None:
+    mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed: pip install '.[mlflow]'")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    uri = (tmp_path / "mlruns").as_uri()
+    page = probe.open_run("r1", db=run_db).report(tmp_path / "r.html", eee=True, mlflow=uri)
+    assert page == tmp_path / "r.html"
+    card = (tmp_path / "r.model-card.md").read_text()
+    assert card == (published / "r.model-card.md").read_text()  # the record differs only in its timestamps
+    record = json.loads((tmp_path / "r.eee.json").read_text())
+    assert record["evaluation_results"] == json.loads((published / "r.eee.json").read_text())["evaluation_results"]
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    (logged,) = client.search_runs([client.get_experiment_by_name("taxonomy-probe").experiment_id])
+    assert (logged.info.run_name, logged.info.status) == ("r1", "FINISHED")
 
 
 def test_without_mlflow_installed_it_is_one_line_naming_the_extra_and_nothing_is_written(

@@ -66,29 +66,20 @@ def report_command(
     """
     if report_format not in REPORT_FORMATS:
         raise UserError(f"--format {report_format!r}: choose from {', '.join(REPORT_FORMATS)}")
-    if mlflow is not None and not mlflow.strip():
-        raise UserError("--mlflow: give a tracking URI (a server, sqlite:///FILE or file:FOLDER)")
     report_run(db, run_id, output, eee=report_format == "eee", mlflow=mlflow)
 
 
 def report_run(db: Path, run_id: str, output: Path | None = None, eee: bool = False, mlflow: str | None = None) -> None:
-    """Write the audit report of `run_id`, with `eee` its Every Eval Ever record and model card, with `mlflow` all of it
-    logged to that MLflow tracking URI; print where it went (shared by `probe report` and `probe run`)."""
-    from probe.integrations.mlflow_log import log_report, open_experiment
-    from probe.integrations.results import write_results
-
-    # MLflow first: a missing extra or a store MLflow refuses stops the command before anything is written.
-    experiment = open_experiment(mlflow) if mlflow is not None else None
-    files, analysed_now = pipeline.report(db, run_id, output)
-    if analysed_now:
+    """Write the audit report of `run_id` (pipeline.report: with `eee` its Every Eval Ever record and model card, with
+    `mlflow` logged there) and print where it went (shared by `probe report` and `probe run`)."""
+    outcome = pipeline.report(db, run_id, output, eee=eee, mlflow=mlflow)
+    if outcome.analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-    _print_files(files)
-    results = write_results(files.json) if eee else []
-    if results:
-        typer.echo(terminal_text(f"results: {', '.join(map(str, results))}"))
-    if experiment is not None:
-        mlflow_run = log_report(experiment, files.json, [files.html, files.markdown, files.json, *results])
-        typer.echo(f"mlflow: run {mlflow_run}")
+    _print_files(outcome.files)
+    if outcome.results:
+        typer.echo(terminal_text(f"results: {', '.join(map(str, outcome.results))}"))
+    if outcome.mlflow_run is not None:
+        typer.echo(f"mlflow: run {outcome.mlflow_run}")
 
 
 @app.command("compare")
