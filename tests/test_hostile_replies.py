@@ -91,6 +91,16 @@ def test_a_model_name_with_escape_sequences_is_escaped_in_probe_runs(seed: Path,
     assert "\x1b" not in listed.output and "\u202e" not in listed.output
 
 
+def test_a_model_name_with_escape_sequences_is_escaped_in_the_report(seed: Path, tmp_path: Path) -> None:
+    db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
+    with FakeOpenAIServer() as server:
+        assert CliRunner().invoke(app, run_args(server, db_file, "--report", model=f"m{ESCAPES}")).exit_code == 0
+    for name in ("report.html", "report.md"):  # report.json keeps the name as it is, JSON-escaped
+        text = (tmp_path / "hostile" / name).read_text()
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, name
+    assert r"m\x1b]0;pwned\x07\x1b[2J\u202e" in (tmp_path / "hostile" / "report.html").read_text()
+
+
 def test_terminal_text_escapes_control_and_format_characters_only() -> None:
     assert terminal_text("Zoë \U0001f600 a\tb\nc\x9b\x7f") == "Zoë \U0001f600 a\\x09b\\x0ac\\x9b\\x7f"
     assert terminal_text("line 1\nline 2\x1b", keep_newlines=True) == "line 1\nline 2\\x1b"
