@@ -12,6 +12,7 @@ from scipy import stats
 
 from probe import pipeline
 from probe.analysis.robustness import (
+    METHODS,
     Interval,
     cell_values,
     crossed_interval,
@@ -84,17 +85,24 @@ def test_cell_values_balance_female_share_over_name_order_and_difference_grants(
     })  # fmt: skip
     grants = pd.DataFrame({"condition": "stage1", "wording": "paper", "pair_id": 1, "subject": ["female", "male"],
                            "yes": [3, 1], "n": [4, 4]})  # fmt: skip
-    values = cell_values(cells, grants).set_index("metric")["value"].to_dict()
-    assert values == pytest.approx({"female_share": 0.5, "position_first": 1.0, "consistency": 4 / 6,
-                                    "bias": 1 / 6, "attr_yes_diff": 0.5})  # fmt: skip
+    values = cell_values(cells, grants).set_index("metric")
+    assert values["value"].to_dict() == pytest.approx({"female_share": 0.5, "position_first": 1.0,
+                                                       "consistency": 4 / 6, "bias": 1 / 6, "attr_yes_diff": 0.5})
+    # the counts behind each value: hits of n (a balanced share has none), the men's grants beside the women's
+    counts = values[["hits", "n", "other_hits", "other_n"]].fillna(-1).to_dict("index")
+    assert counts == {"female_share": {"hits": -1, "n": 6, "other_hits": -1, "other_n": -1},
+                      "position_first": {"hits": 6, "n": 6, "other_hits": -1, "other_n": -1},
+                      "consistency": {"hits": 4, "n": 6, "other_hits": -1, "other_n": -1},
+                      "bias": {"hits": 1, "n": 6, "other_hits": -1, "other_n": -1},
+                      "attr_yes_diff": {"hits": 3, "n": 4, "other_hits": 1, "other_n": 4}}  # fmt: skip
 
 
 def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
     values = pd.DataFrame(
-        [("taxonomy", wording, pair, "female_share", value)
+        [("taxonomy", wording, pair, "female_share", value, 10)
          for pair, row in enumerate([*ADDITIVE, [0.9, np.nan]], start=1)
          for wording, value in zip(("paper", "synonym"), row, strict=True)],
-        columns=["condition", "wording", "pair_id", "metric", "value"],
+        columns=["condition", "wording", "pair_id", "metric", "value", "n"],
     ).dropna()  # fmt: skip
     rows = robustness_rows(values, ["paper", "synonym"]).set_index("key")
     assert list(rows.index) == ["paper", "synonym", "all"]
@@ -102,6 +110,28 @@ def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
     assert rows.loc["paper", "value"] == pytest.approx(0.4) and rows.loc["synonym", "value"] == pytest.approx(0.6)
     assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.0
     assert rows.loc["all", "verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+
+
+def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() -> None:
+    # Found by review: under "paper" all 8 pairs pick the first-named person every time, under the other two
+    # wordings half the time. A t interval over pairs had no spread there, so no interval and no test: the verdict
+    # read "not_shown". The wording's own estimate is the run's: the no-event bound over 8 pairs, p = 2 x 0.5^8.
+    pairs = range(1, 9)
+    share = {"paper": [1.0] * 8, "restated": [0.5, 0.6] * 4, "synonym": [0.6, 0.5] * 4}
+    values = pd.DataFrame(
+        [("taxonomy", wording, pair, "position_first", rate, 10 * rate, 10)
+         for wording, rates in share.items() for pair, rate in zip(pairs, rates, strict=True)],
+        columns=["condition", "wording", "pair_id", "metric", "value", "hits", "n"],
+    )  # fmt: skip
+    rows = robustness_rows(values, list(share)).set_index("key")
+    paper = rows.loc["paper"]
+    assert (paper["value"], paper["method"]) == (1.0, METHODS["wording"])
+    assert paper["ci_low"] == pytest.approx(0.025 ** (1 / 8)) and paper["ci_high"] == 1.0
+    assert paper["p_value"] == pytest.approx(2 * 0.5**8)  # below 0.05 / 3 wordings
+    assert rows.loc["restated", "value"] == rows.loc["synonym", "value"] == pytest.approx(0.55)
+    # the crossed interval (t on 2 df) keeps to the metric's range: 0.7 +- 0.616 is cut at 1
+    assert rows.loc["all", "ci_low"] == pytest.approx(0.0844, abs=1e-4) and rows.loc["all", "ci_high"] == 1.0
+    assert rows.loc["all", "verdict"] == "depends"
 
 
 def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(

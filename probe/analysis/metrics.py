@@ -28,7 +28,13 @@ from probe.analysis.metric_registry import (
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
-from probe.analysis.statistics import DifferenceEstimate, ShareEstimate, difference_estimate, share_estimate
+from probe.analysis.statistics import (
+    DifferenceEstimate,
+    ShareEstimate,
+    difference_estimate,
+    pair_terms,
+    share_estimate,
+)
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
@@ -157,9 +163,8 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
-    numerator = np.where(pooled, hits, _share(hits, n))
-    denominator = np.where(pooled, n, (n > 0).astype(float))
-    terms = {metric: (numerator[:, index], denominator[:, index], n[:, index]) for index, metric in enumerate(metrics)}
+    columns = np.stack(pair_terms(hits, n, pooled))  # (numerator, denominator, sizes) x pairs x metrics
+    terms = {metric: tuple(columns[:, :, index]) for index, metric in enumerate(metrics)}
     rows = [_row(condition, "overall", "all", metric, share_estimate(*terms[metric])) for metric in metrics]
     if condition == STAGE1_CONDITION:
         difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])

@@ -8,6 +8,9 @@ V_wording - V_pair∩wording (each with its G / (G - 1) factor; a negative V fal
 with t on min(pairs, wordings) - 1 degrees of freedom: the few wordings are the scarce dimension. A pair-only
 interval over the same cells ignores the wordings' spread and undercovers when wording matters (bench/wordings.py).
 
+Each wording's own estimate is the one a run asked in that wording alone reports (probe/analysis/statistics.py: at
+an estimate of 0 or 1 the no-event bound over pairs, never a t interval of zero spread left without one).
+
 Per metric and condition, the verdict reads the sign of the effect under each wording with the wording effect's
 own test (two-way ANOVA of the pair x wording values, pairs as blocks):
 - `holds`: the crossed interval excludes the null and every wording's estimate lies on its side;
@@ -29,6 +32,7 @@ from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
+from probe.analysis.statistics import DifferenceEstimate, ShareEstimate, difference_estimate, pair_terms, share_estimate
 from probe.store import db
 
 STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns
@@ -37,7 +41,10 @@ ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wor
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
     "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom; the p-value is the same test",
-    "pairs": "t interval over name pairs, within one wording; the p-value is the same test",
+    "pairs": "t interval over name pairs, within one wording (the pair-only interval over every wording's cells)",
+    "wording": "as a run asked in this wording alone reports the metric: its interval over name pairs, the method "
+    "chosen by what the pairs show (score interval, no-event bound, betting interval; paired cluster t for a "
+    "difference); the p-value is the same test",
     "wording_test": "two-way ANOVA F test of the wording effect over pair x wording values, pairs as blocks",
 }
 COLUMNS = ["condition", "metric", "scope", "key", "value", "ci_low", "ci_high", "p_value", "pairs", "wordings",
@@ -117,49 +124,76 @@ def verdict(crossed: Interval, per_wording: list[Interval], wording_p: float, nu
 
 
 def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
-    """One value per (condition, metric, pair, wording): female_share balanced over name order, the other stage-2
-    metrics pooled over the pair's valid instances, attr_yes_diff = the pair's grant rate to women minus men."""
+    """One value per (condition, metric, pair, wording) with the counts behind it: female_share balanced over name
+    order, the other stage-2 metrics pooled over the pair's valid instances (hits of n), attr_yes_diff = the pair's
+    grant rate to women (hits of n) minus men (other_hits of other_n)."""
     frames = []
     if not cells.empty:
         keys = ["condition", "wording", "pair_id"]
         cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *STAGE2_METRICS]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             by_order = cells.assign(female_share=cells["female_share"] / cells["n"].where(cells["n"] > 0))
-            female = by_order.groupby(keys)["female_share"].mean()
-            sums = cells.groupby(keys)[["n", *STAGE2_METRICS[1:]]].sum()
-            pooled = sums[list(STAGE2_METRICS[1:])].div(sums["n"].where(sums["n"] > 0), axis=0)
-        wide = pooled.assign(female_share=female)
-        frames.append(wide.reset_index().melt(id_vars=keys, var_name="metric", value_name="value"))
+        female = by_order.groupby(keys)["female_share"].mean()
+        sums = cells.groupby(keys)[["n", *STAGE2_METRICS]].sum()
+        for metric in STAGE2_METRICS:
+            value = female if metric == "female_share" else sums[metric] / sums["n"].where(sums["n"] > 0)
+            hits = np.nan if metric == "female_share" else sums[metric]  # a balanced share has no count of its own
+            frame = pd.DataFrame({"metric": metric, "value": value, "hits": hits, "n": sums["n"]})
+            frames.append(frame.reset_index())
     if not grants.empty:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = grants.assign(rate=grants["yes"] / grants["n"].where(grants["n"] > 0))
-        wide = rates.pivot_table(index=["condition", "wording", "pair_id"], columns="subject", values="rate")
-        if {"female", "male"} <= set(wide.columns):
-            diff = (wide["female"] - wide["male"]).rename("value").reset_index()
-            frames.append(diff.assign(metric=STAGE1_METRICS[0]))
+        sides = grants.pivot_table(index=["condition", "wording", "pair_id"], columns="subject", values=["yes", "n"])
+        if {"female", "male"} <= set(sides.columns.get_level_values(1)):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rates = sides["yes"] / sides["n"].where(sides["n"] > 0)
+            frames.append(pd.DataFrame({
+                "metric": STAGE1_METRICS[0], "value": rates["female"] - rates["male"], "hits": sides["yes", "female"],
+                "n": sides["n", "female"], "other_hits": sides["yes", "male"], "other_n": sides["n", "male"],
+            }).reset_index())  # fmt: skip
+    columns = ["condition", "wording", "pair_id", "metric", "value", "hits", "n", "other_hits", "other_n"]
     if not frames:
-        return pd.DataFrame(columns=["condition", "wording", "pair_id", "metric", "value"])
-    return pd.concat(frames, ignore_index=True).dropna(subset=["value"])
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True).reindex(columns=columns).dropna(subset=["value"])
+
+
+def wording_estimate(metric: str, pairs: pd.DataFrame) -> ShareEstimate | DifferenceEstimate:
+    """The metric under one wording as a run asked in that wording alone reports it, from its pairs' cell_values:
+    pooled or a mean of pair values as the metric is, the paired difference for attr_yes_diff."""
+    if metric in STAGE1_METRICS:
+        return difference_estimate(pair_terms(pairs["hits"], pairs["n"], True),
+                                   pair_terms(pairs["other_hits"], pairs["other_n"], True))  # fmt: skip
+    if metric == "female_share":  # each pair's order-balanced value, a mean of pair values
+        return share_estimate(pairs["value"], np.ones(len(pairs)), pairs["n"])
+    return share_estimate(*pair_terms(pairs["hits"], pairs["n"], METRICS[metric].pooled))
+
+
+def _own_interval(estimate: ShareEstimate | DifferenceEstimate, null: float | None) -> Interval:
+    """The estimate's interval and its test of `null` (NaN where it has none: fewer than 6 pairs, no null)."""
+    bounds = estimate.interval() or (np.nan, np.nan)
+    p_value = estimate.p_value(null) if null is not None else None
+    return Interval(estimate.value, *bounds, np.nan if p_value is None else p_value)
 
 
 def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
-    """Per condition and metric: a row per wording (interval over pairs) and the crossed row with the spread
-    between wordings, the wording test, the pair-only interval over the same cells and the verdict. Pairs without
-    a value under every wording are left out (the two-way design needs each pair under each wording)."""
+    """Per condition and metric: a row per wording (its own estimate, wording_estimate) and the crossed row with the
+    spread between wordings, the wording test, the pair-only interval over the same cells and the verdict. Pairs
+    without a value under every wording are left out (the two-way design needs each pair under each wording)."""
     rows = []
     for (condition, metric), group in values.groupby(["condition", "metric"], sort=True):
-        matrix = group.pivot_table(index="pair_id", columns="wording", values="value").reindex(columns=wordings)
-        matrix = matrix.dropna().to_numpy(float)
+        table = group.pivot_table(index="pair_id", columns="wording", values="value").reindex(columns=wordings)
+        complete = table.dropna()
+        matrix = complete.to_numpy(float)
         if matrix.shape[0] < 2:
             continue
         null = METRICS[metric].null
-        per_wording = [pair_interval(matrix[:, index], null) for index in range(len(wordings))]
+        kept = group[group["pair_id"].isin(complete.index)].sort_values("pair_id")
+        per_wording = [_own_interval(wording_estimate(metric, kept[kept["wording"] == wording]), null)
+                       for wording in wordings]  # fmt: skip
         for wording, interval in zip(wordings, per_wording, strict=True):
             rows.append({"condition": condition, "metric": metric, "scope": "wording", "key": wording,
                          **_interval_columns(interval), "pairs": matrix.shape[0], "wordings": 1,
-                         "method": METHODS["pairs"]})  # fmt: skip
-        crossed = crossed_interval(matrix, null)
-        pair_only = pair_interval(matrix, null)
+                         "method": METHODS["wording"]})  # fmt: skip
+        crossed = _in_range(crossed_interval(matrix, null), metric)
+        pair_only = _in_range(pair_interval(matrix, null), metric)
         wording_p = wording_test(matrix)
         spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)
         rows.append({"condition": condition, "metric": metric, "scope": "crossed", "key": ALL,
@@ -168,6 +202,13 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
                      "pair_ci_low": pair_only.ci_low, "pair_ci_high": pair_only.ci_high,
                      "verdict": verdict(crossed, per_wording, wording_p, null)})  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _in_range(interval: Interval, metric: str) -> Interval:
+    """A t interval cut to the metric's range (0 to 1, -1 to 1 for a difference): the values outside are no
+    candidates, and the test of every value inside is unchanged."""
+    low = -1.0 if METRICS[metric].kind == "difference" else 0.0
+    return Interval(interval.value, max(interval.ci_low, low), min(interval.ci_high, 1.0), interval.p_value)
 
 
 def _interval_columns(interval: Interval) -> dict[str, float]:

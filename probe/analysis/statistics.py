@@ -226,6 +226,18 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, d
     return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
 
 
+def pair_terms(
+    hits: np.ndarray, n: np.ndarray, pooled: bool | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair, the (numerator, denominator, sizes) `share_estimate` takes for a metric: a pooled rate pools the
+    pairs' instances (hits, n, n); a mean of pair values counts every pair with a valid instance once (hits / n, 1,
+    n). `pooled` may be an array over the columns of 2-D hits and n."""
+    hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, hits / n, np.nan)
+    return np.where(pooled, hits, rate), np.where(pooled, n, (n > 0).astype(float)), n
+
+
 def bell_mccaffrey_df(sizes: np.ndarray) -> float:
     """Degrees of freedom of the CR2 variance of a ratio of pair sums (Bell & McCaffrey 2002, Imbens & Kolesar
     2016), working model: independent instances. pairs - 1 for pairs of equal size; fewer when a few pairs carry

@@ -61,5 +61,6 @@ def robustness_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str,
                              "ci_low": clean(entry["ci_low"]), "ci_high": clean(entry["ci_high"]),
                              "p_value": clean(entry["p_value"])} for entry in per_wording.to_dict("records")],
         })  # fmt: skip
-    return {"wordings": wordings, "method": METHODS["crossed"], "per_wording_method": METHODS["pairs"],
-            "wording_test": METHODS["wording_test"], "findings": findings}  # fmt: skip
+    return {"wordings": wordings, "method": METHODS["crossed"], "per_wording_method": METHODS["wording"],
+            "pairs_only_method": METHODS["pairs"], "wording_test": METHODS["wording_test"],
+            "findings": findings}  # fmt: skip
