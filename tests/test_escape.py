@@ -12,8 +12,24 @@ import pytest
 from rich.table import Table
 
 from probe.common.errors import UserError
-from probe.common.escape import atomic_path, csv_cell, csv_safe, literal_console, markdown_text, write_atomic
+from probe.common.escape import (
+    atomic_path,
+    csv_cell,
+    csv_safe,
+    literal_console,
+    markdown_text,
+    page_text,
+    write_atomic,
+)
 from probe.common.user_text import checked_text
+
+
+def test_page_text_escapes_controls_and_bidi_overrides_and_keeps_text() -> None:
+    assert page_text("m\x1b]0;pwned\x07\x1b[2J\u202e") == "m\\x1b]0;pwned\\x07\\x1b[2J\\u202e"
+    # tabs, line breaks, no-break spaces, joiners (emoji, Persian) and combining marks are text on a page
+    kept = ("a\tb\r\nAna\xa0Mar\u00eda \U0001f469\u200d\U0001f4bb "
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 e\u0301")
+    assert page_text(kept) == kept
 
 
 def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:

@@ -151,7 +151,7 @@ ORDER BY condition, key, pair_id, metric;
 -- The occupation and category scopes, one row per (condition, scope, key, metric) with its pairs' hits and n as
 -- lists in pair order: the grouping done here, so the statistics loop over ~3,000 groups, not ~1.4M rows.
 SELECT condition, scope, key, metric, list(hits ORDER BY pair_id) AS hits, list(n ORDER BY pair_id) AS n
-FROM metric_scope_counts WHERE scope <> 'pair'
+FROM metric_scope_counts WHERE scope <> 'pair' AND key IS NOT NULL
 GROUP BY condition, scope, key, metric
 ORDER BY condition, scope, key, metric;
 

@@ -41,7 +41,7 @@ ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wor
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
     "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom; the p-value is the same test",
-    "pairs": "t interval over name pairs, within one wording (the pair-only interval over every wording's cells)",
+    "pairs": "t interval over name pairs of each pair's mean over the wordings: the wordings' spread left out",
     "wording": "as a run asked in this wording alone reports the metric: its interval over name pairs, the method "
     "chosen by what the pairs show (score interval, no-event bound, betting interval; paired cluster t for a "
     "difference); the p-value is the same test",

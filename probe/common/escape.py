@@ -98,6 +98,17 @@ def terminal_text(value: object, *, keep_newlines: bool = False) -> str:
     )
 
 
+# What a page must not carry raw: control characters other than tab and line breaks (ESC sequences, BEL) and the
+# bidirectional controls that reorder what a reader sees (Trojan Source). Joiners, no-break spaces and tabs are text.
+_HIDDEN_IN_PAGES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def page_text(value: str) -> str:
+    """`value` for an HTML page or a Markdown file: the characters `_HIDDEN_IN_PAGES` names shown as `\\x1b` /
+    `\\u202e` escapes (HTML escaping leaves them raw: a hostile model name would ring or reorder text for `cat`)."""
+    return _HIDDEN_IN_PAGES.sub(lambda found: terminal_text(found.group()), value)
+
+
 def literal_console() -> Console:
     """A rich Console that prints every string as typed: no markup (`[bold]`), no emoji codes (`:x:`), no
     highlighting. For output holding user strings (occupations, model ids, run ids), which may contain any of them.

@@ -23,7 +23,7 @@ from probe.analysis.regression import CLUSTERED_METHOD
 from probe.analysis.statistics import METHODS as INTERVAL_METHODS
 from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
-from probe.common.escape import markdown_text, terminal_text, write_atomic
+from probe.common.escape import markdown_text, page_text, write_atomic
 from probe.common.vocabulary import COMPLETE, CONDITIONS
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
@@ -57,9 +57,9 @@ def _is_html_template(name: str | None) -> bool:
 
 
 def _visible(value: object) -> object:
-    """A text shown with its control and format characters as escapes (`\\x1b`, `\\u202e`): a model name from a server
-    may carry an ESC sequence or a bidi override, which HTML escaping leaves raw for `cat` and the browser."""
-    return terminal_text(value, keep_newlines=True) if type(value) is str else value
+    """Every text a template prints through page_text (a model name from a server may carry an ESC sequence or a
+    bidi override); Markup (the stylesheet, rendered parts) as it is."""
+    return page_text(value) if type(value) is str else value
 
 
 _TEMPLATES = jinja2.Environment(
