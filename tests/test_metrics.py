@@ -217,6 +217,16 @@ def test_all_unknown_gives_null_values_and_no_crash(con):
     ]
 
 
+def test_a_run_recorded_without_items_analyses_to_no_rows(con):
+    # found by review: a run stopped before its first stage was built made `probe analyze` raise pandas'
+    # "No objects to concatenate"
+    RunBuilder(con)
+    analyze(con, "r1")
+    counts = [con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+              for table in ("metrics", "occupation_preference", "correlations", "regression")]  # fmt: skip
+    assert counts == [0, 0, 0, 0]
+
+
 def test_single_pair_overall_equals_the_pair_value_without_interval(con):
     run = RunBuilder(con)
     run.instance("taxonomy", 7, "fm", "nurse", "yes", "no", "female", "female")

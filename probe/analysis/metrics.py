@@ -117,7 +117,10 @@ def metric_rows(
     frames.append(pairs.reindex(columns=METRIC_COLUMNS))
     if cells is not None and not cells.empty:
         frames.append(female_share_rows(cells))
-    return pd.concat([frame for frame in frames if not frame.empty], ignore_index=True)[METRIC_COLUMNS]
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:  # a run recorded without items (stopped before its first stage was built)
+        return pd.DataFrame(columns=METRIC_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
 
 
 def _share(hits: pd.Series | np.ndarray, n: pd.Series | np.ndarray) -> np.ndarray:
