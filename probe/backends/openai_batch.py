@@ -4,7 +4,7 @@ The OpenAI Batch API and vLLM's offline `run_batch` read the same JSONL: one req
 method, url, body}, and write one result a line, {custom_id, response: {status_code, body}, error}. A
 batch run is an openai-backend run (model, api_mode, decoding from its settings or RUN.toml) whose
 questions go out in files instead of live requests; the flow (`probe batch export` and `import`: the stage in
-progress, the answers stored as a live run stores them) is probe.pipeline's batch_export and batch_import.
+progress, the answers stored as a live run stores them) is probe/pipeline/batch.py (export_requests, import_results).
 custom_id = the item id. A result line that is not JSON, has no custom_id, names an item of no stage of the
 run, repeats an earlier custom_id or carries an error is not imported (check_result_line says why).
 

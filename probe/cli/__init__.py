@@ -1,7 +1,7 @@
 """`probe` command line. Each command group lives in its own module and registers itself on `app`.
 
-The entry layer, with probe/pipeline.py and probe/api.py beside this package: both the CLI and the API take
-the one path of pipeline.py through every step.
+The entry layer, with probe/pipeline/ and probe/api.py beside this package: both the CLI and the API take
+the one path of the pipeline through every step.
 Enters: command lines (and, through api.py, API calls).
 Leaves: printed tables (tables.py) and paths, exit codes.
 """

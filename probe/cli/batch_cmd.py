@@ -10,6 +10,7 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
+from probe.pipeline.batch import export_requests, import_results
 from probe.store.db import DEFAULT_DB
 
 batch_app = typer.Typer(help="Answer a run with a batch engine: export requests, import results.", no_args_is_help=True)
@@ -26,7 +27,7 @@ def export_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write the requests of the stage in progress (stage 1, then stage 2) in the OpenAI Batch format."""
-    stage, count = pipeline.batch_export(db, run_id, output, config)
+    stage, count = export_requests(db, run_id, output, config)
     if count:
         typer.echo(f"{output}: {count:,} stage-{stage} requests of run {run_id}")
     else:
@@ -40,7 +41,7 @@ def import_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Store the answers of a results file; report every line that was not imported, by its number."""
-    report = pipeline.batch_import(db, run_id, results)
+    report = import_results(db, run_id, results)
     for problem in report.problems:
         typer.echo(f"{results}: {problem}", err=True)
     typer.echo(f"imported {report.imported:,} answers ({report.already:,} already imported, "

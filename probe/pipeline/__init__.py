@@ -1,7 +1,7 @@
 """The one path from settings to findings: taxonomy -> dataset -> backend -> answers -> metrics -> report.
 
 `probe run` and the Python API (`probe.run`) both come here, and so do `probe scan` (probe/scanning/, handed the
-runner), `probe batch` (a run answered through files, probe/backends/openai_batch.py), `probe compare` and
+runner), `probe batch` (a run answered through files: batch.py in this package), `probe compare` and
 `probe gate`. Each step is its own module and gets its
 settings from here directly, never through another step: selection.py (taxonomy: name pairs and
 attributes), backends/ (the model, from its own settings object), runs.py (the run record), runner.py
@@ -23,8 +23,7 @@ from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import RunInterrupted, UserError
-from probe.common.vocabulary import BATCH, COMPLETE, FAILED, INTERRUPTED, RUNNING
-from probe.dataset.items import item_from_row
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
 from probe.dataset.stages import check_templates
 from probe.store import study
 from probe.store.config import RunConfig, load_config
@@ -35,8 +34,6 @@ if TYPE_CHECKING:
     import duckdb
 
     from probe.backends.base import Backend
-    from probe.backends.openai_batch import BatchTarget
-    from probe.dataset.items import Item
     from probe.gates import GateResult
     from probe.report import ReportFiles
     from probe.scanning import ScanSettings
@@ -151,108 +148,6 @@ def _answer_with(
     runs.record_served_models(con, run_id, backend)
     runs.set_status(con, run_id, COMPLETE)
     return run_id
-
-
-@dataclass
-class BatchImport:
-    """What `probe batch import` stored, and what it did not."""
-
-    imported: int = 0
-    already: int = 0  # results for items answered before: left as they were
-    problems: list[str] = field(default_factory=list)  # "line N: why", in line order
-    pending: int = 0  # items of the stage in progress still without an answer
-    stage: int = 1
-    complete: bool = False
-
-
-def batch_export(db: Path, run_id: str, output: Path, config_file: Path | None = None) -> tuple[int, int]:
-    """`probe batch export`: write the requests of a batch run's stage in progress (probe/backends/openai_batch.py);
-    returns (stage, requests). Records the run the first time."""
-    from probe.backends.openai_batch import BatchTarget, request_line  # the openai client: load on use
-
-    con = connect(db)
-    try:
-        if runs.stored_run(con, run_id) is None:
-            config = load_config({"run_id": run_id, "db": str(db)}, config_file)
-            target = BatchTarget(config)
-            selection = select(con, config)
-            check_templates(selection.pairs, selection.attributes, config.conditions, target.prompt_format)
-            runs.record_run(con, run_id, config, target, json.dumps(target.identity(), sort_keys=True), selection)
-            runs.set_status(con, run_id, BATCH)
-        config, target = _batch_run(con, db, run_id)
-        stage, items = _batch_stage(con, config, target.prompt_format)
-        lines = [request_line(item.item_id, *target.request(item.query())) for item in items]
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        return stage, len(lines)
-    finally:
-        con.close()
-
-
-def batch_import(db: Path, run_id: str, results: Path) -> BatchImport:
-    """`probe batch import`: store each result as the runner stores a live reply (answers contract checked, secrets
-    scrubbed); a bad line is reported by its number, an item answered before is left as it is."""
-    from probe.backends.openai_batch import check_result_line, result_lines
-
-    if not results.is_file():
-        raise UserError(f"{results}: no such file")
-    con = connect(db)
-    try:
-        config, target = _batch_run(con, db, run_id)
-        report = BatchImport()
-        frame = con.execute("SELECT * FROM items WHERE run_id = ?", [run_id]).df()
-        items = {item.item_id: item for item in map(item_from_row, frame.to_dict("records"))}
-        pending = {item.item_id for stage in (1, 2) for item in runner.pending_items(con, run_id, stage)}
-        answered, seen = [], {}
-        for number, line in result_lines(results):
-            custom_id, why = check_result_line(line, items, seen)
-            if why is None:
-                seen[custom_id] = number
-                if custom_id not in pending:
-                    report.already += 1
-                    continue
-                try:
-                    answered.append((items[custom_id], target.reply(items[custom_id].query(),
-                                                                    line["response"]["body"])))  # fmt: skip
-                    continue
-                except (KeyError, IndexError, TypeError, ValueError) as error:
-                    why = f"custom_id {custom_id}: unreadable result ({type(error).__name__}: {str(error)[:200]})"
-            report.problems.append(f"line {number}: {why}")
-        runner.store_replies(con, run_id, answered)
-        report.imported = len(answered)
-        report.stage, left = _batch_stage(con, config, target.prompt_format)
-        report.pending = len(left)
-        report.complete = report.stage == 2 and not left
-        runs.set_status(con, run_id, COMPLETE if report.complete else BATCH)
-        return report
-    finally:
-        con.close()
-
-
-def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[RunConfig, BatchTarget]:
-    """A stored batch run's settings and request target; a run of another backend is refused."""
-    from probe.backends.openai_batch import BatchTarget
-
-    stored = runs.stored_run(con, run_id)
-    if stored is None:
-        raise UserError(f"run {run_id!r}: no such run; `probe batch export {run_id} -o FILE --config RUN.toml` "
-                        "starts it")  # fmt: skip
-    config = load_config({"run_id": run_id, "db": str(db)}, stored=runs.stored_settings(con, run_id))
-    target = BatchTarget(config)
-    runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), target.identity())
-    return config, target
-
-
-def _batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format: str) -> tuple[int, list[Item]]:
-    """A batch run's stage in progress and its unanswered items: stage 1's while it has any, then stage 2's
-    (built from stage 1's answers as a live run builds it)."""
-    selection = stored_selection(con, config)
-    for stage in (1, 2):
-        runner.ensure_stage(con, str(config.run_id), stage, selection, config.conditions, prompt_format)
-        items = runner.pending_items(con, str(config.run_id), stage)
-        if items or stage == 2:
-            return stage, items
-    raise AssertionError("unreachable")
 
 
 def analyze(db: Path | str, run_id: str) -> None:
