@@ -227,6 +227,24 @@ def test_the_python_api_writes_the_same_results_and_mlflow_run_as_the_cli(
     assert (logged.info.run_name, logged.info.status) == ("r1", "FINISHED")
 
 
+def test_a_tracking_server_failing_after_the_report_is_written_still_leaves_its_paths_printed(
+    run_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from probe.integrations import mlflow_log
+
+    def refuse(*_: object) -> str:
+        raise RuntimeError("tracking server went away")
+
+    monkeypatch.setattr(mlflow_log, "open_experiment", lambda uri: object())
+    monkeypatch.setattr(mlflow_log, "log_report", refuse)
+    folder = tmp_path / "out"
+    code, output = invoke("report", "r1", "--db", str(run_db), "-o", str(folder / "r.html"), "--mlflow", "http://x")
+    assert code == 1 and "tracking server went away" in output
+    assert output.splitlines()[:2] == [f"report: {folder / 'r.html'}",
+                                       f"summaries: {folder / 'r.md'}, {folder / 'r.json'}"]  # fmt: skip
+    assert (folder / "r.html").is_file()
+
+
 def test_without_mlflow_installed_it_is_one_line_naming_the_extra_and_nothing_is_written(
     run_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -161,8 +161,8 @@ def wording_estimate(metric: str, pairs: pd.DataFrame) -> ShareEstimate | Differ
     if metric in STAGE1_METRICS:
         return difference_estimate(pair_terms(pairs["hits"], pairs["n"], True),
                                    pair_terms(pairs["other_hits"], pairs["other_n"], True))  # fmt: skip
-    if metric == "female_share":  # each pair's order-balanced value, a mean of pair values
-        return share_estimate(pairs["value"], np.ones(len(pairs)), pairs["n"])
+    if metric == "female_share":  # each pair's order-balanced value, a mean of pair values; NaN: no valid answer
+        return share_estimate(pairs["value"], pairs["value"].notna().astype(float), pairs["n"])
     return share_estimate(*pair_terms(pairs["hits"], pairs["n"], METRICS[metric].pooled))
 
 

@@ -72,12 +72,15 @@ def report_command(
 def report_run(db: Path, run_id: str, output: Path | None = None, eee: bool = False, mlflow: str | None = None) -> None:
     """Write the audit report of `run_id` (pipeline.report: with `eee` its Every Eval Ever record and model card, with
     `mlflow` logged there) and print where it went (shared by `probe report` and `probe run`)."""
-    outcome = pipeline.report(db, run_id, output, eee=eee, mlflow=mlflow)
-    if outcome.analysed_now:
-        typer.echo(f"run {run_id} had no metrics yet: analysed it first")
-    _print_files(outcome.files)
-    if outcome.results:
-        typer.echo(terminal_text(f"results: {', '.join(map(str, outcome.results))}"))
+
+    def written(outcome: pipeline.ReportOutcome) -> None:
+        if outcome.analysed_now:
+            typer.echo(f"run {run_id} had no metrics yet: analysed it first")
+        _print_files(outcome.files)
+        if outcome.results:
+            typer.echo(terminal_text(f"results: {', '.join(map(str, outcome.results))}"))
+
+    outcome = pipeline.report(db, run_id, output, eee=eee, mlflow=mlflow, on_written=written)
     if outcome.mlflow_run is not None:
         typer.echo(f"mlflow: run {outcome.mlflow_run}")
 

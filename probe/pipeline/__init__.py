@@ -186,14 +186,21 @@ class ReportOutcome:
 
 
 def report(
-    db: Path | str, run_id: str, output: Path | str | None = None, *, eee: bool = False, mlflow: str | None = None
+    db: Path | str,
+    run_id: str,
+    output: Path | str | None = None,
+    *,
+    eee: bool = False,
+    mlflow: str | None = None,
+    on_written: Callable[[ReportOutcome], None] | None = None,
 ) -> ReportOutcome:
     """Write a run's report: HTML, with its Markdown and JSON summaries beside it (same stem); with `eee` its
     headline findings as an Every Eval Ever record and a model card (probe/integrations/results.py); with `mlflow`
     all of it logged to that MLflow tracking URI.
 
     `output`: a .html page or a .md summary (the other files beside it); default <db folder>/<run id>/report.html.
-    Analyses the run first if it has no metrics.
+    Analyses the run first if it has no metrics. `on_written(outcome)` is called once the files are written, before
+    MLflow is asked (the CLI prints their paths there, so a failing tracking server still leaves them named).
     """
     from probe.integrations.mlflow_log import log_report, open_experiment
     from probe.integrations.results import write_results
@@ -206,6 +213,8 @@ def report(
     with _analysed(db, [run_id]) as (con, analysed_now):
         files = write_report(con, run_id, Path(output) if output else Path(db).parent / run_id / "report.html")
     outcome = ReportOutcome(files, bool(analysed_now), write_results(files.json) if eee else [])
+    if on_written is not None:
+        on_written(outcome)
     if experiment is None:
         return outcome
     run = log_report(experiment, files.json, [files.html, files.markdown, files.json, *outcome.results])
