@@ -17,7 +17,7 @@ import pandas as pd
 
 from probe import pipeline
 from probe.common.errors import UserError
-from probe.scanning import BACKEND_FIELDS, ScanSettings, check_scan_id, soc_prefixes, with_stored
+from probe.scanning import BACKEND_FIELDS, SCAN_RUN_FIELDS, ScanSettings, check_scan_id, soc_prefixes, with_stored
 from probe.store.db import DEFAULT_DB, connect, connect_or_snapshot
 
 if TYPE_CHECKING:
@@ -32,8 +32,6 @@ FROM items i LEFT JOIN answers a USING (run_id, item_id)
 WHERE i.run_id = ?
 ORDER BY i.seq
 """
-# probe.scan's settings besides the backend's and the scan's: where it is stored and how it runs.
-SCAN_RUN_FIELDS = ("db", "threads", "concurrency", "batch_size", "no_cache", "quiet", "max_failed_share")
 # What _check_exists looks for: the table and its key column.
 STORED = {"run": ("runs", "run_id"), "scan": ("scans", "scan_id")}
 

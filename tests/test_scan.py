@@ -278,6 +278,27 @@ def test_bad_options_are_one_line_errors(db_file: Path, planted, args: list[str]
     assert fingerprint(db_file) == before
 
 
+def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_design(
+    db_file: Path, planted, tmp_path: Path
+) -> None:
+    scan_toml = tmp_path / "scan.toml"
+    scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\ntimeout = 12.5\nmax_retries = 2\n')
+    result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file),
+                                      "--scan-id", "s", "--quiet"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert flagged(db_file, "s") == EXPECTED_FLAGGED
+    stored = json.loads(query(db_file, "SELECT config_json FROM scans WHERE scan_id = 's'")["config_json"][0])
+    assert (stored["backend"], stored["timeout"], stored["max_retries"]) == ("replay", 12.5, 2)
+    assert f"--config {scan_toml}" in result.output  # the confirmation run asks with the same settings
+
+    before = fingerprint(db_file)
+    scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\ntop_k = 3\n')
+    result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file)])
+    assert_one_line_error(result.exit_code, result.output,
+                          f"--config {scan_toml}: top_k is a two-stage run's setting, not a scan's")  # fmt: skip
+    assert fingerprint(db_file) == before
+
+
 def test_an_unknown_code_in_the_titles_csv_names_its_line(db_file: Path, planted, tmp_path: Path) -> None:
     titles = tmp_path / "titles.csv"
     titles.write_text("soc_code\n29-1141.00\n99-9999.00\n")

@@ -31,7 +31,15 @@ from probe.cli.run_cmd import (
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.redact import safe_url
-from probe.scanning import ScanSettings, check_scan_id, load_state, soc_prefixes, with_stored
+from probe.scanning import (
+    BACKEND_FIELDS,
+    ScanSettings,
+    check_scan_id,
+    load_state,
+    read_scan_config,
+    soc_prefixes,
+    with_stored,
+)
 from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
@@ -68,6 +76,10 @@ def scan_command(
     threads: ThreadsOption = None,
     concurrency: ConcurrencyOption = None,
     max_failed_share: MaxFailedShareOption = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="RUN.toml with the backend's settings (api_mode, timeout, ...); flags override."),
+    ] = None,
     scan_id: Annotated[str | None, typer.Option("--scan-id", help="Scan id; an existing one is resumed.")] = None,
     db: RunDbOption = None,
     output: Annotated[
@@ -89,24 +101,21 @@ def scan_command(
         occupations=occupations, soc=soc_prefixes(soc) or None, pairs=pairs, names=names, budget=budget, seed=seed
     )
     check_scan_id(scan_id)
-    database = db or str(DEFAULT_DB)
+    from_file = read_scan_config(config_file) if config_file else {}
+    database = db or str(from_file.get("db") or DEFAULT_DB)
     given, scan_given = with_stored(
         database,
         scan_id,
-        {name: value for name, value in flags.items() if value is not None},
+        {**{name: from_file[name] for name in BACKEND_FIELDS if name in from_file},
+         **{name: value for name, value in flags.items() if value is not None}},
         {name: value for name, value in scan_flags.items() if value is not None},
-    )
+    )  # fmt: skip
+    run_flags = {"threads": threads, "concurrency": concurrency, "max_failed_share": max_failed_share,
+                 "no_cache": no_cache or None, "quiet": quiet or None}  # fmt: skip
     config = pipeline.settings(
-        {
-            **given,
-            "threads": threads,
-            "concurrency": concurrency,
-            "max_failed_share": max_failed_share,
-            "db": database,
-            "no_cache": no_cache or None,
-            "quiet": quiet or None,
-        }
-    )
+        {**given, **{name: value for name, value in from_file.items() if name not in BACKEND_FIELDS},
+         **{name: value for name, value in run_flags.items() if value is not None}, "db": database}
+    )  # fmt: skip
     settings = ScanSettings(**scan_given)
     if dry_run:
         for line in _plan_lines(config, settings):
@@ -175,6 +184,8 @@ def scan_command(
                             ("--device", config.device), ("--dtype", config.dtype)):  # fmt: skip
             if value:
                 confirm += [flag, str(value)]
+        if config_file is not None:  # the backend settings the flags above do not carry (api_mode, timeout, ...)
+            confirm += ["--config", str(config_file)]
         typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(confirm))}")
     typer.echo(finished)
 

@@ -16,10 +16,19 @@ Leaves: the scan tables and the scan report.
 
 from probe.scanning.record import check_scan_id, list_scans, with_stored
 from probe.scanning.rounds import load_state, scan
-from probe.scanning.setup import BACKEND_FIELDS, TYPICAL_CALLS_PER_TITLE, ScanSettings, estimate, soc_prefixes
+from probe.scanning.setup import (
+    BACKEND_FIELDS,
+    SCAN_RUN_FIELDS,
+    TYPICAL_CALLS_PER_TITLE,
+    ScanSettings,
+    estimate,
+    read_scan_config,
+    soc_prefixes,
+)
 
 __all__ = [
     "BACKEND_FIELDS",
+    "SCAN_RUN_FIELDS",
     "TYPICAL_CALLS_PER_TITLE",
     "ScanSettings",
     "check_scan_id",
@@ -27,6 +36,7 @@ __all__ = [
     "estimate",
     "list_scans",
     "load_state",
+    "read_scan_config",
     "scan",
     "soc_prefixes",
     "with_stored",
