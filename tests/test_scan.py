@@ -284,18 +284,22 @@ def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_desig
     scan_toml = tmp_path / "scan.toml"
     scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\ntimeout = 12.5\nmax_retries = 2\n')
     result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file),
-                                      "--scan-id", "s", "--quiet"])  # fmt: skip
+                                      "--scan-id", "s", "--quiet", "-o", str(tmp_path / "out")])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert flagged(db_file, "s") == EXPECTED_FLAGGED
     stored = json.loads(query(db_file, "SELECT config_json FROM scans WHERE scan_id = 's'")["config_json"][0])
     assert (stored["backend"], stored["timeout"], stored["max_retries"]) == ("replay", 12.5, 2)
-    assert f"--config {scan_toml}" in result.output  # the confirmation run asks with the same settings
+    # the confirmation run asks as the scan asked: the settings `probe run` has no flag for, from the scan's record
+    assert (tmp_path / "out" / "backend.toml").read_text() == "timeout = 12.5\nmax_retries = 2\n"
+    assert f"--config {tmp_path / 'out' / 'backend.toml'}" in result.output
 
     before = fingerprint(db_file)
-    scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\ntop_k = 3\n')
-    result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file)])
-    assert_one_line_error(result.exit_code, result.output,
-                          f"--config {scan_toml}: top_k is a two-stage run's setting, not a scan's")  # fmt: skip
+    for extra, message in (("top_k = 3", "top_k is a two-stage run's setting, not a scan's"),
+                           ("pairs = 3", "pairs: give a scan's pairs as `probe scan --pairs`"),
+                           ('[study]\nid = "st"', "[study] asks several models; a scan asks one")):  # fmt: skip
+        scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\n{extra}\n')
+        result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file)])
+        assert_one_line_error(result.exit_code, result.output, f"--config {scan_toml}: {message}")
     assert fingerprint(db_file) == before
 
 

@@ -44,9 +44,11 @@ from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB, connect
 
 
-def _resume_command(scan_id: str, db: str) -> str:
-    """The command that resumes the scan, safe to print on a terminal."""
-    return terminal_text(shlex.join(["probe", "scan", "--scan-id", scan_id, "--db", db]))
+def _resume_command(scan_id: str, db: str, config_file: Path | None = None) -> str:
+    """The command that resumes the scan (with the RUN.toml it was given: its run settings are not stored), safe to
+    print on a terminal."""
+    given = ["--config", str(config_file)] if config_file is not None else []
+    return terminal_text(shlex.join(["probe", "scan", "--scan-id", scan_id, "--db", db, *given]))
 
 
 @app.command("scan")
@@ -130,7 +132,7 @@ def scan_command(
         started.append(started_id)
         typer.echo(
             f"scan {terminal_text(started_id)} in {terminal_text(database)}; if it stops, resume it with: "
-            f"{_resume_command(started_id, database)}",
+            f"{_resume_command(started_id, database, config_file)}",
             err=True,
         )
 
@@ -145,7 +147,7 @@ def scan_command(
         finished = pipeline.scan(config, settings, scan_id, on_start=announce, on_reopen=reopened)
     except KeyboardInterrupt:
         if started:
-            typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database)}", err=True)
+            typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database, config_file)}", err=True)
         raise typer.Exit(130) from None
     con = connect(database)
     try:
@@ -184,8 +186,8 @@ def scan_command(
                             ("--device", config.device), ("--dtype", config.dtype)):  # fmt: skip
             if value:
                 confirm += [flag, str(value)]
-        if config_file is not None:  # the backend settings the flags above do not carry (api_mode, timeout, ...)
-            confirm += ["--config", str(config_file)]
+        if "backend.toml" in paths:  # the scan's settings the flags above do not carry (api_mode, timeout, ...)
+            confirm += ["--config", str(paths["backend.toml"])]
         typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(confirm))}")
     typer.echo(finished)
 

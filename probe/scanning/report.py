@@ -20,7 +20,10 @@ from scipy import stats
 from probe.analysis.scan_rules import ALPHA
 from probe.common.escape import atomic_path, csv_safe, markdown_text, write_atomic
 from probe.report.figures import GENDER_COLOURS, new_figure, svg_bytes
+from probe.scanning.record import stored_scan
 from probe.scanning.rounds import load_state
+from probe.scanning.setup import FILE_ONLY_BACKEND_FIELDS
+from probe.store.config import RunConfig
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -238,8 +241,19 @@ def markdown(doc: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def confirmation_settings(con: duckdb.DuckDBPyConnection, scan_id: str) -> str | None:
+    """The scan's backend settings that `probe run` takes only from a RUN.toml (api_mode, timeout, ...), as one, where
+    any differs from its default: so a confirmation run asks as the scan asked. None: the flags say it all."""
+    stored = json.loads(str(stored_scan(con, scan_id)["config_json"]))
+    defaults = RunConfig()
+    lines = [f"{name} = {json.dumps(stored[name])}\n" for name in FILE_ONLY_BACKEND_FIELDS
+             if stored.get(name) is not None and stored[name] != getattr(defaults, name)]  # fmt: skip
+    return "".join(lines) or None
+
+
 def write_scan_report(con: duckdb.DuckDBPyConnection, scan_id: str, folder: Path) -> dict[str, Path]:
-    """scan.json, scan.md, scan_groups.svg and flagged_occupations.csv in `folder`."""
+    """scan.json, scan.md, scan_groups.svg and flagged_occupations.csv in `folder`; backend.toml too where the scan's
+    model was asked with settings `probe run` has no flag for."""
     folder.mkdir(parents=True, exist_ok=True)
     doc = document(con, scan_id)
     paths = {name: folder / name for name in ("scan.json", "scan.md", "scan_groups.svg", "flagged_occupations.csv")}
@@ -248,6 +262,10 @@ def write_scan_report(con: duckdb.DuckDBPyConnection, scan_id: str, folder: Path
     with atomic_path(paths["scan_groups.svg"]) as temporary:
         temporary.write_bytes(svg_bytes(hierarchy_figure(pd.DataFrame(doc["titles"]))))
     write_atomic(paths["flagged_occupations.csv"], csv_safe(confirmation_csv(con, scan_id)).to_csv(index=False))
+    settings = confirmation_settings(con, scan_id)
+    if settings is not None:
+        paths["backend.toml"] = folder / "backend.toml"
+        write_atomic(paths["backend.toml"], settings)
     return paths
 
 

@@ -20,7 +20,7 @@ from probe.analysis.scan_rules import CALLS_PER_PAIR, depth_schedule
 from probe.common.errors import UserError
 from probe.common.staging import stage_file
 from probe.store import db
-from probe.store.config import RunConfig, read_toml
+from probe.store.config import RunConfig, read_study, read_toml
 from probe.taxonomy import name_pairs
 
 # RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
@@ -39,6 +39,8 @@ BACKEND_FIELDS = (
     "max_retries",
     "backoff",
 )
+# The backend's settings `probe run` has no flag for: a confirmation run reads them from the scan's backend.toml.
+FILE_ONLY_BACKEND_FIELDS = ("api_mode", "constrain", "max_tokens", "timeout", "max_retries", "backoff")
 # RunConfig fields besides the backend's that say how a scan runs: where it is stored, the machine, the failure limit.
 SCAN_RUN_FIELDS = ("db", "threads", "concurrency", "batch_size", "no_cache", "quiet", "max_failed_share")
 TYPICAL_CALLS_PER_TITLE = 12  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
@@ -49,7 +51,11 @@ def read_scan_config(path: Path) -> dict[str, object]:
     (SCAN_RUN_FIELDS). A two-stage run's design (pairs, occupations, top_k, a system prompt, ...) is refused by name,
     not left unread: the scan's own design is its flags, and it asks without a system prompt."""
     values = read_toml(path)
+    if read_study(path) != (None, []):
+        raise UserError(f"--config {path}: [study] asks several models; a scan asks one (run one scan per model)")
     other = sorted(set(values) - {*BACKEND_FIELDS, *SCAN_RUN_FIELDS})
+    if other and other[0] in ScanSettings.__dataclass_fields__:
+        raise UserError(f"--config {path}: {other[0]}: give a scan's {other[0]} as `probe scan --{other[0]}`")
     if other:
         raise UserError(f"--config {path}: {other[0]} is a two-stage run's setting, not a scan's (a scan takes the "
                         f"backend's: {', '.join(BACKEND_FIELDS)}; and {', '.join(SCAN_RUN_FIELDS)})")  # fmt: skip
