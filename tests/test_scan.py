@@ -291,7 +291,7 @@ def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_desig
     assert (stored["backend"], stored["timeout"], stored["max_retries"]) == ("replay", 12.5, 2)
     # the confirmation run asks as the scan asked: the settings `probe run` has no flag for, from the scan's record
     assert (tmp_path / "out" / "backend.toml").read_text() == "timeout = 12.5\nmax_retries = 2\n"
-    assert f"--config {tmp_path / 'out' / 'backend.toml'}" in result.output
+    assert f"--config {tmp_path / 'out' / 'backend.toml'} --db {db_file}" in result.output
 
     before = fingerprint(db_file)
     for extra, message in (("top_k = 3", "top_k is a two-stage run's setting, not a scan's"),

@@ -188,6 +188,8 @@ def scan_command(
                 confirm += [flag, str(value)]
         if "backend.toml" in paths:  # the scan's settings the flags above do not carry (api_mode, timeout, ...)
             confirm += ["--config", str(paths["backend.toml"])]
+        if database != str(DEFAULT_DB):  # the scan's database holds its answers: the run finds them in its cache
+            confirm += ["--db", database]
         typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(confirm))}")
     typer.echo(finished)
 
