@@ -33,6 +33,7 @@ from probe.analysis.statistics import (
     ShareEstimate,
     difference_estimate,
     pair_terms,
+    rate,
     share_estimate,
 )
 from probe.common.errors import UserError
@@ -108,7 +109,7 @@ def metric_rows(
     n, in pair order). With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
     order-balanced `female_share` rows are added.
     """
-    pairs = pair_counts.assign(value=_share(pair_counts["hits"], pair_counts["n"]))
+    pairs = pair_counts.assign(value=rate(pair_counts["hits"], pair_counts["n"]))
     pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
     pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
@@ -123,17 +124,11 @@ def metric_rows(
     return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
 
 
-def _share(hits: pd.Series | np.ndarray, n: pd.Series | np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.asarray(n) > 0, np.asarray(hits, dtype=float) / np.asarray(n), np.nan)
-
-
 def _pooled_over_pairs(
     condition: str, scope: str, key: str, metric: str, hits: np.ndarray, n: np.ndarray
 ) -> dict:
     """One occupation- or category-scope row: the pooled share, its interval over the pairs behind it."""
-    sizes = np.asarray(n, dtype=float)
-    return _row(condition, scope, key, metric, share_estimate(np.asarray(hits, dtype=float), sizes, sizes))
+    return _row(condition, scope, key, metric, share_estimate(hits, n, n))
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:
@@ -187,7 +182,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     for condition, group in cells.groupby("condition", sort=True):
         for scope, keys in (("pair", ["pair_id"]), ("occupation", ["occupation", "pair_id"])):
             by_order = group.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
-            share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
+            share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
             values = share.groupby(level=keys).mean()
             valid = group.groupby(keys)["n"].sum().reindex(values.index)
             if scope == "pair":
@@ -231,7 +226,7 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     0.5 exactly when the occupation is preferred.
     """
     by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
-    share = pd.Series(_share(by_order["n_female"], by_order["n"]), index=by_order.index)
+    share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
     by_pair = share.groupby(level=["condition", "occupation", "pair_id"])
     # a pair leans only when both name orders have a valid answer: one order alone mixes in the position effect
     pair_share = by_pair.mean().where(by_pair.count() == 2)
@@ -243,7 +238,7 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     prefs["n"] = cells.groupby(["condition", "occupation"])["n"].sum()
     prefs = prefs.reset_index()
     prefs["pairs"] = prefs["pairs_female"] + prefs["pairs_male"]
-    prefs["lean_female"] = _share(prefs["pairs_female"], prefs["pairs"])
+    prefs["lean_female"] = rate(prefs["pairs_female"], prefs["pairs"])
     prefs["p_value"] = [stats.binomtest(int(f), int(f + m), 0.5).pvalue if f + m else np.nan
                         for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)]  # fmt: skip
     prefs["q_value"] = np.nan

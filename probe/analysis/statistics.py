@@ -226,6 +226,12 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, d
     return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
 
 
+def rate(hits: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """hits / n elementwise, NaN where n is 0 (no valid instance: no rate, not 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.asarray(n) > 0, np.asarray(hits, dtype=float) / np.asarray(n), np.nan)
+
+
 def pair_terms(
     hits: np.ndarray, n: np.ndarray, pooled: bool | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -233,9 +239,7 @@ def pair_terms(
     pairs' instances (hits, n, n); a mean of pair values counts every pair with a valid instance once (hits / n, 1,
     n). `pooled` may be an array over the columns of 2-D hits and n."""
     hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, hits / n, np.nan)
-    return np.where(pooled, hits, rate), np.where(pooled, n, (n > 0).astype(float)), n
+    return np.where(pooled, hits, rate(hits, n)), np.where(pooled, n, (n > 0).astype(float)), n
 
 
 def bell_mccaffrey_df(sizes: np.ndarray) -> float:
