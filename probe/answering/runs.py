@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -16,11 +18,11 @@ import pandas as pd
 
 from probe.backends import BACKENDS
 from probe.backends.base import Backend
-from probe.common.errors import UserError
+from probe.common.errors import RunInterrupted, UserError
 from probe.common.escape import valid_unicode
 from probe.common.redact import MASK, scrub
 from probe.common.version import __version__
-from probe.common.vocabulary import COMPLETE, RUN_STATUSES, RUNNING
+from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUN_STATUSES, RUNNING
 from probe.dataset.prompts import template_hash
 from probe.store import db
 from probe.store.config import RunConfig
@@ -128,12 +130,39 @@ def record_served_models(con: duckdb.DuckDBPyConnection, run_id: str, backend: B
         con.execute("UPDATE runs SET served_model = ? WHERE run_id = ?", [text, run_id])
 
 
-def set_status(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-    """Write one of RUN_STATUSES; a complete run gets its finishing time."""
+def set_status(con: duckdb.DuckDBPyConnection, record_id: str, status: str, table: str = "runs") -> None:
+    """Write one of RUN_STATUSES to a run (or, with `table="scans"`, a scan); a complete one gets its finishing
+    time."""
     if status not in RUN_STATUSES:
         raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
+    column = {"runs": "run_id", "scans": "scan_id"}[table]
     finished = "now()" if status == COMPLETE else "NULL"
-    con.execute(f"UPDATE runs SET status = ?, finished_at = {finished} WHERE run_id = ?", [status, run_id])
+    con.execute(f"UPDATE {table} SET status = ?, finished_at = {finished} WHERE {column} = ?", [status, record_id])
+
+
+def check_id_free(con: duckdb.DuckDBPyConnection, record_id: str, option: str, other: str) -> None:
+    """Runs and scans share one id space (a scan's items and answers are stored under its id): a new run may not
+    take a scan's id (`other` = "scans") nor a new scan a run's ("runs"). `option` names the flag it came from."""
+    column, kind = {"runs": ("run_id", "a run"), "scans": ("scan_id", "a scan")}[other]
+    if con.execute(f"SELECT 1 FROM {other} WHERE {column} = ?", [record_id]).fetchone():
+        raise UserError(f"{option} {record_id}: {kind} has this id; choose another")
+
+
+@contextmanager
+def lifecycle(set_status: Callable[[str], None], on_exit: Callable[[], None] | None = None) -> Iterator[None]:
+    """The one lifecycle of a stored run or scan: running while the body asks, then interrupted (Ctrl-C, a stop
+    signal) or failed (anything else) when it raises. `on_exit` runs first either way (e.g. the served models
+    recorded). The body marks the record complete itself, in the transaction that stores its last results."""
+    set_status(RUNNING)
+    try:
+        yield
+    except BaseException as exc:
+        if on_exit is not None:
+            on_exit()
+        set_status(INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED)
+        raise
+    if on_exit is not None:
+        on_exit()
 
 
 def stored_settings(

@@ -22,8 +22,8 @@ from probe.answering import runner, runs
 from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
-from probe.common.errors import RunInterrupted, UserError
-from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUNNING
+from probe.common.errors import UserError
+from probe.common.vocabulary import COMPLETE
 from probe.dataset.stages import check_templates
 from probe.store import study
 from probe.store.config import RunConfig, load_config
@@ -88,12 +88,8 @@ def answer(
     con = connect(config.db)
     try:
         stored = runs.stored_run(con, config.run_id) if config.run_id else None
-        if (
-            stored is None
-            and config.run_id
-            and con.execute("SELECT 1 FROM scans WHERE scan_id = ?", [config.run_id]).fetchone()
-        ):  # a scan's items and answers are stored under its id
-            raise UserError(f"--run-id {config.run_id}: a scan has this id; choose another")
+        if stored is None and config.run_id:
+            runs.check_id_free(con, config.run_id, "--run-id", other="scans")
         if stored is not None:
             runs.check_same_settings(config, stored)
             selection = stored_selection(con, config)
@@ -126,10 +122,11 @@ def _answer_with(
         check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
         run_id = config.run_id or runs.new_run_id()
         runs.record_run(con, run_id, config, backend, identity, selection)
-    runs.set_status(con, run_id, RUNNING)
-    if on_start is not None:
-        on_start(run_id)
-    try:
+    with runs.lifecycle(
+        lambda status: runs.set_status(con, run_id, status), lambda: runs.record_served_models(con, run_id, backend)
+    ):
+        if on_start is not None:
+            on_start(run_id)
         runner.answer(
             con,
             run_id,
@@ -141,11 +138,6 @@ def _answer_with(
             max_failed_share=config.max_failed_share,
             quiet=config.quiet,
         )
-    except BaseException as exc:
-        runs.record_served_models(con, run_id, backend)
-        runs.set_status(con, run_id, INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED)
-        raise
-    runs.record_served_models(con, run_id, backend)
     runs.set_status(con, run_id, COMPLETE)
     return run_id
 

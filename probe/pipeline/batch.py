@@ -46,6 +46,7 @@ def export_requests(db: Path, run_id: str, output: Path, config_file: Path | Non
     con = connect(db)
     try:
         if runs.stored_run(con, run_id) is None:
+            runs.check_id_free(con, run_id, "RUN_ID", other="scans")
             config = load_config({"run_id": run_id, "db": str(db)}, config_file)
             target = BatchTarget(config)
             selection = select(con, config)

@@ -44,8 +44,8 @@ from probe.answering import runs
 from probe.answering.answer_checks import check_failed_share, check_some_option_named
 from probe.backends import create_backend
 from probe.common import stopping
-from probe.common.errors import RunInterrupted, UserError
-from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED
+from probe.common.errors import UserError
+from probe.common.vocabulary import COMPLETE
 from probe.dataset.items import items_frame
 from probe.dataset.stages import build_scan_items
 from probe.scanning.record import check_same, mark_resumed, new_scan_id, record, stored_scan
@@ -284,7 +284,7 @@ def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
     with db.transaction(con):
         con.execute("DELETE FROM scan_results WHERE scan_id = ?", [scan_id])
         db.insert_frame(con, "scan_results", results)
-        con.execute("UPDATE scans SET status = ?, finished_at = now() WHERE scan_id = ?", [COMPLETE, scan_id])
+        runs.set_status(con, scan_id, COMPLETE, table="scans")
     return results
 
 
@@ -316,8 +316,8 @@ def scan(
             if stored["status"] == COMPLETE and not reopens(load_state(con, str(scan_id)), settings.budget):
                 finish(con, str(scan_id))  # nothing to ask: no model, results rewritten
                 return str(scan_id)
-        if stored is None and scan_id and runs.stored_run(con, scan_id) is not None:
-            raise UserError(f"--scan-id {scan_id}: a run has this id; choose another")
+        if stored is None and scan_id:
+            runs.check_id_free(con, scan_id, "--scan-id", other="runs")
         titles = pairs = None
         if stored is None:
             titles, pairs = resolve_titles(con, settings), shuffled_pairs(con, settings)
@@ -350,25 +350,23 @@ def scan(
                     retry_failed=first_round.pop() if first_round else False,
                 )
 
-            try:
-                with stopping.on_signals():
-                    run_rounds(
-                        con,
-                        str(scan_id),
-                        answer_round,
-                        prompt_format=backend.prompt_format,
-                        budget=settings.budget,
-                        max_failed_share=config.max_failed_share,
-                        on_reopen=on_reopen,
-                    )
-                    backend.finish()  # replay: a file that matched none of the items is an error
-                    if not backend.labels_are_data:
-                        check_some_option_named(con, str(scan_id), stage=2)
-                    finish(con, str(scan_id))  # under on_signals: a SIGTERM waits for its one transaction
-            except BaseException as exc:
-                status = INTERRUPTED if isinstance(exc, KeyboardInterrupt | RunInterrupted) else FAILED
-                con.execute("UPDATE scans SET status = ? WHERE scan_id = ?", [status, scan_id])
-                raise
+            with (
+                runs.lifecycle(lambda status: runs.set_status(con, str(scan_id), status, table="scans")),
+                stopping.on_signals(),
+            ):
+                run_rounds(
+                    con,
+                    str(scan_id),
+                    answer_round,
+                    prompt_format=backend.prompt_format,
+                    budget=settings.budget,
+                    max_failed_share=config.max_failed_share,
+                    on_reopen=on_reopen,
+                )
+                backend.finish()  # replay: a file that matched none of the items is an error
+                if not backend.labels_are_data:
+                    check_some_option_named(con, str(scan_id), stage=2)
+                finish(con, str(scan_id))  # under on_signals: a SIGTERM waits for its one transaction
             return str(scan_id)
         finally:
             backend.close()
