@@ -48,3 +48,17 @@ def test_a_scan_cannot_take_a_runs_id(db_file: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*scan, "--quiet", "--scan-id", "shared"])
     assert_one_line_error(result.exit_code, result.output, "--scan-id shared: a run has this id; choose another")
     assert fingerprint(db_file) == before
+
+
+def test_a_batch_run_cannot_take_a_scans_id(db_file: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.csv"
+    write_replay_file(answers, db_file, np.ones((6, 70, 2), dtype=bool), ("29-9",))
+    scan = ["scan", "--soc", "29-9", "--backend", "replay", "--answers", str(answers), "--db", str(db_file)]
+    assert CliRunner().invoke(app, [*scan, "--quiet", "--scan-id", "shared"]).exit_code == 0
+    toml = tmp_path / "RUN.toml"
+    toml.write_text('backend = "openai"\nmodel = "m"\ndecoding = "generate"\npairs = 1\noccupations = ["nurse"]\n')
+    before = fingerprint(db_file)
+    batch = ["batch", "export", "shared", "-o", str(tmp_path / "requests.jsonl"), "--db", str(db_file)]
+    result = CliRunner().invoke(app, [*batch, "--config", str(toml)])
+    assert_one_line_error(result.exit_code, result.output, "RUN_ID shared: a scan has this id; choose another")
+    assert fingerprint(db_file) == before
