@@ -24,8 +24,9 @@ STEPS = (
     "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
     "scanning", "integrations", "cli",
 )
-# The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder.
-ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline", "probe.pipeline.batch"}
+# The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder (a package
+# here, such as probe.pipeline, with every module inside it).
+ENTRY_MODULES = ("probe", "probe.api", "probe.pipeline")
 
 
 def _module_name(path: Path) -> str:
@@ -103,7 +104,7 @@ def test_no_module_or_test_file_over_400_lines() -> None:
 
 def _step(module: str) -> str | None:
     """The step of a module: its folder, or `cli` for the entry modules; None for any other top-level module."""
-    if module in ENTRY_MODULES:
+    if module in ENTRY_MODULES or module.startswith(tuple(f"{entry}." for entry in ENTRY_MODULES[1:])):
         return "cli"
     folder = module.split(".")[1]
     return folder if folder in STEPS and (PACKAGE / folder).is_dir() else None
