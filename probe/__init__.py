@@ -2,13 +2,14 @@
 
 from probe.common.version import __version__
 
-__all__ = ["Run", "Scan", "__version__", "gate", "open_run", "open_scan", "run", "scan"]
+_API = ("Run", "Scan", "gate", "import_run", "open_run", "open_scan", "run", "scan")  # in probe/api.py
+__all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str) -> object:
-    """probe.run, probe.open_run, probe.Run, probe.scan, probe.open_scan, probe.Scan, probe.gate (probe/api.py),
-    imported on first use: `import probe` stays light."""
-    if name in ("Run", "Scan", "gate", "open_run", "open_scan", "run", "scan"):
+    """probe.run, probe.open_run, probe.Run, probe.scan, probe.open_scan, probe.Scan, probe.gate, probe.import_run
+    (probe/api.py), imported on first use: `import probe` stays light."""
+    if name in _API:
         from probe import api
 
         return getattr(api, name)

@@ -9,6 +9,7 @@ pipeline (probe.pipeline.scan).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +63,13 @@ class Run:
         files = pipeline.report(self.db, self.run_id, path, eee=eee, mlflow=mlflow).files
         return files.markdown if Path(path).suffix.lower() == ".md" else files.html
 
+    def export(self, file_format: str, folder: str | Path) -> list[Path]:
+        """Write the run in `file_format` (parquet, csv, hf-dataset, lm-eval, inspect) to `folder`, as `probe export`
+        does; returns the files written."""
+        from probe.pipeline.exports import export
+
+        return export(self.db, self.run_id, file_format, folder)
+
     def _query(self, sql: str, *, analysed: bool = False) -> pd.DataFrame:
         _check_exists("run", self.run_id, self.db)
         if analysed:
@@ -85,6 +93,15 @@ def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
     """The stored run `run_id` of database `db`."""
     _check_exists("run", run_id, db)
     return Run(run_id, str(db))
+
+
+def import_run(tool: str, files: Sequence[str | Path], run_id: str, db: str | Path = DEFAULT_DB,
+               model: str | None = None) -> Run:  # fmt: skip
+    """A run of the answers another tool (lm-eval, inspect) recorded for `probe export`ed items, analysed, as
+    `probe import TOOL FILES --run-id ID` makes it (the same files again: resumed)."""
+    from probe.pipeline.exports import import_run as import_answers
+
+    return Run(import_answers(tool, [Path(file) for file in files], run_id, db, model), str(db))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import probe
 from probe import pipeline
 from probe.store.config import RunConfig
 from tests.support import assert_one_line_error, invoke, query
@@ -118,3 +119,24 @@ def test_an_import_under_the_id_of_another_run_names_the_run_id(harness_run: dic
     assert_one_line_error(code, output, f"--run-id src: {db} holds another run of that id (not an import of these "
                                         "files); choose another --run-id")  # fmt: skip
     assert query(db, "SELECT count(*) AS n FROM answers WHERE run_id = 'src'")["n"][0] == before == 144
+
+
+def test_the_api_exports_and_imports_as_the_cli_does(harness_run: dict[str, Path], tmp_path: Path) -> None:
+    """Run.export and probe.import_run go through the same format registry as `probe export` / `probe import`."""
+    db = harness_run["db"]
+    written = probe.open_run("src", str(db)).export("lm-eval", tmp_path / "task")
+    assert sorted(path.relative_to(tmp_path / "task") for path in written) == sorted(
+        path.relative_to(harness_run["task"]) for path in harness_run["task"].rglob("*") if path.is_file()
+    )
+    assert (tmp_path / "task" / "taxonomy_probe_single.yaml").read_text() == (
+        harness_run["task"] / "taxonomy_probe_single.yaml"
+    ).read_text()
+    code, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "by-cli", "--db", str(db))
+    assert code == 0, output
+    run = probe.import_run("lm-eval", _samples(harness_run), "by-api", db)
+    answers = query(db, """SELECT count(*) AS n, count(*) FILTER (WHERE cli.label = api.label
+                                                           AND cli.scores_json = api.scores_json) AS same
+                           FROM answers cli JOIN answers api USING (item_id)
+                           WHERE cli.run_id = 'by-cli' AND api.run_id = 'by-api'""")  # fmt: skip
+    assert (answers["n"][0], answers["same"][0]) == (144, 144)
+    assert run.metrics().equals(probe.open_run("by-cli", str(db)).metrics())

@@ -4,17 +4,14 @@ lm-evaluation-harness or Inspect AI recorded for exported items, as a run (probe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from probe import pipeline
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
+from probe.pipeline.exports import import_run
 from probe.store.db import DEFAULT_DB
-
-if TYPE_CHECKING:
-    from probe.integrations.imports import ImportedAnswer
 
 import_app = typer.Typer(help="Make a run of the answers another evaluation tool recorded.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -33,9 +30,7 @@ def lm_eval_command(
     model: ModelOption = None,
 ) -> None:
     """A run from lm-evaluation-harness samples of a `probe export --format lm-eval` task."""
-    from probe.integrations.imports import read_lm_eval_samples
-
-    _import(db, run_id, "lm-eval", samples, read_lm_eval_samples(samples), model)
+    _import("lm-eval", samples, run_id, db, model)
 
 
 @import_app.command("inspect")
@@ -47,19 +42,10 @@ def inspect_command(
     model: ModelOption = None,
 ) -> None:
     """A run from an Inspect AI log of a `probe export --format inspect` task."""
-    from probe.integrations.inspect_task import read_inspect_log
-
-    answers, logged_model = read_inspect_log(log)
-    _import(db, run_id, "inspect", [log], answers, model or logged_model)
+    _import("inspect", [log], run_id, db, model)
 
 
-def _import(db: Path, run_id: str, tool: str, files: list[Path], answers: list[ImportedAnswer],
-            model: str | None) -> None:  # fmt: skip
+def _import(tool: str, files: list[Path], run_id: str, db: Path, model: str | None) -> None:
     """Create (or, the same files again, resume) the run through the pipeline, analyse it, print its headline."""
-    from probe.integrations.imports import import_settings
-
-    config, backend = import_settings(db, run_id, tool, files, answers, model)
-    pipeline.answer(config, backend=backend)
-    pipeline.analyze(db, run_id)
-    typer.echo(run_id)
+    typer.echo(import_run(tool, files, run_id, db, model))
     print_headline(db, run_id)

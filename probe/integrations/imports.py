@@ -67,9 +67,9 @@ def answer_from_doc(where: str, doc: object, values: Sequence[object]) -> Import
     return ImportedAnswer(where, doc["item_id"], doc.get("run_id"), doc["prompt"], option_scores(where, doc, values))
 
 
-def read_lm_eval_samples(paths: Sequence[Path]) -> list[ImportedAnswer]:
+def read_lm_eval_samples(paths: Sequence[Path]) -> tuple[list[ImportedAnswer], None]:
     """lm-evaluation-harness `--log_samples` JSONL: per line the exported `doc` and `filtered_resps`, one
-    [log-likelihood, is_greedy] pair per choice (numbers or their text)."""
+    [log-likelihood, is_greedy] pair per choice (numbers or their text). The samples name no model (None)."""
     answers = []
     for path in paths:
         if not path.is_file():
@@ -89,7 +89,7 @@ def read_lm_eval_samples(paths: Sequence[Path]) -> list[ImportedAnswer]:
                 ):
                     raise UserError(f"{where}: no filtered_resps: not an lm-evaluation-harness multiple_choice sample")
                 answers.append(answer_from_doc(where, line.get("doc"), [pair[0] for pair in responses]))
-    return answers
+    return answers, None
 
 
 class ImportedBackend(BackendDefaults):

@@ -9,6 +9,7 @@ answer's token log-probabilities where the provider returns them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from probe.common.errors import UserError
@@ -43,8 +44,11 @@ def write_task(exported: Exported, out_dir: Path) -> list[Path]:
     return written
 
 
-def read_inspect_log(path: Path) -> tuple[list[ImportedAnswer], str]:
-    """The answers of an Inspect AI log of the exported task, and the model it names."""
+def read_inspect_log(paths: Sequence[Path]) -> tuple[list[ImportedAnswer], str]:
+    """The answers of an Inspect AI log (one file) of the exported task, and the model it names."""
+    if len(paths) != 1:
+        raise UserError(f"{', '.join(map(str, paths)) or 'no file'}: give one Inspect AI log")
+    path = paths[0]
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
