@@ -111,7 +111,9 @@ def claim_problems(document: Mapping[str, Any]) -> list[str]:
         if not test:
             continue
         where, robust = f"headline {metric}", robustness.get((finding["condition"], metric))
-        if robust is not None and test["testable"]:
+        if robust is not None and test["testable"]:  # the Summary states the robustness section's claim, word for word
+            if robust["claim"] not in text:
+                problems.append(f"{where}: the Summary's claim is not the robustness section's")
             own = document["overall"][finding["condition"]][metric]
             problems += _wording_problems(where, text, metric, robust, own)
             continue

@@ -159,7 +159,8 @@ def test_report_cli_analyses_first_and_writes_three_files(db_file: Path, tmp_pat
 
 def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     html = written.html.read_text()
-    for section in ("bottom-line", "carriers", "pair-table", "summary", "run-card", "figure-1", "occupations", "stage1", "pairs", "sensitivity",
+    for section in ("bottom-line", "carriers", "pair-table", "summary", "run-card", "figure-1", "occupations",
+                    "stage1", "pairs", "sensitivity",
                     "regression", "glossary", "limitations", "attribution", "headline-findings",
                     "testability"):  # fmt: skip
         assert f'id="{section}"' in html, section

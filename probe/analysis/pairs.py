@@ -4,10 +4,11 @@ heterogeneity between the pairs (the report's bottom line, probe/report/bottom_l
 A run's overall share is a mean over name pairs; on small models a few pairs that always pick the woman (or the
 man) can carry it while the rest pick whoever is named first. Per pair, the share is its female_share pair value
 (the mean over its name orders with valid instances of the share of S = female); its interval combines the two
-orders' Wilson intervals by MOVER (Zou & Donner 2008), so a pair that always picks the woman gets [l, 1], never a
-zero-width interval. A pair leans to a gender only where its own interval excludes 50% (each pair at 0.05, not
-corrected for the number of pairs: the table says which pairs carry the effect, the heterogeneity test whether
-they differ at all).
+orders' exact Clopper-Pearson intervals by MOVER (Zou & Donner 2008), so a pair that always picks the woman gets
+[l, 1], never a zero-width interval (exact, not Wilson: a pair has few instances, and Wilson's combined bound
+excludes 50% at 4 of 4, where the exact test's p is 0.125). A pair leans to a gender only where its own interval
+excludes 50% (each pair at 0.05, not corrected for the number of pairs: the table says which pairs carry the
+effect, the heterogeneity test whether they differ at all).
 
 The heterogeneity test keeps the pair as the unit and needs no model of the picks: under "no pair differs from
 another" the picks in each cell (condition, wording, occupation, name order) are exchangeable among the pairs
@@ -22,14 +23,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.analysis.binomial import SIGNIFICANCE, wilson_interval
+from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
 from probe.analysis.metrics import metric_queries
 from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
 
 HETEROGENEITY_PERMUTATIONS = 999
-PAIR_METHOD = ("the mean of the pair's two name orders' shares, each with its 95% Wilson interval over the pair's own "
-               "instances, combined by MOVER (Zou & Donner 2008)")  # fmt: skip
+PAIR_METHOD = ("the mean of the pair's two name orders' shares, each with its exact (Clopper-Pearson) 95% interval "
+               "over the pair's own instances, combined by MOVER (Zou & Donner 2008)")  # fmt: skip
 HETEROGENEITY_METHOD = (
     "stratified permutation test with the name pair as the unit: the picks of each occupation x name order "
     f"(x wording) cell shuffled among the pairs answered there ({HETEROGENEITY_PERMUTATIONS} seeded permutations); "
@@ -57,7 +58,8 @@ def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", "female_share"]].sum()
     orders = orders[orders["n"] > 0].copy()
     orders["share"] = orders["female_share"] / orders["n"]
-    low, high = wilson_interval(orders["female_share"], orders["n"])
+    low, high = np.array([clopper_pearson(int(hits), int(n)) for hits, n in
+                          zip(orders["female_share"], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
     orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
     grouped = orders.groupby(["condition", "pair_id"])
     count = grouped["share"].count()

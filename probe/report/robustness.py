@@ -147,7 +147,7 @@ def robustness_section(
             finding["together"], finding["together_clause"] = together(finding, own)
         findings.append(finding)
     return {"wordings": wordings, "method": METHODS["crossed"], "per_wording_method": METHODS["wording"],
-            "pairs_only_method": METHODS["pairs"], "wording_test": METHODS["wording_test"],
+            "pairs_only_method": METHODS["pairs"], "wording_test": METHODS["wording_test"], "min_pairs": MIN_PAIRS,
             "findings": findings}  # fmt: skip
 
 
