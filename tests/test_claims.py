@@ -111,7 +111,7 @@ def claim_problems(document: Mapping[str, Any]) -> list[str]:
         if not test:
             continue
         where, robust = f"headline {metric}", robustness.get((finding["condition"], metric))
-        if robust is not None and test["testable"]:  # the Summary states the robustness section's claim, word for word
+        if robust is not None and (test["testable"] or _rejects(test["p_value"])):  # the robustness claim, verbatim
             if robust["claim"] not in text:
                 problems.append(f"{where}: the Summary's claim is not the robustness section's")
             own = document["overall"][finding["condition"]][metric]

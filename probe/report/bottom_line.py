@@ -140,6 +140,15 @@ def _occupations(preferred: Mapping[str, Mapping[str, Any]], condition: str | No
     return text + "."
 
 
+def _cannot(test: Mapping[str, Any]) -> str:
+    """What a test of the testability table cannot decide, named short (its full method is in the Summary)."""
+    name = test["test"].split(":")[0].split(" (the interval")[0]
+    if test["testable"]:  # a lone preferred occupation cannot pass Benjamini-Hochberg at this size
+        return (f"{name}: a lone preferred occupation cannot pass Benjamini-Hochberg with {test['units']} leaning "
+                "name pairs per occupation; only several preferred occupations together could be found.")
+    return f"{name}: {test['sentence']}"
+
+
 def bottom_line(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -161,8 +170,8 @@ def bottom_line(
     positions = dict(con.execute(query, [run_id, lead]).fetchall()) if lead else {}
     return {
         "verdicts": verdicts,
-        "cannot_test": [f"{t['test']}: {t['sentence']}" for t in document["testability"]
-                        if not t["testable"] or not t.get("reachable", True)],
+        "cannot_test": [_cannot(test) for test in document["testability"]
+                        if not test["testable"] or not test.get("reachable", True)],
         "not_gender": NOT_GENDER,
         "inheritance": _inheritance(verdicts, [c for c in CONDITIONS if c in overall]),
         "pairs": _pairs(con, run_id, lead, positions),

@@ -155,7 +155,8 @@ def metric_finding(
     if metric.null is not None:
         test = _own_test(entry, metric.null, metric.kind)
         effect, above, below = DIRECTIONS[name]
-        if over_wordings and test["testable"]:
+        rejects = test["p_value"] is not None and test["p_value"] < SIGNIFICANCE
+        if over_wordings and (test["testable"] or rejects):  # else: not testable at this size, said as such
             finding["finding"] += f" {over_wordings['claim']}"
             finding["robustness"] = {key: over_wordings[key] for key in ("verdict", "together", "clause")}
         else:

@@ -86,8 +86,9 @@ def together(row: Mapping[str, Any], own: Mapping[str, Any] | None, quoted: bool
                                 f"({TOGETHER_TEST}: no spread between pairs and wordings, or the run's own test: "
                                 "none)")
     own_test = TESTS[own.get("method") or ("paired_t" if METRICS[metric].kind == "difference" else "score")]
-    crossed = p_phrase(row["p_value"]) if quoted else ("rejects" if _rejects(row["p_value"]) else "does not reject")
-    tests = f"{own_test}, every wording pooled: {p_phrase(own_p)}; {TOGETHER_TEST}: {crossed}"
+    own_words = f"{own_test}, every wording pooled: {p_phrase(own_p)}"
+    tests = f"{own_words}; {TOGETHER_TEST}: {p_phrase(row['p_value'])}" if quoted else \
+        f"{own_words}, and {TOGETHER_TEST} {'rejects' if _rejects(row['p_value']) else 'does not reject'}"
     same_side = (own["value"] - null) * (row["estimate"] - null) > 0
     if _rejects(own_p) and _rejects(row["p_value"]) and same_side:
         return "shown", f"over all wordings together {_direction(metric, own['value'])} ({tests}; both reject)"
