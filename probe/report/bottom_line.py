@@ -90,8 +90,10 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
 def _pairs(con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None,
            positions: Mapping[str, float]) -> dict[str, Any] | None:  # fmt: skip
     """The per-pair table of the lead condition, with the heterogeneity test and their sentences."""
+    if condition is None:
+        return None
     cells = wording_cells(con, run_id)
-    if condition is None or cells.empty:
+    if cells.empty:
         return None
     cells = cells[cells["condition"] == condition]
     shares = pair_shares(cells)

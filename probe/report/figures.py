@@ -357,7 +357,7 @@ def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
         ax.scatter(rows["value"].to_numpy(float)[chosen], y[chosen], s=22, zorder=3, linewidths=1.0, edgecolors=colour,
                    facecolors=colour if lean != "none" else "white", label=names[lean])  # fmt: skip
     ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.03, 1.03)  # a pair at 0 or 100% shows its whole dot
     ax.set_yticks(y, labels, fontsize=7.5)
     ax.set_xlabel(f"share of picks of the woman ({pairs['condition']}), 95% interval")
     ax.spines[["top", "right"]].set_visible(False)
