@@ -254,7 +254,7 @@ def _gate_problems(data: Mapping[str, Any]) -> list[str]:
 def _compare_problems(data: Mapping[str, Any]) -> list[str]:
     """compare.json: every run's own intervals, the paired differences (null 0) and the held-out effects (null
     0; generalizes exactly when the interval lies above 0 and the effect is not significantly smaller, undecided
-    (null) without an interval)."""
+    (null) without an interval or where the tuning part's own interval does not lie above 0)."""
     from probe.analysis.metric_registry import METRICS
 
     problems = []
@@ -268,12 +268,14 @@ def _compare_problems(data: Mapping[str, Any]) -> list[str]:
         problems += _interval_rules(f"difference {row['run_b']} - {row['run_a']} {row['condition']} {row['metric']}",
                                     row["ci_low"], row["ci_high"], row["difference"], 0.0, row["p_value"])  # fmt: skip
     heldout = data.get("heldout") or {}
+    tuning = next((part for part in heldout.get("parts", []) if part["part"] == "tuning"), {})
     for part in heldout.get("parts", []):
         where = f"held-out {part['part']}"
         problems += _interval_rules(where, part["ci_low"], part["ci_high"], part["effect"], 0.0, part["p_value"])
         if "generalizes" in part:
             smaller = part["smaller_p"] is not None and part["smaller_p"] < 0.05
-            expected = None if part["ci_low"] is None else part["ci_low"] > 0 and not smaller
+            expected = None if part["ci_low"] is None or not (tuning["ci_low"] or 0) > 0 else (
+                part["ci_low"] > 0 and not smaller)
             if part["generalizes"] != expected:
                 problems.append(f"{where}: generalizes = {part['generalizes']} beside [{part['ci_low']}, "
                                 f"{part['ci_high']}], smaller_p = {part['smaller_p']}")  # fmt: skip

@@ -103,8 +103,13 @@ def test_the_correlation_interval_excludes_0_exactly_when_the_permutation_test_r
     assert result["ci_low"] < result["r"] < result["ci_high"]
 
 
-def test_correlation_needs_four_pairs_and_variation() -> None:
+def test_correlation_needs_six_pairs_and_variation() -> None:
     assert resampling.correlation_test(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]))["p_value"] is None
+    # issue 37: a test and an interval were given from 4 pairs; every test over pairs needs MIN_PAIRS (6)
+    five = resampling.correlation_test(np.arange(5.0), np.array([0.0, 1.0, 3.0, 2.0, 4.0]))
+    assert five["r"] == pytest.approx(0.9) and five["p_value"] is None and five["ci_low"] is None
+    assert resampling.correlation_test(np.arange(6.0), np.array([0.0, 1.0, 3.0, 2.0, 4.0, 5.0]))["p_value"] < 0.05
+    assert resampling.correlation_mde(5) is None and resampling.correlation_mde(6) is not None
     assert resampling.correlation_test(np.ones(6), np.arange(6.0))["r"] is None
     assert resampling.correlation_mde(28) == pytest.approx(math.tanh((1.959963984540054 + 0.8416212335729143) / 5))
 

@@ -147,3 +147,18 @@ def test_improvements_without_spread_take_the_exact_test_not_a_t_of_float_noise(
         spread = pd.Series([0.25, 0.5, 0.25, 0.0, 0.25, 0.5])
         assert _smaller_p(tuning, spread, paired=False) == pytest.approx(
             stats.ttest_1samp(spread, 0.5, alternative="less").pvalue)  # Welch with one constant group
+
+
+def test_no_held_out_verdict_where_the_tuning_part_shows_no_effect(db_file: Path, tmp_path: Path) -> None:
+    """Issue 37: 'Generalizes: no' was said where the tuning effect itself was not significant (+14.6 [-9.5,
+    +38.7]). Here only the held-out pairs (1, 2, 4, 7, 9, 11) reach parity for the nurse: the tuning part (pairs 3, 5,
+    6, 8, 10, 12) improves by 0, so there is nothing to generalize, whatever the held-out parts show."""
+    parity = {pair: {"nurse"} if pair in (1, 2, 4, 7, 9, 11) else set() for pair in range(1, 13)}
+    heldout, output = _compare(db_file, tmp_path, parity)
+    parts = {row["part"]: row for row in heldout["parts"]}
+    assert parts["tuning"]["effect"] == 0.0 and parts["tuning"]["ci_low"] < 0 < parts["tuning"]["ci_high"]
+    assert parts["held-out names"]["effect"] == 0.5
+    for part in ("held-out occupations", "held-out names"):
+        assert (parts[part]["generalizes"], parts[part]["verdict"]) == (None, "no tuning effect to generalize")
+    assert output.read_text().count("no tuning effect to generalize") == 2
+    assert "| no |" not in output.with_suffix(".md").read_text()

@@ -7,10 +7,12 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
 from probe.analysis.metrics import analyze
+from probe.analysis.resampling import correlation_test
 from tests.support import RunBuilder, metric, score_interval_reference
 
 CHOSE = {"female": ("yes", "no", "female", "female"), "male": ("no", "yes", "male", "male")}
@@ -110,14 +112,16 @@ def test_an_occupation_with_eight_leaning_pairs_is_preferred(con):
 
 
 def test_consistency_bias_correlation_has_an_exact_permutation_test_and_a_bonferroni_adjusted_p(con):
-    # Pair values of consistency and bias: (1, 1), (0.5, 0.5), (0, 0.5), (0.5, 0) over two instances each.
+    # Pair values of consistency and bias: (1, 1), (0.5, 0.5), (0, 0.5), (0.5, 0), (1, 0), (0, 1) over two
+    # instances each (6 pairs: the fewest any test over pairs is given with, MIN_PAIRS).
     types = {
         "both": ("yes", "no", "female", "female"),  # consistency 1, bias 1
         "neither": ("no", "no", "female", "both"),  # consistency 0, bias 0
         "biased": ("no", "no", "male", "male"),  # consistency 0, bias 1
         "consistent": ("yes", "no", "female", "both"),  # consistency 1, bias 0
     }
-    plans = [("both", "both"), ("both", "neither"), ("neither", "biased"), ("consistent", "neither")]
+    plans = [("both", "both"), ("both", "neither"), ("neither", "biased"), ("consistent", "neither"),
+             ("consistent", "consistent"), ("biased", "biased")]  # fmt: skip
     run = RunBuilder(con)
     for pair_id, plan in enumerate(plans, start=1):
         for order, kind in zip(("fm", "mf"), plan, strict=True):
@@ -128,20 +132,25 @@ def test_consistency_bias_correlation_has_an_exact_permutation_test_and_a_bonfer
         "SELECT condition, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "
         "ORDER BY condition"
     ).fetchall()
-    r = 0.5  # deviations (.5, 0, -.5, 0) and (.5, 0, 0, -.5): 0.25 / sqrt(0.5 * 0.5)
-    # 4 pairs: the permutation test is exact over all 24 orders of the bias values (the observed one included)
-    orders = list(itertools.permutations([1, 0.5, 0.5, 0]))
-    p = sum(abs(stats.pearsonr([1, 0.5, 0, 0.5], order).statistic) >= r - 1e-12 for order in orders) / len(orders)
-    # baseline: consistency and bias both alternate 1, 0, 1, 0 -> r = 1 (no Fisher interval); 8 of the 24 orders
-    # give |r| = 1, p = 1/3. Bonferroni over the two conditions tested: p_adjusted = 2 p. With 24 orders no
-    # adjusted p can fall below 0.05, so the taxonomy interval is the whole range.
+    consistency, bias = [1, 0.5, 0, 0.5, 1, 0], [1, 0.5, 0.5, 0, 0, 1]
+    r = stats.pearsonr(consistency, bias).statistic
+    # 6 pairs: the permutation test is exact over all 720 orders of the bias values (the observed one included)
+    orders = list(itertools.permutations(bias))
+    p = sum(abs(stats.pearsonr(consistency, order).statistic) >= abs(r) - 1e-12 for order in orders) / len(orders)
+    expected = correlation_test(np.array(consistency), np.array(bias), tests=2)  # Bonferroni over two conditions
+    # baseline: consistency and bias both alternate 1, 0: r = 1 (no Fisher interval); 72 of the 720 orders give
+    # |r| = 1 (the three 1s on the three 1s, or on the three 0s: 2 x 3! x 3!), p = 0.1, adjusted 0.2
     assert rows == [
-        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, pytest.approx(1 / 3),
-         pytest.approx(2 / 3), 4),
-        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r), pytest.approx(-1.0), pytest.approx(1.0),
-         pytest.approx(p), pytest.approx(min(2 * p, 1.0)), 4),
+        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, pytest.approx(0.1),
+         pytest.approx(0.2), 6),
+        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r), pytest.approx(expected["ci_low"]),
+         pytest.approx(expected["ci_high"]), pytest.approx(p), pytest.approx(min(2 * p, 1.0)), 6),
     ]  # fmt: skip
-    assert r == pytest.approx(stats.pearsonr([1, 0.5, 0, 0.5], [1, 0.5, 0.5, 0]).statistic)
+    # with 4 pairs (issue 37: tested from 4) r is given, no test and no interval
+    con.execute("DELETE FROM items WHERE pair_id > 4")
+    analyze(con, "r1")
+    assert con.execute("SELECT n, p_value, ci_low FROM correlations WHERE condition = 'taxonomy'").fetchall() == [
+        (4, None, None)]
     # consistency vs prefer_f / prefer_m is never tested (negative by construction)
     assert con.execute("SELECT count(*) FROM correlations WHERE y <> 'bias' OR across <> 'pair'").fetchone() == (0,)
 

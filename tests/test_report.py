@@ -159,12 +159,14 @@ def test_report_cli_analyses_first_and_writes_three_files(db_file: Path, tmp_pat
 
 def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     html = written.html.read_text()
-    for section in ("summary", "run-card", "figure-1", "occupations", "stage1", "pairs", "sensitivity",
+    for section in ("bottom-line", "carriers", "pair-table", "summary", "run-card", "figure-1", "occupations",
+                    "stage1", "pairs", "sensitivity",
                     "regression", "glossary", "limitations", "attribution", "headline-findings",
                     "testability"):  # fmt: skip
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
-    assert figures == ["fig-headline", "fig-occupations", "fig-stage1", "fig-pairs", "fig-sensitivity"]
+    assert figures == ["fig-pair-shares", "fig-headline", "fig-occupations", "fig-stage1", "fig-pairs",
+                       "fig-sensitivity"]  # fmt: skip
     assert html.count("How to read this.") == 6
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
     assert "<script" not in html
@@ -180,7 +182,7 @@ def test_the_pages_render_from_the_json_document_alone(written: report.ReportFil
 
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
-    assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
+    assert list(data) == ["schema_version", "bottom_line", "run", "settings", "counts", "decision_margins", "headline",
                           "testability", "overall", "preferred_occupations", "correlations", "regression",
                           "stage1_rates", "occupation_preference", "pair_values", "items", "robustness"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",

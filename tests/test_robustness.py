@@ -59,23 +59,32 @@ def _at(value: float, p_value: float) -> Interval:
 
 
 @pytest.mark.parametrize(
-    ("crossed", "per_wording", "wording_p", "expected"),
+    ("per_wording", "wording_p", "pairs", "expected"),
     [
-        (_at(0.6, 0.001), [_at(0.58, 0.01), _at(0.65, 0.001), _at(0.55, 0.2)], 0.5, "holds"),
-        (_at(0.6, 0.001), [_at(0.58, 0.01), _at(0.7, 0.001), _at(0.48, 0.6)], 0.001, "depends"),
-        (_at(0.53, 0.2), [_at(0.45, 0.3), _at(0.72, 0.001), _at(0.42, 0.1)], 0.001, "depends"),
-        (_at(0.52, 0.4), [_at(0.49, 0.8), _at(0.56, 0.03), _at(0.51, 0.9)], 0.2, "not_shown"),  # 0.03 > 0.05 / 3
+        # every wording's own test rejects, all above 0.5
+        ([_at(0.58, 0.01), _at(0.65, 0.001), _at(0.6, 0.02)], 0.5, 12, "holds"),
+        # was "holds" (the crossed interval excluded 0.5 and every estimate lay above it) though one wording's own
+        # test does not reject: a direction holds under a wording only where that wording's test rejects
+        ([_at(0.58, 0.01), _at(0.65, 0.001), _at(0.55, 0.2)], 0.5, 12, "some"),
+        # issue 37: per-wording p 0.087 to 0.229 (the crossed p was 4e-8): was "holds", no wording shows it
+        ([_at(0.56, 0.087), _at(0.55, 0.229), _at(0.57, 0.1)], 0.6, 6, "not_shown"),
+        ([_at(0.58, 0.01), _at(0.7, 0.001), _at(0.48, 0.6)], 0.001, 12, "depends"),
+        ([_at(0.45, 0.3), _at(0.72, 0.001), _at(0.42, 0.1)], 0.001, 12, "depends"),
+        ([_at(0.49, 0.8), _at(0.56, 0.03), _at(0.51, 0.9)], 0.2, 12, "some"),
+        ([_at(0.52, 0.4), _at(0.55, 0.1), _at(0.51, 0.9)], 0.2, 12, "not_shown"),
+        ([_at(0.58, 0.01), _at(0.65, 0.001), _at(0.6, 0.02)], 0.5, 5, "not_testable"),  # below MIN_PAIRS (6)
     ],
 )
-def test_the_verdict_reads_the_sign_under_each_wording(
-    crossed: Interval, per_wording: list[Interval], wording_p: float, expected: str
+def test_the_verdict_reads_each_wordings_own_test(
+    per_wording: list[Interval], wording_p: float, pairs: int, expected: str
 ) -> None:
-    assert verdict(crossed, per_wording, wording_p, null=0.5) == expected
+    assert verdict(per_wording, wording_p, null=0.5, pairs=pairs) == expected
 
 
 def test_a_metric_without_a_null_is_stable_unless_the_wording_test_rejects() -> None:
-    assert verdict(_at(0.6, math.nan), [_at(0.6, math.nan)] * 2, 0.2, null=None) == "stable"
-    assert verdict(_at(0.6, math.nan), [_at(0.6, math.nan)] * 2, 0.01, null=None) == "depends"
+    assert verdict([_at(0.6, math.nan)] * 2, 0.2, null=None, pairs=6) == "stable"
+    assert verdict([_at(0.6, math.nan)] * 2, 0.01, null=None, pairs=6) == "depends"
+    assert verdict([_at(0.6, math.nan)] * 2, 0.01, null=None, pairs=5) == "not_testable"
 
 
 def test_cell_values_balance_female_share_over_name_order_and_difference_grants() -> None:
@@ -97,19 +106,31 @@ def test_cell_values_balance_female_share_over_name_order_and_difference_grants(
                       "attr_yes_diff": {"hits": 3, "n": 4, "other_hits": 1, "other_n": 4}}  # fmt: skip
 
 
-def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
-    values = pd.DataFrame(
+def _female_share_values(matrix: list) -> pd.DataFrame:
+    """Robustness cell values of female_share: one row per pair of [paper, synonym] (NaN: not asked)."""
+    return pd.DataFrame(
         [("taxonomy", wording, pair, "female_share", value, 10)
-         for pair, row in enumerate([*ADDITIVE, [0.9, np.nan]], start=1)
+         for pair, row in enumerate(matrix, start=1)
          for wording, value in zip(("paper", "synonym"), row, strict=True)],
         columns=["condition", "wording", "pair_id", "metric", "value", "n"],
     ).dropna()  # fmt: skip
-    rows = robustness_rows(values, ["paper", "synonym"]).set_index("key")
+
+
+def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
+    rows = robustness_rows(_female_share_values([*ADDITIVE, [0.9, np.nan]]), ["paper", "synonym"]).set_index("key")
     assert list(rows.index) == ["paper", "synonym", "all"]
     assert rows["pairs"].tolist() == [3, 3, 3]
     assert rows.loc["paper", "value"] == pytest.approx(0.4) and rows.loc["synonym", "value"] == pytest.approx(0.6)
-    assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.0
-    assert rows.loc["all", "verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+    assert rows.loc["all", "spread"] == pytest.approx(0.2)
+    # 3 pairs, fewer than the 6 every interval over pairs needs: no crossed interval, no wording test (issue 37: they
+    # were given with as few as 2 pairs), and the verdict says so
+    crossed = rows.loc["all"]
+    assert np.isnan([crossed[column] for column in ("ci_low", "ci_high", "p_value", "wording_p", "pair_ci_low")]).all()
+    assert crossed["verdict"] == "not_testable"
+    six = robustness_rows(_female_share_values([*ADDITIVE, *ADDITIVE, [0.9, np.nan]]), ["paper", "synonym"])
+    crossed = six.set_index("key").loc["all"]
+    assert crossed["pairs"] == 6 and crossed["wording_p"] == 0.0 and crossed["ci_low"] < 0.5 < crossed["ci_high"]
+    assert crossed["verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
 
 
 def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() -> None:
@@ -159,24 +180,63 @@ def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
     assert 'id="robustness"' not in (tmp_path / one / "report.html").read_text()
 
 
+def _finding(metric: str, verdict_: str, per_wording: list, crossed: tuple, pairs: int = 12,
+             wording_p: float = 0.593) -> dict:
+    """A robustness finding as report.json keeps it: per_wording [(wording, estimate, p)], crossed (estimate, p)."""
+    return {"metric": metric, "condition": "stage1" if metric == "attr_yes_diff" else "taxonomy",
+            "verdict": verdict_, "estimate": crossed[0], "p_value": crossed[1], "pairs": pairs, "spread": 0.026,
+            "wording_p": wording_p, "per_wording": [{"wording": wording, "estimate": estimate, "p_value": p_value}
+                                                    for wording, estimate, p_value in per_wording]}  # fmt: skip
+
+
+WORDS = ("paper", "synonym", "restated")
+SPREAD = "it moves 2.6 points between wordings."
+
+
 @pytest.mark.parametrize(
-    ("metric", "verdict_", "value", "sentence"),
+    ("finding", "own", "sentence"),
     [
-        ("position_first", "holds", 0.69, "first-named picked (taxonomy): holds under every wording. The first-named "
-         "person is favoured under each of the 5; it moves 2.6 points between wordings (wording test p = 0.593)."),
-        ("female_share", "depends", 0.6, "woman picked (order-balanced) (taxonomy): depends on wording. No direction "
-         "holds under every wording; it moves 2.6 points between wordings (wording test p = 0.593)."),
-        ("female_share", "not_shown", 0.68, "woman picked (order-balanced) (taxonomy): not shown under any of the 5 "
-         "wordings (nor over them all); it moves 2.6 points between wordings (wording test p = 0.593)."),
-        ("consistency", "depends", 0.38, "consistency (taxonomy): depends on wording; it moves 2.6 points between "
-         "wordings (wording test p = 0.593)."),
-        ("bias", "stable", 0.79, "bias (taxonomy): stable across wordings; it moves 2.6 points between wordings "
-         "(wording test p = 0.593)."),
+        (_finding("position_first", "holds", [(w, 0.69, p) for w, p in zip(WORDS, (0.01, 0.03, 0.002), strict=True)],
+                  (0.69, 0.002)),
+         {"value": 0.69, "p_value": 0.001, "method": "score"},
+         "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each of "
+         "the 3 (each wording's own test over name pairs, p <= 0.030); over all wordings together the first-named "
+         "person is favoured (score test over name pairs, every wording pooled: p = 0.001; the crossed pair x wording "
+         f"test: p = 0.002; both reject); {SPREAD}"),
+        # issue 37: every wording's interval held 50% (p 0.087 to 0.229) and the summary's test gave p = 0.213, yet the
+        # section read "holds under every wording" on the crossed p of 4e-8
+        (_finding("position_first", "not_shown",
+                  [(w, 0.56, p) for w, p in zip(WORDS, (0.087, 0.229, 0.1), strict=True)], (0.56, 4e-8)),
+         {"value": 0.56, "p_value": 0.213, "method": "score"},
+         "first-named picked (taxonomy): not shown under any of the 3 wordings alone (each wording's own test, "
+         "smallest p = 0.087); over all wordings together no direction is shown (score test over name pairs, every "
+         "wording pooled: p = 0.213; the crossed pair x wording test: p < 0.001; a direction needs both); " + SPREAD),
+        # issue 37: "Women are granted more attributes under each of the 5" while two wordings' intervals held 0
+        (_finding("attr_yes_diff", "some", [("paper", 0.2, 0.01), ("synonym", 0.15, 0.02), ("restated", 0.05, 0.4)],
+                  (0.13, 0.01)), {"value": 0.13, "p_value": 0.02, "method": "paired_t"},
+         "granted: women - men (stage1): shown under 2 of the 3 wordings by their own tests: women are granted more "
+         "attributes under paper, synonym alone; not under restated; over all wordings together women are granted "
+         "more attributes (paired t test over name pairs, every wording pooled: p = 0.020; the crossed pair x wording "
+         f"test: p = 0.010; both reject); {SPREAD}"),
+        (_finding("female_share", "depends", [("paper", 0.7, 0.01), ("synonym", 0.35, 0.03), ("restated", 0.5, 0.9)],
+                  (0.52, 0.6), wording_p=0.001), {"value": 0.52, "p_value": 0.7, "method": "score"},
+         "woman picked (order-balanced) (taxonomy): depends on wording (wording test p = 0.001); shown under 2 of the "
+         "3 wordings by their own tests: the model prefers women under paper alone; the model prefers men under "
+         "synonym alone; not under restated; over all wordings together no direction is shown (score test over name "
+         "pairs, every wording pooled: p = 0.700; the crossed pair x wording test: p = 0.600; a direction needs "
+         f"both); {SPREAD}"),
+        (_finding("female_share", "not_testable", [(w, 0.7, None) for w in WORDS], (0.7, None), pairs=5),
+         {"value": 0.7, "p_value": None, "method": None},
+         "woman picked (order-balanced) (taxonomy): not testable wording by wording: 5 name pairs were asked in every "
+         "wording, fewer than the 6 any test over name pairs needs; over all wordings together not testable: the "
+         f"crossed pair x wording test needs 6 name pairs asked in every wording (5 here); {SPREAD}"),
+        (_finding("consistency", "depends", [(w, 0.38, None) for w in WORDS], (0.38, None), wording_p=0.01), None,
+         f"consistency (taxonomy): depends on wording (wording test p = 0.010); {SPREAD}"),
+        (_finding("bias", "stable", [(w, 0.79, None) for w in WORDS], (0.79, None)), None,
+         f"bias (taxonomy): stable across wordings; {SPREAD}"),
     ],
 )
-def test_each_verdict_reads_as_what_it_claims(metric: str, verdict_: str, value: float, sentence: str) -> None:
-    """A finding no wording shows is 'not shown', never 'no effect'; a metric without a no-effect value has no
-    direction to hold."""
-    row = {"metric": metric, "condition": "taxonomy", "verdict": verdict_, "value": value, "spread": 0.026,
-           "wording_p": 0.593}  # fmt: skip
-    assert _sentence(row, 5) == sentence
+def test_each_verdict_reads_as_what_its_tests_show(finding: dict, own: dict | None, sentence: str) -> None:
+    """A direction under a wording only where that wording's test rejects; over all wordings together only where the
+    summary's own test and the crossed test both do; a metric without a no-effect value has no direction to hold."""
+    assert _sentence(finding, own) == sentence

@@ -29,6 +29,7 @@ from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
 from probe.analysis.statistics import (
+    MIN_PAIRS,
     DifferenceEstimate,
     ShareEstimate,
     difference_estimate,
@@ -270,7 +271,7 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
     bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
     answers no, which makes the instance inconsistent), so it is not tested. r is NULL where undefined:
-    fewer than 3 pairs or a constant variable; the interval and test need 4 pairs.
+    fewer than 3 pairs or a constant variable; the interval and test need MIN_PAIRS pairs.
     """
     scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != STAGE1_CONDITION)]
     tested: list[tuple[str, pd.DataFrame]] = []
@@ -278,7 +279,7 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
         wide = group.pivot(index="key", columns="metric", values="value")
         if "consistency" in wide and "bias" in wide:
             tested.append((condition, wide[["consistency", "bias"]].dropna()))
-    testable = sum(len(both) >= 4 and both.nunique().min() > 1 for _, both in tested)
+    testable = sum(len(both) >= MIN_PAIRS and both.nunique().min() > 1 for _, both in tested)
     rows = [{"condition": condition, "across": "pair", "x": "consistency", "y": "bias", "method": "pearson",
              "n": len(both), **correlation_test(both["consistency"], both["bias"], testable)}
             for condition, both in tested]  # fmt: skip

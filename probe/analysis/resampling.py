@@ -14,6 +14,7 @@ import numpy as np
 from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE, POWER, SIGNIFICANCE
+from probe.analysis.statistics import MIN_PAIRS
 
 SEED = 20240229
 BOOTSTRAP_REPLICATES = 2000
@@ -55,7 +56,8 @@ def correlation_test(x: np.ndarray, y: np.ndarray, tests: int = 1) -> dict[str, 
     or fewer: the test is exact), else the observed order and PERMUTATIONS seeded random ones. p = the share of the
     set with |r| at least the observed; adjusted = min(1, tests * p). The interval is tanh(atanh(r) -+ atanh(r_c)),
     r_c the |r| of the set beyond which the adjusted p is below 0.05: it excludes 0 exactly when the test rejects.
-    r is None below 3 pairs or for a constant variable; the test needs 4 pairs, the interval |r| < 1.
+    r is None below 3 pairs or for a constant variable; the test and interval need MIN_PAIRS pairs (as every test
+    over pairs: with 5 the exact permutation set's smallest p is 1 / 60), the interval |r| < 1.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
@@ -64,7 +66,7 @@ def correlation_test(x: np.ndarray, y: np.ndarray, tests: int = 1) -> dict[str, 
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return result
     r = result["r"] = float(stats.pearsonr(x, y)[0])
-    if n < 4:
+    if n < MIN_PAIRS:
         return result
     reference = np.abs(_pearson_rows(x, _reference_orders(y)))
     p_value = float(np.mean(reference >= abs(r) - _TIE))
@@ -96,8 +98,8 @@ def _pearson_rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def correlation_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
     """Smallest |r| detected over n pairs with 80% power at `alpha` (two-sided; Fisher z, which the permutation
-    test matches for pair values without heavy skew)."""
-    if n < 4:
+    test matches for pair values without heavy skew); None below MIN_PAIRS pairs, where no test is given."""
+    if n < MIN_PAIRS:
         return None
     z = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(POWER)) / math.sqrt(n - 3)
     return float(math.tanh(z))

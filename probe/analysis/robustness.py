@@ -11,14 +11,19 @@ interval over the same cells ignores the wordings' spread and undercovers when w
 Each wording's own estimate is the one a run asked in that wording alone reports (probe/analysis/statistics.py: at
 an estimate of 0 or 1 the no-event bound over pairs, never a t interval of zero spread left without one).
 
-Per metric and condition, the verdict reads the sign of the effect under each wording with the wording effect's
-own test (two-way ANOVA of the pair x wording values, pairs as blocks):
-- `holds`: the crossed interval excludes the null and every wording's estimate lies on its side;
-- `depends`: not `holds`, while one wording's own test rejects the null at 0.05 / wordings (Bonferroni: that
-  finding is the sentence's, not the model's), or the wording test rejects and the wordings' estimates fall on
-  both sides of the null;
-- `not_shown`: no wording shows an effect, nor does the crossed interval, nor does the wording flip its sign;
-- metrics without a null: `stable` where the wording test does not reject, else `depends`.
+Per metric and condition, the verdict says what each wording's own test shows (one procedure per claim, DESIGN.md
+section 10: a direction is stated under a wording only where that wording's test rejects at 0.05):
+- `holds`: every wording's own test rejects, all in the same direction (an intersection-union test: valid at 0.05
+  without correction);
+- `depends`: not `holds`, and the wording test (two-way ANOVA of the pair x wording values, pairs as blocks)
+  rejects: the estimate moves with the wording;
+- `some`: not `holds`, some wording's own test rejects, and the wording test does not reject;
+- `not_shown`: no wording's own test rejects and the wording test does not reject;
+- metrics without a null: `stable` where the wording test does not reject, else `depends`;
+- `not_testable`: fewer than MIN_PAIRS pairs under every wording (no interval over pairs is given below it, the
+  crossed one included).
+The crossed interval carries the claim over all wordings together (probe/report/robustness.py reads it beside the
+run's own test): it does not enter the verdict on the wordings one by one.
 """
 
 from __future__ import annotations
@@ -32,7 +37,14 @@ from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
-from probe.analysis.statistics import DifferenceEstimate, ShareEstimate, difference_estimate, pair_terms, share_estimate
+from probe.analysis.statistics import (
+    MIN_PAIRS,
+    DifferenceEstimate,
+    ShareEstimate,
+    difference_estimate,
+    pair_terms,
+    share_estimate,
+)
 from probe.store import db
 
 STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns
@@ -109,18 +121,20 @@ def wording_test(values: np.ndarray) -> float:
     return float(stats.f.sf(f_value, wordings - 1, (pairs - 1) * (wordings - 1)))
 
 
-def verdict(crossed: Interval, per_wording: list[Interval], wording_p: float, null: float | None) -> str:
-    """holds / depends / not_shown (metrics with a null), stable / depends (without); see the module's docstring."""
+def verdict(per_wording: list[Interval], wording_p: float, null: float | None, pairs: int) -> str:
+    """holds / depends / some / not_shown (metrics with a null), stable / depends (without), not_testable below
+    MIN_PAIRS pairs; see the module's docstring."""
+    if pairs < MIN_PAIRS:
+        return "not_testable"
     wording_matters = wording_p < SIGNIFICANCE
     if null is None:
         return "depends" if wording_matters else "stable"
-    signs = {np.sign(interval.value - null) for interval in per_wording} - {0.0}
-    if crossed.p_value < SIGNIFICANCE and signs == {np.sign(crossed.value - null)}:
+    shown = {np.sign(interval.value - null) for interval in per_wording if interval.p_value < SIGNIFICANCE}
+    if len(shown) == 1 and all(interval.p_value < SIGNIFICANCE for interval in per_wording):
         return "holds"
-    alone = SIGNIFICANCE / len(per_wording)  # Bonferroni: some one of several wordings rejects by chance
-    if any(interval.p_value < alone for interval in per_wording) or (wording_matters and len(signs) > 1):
+    if wording_matters:
         return "depends"
-    return "not_shown"
+    return "some" if shown else "not_shown"
 
 
 def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
@@ -182,7 +196,8 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
         table = group.pivot_table(index="pair_id", columns="wording", values="value").reindex(columns=wordings)
         complete = table.dropna()
         matrix = complete.to_numpy(float)
-        if matrix.shape[0] < 2:
+        pairs = matrix.shape[0]
+        if pairs < 2:
             continue
         null = METRICS[metric].null
         kept = group[group["pair_id"].isin(complete.index)].sort_values("pair_id")
@@ -190,17 +205,18 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
                        for wording in wordings]  # fmt: skip
         for wording, interval in zip(wordings, per_wording, strict=True):
             rows.append({"condition": condition, "metric": metric, "scope": "wording", "key": wording,
-                         **_interval_columns(interval), "pairs": matrix.shape[0], "wordings": 1,
+                         **_interval_columns(interval), "pairs": pairs, "wordings": 1,
                          "method": METHODS["wording"]})  # fmt: skip
-        crossed = _in_range(crossed_interval(matrix, null), metric)
-        pair_only = _in_range(pair_interval(matrix, null), metric)
-        wording_p = wording_test(matrix)
+        none = Interval(float(matrix.mean()), np.nan, np.nan, np.nan)  # below MIN_PAIRS: no interval, no test
+        crossed = _in_range(crossed_interval(matrix, null), metric) if pairs >= MIN_PAIRS else none
+        pair_only = _in_range(pair_interval(matrix, null), metric) if pairs >= MIN_PAIRS else none
+        wording_p = wording_test(matrix) if pairs >= MIN_PAIRS else np.nan
         spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)
         rows.append({"condition": condition, "metric": metric, "scope": "crossed", "key": ALL,
-                     **_interval_columns(crossed), "pairs": matrix.shape[0], "wordings": len(wordings),
+                     **_interval_columns(crossed), "pairs": pairs, "wordings": len(wordings),
                      "method": METHODS["crossed"], "spread": spread, "wording_p": wording_p,
                      "pair_ci_low": pair_only.ci_low, "pair_ci_high": pair_only.ci_high,
-                     "verdict": verdict(crossed, per_wording, wording_p, null)})  # fmt: skip
+                     "verdict": verdict(per_wording, wording_p, null, pairs)})  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

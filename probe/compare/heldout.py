@@ -16,7 +16,8 @@ name pairs, no interval below 6 pairs and no p below the pairs' exact bound 2 x 
 improves alike the two runs' own intervals combined (never a zero-width interval). A held-out part's effect
 generalizes when its interval lies above 0 and it is not significantly smaller than the tuning part's (one-sided at
 0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch for held-out
-names, which are other pairs); with too few pairs for an interval, whether it generalizes is not decided (null).
+names, which are other pairs); with too few pairs for an interval, or where the tuning part's own interval does not
+lie above 0 (no tuning effect to generalize), whether it generalizes is not decided (null), and the verdict says why.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.metrics import metric_queries
+from probe.analysis.pairs import wording_cells
 from probe.analysis.statistics import METHODS, difference_estimate, no_spread
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
@@ -46,7 +47,7 @@ MEASURES = {
 METHOD = (f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
           f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
           "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
-          "held-out names); undecided below 6 name pairs")  # fmt: skip
+          "held-out names); undecided below 6 name pairs or where the tuning part shows no improvement")  # fmt: skip
 PARTS = ("tuning", "held-out occupations", "held-out names", "held-out wordings")
 
 
@@ -67,12 +68,7 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
 
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     """metrics.sql's per (condition, wording, pair, occupation, name order) counts of one run, with the SOC group."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        cells = con.execute(queries["wording_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
+    cells = wording_cells(con, run_id)
     groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
                          "WHERE run_id = ?", [run_id]).df()  # fmt: skip
     return cells.merge(groups, on="occupation", how="left")
@@ -140,12 +136,24 @@ def heldout_section(
                "p_value": estimate.p_value(0.0)}  # fmt: skip
         if part != "tuning":
             smaller_p = _smaller_p(improvements["tuning"], improvements[part], paired=part != "held-out names")
-            row["smaller_p"] = smaller_p
-            row["generalizes"] = None if interval is None else bool(
-                interval[0] > 0 and not (smaller_p is not None and smaller_p < SIGNIFICANCE))  # fmt: skip
+            row |= {"smaller_p": smaller_p, **_generalizes(rows[0], row, smaller_p)}
         rows.append(row)
     return {"base": base, "mitigated": mitigated, "seed": seed, "metric": metric, "measure": MEASURES[metric],
             "condition": condition, "split": parts, "method": METHOD, "parts": rows}  # fmt: skip
+
+
+def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None) -> dict[str, object]:
+    """`generalizes` (True, False, or None: undecided) and the verdict in words. Nothing generalizes where the tuning
+    part shows no improvement (its interval not above 0): there was no tuning effect to generalize."""
+    if tuning["ci_low"] is None or held_out["ci_low"] is None:
+        return {"generalizes": None, "verdict": "too few pairs"}
+    if tuning["ci_low"] <= 0:
+        return {"generalizes": None, "verdict": "no tuning effect to generalize"}
+    if smaller_p is not None and smaller_p < SIGNIFICANCE:
+        return {"generalizes": False, "verdict": "no: smaller than on the tuning part"}
+    if held_out["ci_low"] > 0:
+        return {"generalizes": True, "verdict": "yes"}
+    return {"generalizes": False, "verdict": "not shown: the held-out interval includes 0"}
 
 
 def _smaller_p(tuning: pd.Series, held_out: pd.Series, *, paired: bool) -> float | None:

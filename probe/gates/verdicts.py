@@ -315,9 +315,9 @@ def interval_sentence(verdict: Verdict) -> str:
         text += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
     if verdict.verdict == INCONCLUSIVE:
         needed = verdict.pairs_needed
-        text += ("; no pair count decides it while the estimate sits on the edge" if needed is None else
-                 f"; about {needed if needed <= MOST_PAIRS else f'more than {MOST_PAIRS:,}'} name pairs would decide "
-                 "it with 80% power, if the truth is this estimate")  # fmt: skip
+        count = None if needed is None else f"about {needed:,}" if needed <= MOST_PAIRS else f"more than {MOST_PAIRS:,}"
+        text += ("; no pair count decides it while the estimate sits on the edge" if count is None else
+                 f"; {count} name pairs would decide it with 80% power, if the truth is this estimate")  # fmt: skip
     return text
 
 

@@ -15,6 +15,11 @@ SVG figures, no network, no script needed) and a Markdown summary. A comparison 
 JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, values may be null):
 
 - `schema_version`: 1
+- `bottom_line`: {verdicts: [{condition, metric, direction (female / male / null), shown (null: not testable),
+  estimate, ci_low, ci_high, p_value, sentence}], cannot_test: [sentence], not_gender, inheritance (null where
+  stage 1 shows no grant gap), pairs: {condition, method, rows: [{pair_id, female, male, value, ci_low, ci_high, n,
+  lean, first_named}], counts, sentence, heterogeneity: {condition, pairs, statistic, p_value, differ, method,
+  sentence}}, occupations}: the plain verdict the pages open with (bottom_line.py)
 - `run`: run_id, model, model_identity, backend, decoding, onet_release, template_hash,
   package_version, package_versions, created_at, finished_at, status
 - `settings`: pairs (number of name pairs), occupations (number), top_k, conditions (list), preset,
@@ -26,8 +31,10 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   ci_low, ci_high, method, n, test?}]: direct measures first (female_share, attr_yes_f, attr_yes_m,
   attr_yes_diff, position_first), then consistency, bias and the consistency-bias correlation; bounds and
   method are null where no interval can be estimated; `test` = {test, p_value, units, untied, min_p_value,
-  testable} for metrics with a null value
+  testable} for metrics with a null value; `robustness` = {verdict, together, clause} in a run in several
+  wordings, whose sentence states the robustness section's claim over them (robustness.findings[].claim)
 - `testability`: [{test, units, min_p_value, mde, testable, sentence}]: what this run's size can detect
+  (occupation entries also `reachable`: whether a lone preferred occupation can pass Benjamini-Hochberg)
 - `overall`: {condition: {metric: {value, ci_low, ci_high, n, pairs, p_value, min_p_value, mde}}}: every
   overall-scope metric (p_value, min_p_value, mde: the score test against the metric's null, where it has one)
 - `preferred_occupations`: {condition: {female: [occupation], male: [occupation], tested (testable

@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from probe.common.vocabulary import CONDITIONS
+from probe.report.bottom_line import bottom_line
 from probe.report.data import (
     SCHEMA_VERSION,
     decision_margins,
@@ -24,7 +25,7 @@ from probe.report.data import (
 )
 from probe.report.findings import headline, occupation_testability, testability
 from probe.report.items import drilldown
-from probe.report.robustness import robustness_section
+from probe.report.robustness import robustness_section, wording_claims
 
 PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 
@@ -47,8 +48,10 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     correlation_records = records(correlations)
     settings = run_settings(con, run_id)
     preferences = preference_frame(con, run_id)
-    findings = headline(overall, correlation_records)
-    return {
+    robustness = robustness_section(con, run_id, overall)  # None unless the run asked more than one wording
+    claims = wording_claims(robustness)
+    findings = headline(overall, correlation_records, claims)
+    document = {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),
         "settings": settings,
@@ -67,5 +70,6 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "occupation_preference": records(preferences),
         "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
         "items": drilldown(con, run_id),
-        "robustness": robustness_section(con, run_id),  # None unless the run asked more than one wording
+        "robustness": robustness,
     }
+    return {"schema_version": SCHEMA_VERSION, "bottom_line": bottom_line(con, run_id, document, claims), **document}

@@ -337,3 +337,30 @@ def figure_robustness(section: Mapping[str, Any] | None) -> str | None:
     for ax in axes[len(findings):]:
         ax.set_visible(False)
     return _figure_uri(fig)
+
+
+def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
+    """The bottom line's figure: each name pair's share of picks of the woman with its own interval, coloured by the
+    lean its interval shows (hollow: none), strongest to the woman on top."""
+    if not pairs or not pairs["rows"]:
+        return None
+    rows = pd.DataFrame(pairs["rows"])
+    labels = [f"{row.female} / {row.male}" if isinstance(row.female, str) else f"pair {row.pair_id}"
+              for row in rows.itertuples()]  # fmt: skip
+    y = np.arange(len(rows))[::-1]
+    fig = new_figure(5.2, 1.0 + 0.2 * len(rows))
+    ax = fig.subplots()
+    ax.hlines(y, rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float), color="#bbbbbb", linewidth=1.2)
+    names = {"female": "leans to the woman", "male": "leans to the man", "none": "no lean shown"}
+    for lean, colour in GENDER_COLOURS.items():
+        chosen = (rows["lean"] == lean).to_numpy()
+        ax.scatter(rows["value"].to_numpy(float)[chosen], y[chosen], s=22, zorder=3, linewidths=1.0, edgecolors=colour,
+                   facecolors=colour if lean != "none" else "white", label=names[lean])  # fmt: skip
+    ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
+    ax.set_xlim(-0.03, 1.03)  # a pair at 0 or 100% shows its whole dot
+    ax.set_yticks(y, labels, fontsize=7.5)
+    ax.set_xlabel(f"share of picks of the woman ({pairs['condition']}), 95% interval")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    return _figure_uri(fig)

@@ -32,6 +32,7 @@ from probe.report.figures import (
     figure_headline,
     figure_leaderboard,
     figure_occupations,
+    figure_pair_shares,
     figure_pairs,
     figure_robustness,
     figure_sensitivity,
@@ -221,6 +222,15 @@ def other_findings(data: Mapping[str, Any]) -> list[str]:
     return sentences
 
 
+def occupation_levels(preferences: Sequence[Mapping[str, Any]]) -> str:
+    """The level of the occupation intervals as the figure's caption names it: one level, or one per condition
+    (the decision's level, 1 - R x 0.05 / occupations: 99.4% for 8 occupations and at most one preferred)."""
+    levels = {row["condition"]: row["ci_level"] for row in preferences if row.get("ci_level") is not None}
+    if len(set(levels.values())) == 1:
+        return fmt_pct(next(iter(levels.values())))
+    return ", ".join(f"{fmt_pct(level)} ({condition})" for condition, level in levels.items())
+
+
 def _status_warning(run: Mapping[str, Any]) -> str | None:
     """Every run but a complete one may still change (resumed, its failed items asked again)."""
     if run["status"] == COMPLETE:
@@ -235,6 +245,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         **data,
         "metric_table": _metric_table(data["overall"]),
         "preferred": data["preferred_occupations"],
+        "occupation_level": occupation_levels(data["occupation_preference"]),
         "stage1_rows": data["stage1_rates"],
         "regression": _regression_table(data["regression"]),
         "findings": other_findings(data),
@@ -255,6 +266,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "pairs": figure_pairs(_frame(data["pair_values"], METRIC_COLUMNS), data["correlations"]),
         "sensitivity": figure_sensitivity(data["overall"]),
         "robustness": figure_robustness(data["robustness"]),
+        "pair_shares": figure_pair_shares(data["bottom_line"]["pairs"]),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)

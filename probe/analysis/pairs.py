@@ -1,0 +1,117 @@
+"""What carries the woman's share: each name pair's own order-balanced share with its interval, and a test of
+heterogeneity between the pairs (the report's bottom line, probe/report/bottom_line.py).
+
+A run's overall share is a mean over name pairs; on small models a few pairs that always pick the woman (or the
+man) can carry it while the rest pick whoever is named first. Per pair, the share is its female_share pair value
+(the mean over its name orders with valid instances of the share of S = female); its interval combines the two
+orders' exact Clopper-Pearson intervals by MOVER (Zou & Donner 2008), so a pair that always picks the woman gets
+[l, 1], never a zero-width interval (exact, not Wilson: a pair has few instances, and Wilson's combined bound
+excludes 50% at 4 of 4, where the exact test's p is 0.125). A pair leans to a gender only where its own interval
+excludes 50% (each pair at 0.05, not corrected for the number of pairs: the table says which pairs carry the
+effect, the heterogeneity test whether they differ at all).
+
+The heterogeneity test keeps the pair as the unit and needs no model of the picks: under "no pair differs from
+another" the picks in each cell (condition, wording, occupation, name order) are exchangeable among the pairs
+answered there, so they are shuffled within cells; the statistic is the sum over pairs of (the pair's picks of the
+woman - its expected picks given the cells' rates)^2. Occupation, wording and position effects are the same for
+every pair within a cell, so they cannot make pairs look different.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
+from probe.analysis.metrics import metric_queries
+from probe.analysis.resampling import SEED
+from probe.analysis.statistics import MIN_PAIRS
+
+HETEROGENEITY_PERMUTATIONS = 999
+PAIR_METHOD = ("the mean of the pair's two name orders' shares, each with its exact (Clopper-Pearson) 95% interval "
+               "over the pair's own instances, combined by MOVER (Zou & Donner 2008)")  # fmt: skip
+HETEROGENEITY_METHOD = (
+    "stratified permutation test with the name pair as the unit: the picks of each occupation x name order "
+    f"(x wording) cell shuffled among the pairs answered there ({HETEROGENEITY_PERMUTATIONS} seeded permutations); "
+    "statistic: the sum over pairs of (the pair's picks of the woman - its expected picks)^2"
+)
+PAIR_COLUMNS = ["condition", "pair_id", "value", "ci_low", "ci_high", "n", "lean"]
+
+
+def wording_cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of a stored run."""
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    try:
+        return con.execute(queries["wording_cells"]).df()
+    finally:
+        con.execute(queries["drop_instances"])
+
+
+def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and pair: the order-balanced share of S = female, its MOVER-Wilson interval and its lean
+    (female / male where the interval excludes 50%, else none). `cells`: metrics.sql's wording_cells (n valid,
+    female_share = picks of the woman)."""
+    if cells.empty:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", "female_share"]].sum()
+    orders = orders[orders["n"] > 0].copy()
+    orders["share"] = orders["female_share"] / orders["n"]
+    low, high = np.array([clopper_pearson(int(hits), int(n)) for hits, n in
+                          zip(orders["female_share"], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
+    orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
+    grouped = orders.groupby(["condition", "pair_id"])
+    count = grouped["share"].count()
+    value = grouped["share"].mean()
+    rows = pd.DataFrame({
+        "value": value,
+        "ci_low": value - np.sqrt(grouped["below"].sum()) / count,
+        "ci_high": value + np.sqrt(grouped["above"].sum()) / count,
+        "n": grouped["n"].sum(),
+    }).reset_index()  # fmt: skip
+    rows["ci_low"], rows["ci_high"] = rows["ci_low"].clip(lower=0.0), rows["ci_high"].clip(upper=1.0)
+    rows["lean"] = np.select([rows["ci_low"] > 0.5, rows["ci_high"] < 0.5], ["female", "male"], "none")
+    return rows[PAIR_COLUMNS]
+
+
+def heterogeneity(cells: pd.DataFrame, permutations: int = HETEROGENEITY_PERMUTATIONS) -> pd.DataFrame:
+    """Per condition: pairs, the statistic and the permutation p-value of "the pairs do not differ" (NaN below
+    MIN_PAIRS pairs: no test over pairs is given there)."""
+    rows = []
+    for condition, group in cells[cells["n"] > 0].groupby("condition", sort=True):
+        pairs = np.sort(group["pair_id"].unique())
+        statistic, p_value = _permutation_test(group, pairs, permutations)
+        rows.append({"condition": condition, "pairs": len(pairs), "statistic": statistic,
+                     "p_value": p_value if len(pairs) >= MIN_PAIRS else np.nan,
+                     "differ": bool(len(pairs) >= MIN_PAIRS and p_value < SIGNIFICANCE)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["condition", "pairs", "statistic", "p_value", "differ"])
+
+
+def _permutation_test(group: pd.DataFrame, pairs: np.ndarray, permutations: int) -> tuple[float, float]:
+    """The statistic and its stratified permutation p-value ((1 + reached) / (permutations + 1))."""
+    rng = np.random.default_rng(SEED)
+    index = {pair: position for position, pair in enumerate(pairs)}
+    observed = np.zeros(len(pairs))
+    expected = np.zeros(len(pairs))
+    shuffled = np.zeros((permutations, len(pairs)))
+    fixed = np.zeros(len(pairs))
+    for _, cell in group.groupby(["wording", "occupation", "name_order"], sort=True):
+        slots = np.repeat(cell["pair_id"].map(index).to_numpy(), cell["n"].to_numpy(int))  # one slot per instance
+        picks = np.concatenate([np.r_[np.ones(int(f)), np.zeros(int(n - f))]
+                                for f, n in zip(cell["female_share"], cell["n"], strict=True)])  # fmt: skip
+        np.add.at(observed, slots, picks)
+        np.add.at(expected, slots, picks.mean())
+        if picks.min() == picks.max():  # a unanimous cell: every shuffle is the same, the observed counts
+            np.add.at(fixed, slots, picks)
+            continue
+        permuted = rng.permuted(np.broadcast_to(picks, (permutations, len(picks))), axis=1)
+        if len(np.unique(slots)) == len(slots):  # one instance per pair (the usual cell): plain indexing adds
+            shuffled[:, slots] += permuted
+        else:
+            np.add.at(shuffled.T, slots, permuted.T)
+    shuffled += fixed
+    statistic = float(np.sum((observed - expected) ** 2))
+    reference = np.sum((shuffled - expected) ** 2, axis=1)
+    reached = int(np.sum(reference >= statistic - 1e-9))
+    return statistic, (1 + reached) / (permutations + 1)
