@@ -24,7 +24,9 @@ def export_command(
     out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.")],
     run_id: Annotated[str | None, typer.Argument(help="The run to export (hf-dataset, lm-eval, inspect: optional, "
                                                       "without it the design without a model).")] = None,
-    file_format: Annotated[str, typer.Option("--format", help=f"{', '.join(EXPORT_FORMATS)}.")] = "parquet",
+    file_format: Annotated[
+        str, typer.Option("--format", help="; ".join(f"{name}: {what}" for name, what in EXPORT_FORMATS.items()))
+    ] = "parquet",
     db: DbOption = DEFAULT_DB,
     preset: PresetOption = None,
     pairs: PairsOption = None,

@@ -11,8 +11,7 @@ from probe.integrations import formats
 from probe.pipeline import analyze, answer, settings
 from probe.store.config import RunConfig
 
-EXPORT_FORMATS = tuple(formats.EXPORTS)
-IMPORT_TOOLS = tuple(formats.IMPORTS)
+EXPORT_FORMATS = {name: chosen.help for name, chosen in formats.EXPORTS.items()}  # name -> what it writes
 
 
 def export(
