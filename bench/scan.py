@@ -292,7 +292,7 @@ def scan_through_replay(folder: Path, answers: np.ndarray, soc: tuple[str, ...] 
     db_path.unlink(missing_ok=True)
     write_replay_file(folder / "answers.csv", db_path, answers, soc)
     config = RunConfig(backend="replay", answers=str(folder / "answers.csv"), db=str(db_path), quiet=True)
-    scan_id = pipeline.scan(config, ScanSettings(soc=soc))
+    scan_id = pipeline.scan(config, ScanSettings(soc=soc), report=False).scan_id
     con = connect(db_path)
     try:
         flagged = con.execute(

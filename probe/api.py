@@ -18,7 +18,7 @@ import pandas as pd
 
 from probe import pipeline
 from probe.common.errors import UserError
-from probe.scanning import BACKEND_FIELDS, SCAN_RUN_FIELDS, ScanSettings, check_scan_id, soc_prefixes, with_stored
+from probe.scanning import check_scan_id, resolve_settings
 from probe.store.db import DEFAULT_DB, connect, connect_or_snapshot
 
 if TYPE_CHECKING:
@@ -151,31 +151,9 @@ def scan(**settings: object) -> Scan:
     """
     scan_id = settings.pop("scan_id", None)
     check_scan_id(scan_id)
-    scan_fields = tuple(ScanSettings.__dataclass_fields__)
-    unknown = sorted(set(settings) - {*BACKEND_FIELDS, *scan_fields, *SCAN_RUN_FIELDS})
-    if unknown:
-        raise UserError(
-            f"{unknown[0]}: not a setting of a scan (the backend's: {', '.join(BACKEND_FIELDS)}; the scan's: "
-            f"{', '.join(scan_fields)}; {', '.join(SCAN_RUN_FIELDS)})"
-        )
     settings.setdefault("quiet", True)
-    database = str(settings.get("db", DEFAULT_DB))
-    backend_values, scan_values = with_stored(
-        database,
-        scan_id,
-        {name: value for name, value in settings.items() if name in BACKEND_FIELDS},
-        {name: value for name, value in settings.items() if name in scan_fields},
-    )
-    config = pipeline.settings(
-        {**backend_values, **{name: settings[name] for name in SCAN_RUN_FIELDS if name in settings}, "db": database}
-    )
-    scan_values["soc"] = soc_prefixes(scan_values.get("soc"))  # "29,31" or a sequence, as --soc
-    for name in ("occupations", "names"):  # paths
-        if isinstance(scan_values.get(name), Path):
-            scan_values[name] = str(scan_values[name])
-    if isinstance(scan_values.get("pairs"), list):
-        scan_values["pairs"] = tuple(scan_values["pairs"])
-    return Scan(pipeline.scan(config, ScanSettings(**scan_values), scan_id), config.db)
+    config, scan_settings = resolve_settings(settings, scan_id)
+    return Scan(pipeline.scan(config, scan_settings, scan_id, report=False).scan_id, config.db)
 
 
 def open_scan(scan_id: str, db: str | Path = DEFAULT_DB) -> Scan:

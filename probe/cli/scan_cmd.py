@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from probe import pipeline, scanning
-from probe.analysis.scan_rules import BUDGET
 from probe.answering import plan
 from probe.backends import backend_info
 from probe.cli.app import app
@@ -30,18 +29,8 @@ from probe.cli.run_cmd import (
 )
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.common.redact import safe_url
-from probe.scanning import (
-    BACKEND_FIELDS,
-    ScanSettings,
-    check_scan_id,
-    load_state,
-    read_scan_config,
-    soc_prefixes,
-    with_stored,
-)
+from probe.scanning import ScanOutcome, ScanSettings, check_scan_id, resolve_settings
 from probe.store.config import RunConfig
-from probe.store.db import DEFAULT_DB, connect
 
 
 def _resume_command(scan_id: str, db: str, config_file: Path | None = None) -> str:
@@ -94,45 +83,35 @@ def scan_command(
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    from probe.scanning import confirmation_csv, write_scan_report  # matplotlib: load on use
-
-    flags = dict(
-        backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers, decoding=decoding
-    )
-    scan_flags = dict(
-        occupations=occupations, soc=soc_prefixes(soc) or None, pairs=pairs, names=names, budget=budget, seed=seed
-    )
     check_scan_id(scan_id)
-    from_file = read_scan_config(config_file) if config_file else {}
-    database = db or str(from_file.get("db") or DEFAULT_DB)
-    given, scan_given = with_stored(
-        database,
-        scan_id,
-        {**{name: from_file[name] for name in BACKEND_FIELDS if name in from_file},
-         **{name: value for name, value in flags.items() if value is not None}},
-        {name: value for name, value in scan_flags.items() if value is not None},
+    given = dict(
+        backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
+        decoding=decoding, occupations=occupations, soc=soc, pairs=pairs, names=names, budget=budget, seed=seed,
+        threads=threads, concurrency=concurrency, max_failed_share=max_failed_share, no_cache=no_cache or None,
+        quiet=quiet or None, db=db,
     )  # fmt: skip
-    run_flags = {"threads": threads, "concurrency": concurrency, "max_failed_share": max_failed_share,
-                 "no_cache": no_cache or None, "quiet": quiet or None}  # fmt: skip
-    config = pipeline.settings(
-        {**given, **{name: value for name, value in from_file.items() if name not in BACKEND_FIELDS},
-         **{name: value for name, value in run_flags.items() if value is not None}, "db": database}
-    )  # fmt: skip
-    settings = ScanSettings(**scan_given)
+    flags = {name: value for name, value in given.items() if value is not None}  # None: the flag is not given
+    config, settings = resolve_settings(flags, scan_id, config_file)
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
         return
-
     if output is not None:  # before the model is asked, not after the budget is spent
         _check_output_folder(output)
+    _print_outcome(_scan_telling_how_to_resume(config, settings, scan_id, config_file, output), settings)
+
+
+def _scan_telling_how_to_resume(
+    config: RunConfig, settings: ScanSettings, scan_id: str | None, config_file: Path | None, output: Path | None
+) -> ScanOutcome:
+    """Run the scan through the pipeline; print its id as soon as it exists, and on Ctrl-C how to resume it."""
     started: list[str] = []
 
     def announce(started_id: str) -> None:
         started.append(started_id)
         typer.echo(
-            f"scan {terminal_text(started_id)} in {terminal_text(database)}; if it stops, resume it with: "
-            f"{_resume_command(started_id, database, config_file)}",
+            f"scan {terminal_text(started_id)} in {terminal_text(str(config.db))}; if it stops, resume it with: "
+            f"{_resume_command(started_id, str(config.db), config_file)}",
             err=True,
         )
 
@@ -144,54 +123,31 @@ def scan_command(
         )
 
     try:
-        finished = pipeline.scan(config, settings, scan_id, on_start=announce, on_reopen=reopened)
+        return pipeline.scan(config, settings, scan_id, on_start=announce, on_reopen=reopened, report=output or True)
     except KeyboardInterrupt:
         if started:
-            typer.echo(f"\ninterrupted; resume it with: {_resume_command(started[0], database, config_file)}", err=True)
+            how = _resume_command(started[0], str(config.db), config_file)
+            typer.echo(f"\ninterrupted; resume it with: {how}", err=True)
         raise typer.Exit(130) from None
-    con = connect(database)
-    try:
-        folder = output or Path(database).parent / finished
-        paths = write_scan_report(con, finished, folder)
-        results = con.execute(
-            "SELECT title, share, ci_low, ci_high, e_value, preferred FROM scan_results WHERE scan_id = ? AND flagged "
-            "ORDER BY abs(share - 0.5) DESC, soc_code",
-            [finished],
-        ).fetchall()
-        calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [finished]).fetchone()[0]
-        confirmable = len(confirmation_csv(con, finished))
-        budget_stopped = con.execute(
-            "SELECT count(*) FROM scan_results WHERE scan_id = ? AND stopped = ?", [finished, BUDGET]
-        ).fetchone()[0]
-        if load_state(con, finished).next_depth() is None:  # every pair asked: no budget asks them further
-            budget_stopped = 0
-    finally:
-        con.close()
-    typer.echo(f"{len(results)} titles flagged after {calls:,} model calls (FDR <= 0.05, e-BH):")
-    for title, share, low, high, e_value, preferred in results:
+
+
+def _print_outcome(outcome: ScanOutcome, settings: ScanSettings) -> None:
+    typer.echo(f"{len(outcome.flagged)} titles flagged after {outcome.calls:,} model calls (FDR <= 0.05, e-BH):")
+    for title in outcome.flagged:
         typer.echo(
-            f"  {terminal_text(title)}: share {share:.2f} ({low:.2f}-{high:.2f}), e-value {e_value:.3g}, {preferred}"
+            f"  {terminal_text(title.title)}: share {title.share:.2f} ({title.ci_low:.2f}-{title.ci_high:.2f}), "
+            f"e-value {title.e_value:.3g}, {title.preferred}"
         )
-    if budget_stopped:
-        more = shlex.join(["probe", "scan", "--scan-id", finished, "--db", database, "--budget", "MORE"])
+    if outcome.budget_stopped:
+        more = shlex.join(["probe", "scan", "--scan-id", outcome.scan_id, "--db", outcome.db, "--budget", "MORE"])
         typer.echo(
-            f"{budget_stopped} titles stopped undecided at the budget of {_budget_text(settings.budget)}; "
+            f"{outcome.budget_stopped} titles stopped undecided at the budget of {_budget_text(settings.budget)}; "
             f"a larger one asks them further: {terminal_text(more)}"
         )
-    typer.echo(f"report: {terminal_text(str(paths['scan.md']))} (scan.json, scan_groups.svg beside it)")
-    if confirmable:  # flagged titles with O*NET ratings (scan.md names the others)
-        confirm = ["probe", "run", "--occupations", str(paths["flagged_occupations.csv"]), "--backend", config.backend]
-        for flag, value in (("--model", config.model), ("--base-url", config.base_url and safe_url(config.base_url)),
-                            ("--answers", config.answers), ("--decoding", config.decoding),
-                            ("--device", config.device), ("--dtype", config.dtype)):  # fmt: skip
-            if value:
-                confirm += [flag, str(value)]
-        if "backend.toml" in paths:  # the scan's settings the flags above do not carry (api_mode, timeout, ...)
-            confirm += ["--config", str(paths["backend.toml"])]
-        if database != str(DEFAULT_DB):  # the scan's database holds its answers: the run finds them in its cache
-            confirm += ["--db", database]
-        typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(confirm))}")
-    typer.echo(finished)
+    typer.echo(f"report: {terminal_text(str(outcome.report['scan.md']))} (scan.json, scan_groups.svg beside it)")
+    if outcome.confirm_command is not None:
+        typer.echo(f"confirm with a full two-stage run: {terminal_text(shlex.join(outcome.confirm_command))}")
+    typer.echo(outcome.scan_id)
 
 
 def _check_output_folder(output: Path) -> None:

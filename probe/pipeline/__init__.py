@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from probe.backends.base import Backend
     from probe.gates import GateResult
     from probe.report import ReportFiles
-    from probe.scanning import ScanSettings
+    from probe.scanning import ScanOutcome, ScanSettings
 
 
 def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
@@ -289,8 +289,19 @@ def scan(
     scan_id: str | None = None,
     on_start: Callable[[str], None] | None = None,
     on_reopen: Callable[[int, int], None] | None = None,
-) -> str:
-    """`probe scan`: adaptive rounds over O*NET titles (probe/scanning/rounds.py), each round answered by the runner."""
+    report: Path | bool = True,
+) -> ScanOutcome:
+    """`probe scan`: adaptive rounds over O*NET titles (probe/scanning/rounds.py), each round answered by the runner;
+    then its report (to the folder `report` names; True: <db folder>/<scan id>; False: none) and its outcome."""
     from probe import scanning  # the scan's statistics: load on use
 
-    return scanning.scan(config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen)
+    finished = scanning.scan(
+        config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen
+    )
+    con = connect(config.db)
+    try:
+        folder = Path(config.db).parent / finished if report is True else report
+        files = scanning.write_scan_report(con, finished, folder) if folder else {}
+        return scanning.scan_outcome(con, finished, config, files)
+    finally:
+        con.close()

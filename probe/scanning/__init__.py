@@ -6,7 +6,8 @@ resumable and carried on by a larger budget. Not `probe/scan/`: `probe.scan` is 
 - record.py: the scans row, the resume checks, the listing in `probe runs`;
 - rounds.py: the rounds themselves (ask, decide by the anytime-valid rules of probe/analysis/scan_rules.py and
   sequential.py, store), answered by the runner the pipeline hands it;
-- report.py: scan.json, scan.md, the hierarchy figure and the confirmation CSV.
+- report.py: scan.json, scan.md, the hierarchy figure and the confirmation CSV;
+- outcome.py: what a finished scan leaves the user (flagged titles, calls, report files, the confirmation command).
 
 The CLI and the API import this front, not the modules behind it.
 
@@ -14,7 +15,7 @@ Enters: a RunConfig (the backend's settings), ScanSettings, the runner's answer 
 Leaves: the scan tables and the scan report.
 """
 
-from probe.scanning.record import check_scan_id, list_scans, with_stored
+from probe.scanning.record import check_scan_id, list_scans, resolve_settings, with_stored
 from probe.scanning.rounds import load_state, scan
 from probe.scanning.setup import (
     BACKEND_FIELDS,
@@ -30,6 +31,7 @@ __all__ = [
     "BACKEND_FIELDS",
     "SCAN_RUN_FIELDS",
     "TYPICAL_CALLS_PER_TITLE",
+    "ScanOutcome",
     "ScanSettings",
     "check_scan_id",
     "confirmation_csv",
@@ -37,7 +39,9 @@ __all__ = [
     "list_scans",
     "load_state",
     "read_scan_config",
+    "resolve_settings",
     "scan",
+    "scan_outcome",
     "soc_prefixes",
     "with_stored",
     "write_scan_report",
@@ -45,9 +49,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """write_scan_report and confirmation_csv (report.py), imported on first use: matplotlib loads only then."""
+    """write_scan_report and confirmation_csv (report.py), ScanOutcome and scan_outcome (outcome.py), imported on
+    first use: matplotlib loads only then."""
     if name in ("confirmation_csv", "write_scan_report"):
         from probe.scanning import report
 
         return getattr(report, name)
+    if name in ("ScanOutcome", "scan_outcome"):
+        from probe.scanning import outcome
+
+        return getattr(outcome, name)
     raise AttributeError(f"module 'probe.scanning' has no attribute {name!r}")

@@ -22,9 +22,10 @@ from probe.common.redact import MASK
 from probe.common.version import __version__
 from probe.common.vocabulary import RUNNING
 from probe.dataset.prompts import template_hash
-from probe.scanning.setup import BACKEND_FIELDS, ScanSettings
+from probe.scanning.setup import BACKEND_FIELDS, SCAN_RUN_FIELDS, ScanSettings, read_scan_config, soc_prefixes
 from probe.store import db
-from probe.store.config import RUN_ID, RunConfig
+from probe.store.config import RUN_ID, RunConfig, load_config
+from probe.store.db import DEFAULT_DB
 
 if TYPE_CHECKING:
     from probe.backends.base import Backend
@@ -117,6 +118,38 @@ def with_stored(
             "stored; give --base-url again to resume it"
         )
     return {**stored_backend, **backend_given}, {**asdict(stored_scan_settings), **scan_given}
+
+
+def resolve_settings(
+    given: Mapping[str, object], scan_id: str | None, config_file: Path | None = None
+) -> tuple[RunConfig, ScanSettings]:
+    """A scan's settings, resolved once for `probe scan`'s flags and probe.scan()'s keywords (RUN.toml keys; a key
+    left out is not given, `budget=None` given is no limit): over a `--config` file's, a stored scan's where none is
+    given (with_stored), then the defaults."""
+    scan_fields = tuple(ScanSettings.__dataclass_fields__)
+    unknown = sorted(set(given) - {*BACKEND_FIELDS, *scan_fields, *SCAN_RUN_FIELDS})
+    if unknown:
+        raise UserError(
+            f"{unknown[0]}: not a setting of a scan (the backend's: {', '.join(BACKEND_FIELDS)}; the scan's: "
+            f"{', '.join(scan_fields)}; {', '.join(SCAN_RUN_FIELDS)})"
+        )
+    values = {**(read_scan_config(config_file) if config_file is not None else {}), **given}
+    database = str(values.get("db") or DEFAULT_DB)
+    backend_values, scan_values = with_stored(
+        database,
+        scan_id,
+        {name: value for name, value in values.items() if name in BACKEND_FIELDS},
+        {name: value for name, value in values.items() if name in scan_fields},
+    )
+    run_values = {name: value for name, value in values.items() if name in SCAN_RUN_FIELDS}
+    config = load_config({**backend_values, **run_values, "db": database})
+    scan_values["soc"] = soc_prefixes(scan_values.get("soc"))  # "29,31" (--soc) or a sequence
+    for name in ("occupations", "names"):  # paths
+        if isinstance(scan_values.get(name), Path):
+            scan_values[name] = str(scan_values[name])
+    if isinstance(scan_values.get("pairs"), list):
+        scan_values["pairs"] = tuple(scan_values["pairs"])
+    return config, ScanSettings(**scan_values)
 
 
 def check_same(
