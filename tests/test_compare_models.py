@@ -226,3 +226,12 @@ def test_held_out_checks_come_before_the_attribution_and_footer(three_runs: Path
                                            '<section id="attribution">', "<footer>", "</main>")]  # fmt: skip
     assert order == sorted(order)
     assert '<a href="#heldout">Held-out checks</a>' in html
+
+
+def test_the_pages_robustness_table_wraps_and_scrolls_within_the_page(three_runs: Path, tmp_path: Path) -> None:
+    """report.html and compare.html share one stylesheet: the robustness table (a column per wording) may not widen
+    the page: its numbers wrap, and the rest scrolls inside the table."""
+    compare(three_runs, tmp_path)
+    html = (tmp_path / "leaderboard.html").read_text()
+    assert "#robustness-table { display: block; overflow-x: auto; font-size: 12px; }" in html
+    assert "#robustness-table td.num, #robustness-table th.num { white-space: normal; min-width: 6em; }" in html

@@ -25,7 +25,7 @@ STEPS = (
     "scanning", "integrations", "cli",
 )
 # The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder.
-ENTRY_MODULES = {"probe", "probe.api", "probe.pipeline", "probe.pipeline.batch"}
+ENTRY_MODULES = {"probe", "probe.__main__", "probe.api", "probe.pipeline", "probe.pipeline.batch"}
 
 
 def _module_name(path: Path) -> str:
