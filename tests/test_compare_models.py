@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.cli import app
 from probe.compare.leaderboard import paired_analysis, ranks
-from probe.compare.summary import counts_on_instances, shared_instances, shared_pair_counts
+from probe.compare.summary import STAGE1_UNPAIRED, counts_on_instances, shared_instances, shared_pair_counts
 from probe.store import db
 from tests.support import assert_one_line_error, query
 from tests.test_report import PAIRS, first_named_choice, replay_run, steady_choice
@@ -235,3 +235,26 @@ def test_the_pages_robustness_table_wraps_and_scrolls_within_the_page(three_runs
     html = (tmp_path / "leaderboard.html").read_text()
     assert "#robustness-table { display: block; overflow-x: auto; font-size: 12px; }" in html
     assert "#robustness-table td.num, #robustness-table th.num { white-space: normal; min-width: 6em; }" in html
+
+
+def test_runs_sharing_some_occupations_pair_female_share_on_those_alone(three_runs: Path, tmp_path: Path) -> None:
+    """steady on its 6 occupations against a run of the same design on two of them: the woman's share is counted
+    on the shared instances (nurse: the woman, pilot: the man, so 50% in each pair, as the narrow run's); stage 1
+    asked about other attributes, so its grant gap is not paired, and the page says so."""
+    db_copy = Path(shutil.copy(three_runs, tmp_path / "probe.duckdb"))
+    replay_run(db_copy, tmp_path, "narrow", steady_choice, occupations=("nurse", "pilot"))
+    out = tmp_path / "c.html"
+    result = CliRunner().invoke(app, ["compare", "steady", "narrow", "--db", str(db_copy), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    con = db.connect(db_copy)
+    try:
+        counted = counts_on_instances(con, "steady", shared_instances(con, ["steady", "narrow"]))
+    finally:
+        con.close()
+    female = counted[(counted["metric"] == "female_share") & (counted["condition"] == "taxonomy")]
+    assert (female["hits"] / female["n"]).tolist() == [0.5] * PAIRS
+    rows = {(row["condition"], row["metric"]): row for row in data["paired_differences"]}
+    assert (rows["taxonomy", "female_share"]["value_a"], rows["taxonomy", "female_share"]["difference"]) == (0.5, 0.0)
+    assert not any(condition == "stage1" for condition, _ in rows)
+    assert STAGE1_UNPAIRED in data["differences_in_settings"]
