@@ -258,3 +258,24 @@ def test_runs_sharing_some_occupations_pair_female_share_on_those_alone(three_ru
     assert (rows["taxonomy", "female_share"]["value_a"], rows["taxonomy", "female_share"]["difference"]) == (0.5, 0.0)
     assert not any(condition == "stage1" for condition, _ in rows)
     assert STAGE1_UNPAIRED in data["differences_in_settings"]
+
+
+def test_a_metric_without_instances_leaves_the_others_ranked() -> None:
+    """Run A never had a prefer_f instance (n = 0: no value); its consistency and grant gap still rank and differ."""
+    def counts(condition: str, metric: str, values: list[float], n: float = 10.0) -> pd.DataFrame:
+        return pd.DataFrame({"condition": condition, "key": [str(k + 1) for k in range(len(values))],
+                             "metric": metric, "hits": [n * v for v in values], "n": n})  # fmt: skip
+
+    def run(consistency: float, prefer_n: float, women: float, men: float) -> pd.DataFrame:
+        return pd.concat([counts("taxonomy", "consistency", [consistency, consistency - 0.1] * 4),
+                          counts("taxonomy", "prefer_f", [0.0] * 8, prefer_n),
+                          counts("stage1", "attr_yes_f", [women] * 8), counts("stage1", "attr_yes_m", [men] * 8)])
+
+    differences, rank_rows = paired_analysis({"A": run(0.9, 0.0, 0.6, 0.4), "B": run(0.5, 10.0, 0.5, 0.5)}, "B")
+    ranked = {(row["run_id"], row["metric"]): row["rank"] for row in rank_rows}
+    assert ranked == {("A", "consistency"): 1, ("B", "consistency"): 2, ("A", "prefer_f"): None,
+                      ("B", "prefer_f"): 1, ("A", "attr_yes_diff"): 2, ("B", "attr_yes_diff"): 1}  # fmt: skip
+    gap = next(row for row in differences if row["metric"] == "attr_yes_diff")
+    assert (gap["value_a"], gap["value_b"], gap["n_instances"]) == (0.0, pytest.approx(0.2), 160)
+    # every pair's gap differs alike: no spread, so the four rates' own intervals combine (80 instances each: wide)
+    assert gap["difference"] == pytest.approx(0.2) and gap["ci_low"] < 0 < gap["ci_high"] and gap["p_value"] == 1.0

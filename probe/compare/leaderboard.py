@@ -141,8 +141,6 @@ def paired_analysis(
         if not metrics:
             continue
         stored = list(dict.fromkeys(name for metric in metrics for _, name in _parts(metric)))
-        weights = np.array([[sum(sign for sign, name in _parts(metric) if name == column) for metric in metrics]
-                            for column in stored], dtype=float)  # fmt: skip
         pairs = sorted(set().union(*(set(part["key"].tolist()) for part in parts.values())), key=int)
         terms = [ratio_terms(parts[run_id], pairs, stored) for run_id in run_ids]
         values, replicates = resampled_values(terms)
@@ -156,13 +154,21 @@ def paired_analysis(
                                                                     for sign, name in _parts(metric)], metric)}
                     for metric in metrics
                 ]  # fmt: skip
-        rank_rows += _rank_rows(run_ids, metrics, values @ weights, replicates @ weights, common)
+        combined = [_signed_sums(array, stored, metrics) for array in (values, replicates)]
+        rank_rows += _rank_rows(run_ids, metrics, *combined, common)
     return differences, rank_rows
 
 
 def _parts(metric: str) -> tuple[tuple[int, str], ...]:
     """The stored pair metrics a compared metric is the signed sum of: itself, or a contrast's parts."""
     return CONTRASTS.get(metric, ((1, metric),))
+
+
+def _signed_sums(values: np.ndarray, stored: Sequence[str], metrics: Sequence[str]) -> np.ndarray:
+    """Each metric's value (last axis: `metrics`) from the stored metrics' values (last axis: `stored`); a metric
+    whose part is NaN is NaN, the others keep their values (no product with the other columns' NaN)."""
+    return np.stack([sum(sign * values[..., stored.index(name)] for sign, name in _parts(metric))
+                     for metric in metrics], axis=-1)  # fmt: skip
 
 
 def paired_difference(
