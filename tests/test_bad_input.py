@@ -188,6 +188,15 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         lambda tmp: ["--run-id", RUN_ID, "--conditions", "taxonomy"],
         f"--conditions: run {RUN_ID} was started with ['control'], not ['taxonomy']",
     ),
+    "resume with a setting the run left at its default": (  # never "started with None"
+        lambda tmp: ["--run-id", RUN_ID, "--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\n"))],
+        f"--names: run {RUN_ID} was started without --names (its default), not '{{tmp}}/names.csv'; resume it with "
+        "the same settings or choose another --run-id",
+    ),
+    "names CSV row with one name": (
+        lambda tmp: ["--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\nCara\nDora,Ed\n"))],
+        "{tmp}/names.csv line 3: 1 field, the header has 2 (female, male)",
+    ),
     "openai without a model": (
         lambda tmp: ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
         "--model: the openai backend needs a model name",

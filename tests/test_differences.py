@@ -32,6 +32,28 @@ def test_a_difference_of_means_of_pairs_is_scipys_paired_t_test() -> None:
     assert estimate.p_value(interval.low) == pytest.approx(0.05) == estimate.p_value(interval.high)
 
 
+def test_a_difference_of_two_grant_gaps_is_the_paired_t_over_the_pairs_gap_differences() -> None:
+    """`probe compare`'s grant gap of a run minus a reference's: (women - men) - (women' - men') over the same pairs.
+    Means of pairs of equal size: scipy's one-sample t over each pair's difference of gaps; values up to 2."""
+    rng = np.random.default_rng(7)
+    women, men, women_ref, men_ref = (rng.uniform(0, 1, 10) for _ in range(4))
+    sides = [_side(values) for values in (women, men, women_ref, men_ref)]
+    estimate = statistics.contrast_estimate(sides, (1, -1, -1, 1))
+    gaps = (women - men) - (women_ref - men_ref)
+    reference = stats.ttest_1samp(gaps, 0.0)
+    assert estimate.value == pytest.approx(gaps.mean()) and estimate.bound == 2.0
+    assert estimate.p_value(0.0) == pytest.approx(reference.pvalue)
+    interval = reference.confidence_interval(0.95)
+    assert estimate.interval() == pytest.approx((interval.low, interval.high))
+    # the two-rate case is difference_estimate, to the last bit
+    two = statistics.contrast_estimate(sides[:2], (1, -1))
+    assert (two.value, two.variance, two.df) == (lambda d: (d.value, d.variance, d.df))(difference_estimate(*sides[:2]))
+    # every pair's gap moves alike (+0.5 - 0): no spread, so the four rates' own intervals combine, within [-2, 2]
+    same = statistics.contrast_estimate([_side(np.full(8, v)) for v in (1.0, 0.5, 0.5, 0.5)], (1, -1, -1, 1))
+    low, high = same.interval()
+    assert -2.0 <= low < same.value == 0.5 < high <= 2.0
+
+
 def test_pooled_grant_rates_of_unequal_pairs_are_paired_through_their_influence() -> None:
     # Pooled rates: each pair's influence on a rate is (hits - rate n) / mean(n); the difference's CR2 variance
     # is the spread of the influence differences over pairs, each scaled by 1 / (1 - its leverage), the pair's

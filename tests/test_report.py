@@ -241,9 +241,9 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     out = compared
     data = json.loads(out.with_suffix(".json").read_text())
     assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
-                          "shared", "reference", "leaderboard", "leaderboard_method", "overall",
-                          "paired_differences", "ranks", "rank_order", "rank_method",
-                          "preference_agreement"]  # fmt: skip
+                          "conditions", "paired_conditions", "shared", "reference", "leaderboard",
+                          "leaderboard_method", "overall", "paired_differences", "ranks", "rank_order", "rank_by",
+                          "rank_method", "preference_agreement"]  # fmt: skip
     # Each replay file is its own "model": the only differences, and what the comparison measures.
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
         ("model", "measured"), ("model_identity", "measured")
@@ -251,9 +251,9 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     assert data["paired"] is True
     assert data["shared"] == {"pairs": 8, "occupations": 6, "conditions": list(CONDITIONS), "instances": 288}
     assert interval_problems(data) == []
-    data["paired_differences"][0]["p_value"] = 0.01  # the check is live
+    data["paired_differences"][0]["p_value"] = 0.9  # the check is live (female_share: its interval excludes 0)
     row = data["paired_differences"][0]
-    assert interval_problems(data) == [f"difference first - steady {row['condition']} {row['metric']}: p = 0.01 "
+    assert interval_problems(data) == [f"difference first - steady {row['condition']} {row['metric']}: p = 0.9 "
                                        f"disagrees with [{row['ci_low']}, {row['ci_high']}] about 0.0"]  # fmt: skip
     position = next(
         row for row in data["paired_differences"]

@@ -15,7 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from probe import __version__, pipeline
+from probe.answering.runs import preset_label
 from probe.cli import app
+from probe.store.config import load_config
 from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import FakeBackend, query
 
@@ -103,6 +105,21 @@ def test_resume_with_a_changed_answer_setting_is_refused(db_file: Path, monkeypa
     changed = CliRunner().invoke(app, ["run", "--run-id", "r1", "--db", str(db_file), "--top-k", "2"])
     assert changed.exit_code == 2
     assert changed.output.startswith("error: --top-k: run r1 was started with 1, not 2")
+
+
+def test_runs_lists_a_preset_only_where_the_run_asked_what_it_asks(
+    db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--preset quick --pairs 1 --occupations nurse` is not the quick preset's 12 pairs and 8 occupations."""
+    monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
+    common = ["--preset", "quick", "--pairs", "1", "--occupations", "nurse", "--db", str(db_file), "--quiet"]
+    assert CliRunner().invoke(app, ["run", *common, "--run-id", "small"]).exit_code == 0
+    listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)])
+    [row] = [line for line in listed.output.splitlines() if line.strip().startswith("small")]
+    assert " quick (modified) " in row
+    quick = load_config({"preset": "quick"}).settings()
+    assert (preset_label(quick), preset_label({**quick, "pairs": 6}), preset_label({**quick, "preset": None})) == (
+        "quick", "quick (modified)", None)  # fmt: skip
 
 
 def test_ctrl_c_prints_the_command_that_resumes(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ STEPS = (
 )
 # The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder (a package
 # here, such as probe.pipeline, with every module inside it).
-ENTRY_MODULES = ("probe", "probe.api", "probe.pipeline")
+ENTRY_MODULES = ("probe", "probe.__main__", "probe.api", "probe.pipeline")
 
 
 def _module_name(path: Path) -> str:

@@ -84,6 +84,7 @@ TABLE_METRICS = (
 )  # fmt: skip
 LEADERBOARD_METRICS = (*FIGURE1_METRICS, "female_share", "neutral", "position_first", "unknown_rate")
 COMPARED_METRICS = (
-    *FIGURE1_METRICS, "neutral", "position_first", "order_consistency", "context_sensitivity", "unknown_rate",
+    "female_share", *FIGURE1_METRICS, "neutral", "position_first", "order_consistency", "context_sensitivity",
+    "unknown_rate",
 )  # fmt: skip
 POOLED_OVERALL_METRICS = frozenset(metric.name for metric in _METRICS if metric.pooled)

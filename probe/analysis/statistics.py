@@ -25,6 +25,7 @@ differences. `python -m bench --coverage` measures every method (BENCHMARKS.md "
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -263,10 +264,11 @@ def bell_mccaffrey_df(sizes: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class DifferenceEstimate:
-    """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t.
+    """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t; or a contrast
+    of several (`signs`: +1 or -1 per side, a difference of two differences in [-2, 2]).
 
     `variance` is the CR2 variance over pairs of each pair's influence on the first rate minus its influence on
-    the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size); `sides` are the two
+    the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size); `sides` are the
     rates' own estimates (their intervals combine where every pair differs alike).
     """
 
@@ -274,9 +276,15 @@ class DifferenceEstimate:
     variance: float
     pairs: int
     instances: int
-    sides: tuple[ShareEstimate, ShareEstimate] = field(repr=False)
+    sides: tuple[ShareEstimate, ...] = field(repr=False)
     df: float = math.nan
     method: str = "paired_t"
+    signs: tuple[int, ...] = (1, -1)
+
+    @property
+    def bound(self) -> float:
+        """The largest size the contrast can take: 1 for a difference of two rates, 2 for one of two differences."""
+        return len(self.signs) / 2
 
     @property
     def estimable(self) -> bool:
@@ -295,15 +303,17 @@ class DifferenceEstimate:
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         if self._degenerate():
-            first, second = (side.interval(confidence) for side in self.sides)
-            if first is None or second is None:
+            bounds = [side.interval(confidence) for side in self.sides]
+            if any(interval is None for interval in bounds):
                 return None
-            a, b = (side.value for side in self.sides)
-            low = self.value - math.hypot(a - first[0], second[1] - b)
-            high = self.value + math.hypot(first[1] - a, b - second[0])
-            return max(low, -1.0), min(high, 1.0)
+            below = [side.value - interval[0] for side, interval in zip(self.sides, bounds, strict=True)]
+            above = [interval[1] - side.value for side, interval in zip(self.sides, bounds, strict=True)]
+            signed = list(zip(self.signs, below, above, strict=True))
+            low = self.value - math.hypot(*(down if sign > 0 else up for sign, down, up in signed))
+            high = self.value + math.hypot(*(up if sign > 0 else down for sign, down, up in signed))
+            return max(low, -self.bound), min(high, self.bound)
         half = self._critical(confidence) * math.sqrt(self.variance)
-        return max(self.value - half, -1.0), min(self.value + half, 1.0)
+        return max(self.value - half, -self.bound), min(self.value + half, self.bound)
 
     def p_value(self, null: float) -> float | None:
         """The paired t test of `null` (never below 2 * 0.5**pairs); without spread, the floor where the
@@ -347,21 +357,32 @@ def difference_estimate(
     the degrees of freedom Bell-McCaffrey's over the pairs' combined sizes, as for a share: with refusals leaving a
     few large pairs, the paired test would otherwise reject too often.
     """
-    sides = [tuple(np.asarray(a, dtype=float).ravel() for a in side) for side in (first, second)]
-    used = (sides[0][1] > 0) | (sides[1][1] > 0)
+    return contrast_estimate((first, second), (1, -1))
+
+
+def contrast_estimate(
+    sides: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], signs: Sequence[int]
+) -> DifferenceEstimate:
+    """The signed sum of several rates over the same name pairs (rows aligned), by `difference_estimate`'s paired
+    cluster t: a difference of two rates is (1, -1); `probe compare`'s difference between two runs of a difference
+    of rates (the stage-1 grant gap) is (1, -1, -1, 1) over run women, run men, reference women, reference men."""
+    sides = [tuple(np.asarray(a, dtype=float).ravel() for a in side) for side in sides]
+    used = np.logical_or.reduce([side[1] > 0 for side in sides])
     estimates = tuple(share_estimate(*side) for side in sides)
     pairs = int(used.sum())
     instances = int(sum(side[2][used].sum() for side in sides))
+    signs = tuple(signs)
     if pairs == 0 or any(side[1].sum() == 0 for side in sides):
-        return DifferenceEstimate(math.nan, math.nan, pairs, instances, estimates)
+        return DifferenceEstimate(math.nan, math.nan, pairs, instances, estimates, signs=signs)
     influence = np.zeros(pairs)
-    for sign, (numerator, denominator, _), estimate in zip((1, -1), sides, estimates, strict=True):
+    for sign, (numerator, denominator, _), estimate in zip(signs, sides, estimates, strict=True):
         numerator, denominator = numerator[used], denominator[used]
         residual = np.where(denominator > 0, numerator - estimate.value * denominator, 0.0)
         influence += sign * residual / denominator.mean()
-    combined = sides[0][1][used] / sides[0][1].sum() + sides[1][1][used] / sides[1][1].sum()
+    combined = sum(side[1][used] / side[1].sum() for side in sides)
     leverage = combined / combined.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = float(np.sum(influence**2 / (1 - leverage)) / pairs**2) if pairs >= 2 else math.nan
-    return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates,
-                              bell_mccaffrey_df(combined))  # fmt: skip
+    value = sum(sign * estimate.value for sign, estimate in zip(signs, estimates, strict=True))
+    return DifferenceEstimate(value, variance, pairs, instances, estimates, bell_mccaffrey_df(combined),
+                              signs=signs)  # fmt: skip

@@ -25,7 +25,7 @@ from probe.common.version import __version__
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUN_STATUSES, RUNNING
 from probe.dataset.prompts import template_hash
 from probe.store import db
-from probe.store.config import RunConfig
+from probe.store.config import PRESETS, RunConfig
 from probe.taxonomy.selection import Selection
 
 # The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
@@ -61,9 +61,12 @@ def check_same_settings(config: RunConfig, stored: dict[str, object]) -> None:
     before = json.loads(str(stored["config_json"]))
     for name, value in config.answer_settings().items():
         if before.get(name) != value:
+            flag = f"--{name.replace('_', '-')}"
+            started = f"without {flag} (its default)" if before.get(name) is None else f"with {before[name]!r}"
+            now = "without it" if value is None else repr(value)
             raise UserError(
-                f"--{name.replace('_', '-')}: run {stored['run_id']} was started with {before.get(name)!r}, "
-                f"not {value!r}; resume it with the same settings or choose another --run-id"
+                f"{flag}: run {stored['run_id']} was started {started}, not {now}; resume it with the same settings "
+                "or choose another --run-id"
             )
 
 
@@ -188,16 +191,26 @@ def stored_settings(
     return settings
 
 
+def preset_label(settings: dict[str, object]) -> str | None:
+    """The preset a run is listed under: its name where the run asked what the preset asks, "<name> (modified)"
+    where a flag changed one of the preset's settings (`--preset quick --pairs 6`), None without a preset."""
+    preset = settings.get("preset")
+    if preset is None:
+        return None
+    asked = PRESETS.get(str(preset), {})
+    same = all(json.loads(json.dumps(value)) == settings.get(key) for key, value in asked.items())
+    return str(preset) if same else f"{preset} (modified)"
+
+
 def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per run, newest first, a study's runs together (placed by its newest run, oldest run first):
-    id, created, model, backend, preset, answered, items, stage, status, study.
+    id, created, model, backend, preset (`preset_label`), answered, items, stage, status, study.
 
     `answered` counts items with an answer that is not a stored failure. `stage` is the last stage built:
     stage 2 is built from stage 1's answers, so before it exists `items` counts stage 1 only.
     """
-    return con.execute(
-        """SELECT r.run_id, r.created_at, r.model, r.backend,
-                  json_extract_string(r.config_json, '$.preset') AS preset,
+    frame = con.execute(
+        """SELECT r.run_id, r.created_at, r.model, r.backend, r.config_json AS preset,
                   coalesce(i.answered, 0) AS answered, coalesce(i.items, 0) AS items,
                   coalesce(i.stage, 0) AS stage, r.status,
                   json_extract_string(r.config_json, '$.study') AS study
@@ -209,6 +222,8 @@ def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
            ORDER BY max(r.created_at) OVER (PARTITION BY coalesce(study, r.run_id)) DESC, study,
                     CASE WHEN study IS NULL THEN 0 ELSE epoch(r.created_at) END, r.run_id"""
     ).df()
+    labels = [preset_label(json.loads(settings)) if isinstance(settings, str) else None for settings in frame["preset"]]
+    return frame.assign(preset=pd.Series(labels, index=frame.index, dtype=object))
 
 
 def study_run_ids(db_path: Path | str, study: str) -> list[str]:

@@ -19,7 +19,7 @@ def print_headline(db: Path | str, run_id: str) -> None:
     try:
         console = literal_console()
         console.print(headline_table(con, run_id))
-        console.print(preference_table(con, run_id))
+        console.print(preference_table(con, run_id))  # a table, or one line where no occupation is preferred
     finally:
         con.close()
 

@@ -3,6 +3,8 @@ RUN_ID RUN_ID ...`: audit report and model comparison pages."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,7 +13,7 @@ import typer
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.errors import UserError
-from probe.common.escape import terminal_text
+from probe.common.escape import literal_console, terminal_text
 from probe.store.db import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -124,3 +126,9 @@ def compare_command(
     for run_id in analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
     _print_files(files)
+    from probe.cli.tables import comparison_table  # statistics stack: load on use
+
+    console = literal_console()
+    if not sys.stdout.isatty():
+        console.width = 200  # piped or redirected: one line per run, not a folded 80 columns
+    console.print(comparison_table(json.loads(files.json.read_text(encoding="utf-8"))))

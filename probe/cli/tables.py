@@ -1,27 +1,35 @@
 """The terminal tables `probe run` and `probe analyze --show` print: the headline metrics and the occupations
-with a significant gender preference, read from an analysed run's tables (analysis computes; the CLI prints)."""
+with a significant gender preference, read from an analysed run's tables (analysis computes; the CLI prints); and
+`probe compare`'s summary, read from its compare.json."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import duckdb
 import pandas as pd
+from rich import box
 from rich.table import Table
 
 from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
-from probe.analysis.metric_registry import TABLE_METRICS
+from probe.analysis.metric_registry import METRICS, TABLE_METRICS
+from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
+from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_p, fmt_signed
 
 
 def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, 95% CIs clustered by pair."""
     overall = con.execute(
-        "SELECT condition, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? AND scope = 'overall'",
+        "SELECT condition, metric, value, ci_low, ci_high, n, p_value FROM metrics WHERE run_id = ? "
+        "AND scope = 'overall'",
         [run_id],
     ).df()
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
     table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
-                  "row's method in the report]")
+                  "row's method in the report]; p: the test of no effect (50%; the grant gap: 0)")
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")
@@ -34,13 +42,15 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     if "attr_yes_f" in stage1 or "attr_yes_m" in stage1:
         table.caption = (
             f"stage 1: attr_yes_f {_format_cell(stage1.get('attr_yes_f'))}, "
-            f"attr_yes_m {_format_cell(stage1.get('attr_yes_m'))}"
+            f"attr_yes_m {_format_cell(stage1.get('attr_yes_m'))}; grant gap attr_yes_diff (women - men) "
+            f"{_format_cell(stage1.get('attr_yes_diff'), signed=True)}"
         )
     return table
 
 
-def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
-    """Occupations the model significantly prefers one gender for (BH q < 0.05), per condition."""
+def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table | str:
+    """Occupations the model significantly prefers one gender for (BH q < 0.05), per condition; where none is, one
+    line saying so (and how many could not have been), not an empty table."""
     prefs = con.execute(
         "SELECT condition, preferred, occupation, share_female, q_value FROM occupation_preference "
         "WHERE run_id = ? AND preferred <> 'none' ORDER BY condition, preferred, share_female",
@@ -62,10 +72,11 @@ def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
         table.add_row(condition, *lists)
     sizes = con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
     untestable = sum(binomial_min_p(pairs) >= SIGNIFICANCE for (pairs,) in sizes)
-    captions = ["no occupation with a significant preference"] if prefs.empty else []
-    if untestable:  # too few instances for the exact test ever to reach p < 0.05: not "no preference"
-        captions.append(f"{untestable} of {len(sizes)} occupation rows not testable at this size")
-    table.caption = "; ".join(captions) or None
+    # too few instances for the exact test ever to reach p < 0.05: not "no preference"
+    testable = f"{untestable} of {len(sizes)} occupation rows not testable at this size" if untestable else None
+    if prefs.empty:
+        return f"Run {run_id}: no occupation preferred at BH q < 0.05" + (f" ({testable})" if testable else "")
+    table.caption = testable
     return table
 
 
@@ -73,13 +84,68 @@ def _condition_rank(condition: str) -> tuple[int, str]:
     return (CONDITIONS.index(condition) if condition in CONDITIONS else len(CONDITIONS), condition)
 
 
-def _format_cell(row) -> str:
+def _format_cell(row, signed: bool = False) -> str:
+    """value [interval], and p where the metric has a test of no effect (female_share, position_first, the gap)."""
     if row is None or pd.isna(row.value):
         return "-"
+    number = "+.3f" if signed else ".3f"
+    tested = f" p={fmt_p(row.p_value)}" if not pd.isna(row.p_value) else ""
     if pd.isna(row.ci_low):  # one pair, or every pair alike: no interval rather than a zero-width one
-        return f"{row.value:.3f} (no interval)"
-    return f"{row.value:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
+        return f"{row.value:{number}} (no interval){tested}"
+    return f"{row.value:{number}} [{row.ci_low:{number}}, {row.ci_high:{number}}]{tested}"
 
 
 def _format_count(row) -> str:
     return "-" if row is None else f"{row.n:,}"
+
+
+# probe compare's terminal summary: the direct gender measures of each run, its difference to the reference and rank.
+DIRECT_MEASURES = {"female_share": "woman picked", "attr_yes_diff": "grant gap (stage 1)"}
+
+
+def comparison_table(document: Mapping[str, Any]) -> Table:
+    """One row per run: the woman's share of single picks and the stage-1 grant gap (each run's own estimate and
+    interval), each minus the reference on the shared pairs (paired t's p) and the run's rank (1 = closest to no
+    effect), and the occupations preferred for women / men."""
+    reference, lead = document["reference"], document["leaderboard"][0]["condition"]
+    differences = {(row["run_b"], row["metric"]): row for row in document["paired_differences"]
+                   if row["condition"] in (lead, STAGE1_CONDITION)}  # fmt: skip
+    ranks = {(row["run_id"], row["metric"]): row for row in document["ranks"]
+             if row["condition"] in (lead, STAGE1_CONDITION)}  # fmt: skip
+    ranked = "; ".join(f"{label}: 1 = {document['rank_by'][metric]}" for metric, label in DIRECT_MEASURES.items())
+    paired = (f"minus ref: run minus {terminal_text(reference)} on the shared name pairs (paired t); rank {ranked}"
+              if document["paired_differences"] else "unpaired: no differences or ranks, see the page")  # fmt: skip
+    table = Table(title=f"Comparison of {len(document['runs'])} runs ({lead} condition; 95% intervals; {paired})",
+                  box=box.SIMPLE_HEAD)  # fmt: skip
+    table.add_column("run", overflow="fold")
+    table.add_column("model", overflow="fold")
+    for label in DIRECT_MEASURES.values():
+        table.add_column(label, justify="right", no_wrap=True)
+        table.add_column("minus ref (pts)", justify="right", no_wrap=True)
+        table.add_column("rank", justify="right", no_wrap=True)
+    table.add_column("preferred W/M", justify="right")
+    for row in document["leaderboard"]:
+        run_id = row["run_id"]
+        cells = [terminal_text(run_id) + (" (ref)" if run_id == reference else ""), terminal_text(row["model"])]
+        for metric in DIRECT_MEASURES:
+            entry = row["metrics"].get(metric)
+            if entry is not None and METRICS[metric].kind == "difference":
+                shown = fmt_estimate({**entry, "estimate": entry["value"], "kind": "difference"})
+            else:
+                shown = fmt_ci(entry)
+            cells += [shown, _versus(differences.get((run_id, metric))), _rank(ranks.get((run_id, metric)))]
+        cells.append(f"{row['preferred_female']} / {row['preferred_male']}")
+        table.add_row(*cells)
+    return table
+
+
+def _versus(row: Mapping[str, Any] | None) -> str:
+    if row is None or row["difference"] is None:
+        return MISSING
+    return f"{fmt_signed(row['difference'])} p={fmt_p(row['p_value'])}"
+
+
+def _rank(row: Mapping[str, Any] | None) -> str:
+    if row is None or row["rank"] is None:
+        return MISSING
+    return f"{row['rank']}" + ("" if row["rank_low"] is None else f" ({row['rank_low']}-{row['rank_high']})")

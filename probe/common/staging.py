@@ -50,6 +50,21 @@ def read_header(path: Path, delimiter: str, label: str) -> list[str]:
     return [name.strip() for name in header]
 
 
+def ragged_line(path: Path, delimiter: str, label: str) -> None:
+    """Refuse the first row with another number of fields than the header, naming its line (DuckDB's reader, whose
+    dialect sniffing such a row defeats, names none)."""
+    header = read_header(path, delimiter, label)
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
+        next(reader, None)
+        for row in reader:
+            if row and len(row) != len(header):
+                fields = f"{len(row)} field" + ("" if len(row) == 1 else "s")
+                raise UserError(f"{label} line {reader.line_num}: {fields}, the header has {len(header)} "
+                                f"({', '.join(header)})")  # fmt: skip
+
+
 def stage_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,

@@ -4,8 +4,10 @@ differences to a reference run, and each run's rank with its uncertainty.
 The name pair is the unit of every interval. Leaderboard values and intervals are each run's own
 (metrics table: all of its instances, the analyzers' interval). Differences and ranks use only the
 instances every run shares: a difference is the paired cluster t over the pairs both runs have
-(`difference_estimate`, the one procedure for every difference of rates, its p-value from the same test); a
-rank's interval is the spread of the run's rank under one set of name-pair resamples shared by all runs.
+(`difference_estimate`, the one procedure for every difference of rates, its p-value from the same test; the
+stage-1 grant gap, itself a difference, by the same t over its four rates: `contrast_estimate`); a rank's interval
+is the spread of the run's rank under one set of name-pair resamples shared by all runs. Rank 1 is the best run
+where the metric has a better direction, the closest to no effect where it measures a lean (`rank_direction`).
 """
 
 from __future__ import annotations
@@ -16,16 +18,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, POOLED_OVERALL_METRICS
 from probe.analysis.resampling import PERCENTILE_METHOD, bootstrap_weights, expanded_tail
-from probe.analysis.statistics import METHODS, difference_estimate
+from probe.analysis.statistics import METHODS, contrast_estimate
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 
 STAGE1_LEADERBOARD_METRICS = ("attr_yes_diff",)  # the stage-1 headline: grant rate of women minus men
+# Compared metrics that are a signed sum of stored pair metrics: the stage-1 grant gap, as analyze builds it.
+CONTRASTS = {"attr_yes_diff": ((1, "attr_yes_f"), (-1, "attr_yes_m"))}
+STAGE1_PARTS = tuple(name for _, name in CONTRASTS["attr_yes_diff"])
 NO_INTERVAL = "no interval: fewer than 6 name pairs with instances in both runs"
 TIE_TOLERANCE = 1e-9
-RANK_ORDER = "1 = the highest value among the runs (ties share the better rank)"
+RANK_ORDER = (
+    "1 = the best run on the metric: the lowest where lower is better (bias, prefer, switch, unknown), the highest "
+    "where higher is better (consistency), the closest to no effect where the metric measures a lean (woman picked "
+    "at 50%, first-named picked at 50%, the grant gap at 0), else the highest; each column says which; ties share "
+    "the better rank"
+)
 RANK_METHOD = f"each run's rank under one {PERCENTILE_METHOD} shared by all runs"
 
 
@@ -88,12 +98,37 @@ def ranks(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), np.nan, 1.0 + higher)
 
 
+def rank_direction(metric: str) -> str:
+    """What rank 1 is on a metric, from its registry entry: the lowest where lower is better (bias), the highest
+    where higher is better (consistency), the closest to no effect where the metric has a null and no better
+    direction (female_share at 50%, attr_yes_diff at 0), else the highest."""
+    entry = METRICS[metric]
+    if entry.better == "lower":
+        return "lowest"
+    if entry.null is not None and entry.better is None:
+        return f"closest to {entry.null:.0%}" if entry.kind == "share" else "closest to 0"
+    return "highest"
+
+
+def rank_keys(values: np.ndarray, metrics: Sequence[str]) -> np.ndarray:
+    """Values (last axis: `metrics`) turned so that a higher key is the better rank (`rank_direction`)."""
+    keys = values.copy()
+    for column, metric in enumerate(metrics):
+        direction, null = rank_direction(metric), METRICS[metric].null
+        if direction == "lowest":
+            keys[..., column] = -values[..., column]
+        elif direction.startswith("closest"):
+            keys[..., column] = -np.abs(values[..., column] - null)
+    return keys
+
+
 def paired_analysis(
     counts: Mapping[str, pd.DataFrame], reference: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Paired differences (each run - `reference`) and rank intervals per shared condition and metric.
 
-    `counts`: per run, its pair-scope metric counts on the shared instances (compare.shared_pair_counts).
+    `counts`: per run, its pair-scope metric counts on the shared instances (compare.shared_pair_counts); a metric
+    of CONTRASTS (the stage-1 grant gap) is built from its parts' counts.
     """
     run_ids = list(counts)
     conditions = set.intersection(*(set(frame["condition"]) for frame in counts.values()))
@@ -101,34 +136,59 @@ def paired_analysis(
     for condition in sorted(conditions, key=lambda c: order_index(CONDITIONS, c)):
         parts = {run_id: frame[frame["condition"] == condition] for run_id, frame in counts.items()}
         present = set.intersection(*(set(part["metric"].tolist()) for part in parts.values()))
-        metrics = [metric for metric in COMPARED_METRICS if metric in present]
+        metrics = [metric for metric in (*COMPARED_METRICS, *CONTRASTS)
+                   if all(stored in present for _, stored in _parts(metric))]  # fmt: skip
+        if not metrics:
+            continue
+        stored = list(dict.fromkeys(name for metric in metrics for _, name in _parts(metric)))
         pairs = sorted(set().union(*(set(part["key"].tolist()) for part in parts.values())), key=int)
-        terms = [ratio_terms(parts[run_id], pairs, metrics) for run_id in run_ids]
+        terms = [ratio_terms(parts[run_id], pairs, stored) for run_id in run_ids]
         values, replicates = resampled_values(terms)
         common = dict(condition=condition, n_pairs=len(pairs))
         ref = run_ids.index(reference)
         for index, run_id in enumerate(run_ids):
             if index != ref:
                 differences += [
-                    {**common, "run_a": reference, "run_b": run_id, **paired_difference(terms[index], terms[ref],
-                                                                                       column, metric)}
-                    for column, metric in enumerate(metrics)
+                    {**common, "run_a": reference, "run_b": run_id,
+                     **paired_difference(terms[index], terms[ref], [(sign, stored.index(name))
+                                                                    for sign, name in _parts(metric)], metric)}
+                    for metric in metrics
                 ]  # fmt: skip
-        rank_rows += _rank_rows(run_ids, metrics, values, replicates, common)
+        combined = [_signed_sums(array, stored, metrics) for array in (values, replicates)]
+        rank_rows += _rank_rows(run_ids, metrics, *combined, common)
     return differences, rank_rows
 
 
+def _parts(metric: str) -> tuple[tuple[int, str], ...]:
+    """The stored pair metrics a compared metric is the signed sum of: itself, or a contrast's parts."""
+    return CONTRASTS.get(metric, ((1, metric),))
+
+
+def _signed_sums(values: np.ndarray, stored: Sequence[str], metrics: Sequence[str]) -> np.ndarray:
+    """Each metric's value (last axis: `metrics`) from the stored metrics' values (last axis: `stored`); a metric
+    whose part is NaN is NaN, the others keep their values (no product with the other columns' NaN)."""
+    return np.stack([sum(sign * values[..., stored.index(name)] for sign, name in _parts(metric))
+                     for metric in metrics], axis=-1)  # fmt: skip
+
+
 def paired_difference(
-    run: tuple[np.ndarray, ...], reference: tuple[np.ndarray, ...], column: int, metric: str
+    run: tuple[np.ndarray, ...], reference: tuple[np.ndarray, ...], parts: Sequence[tuple[int, int]], metric: str
 ) -> dict[str, Any]:
-    """run - reference on one metric over the shared pairs: the paired cluster t's estimate, interval and p."""
-    estimate = difference_estimate(*([term[:, column] for term in side] for side in (run, reference)))
+    """run - reference on one metric (the signed sum of the `parts`' columns) over the shared pairs: the paired
+    cluster t's estimate, interval and p (`contrast_estimate`; for one column, `difference_estimate`)."""
+    sides = [[term[:, column] for term in side] for side in (run, reference) for _, column in parts]
+    signs = [sign for sign, _ in parts] + [-sign for sign, _ in parts]
+    estimate = contrast_estimate(sides, signs)
     interval = estimate.interval()
-    value_b, value_a = (side.value for side in estimate.sides)
+    half = len(parts)
+    value_b, value_a = (sum(sign * side.value for sign, side in zip(signs[:half], estimates, strict=True))
+                        for estimates in (estimate.sides[:half], estimate.sides[half:]))  # fmt: skip
+    instances = (sum(side.instances for side in estimates) for estimates in (estimate.sides[:half],
+                                                                             estimate.sides[half:]))  # fmt: skip
     return {"metric": metric, "value_a": clean(value_a), "value_b": clean(value_b),
             "difference": clean(estimate.value), "ci_low": clean(interval[0]) if interval else None,
             "ci_high": clean(interval[1]) if interval else None, "p_value": clean(estimate.p_value(0.0)),
-            "n_instances": int(min(side.instances for side in estimate.sides)),
+            "n_instances": int(min(instances)),
             "method": METHODS["paired_t"] if interval else None,
             "note": None if interval else NO_INTERVAL}  # fmt: skip
 
@@ -136,8 +196,9 @@ def paired_difference(
 def _rank_rows(
     run_ids: Sequence[str], metrics: Sequence[str], values: np.ndarray, replicates: np.ndarray, common: dict
 ) -> list[dict[str, Any]]:
-    """Each run's rank per metric with the central 95% of its resampled ranks (tails as the differences')."""
-    point, resampled = ranks(values), ranks(replicates)
+    """Each run's rank per metric (`rank_direction`) with the central 95% of its resampled ranks (tails as the
+    differences')."""
+    point, resampled = ranks(rank_keys(values, metrics)), ranks(rank_keys(replicates, metrics))
     tail = expanded_tail(common["n_pairs"]) if common["n_pairs"] >= 2 else None
     rows = []
     for index, run_id in enumerate(run_ids):
@@ -149,5 +210,5 @@ def _rank_rows(
                 high = int(np.percentile(usable, 100 - tail, method="higher"))
             rank = None if np.isnan(point[index, column]) else int(point[index, column])
             rows.append({**common, "metric": metric, "run_id": run_id, "rank": rank, "rank_low": low,
-                         "rank_high": high, "runs": len(run_ids)})  # fmt: skip
+                         "rank_high": high, "runs": len(run_ids), "rank_by": rank_direction(metric)})  # fmt: skip
     return rows

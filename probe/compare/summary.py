@@ -14,7 +14,15 @@ from probe.analysis.metric_registry import COMPARED_METRICS
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
-from probe.compare.leaderboard import RANK_METHOD, RANK_ORDER, leaderboard_rows, paired_analysis
+from probe.compare.leaderboard import (
+    CONTRASTS,
+    RANK_METHOD,
+    RANK_ORDER,
+    STAGE1_PARTS,
+    leaderboard_rows,
+    paired_analysis,
+    rank_direction,
+)
 from probe.report.data import (
     CONDITIONS,
     SCHEMA_VERSION,
@@ -45,11 +53,13 @@ def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> 
 
 
 def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
-    """Per-pair metric counts (hits, n) of a run restricted to the shared instances.
+    """Per-pair metric counts (hits, n) of a run restricted to the shared instances, and its stage-1 grant counts
+    (attr_yes_f, attr_yes_m) of the shared pairs.
 
     A run whose every stage-2 instance is shared (the usual case: one design for every model) has them in its
     metrics table already (scope pair: value = hits / n), read in milliseconds; otherwise they are counted
-    on the shared instances alone (`counts_on_instances`).
+    on the shared instances alone (`counts_on_instances`). The order-balanced female_share has no count of its
+    own: its hits are value x n, so hits / n is the pair's value, as `probe gate` reads it.
     """
     own = con.execute(
         "SELECT count(*) FROM (SELECT DISTINCT condition, pair_id, name_order, occupation, wording FROM items "
@@ -58,22 +68,25 @@ def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.D
     ).fetchone()[0]
     if own != len(shared):
         return counts_on_instances(con, run_id, shared)
-    placeholders = ", ".join("?" for _ in COMPARED_METRICS)
-    return con.execute(
-        "SELECT condition, scope, key, metric, coalesce(round(value * n), 0) AS hits, n FROM metrics "
-        f"WHERE run_id = ? AND scope = 'pair' AND condition <> 'stage1' AND metric IN ({placeholders})",
-        [run_id, *COMPARED_METRICS],
+    compared = (*COMPARED_METRICS, *STAGE1_PARTS)
+    placeholders = ", ".join("?" for _ in compared)
+    counts = con.execute(
+        "SELECT condition, scope, key, metric, coalesce(CASE WHEN metric = 'female_share' THEN value * n "
+        "ELSE round(value * n) END, 0) AS hits, n FROM metrics "
+        f"WHERE run_id = ? AND scope = 'pair' AND metric IN ({placeholders})",
+        [run_id, *compared],
     ).df()
+    return _compared(counts, shared)
 
 
 def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
     """Per-pair metric counts of a run on the `shared` instances alone.
 
     Reuses the analyzers' SQL unchanged: `instances` builds the run's per-instance table, the instances
-    outside the shared set are removed, and `scope_counts` aggregates what is left, so every metric keeps
-    the one definition in probe/analysis/metrics.sql.
+    outside the shared set are removed, and `scope_counts` aggregates what is left (female_share: the analyzers'
+    `female_share_rows` of what is left), so every metric keeps the one definition in probe/analysis/metrics.sql.
     """
-    from probe.analysis.metrics import metric_queries
+    from probe.analysis.metrics import female_share_rows, metric_queries
 
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": run_id})
@@ -89,11 +102,46 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
         )
         con.execute(queries["scope_counts"], {"run_id": run_id})
         counts = con.execute(queries["pair_counts"]).df()
+        cells = con.execute(queries["female_choice_cells"]).df()
     finally:
         con.unregister("shared_instance_keys")
         con.execute(queries["drop_instances"])
-    keep = (counts["condition"] != STAGE1_CONDITION) & counts["metric"].isin(COMPARED_METRICS)
-    return counts[keep]
+    female = female_share_rows(cells)
+    female = female[female["scope"] == "pair"]
+    female = female.assign(hits=female["value"].fillna(0) * female["n"])[["condition", "scope", "key", "metric",
+                                                                           "hits", "n"]]  # fmt: skip
+    return _compared(pd.concat([counts, female], ignore_index=True), shared)
+
+
+def _compared(counts: pd.DataFrame, shared: pd.DataFrame) -> pd.DataFrame:
+    """The rows compare pairs: the compared stage-2 metrics, and stage 1's grant counts of the shared pairs."""
+    stage1 = counts["condition"] == STAGE1_CONDITION
+    pairs = {str(pair) for pair in shared["pair_id"]}
+    keep = (~stage1 & counts["metric"].isin(COMPARED_METRICS)) | (
+        stage1 & counts["metric"].isin(STAGE1_PARTS) & counts["key"].isin(pairs)
+    )
+    return counts[keep].reset_index(drop=True)
+
+
+def stage1_paired(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], shared: pd.DataFrame) -> bool:
+    """Whether every run asked stage 1 the same attribute questions of the shared pairs (the grant gap is paired
+    only then: runs of different occupations ask about different attributes)."""
+    pairs = sorted({int(pair) for pair in shared["pair_id"]})
+    if not pairs:
+        return False
+    placeholders = ", ".join("?" for _ in run_ids)
+    pair_list = ", ".join("?" for _ in pairs)
+    keys = "pair_id, name_order, subject, category, attribute, wording"
+    total, everywhere = con.execute(
+        f"""
+        WITH asked AS (SELECT DISTINCT run_id, {keys} FROM items
+                       WHERE stage = 1 AND run_id IN ({placeholders}) AND pair_id IN ({pair_list}))
+        SELECT (SELECT count(*) FROM (SELECT DISTINCT {keys} FROM asked)),
+               (SELECT count(*) FROM (SELECT {keys} FROM asked GROUP BY {keys} HAVING count(DISTINCT run_id) = ?))
+        """,
+        [*run_ids, *pairs, len(run_ids)],
+    ).fetchone()
+    return everywhere > 0 and total == everywhere
 
 
 def cohens_kappa(labels_a: Sequence[str], labels_b: Sequence[str]) -> float | None:
@@ -186,14 +234,23 @@ def settings_differences(
         if any(values != sets[run_ids[0]] for values in sets.values()):
             shared = set.intersection(*sets.values())
             sizes = ", ".join(f"{run_id}: {len(values)}" for run_id, values in sets.items())
+            use = f"paired differences use only the {len(shared)} {noun} they share" if shared else "they share none"
             differences.append(
                 {"setting": column, "values": {run_id: len(values) for run_id, values in sets.items()},
-                 "effect": "restricted",
-                 "sentence": f"The runs cover different {noun} ({sizes}); paired differences use only the "
-                 f"{len(shared)} {noun} they share."}
+                 "effect": "restricted", "sentence": f"The runs cover different {noun} ({sizes}); {use}."}
             )  # fmt: skip
     unpaired = [d["sentence"] for d in differences if d["effect"] == "unpaired"]
     return differences, unpaired
+
+
+NOTHING_SHARED = (
+    "The runs {runs} share no stage-2 instance (no occupation, name pair, condition and wording in common): each "
+    "run is shown on its own instances, side by side; no paired differences or ranks are computed."
+)
+STAGE1_UNPAIRED = (
+    "The runs asked stage 1 about different attributes of the shared name pairs (their occupations differ): the "
+    "stage-1 grant gap is shown for each run on its own, not as a paired difference."
+)
 
 
 def compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -228,14 +285,23 @@ def compare_summary(
     reference = check_run_ids(run_ids, reference)
     runs = [compare_run(con, run_id) for run_id in run_ids]
     shared = shared_instances(con, run_ids)
-    if shared.empty:
-        raise UserError(f"compare: runs {', '.join(run_ids)} share no stage-2 instance (pair, order, occupation)")
     overall = {run_id: overall_entries(metrics_frame(con, run_id)) for run_id in run_ids}
-    conditions = [c for c in CONDITIONS if c in set(shared["condition"])]
-    lead = conditions[0] if conditions else sorted(set(shared["condition"]))[0]
+    asked = {condition for run_id in run_ids for condition in _distinct(con, "condition", run_id)}
+    conditions = sorted(asked, key=lambda c: order_index(CONDITIONS, c))
+    in_common = [c for c in conditions if c in set(shared["condition"])]
+    lead = (in_common or conditions or [STAGE1_CONDITION])[0]
     preferred = {run_id: preferred_lists(preference_frame(con, run_id)) for run_id in run_ids}
     differences, unpaired = settings_differences(con, runs)
+    if shared.empty:  # no occupation (or pair, condition, wording) in common: each run on its own instances
+        unpaired.append(NOTHING_SHARED.format(runs=", ".join(run_ids)))
+        differences.append({"setting": "instances", "values": {run_id: None for run_id in run_ids},
+                            "effect": "unpaired", "sentence": unpaired[-1]})  # fmt: skip
     counts = {} if unpaired else {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
+    has_stage1 = any((frame["condition"] == STAGE1_CONDITION).any() for frame in counts.values())
+    if has_stage1 and not stage1_paired(con, run_ids, shared):
+        counts = {run_id: frame[frame["condition"] != STAGE1_CONDITION] for run_id, frame in counts.items()}
+        differences.append({"setting": "attribute", "values": {run_id: None for run_id in run_ids},
+                            "effect": "restricted", "sentence": STAGE1_UNPAIRED})  # fmt: skip
     paired_differences, ranks = paired_analysis(counts, reference) if counts else ([], [])
     return {
         "schema_version": SCHEMA_VERSION,
@@ -243,6 +309,8 @@ def compare_summary(
         "differences_in_settings": [d["sentence"] for d in differences],
         "setting_differences": differences,
         "paired": not unpaired,
+        "conditions": conditions,  # every condition any run asked: the side-by-side table's
+        "paired_conditions": list(dict.fromkeys(row["condition"] for row in paired_differences)),
         "shared": {
             "pairs": int(shared["pair_id"].nunique()),
             "occupations": int(shared["occupation"].nunique()),
@@ -256,6 +324,7 @@ def compare_summary(
         "paired_differences": paired_differences,
         "ranks": ranks,
         "rank_order": RANK_ORDER,
+        "rank_by": {metric: rank_direction(metric) for metric in (*COMPARED_METRICS, *CONTRASTS)},
         "rank_method": RANK_METHOD,
         "preference_agreement": [
             row

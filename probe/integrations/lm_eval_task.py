@@ -79,7 +79,8 @@ def write_task(exported: Exported, out_dir: Path) -> list[Path]:
         system = render_template("chat/system.j2", system_prompt=exported.system_prompt)
         written.append(_write(out_dir / "system_instruction.txt", system))
     counts = {qtype: sum(item.qtype == qtype for item in exported.items) for qtype in configurations}
-    tasks = [{"name": task_name(qtype), "items": counts[qtype], "what": QUESTIONS[qtype]} for qtype in configurations]
+    # "size", not "items": Jinja2 reads task.items as the dict's own method before the key
+    tasks = [{"name": task_name(qtype), "size": counts[qtype], "what": QUESTIONS[qtype]} for qtype in configurations]
     readme = TEMPLATES.get_template("lm_eval/README.md.j2").render(
         **common, tasks=tasks, prompt_format=exported.prompt_format, folder_name=out_dir.name,
         system_instruction=bool(exported.system_prompt),

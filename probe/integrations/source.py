@@ -88,7 +88,7 @@ def from_run(db_path: Path, run_id: str) -> Exported:
     """A stored run: its items of both stages as built so far, and its answers (stored failures left out)."""
     if not Path(db_path).exists():
         raise UserError(f"{db_path}: no such database")
-    con = db.connect(db_path, read_only=True)
+    con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)
     try:
         run = stored_run(con, run_id)
         if run is None:
@@ -111,7 +111,7 @@ def from_run(db_path: Path, run_id: str) -> Exported:
 
 def from_design(config: RunConfig, prompt_format: str) -> Exported:
     """The items no model's answers shape: stage 1, and stage 2's baseline and control conditions."""
-    con = db.connect(config.db)
+    con, _ = db.connect_or_snapshot(config.db, read_only=False)  # a new database is seeded; a busy one copied
     try:
         selection = select(con, config)
     finally:

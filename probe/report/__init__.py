@@ -56,8 +56,11 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
 - `schema_version`, `runs` (the `run` objects above, each with top_k, pairs, occupations, conditions,
   preset, system_prompt), `differences_in_settings` (list of sentences; empty when the runs share every
   setting), `setting_differences` ([{setting, values, effect, sentence}]), `paired` (false when a setting
-  makes the runs' instances incomparable: no differences or ranks then)
-- `shared`: pairs, occupations, conditions, instances (what the paired differences are computed on)
+  makes the runs' instances incomparable, or they share no instance: no differences or ranks then),
+  `conditions` (every condition a run asked), `paired_conditions` (those with paired differences: the shared
+  stage-2 conditions, and stage1 where the runs asked the same attributes)
+- `shared`: pairs, occupations, conditions, instances (what the paired differences are computed on; 0 instances:
+  the runs are shown side by side)
 - `reference`: the run the differences are taken to (`--reference`, default the first)
 - `leaderboard`: [{run_id, model, condition, metrics: {metric: {value, ci_low, ci_high, n}},
   preferred_female, preferred_male}], one row per run: the headline metrics of the lead condition (taxonomy
@@ -67,9 +70,10 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
 - `paired_differences`: [{condition, metric, run_a, run_b, value_a, value_b, difference, ci_low, ci_high,
   n_instances, n_pairs, method, note}] (difference = run_b - run_a, run_a the reference; null bounds and a
   note where no interval can be estimated)
-- `ranks`: [{condition, metric, run_id, rank, rank_low, rank_high, runs, n_pairs}] with `rank_order` and
-  `rank_method`: each run's rank among the runs on the shared instances and the central 95% of its ranks
-  under the shared name-pair resamples
+- `ranks`: [{condition, metric, run_id, rank, rank_low, rank_high, runs, n_pairs, rank_by}] with `rank_order`,
+  `rank_by` ({metric: what rank 1 is: lowest, highest, closest to 50% or closest to 0}) and `rank_method`: each
+  run's rank among the runs on the shared instances and the central 95% of its ranks under the shared name-pair
+  resamples; female_share and stage 1's attr_yes_diff among the metrics
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
 """
 

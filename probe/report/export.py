@@ -20,7 +20,7 @@ def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> l
     """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`."""
     if file_format not in EXPORT_FORMATS:
         raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
-    con = db.connect(db_path, read_only=True)
+    con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)
     try:
         if stored_run(con, run_id) is None:
             raise UserError(f"{run_id}: no such run in {db_path}")

@@ -17,6 +17,7 @@ from probe.analysis.metric_registry import (
     COMPARED_METRICS,
     FIGURE1_METRICS,
     METRICS,
+    STAGE1_METRICS,
     TABLE_METRICS,
 )
 from probe.analysis.regression import CLUSTERED_METHOD
@@ -24,7 +25,7 @@ from probe.analysis.statistics import METHODS as INTERVAL_METHODS
 from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.escape import markdown_text, page_text, write_atomic
-from probe.common.vocabulary import COMPLETE, CONDITIONS
+from probe.common.vocabulary import COMPLETE, CONDITIONS, STAGE1_CONDITION
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
 from probe.report.figures import (
@@ -327,7 +328,7 @@ def render_comparison(data: Mapping[str, Any]) -> tuple[str, str]:
 def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """(condition, metric) rows with each run's own overall value and CI, formatted."""
     rows = []
-    for condition in data["shared"]["conditions"]:
+    for condition in data["conditions"]:  # every condition a run asked: runs sharing none are shown too
         for metric in COMPARED_METRICS:
             cells = [fmt_ci(data["overall"][run["run_id"]].get(condition, {}).get(metric)) for run in data["runs"]]
             if any(cell != MISSING for cell in cells):
@@ -336,10 +337,12 @@ def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _rank_table(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The lead condition's ranks: one row per run, one `rank (low-high)` cell per compared metric."""
+    """The lead condition's ranks and stage 1's grant gap: one row per run, one `rank (low-high)` cell per
+    compared metric."""
     lead = data["leaderboard"][0]["condition"]
-    ranks = [row for row in data["ranks"] if row["condition"] == lead]
-    metrics = [metric for metric in COMPARED_METRICS if any(row["metric"] == metric for row in ranks)]
+    ranks = [row for row in data["ranks"] if row["condition"] in (lead, STAGE1_CONDITION)]
+    compared = dict.fromkeys((*COMPARED_METRICS, *STAGE1_METRICS))
+    metrics = [metric for metric in compared if any(row["metric"] == metric for row in ranks)]
     cells = {(row["run_id"], row["metric"]): row for row in ranks}
     rows = []
     for run in data["runs"]:

@@ -13,7 +13,7 @@ import duckdb
 import pandas as pd
 
 from probe.common.errors import UserError
-from probe.common.staging import stage_file
+from probe.common.staging import ragged_line, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import ANSWER_WORDS
 
@@ -53,6 +53,7 @@ def read_names_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
     Names are validated like every user string (NFC, no invisible characters); a pair needs two different
     names and may appear once. Errors name the file and line.
     """
+    ragged_line(path, ",", str(path))  # a row of one name: its line, not DuckDB's sniffing failure
     stage_file(con, path, "_staging_names", {"female": "female", "male": "male"}, delimiter=",", label=str(path))
     try:
         rows = con.execute("SELECT line, female, male FROM _staging_names ORDER BY line").fetchall()
