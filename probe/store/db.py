@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS occupation_attributes (
 CREATE TABLE IF NOT EXISTS name_pairs (
     pair_id INTEGER PRIMARY KEY, female VARCHAR, male VARCHAR
 );
+-- Who does each job (taxonomy/workforce.csv: BLS CPS Table 11 by O*NET-SOC code; shares in percent, NULL where BLS
+-- publishes none), seeded like the taxonomy.
+CREATE TABLE IF NOT EXISTS workforce (
+    soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, year INTEGER,
+    employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, pct_asian DOUBLE,
+    pct_hispanic DOUBLE
+);
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR,
     config_json VARCHAR, status VARCHAR, template_hash VARCHAR, package_version VARCHAR,
