@@ -133,6 +133,16 @@ CREATE TABLE IF NOT EXISTS robustness (
     ci_high DOUBLE, p_value DOUBLE, pairs BIGINT, wordings BIGINT, method VARCHAR, spread DOUBLE, wording_p DOUBLE,
     pair_ci_low DOUBLE, pair_ci_high DOUBLE, verdict VARCHAR
 );
+-- The workforce comparison (probe/analysis/workforce.py): per condition the correlations and the amplification slope
+-- across occupations with their two-way bootstrap intervals, and each occupation's share beside the workforce's.
+CREATE TABLE IF NOT EXISTS workforce_fit (
+    run_id VARCHAR, condition VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+    n_occupations BIGINT, pairs BIGINT, method VARCHAR, verdict VARCHAR
+);
+CREATE TABLE IF NOT EXISTS workforce_occupations (
+    run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
+    ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR
+);
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,

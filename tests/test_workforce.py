@@ -1,0 +1,78 @@
+"""The workforce comparison: model share vs the workforce's % women, correlations and the amplification slope."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import special, stats
+
+import probe
+from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
+from tests.support import FakeBackend, query
+
+# 5 occupations x 4 pairs of order-balanced shares, one pair missing an occupation
+VALUES = np.array([
+    [0.0, 0.5, 0.0, 0.5],
+    [0.5, 0.5, 1.0, np.nan],
+    [0.5, 1.0, 0.5, 0.5],
+    [1.0, 1.0, 0.5, 1.0],
+    [0.0, 0.0, 0.5, 0.0],
+])  # fmt: skip
+WORKFORCE = np.array([0.035, 0.385, 0.797, 0.879, 0.0])
+
+
+def test_estimates_match_scipy_and_a_binomial_glm():
+    rows = {row["statistic"]: row for row in fit_rows("baseline", VALUES, WORKFORCE)}
+    share = np.nanmean(VALUES, axis=1)
+    x = special.logit(np.clip(WORKFORCE, *BOUNDS))  # 0% women read as 0.5%
+    assert rows["spearman"]["estimate"] == pytest.approx(stats.spearmanr(share, x).statistic, abs=1e-12)
+    assert rows["pearson"]["estimate"] == pytest.approx(stats.pearsonr(share, special.expit(x)).statistic, abs=1e-12)
+    glm = sm.GLM(share, sm.add_constant(x), family=sm.families.Binomial()).fit()
+    assert rows["slope"]["estimate"] == pytest.approx(glm.params[1], abs=1e-8)
+    assert {row["n_occupations"] for row in rows.values()} == {5}
+    assert {row["pairs"] for row in rows.values()} == {4}
+
+
+def test_intervals_hold_the_estimate_are_seeded_and_say_what_they_show():
+    first = fit_rows("baseline", VALUES, WORKFORCE)
+    assert fit_rows("baseline", VALUES, WORKFORCE) == first  # a fixed seed: the same figures every time
+    for row in first:
+        assert row["ci_low"] < row["estimate"] < row["ci_high"]
+        assert "two-way bootstrap" in row["method"]
+    assert first[0]["ci_low"] >= -1 and first[1]["ci_high"] <= 1  # correlations stay in range (Fisher z)
+
+
+def test_too_few_occupations_or_pairs_get_no_estimate():
+    for values, share in ((VALUES[:3], WORKFORCE[:3]), (VALUES[:, :1], WORKFORCE)):
+        rows = fit_rows("baseline", values, share)
+        assert all(np.isnan(row["estimate"]) and row["verdict"] is None for row in rows)
+
+
+def test_versus_the_workforce_reads_the_majority_side():
+    share = pd.Series([0.879, 0.879, 0.879, 0.092, 0.092])
+    low = pd.Series([0.90, 0.30, 0.80, 0.01, 0.20])
+    high = pd.Series([0.99, 0.60, 0.95, 0.05, 0.60])
+    assert versus_workforce(low, high, share).tolist() == ["more", "less", "as", "more", "less"]
+
+
+def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path, use_backend):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "athlete"]
+    probe.run(pairs=4, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
+    rows = query(db_file, "SELECT * FROM workforce_occupations WHERE run_id = 'w' ORDER BY occupation")
+    shares = query(
+        db_file,
+        "SELECT key AS occupation, value, ci_low, ci_high, method FROM metrics WHERE run_id = 'w' "
+        "AND scope = 'occupation' AND metric = 'female_share' AND key <> 'athlete' ORDER BY key",
+    )
+    # the occupation's female_share row as analyze() stored it; athlete has no BLS share and no row
+    assert rows["occupation"].tolist() == ["carpenter", "nurse", "pilot", "secretary", "teacher"]
+    stored = rows[["model_share", "ci_low", "ci_high", "method"]].set_axis(
+        ["value", "ci_low", "ci_high", "method"], axis=1
+    )
+    pd.testing.assert_frame_equal(stored, shares.iloc[:, 1:])
+    assert rows["workforce_share"].tolist() == pytest.approx([0.035, 0.879, 0.092, 0.925, 0.797])
+    fit = query(db_file, "SELECT statistic, n_occupations, pairs FROM workforce_fit WHERE run_id = 'w'")
+    assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4]]
