@@ -25,6 +25,7 @@ from probe.report.data import (
 from probe.report.findings import headline, occupation_testability, testability
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section
+from probe.report.workforce import workforce_section
 
 PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 
@@ -68,4 +69,5 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
         "items": drilldown(con, run_id),
         "robustness": robustness_section(con, run_id),  # None unless the run asked more than one wording
+        "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed
     }

@@ -40,6 +40,7 @@ from probe.report.figures import (
 from probe.report.findings import method_legend
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN
+from probe.report.workforce import figure_workforce
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ONET_ATTRIBUTION = (
@@ -255,6 +256,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "pairs": figure_pairs(_frame(data["pair_values"], METRIC_COLUMNS), data["correlations"]),
         "sensitivity": figure_sensitivity(data["overall"]),
         "robustness": figure_robustness(data["robustness"]),
+        "workforce": figure_workforce(data.get("workforce")),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)
