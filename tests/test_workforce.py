@@ -10,6 +10,7 @@ from scipy import special, stats
 
 import probe
 from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
+from probe.common.errors import UserError
 from tests.support import FakeBackend, query
 
 # 5 occupations x 4 pairs of order-balanced shares, one pair missing an occupation
@@ -76,3 +77,20 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     assert rows["workforce_share"].tolist() == pytest.approx([0.035, 0.879, 0.092, 0.925, 0.797])
     fit = query(db_file, "SELECT statistic, n_occupations, pairs FROM workforce_fit WHERE run_id = 'w'")
     assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4]]
+
+
+def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
+    low, high = query(db_file, "SELECT ci_low, ci_high FROM workforce_fit WHERE statistic = 'slope'").iloc[0]
+    policy = tmp_path / "gates.toml"
+    for limit, outcome in ((high + 0.01, "pass"), (low - 0.01, "fail"), ((low + high) / 2, "inconclusive")):
+        policy.write_text(
+            f'[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = {limit}\n'
+        )
+        result = probe.gate("w", policy, db=db_file, output=tmp_path / "out")
+        assert (result.outcome, result.verdicts[0].ci95) == (outcome, (low, high))
+    policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = "1.2"\n')
+    with pytest.raises(UserError, match="key 'limit' must be a number"):
+        probe.gate("w", policy, db=db_file, output=tmp_path / "out")
