@@ -1,5 +1,6 @@
 """The workforce comparison: model share vs the workforce's % women, correlations and the amplification slope."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from scipy import special, stats
 import probe
 from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
 from probe.common.errors import UserError
+from probe.pipeline import compare
 from tests.support import FakeBackend, query
 
 # 5 occupations x 4 pairs of order-balanced shares, one pair missing an occupation
@@ -77,6 +79,9 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     assert rows["workforce_share"].tolist() == pytest.approx([0.035, 0.879, 0.092, 0.925, 0.797])
     fit = query(db_file, "SELECT statistic, n_occupations, pairs FROM workforce_fit WHERE run_id = 'w'")
     assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4]]
+    run = probe.open_run("w", db=db_file)  # the API reads the same rows
+    assert run.workforce()["occupation"].tolist() == rows["occupation"].tolist()
+    assert run.workforce_fit()["statistic"].tolist() == ["pearson", "slope", "spearman"]
 
 
 def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
@@ -94,3 +99,20 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
     policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = "1.2"\n')
     with pytest.raises(UserError, match="key 'limit' must be a number"):
         probe.gate("w", policy, db=db_file, output=tmp_path / "out")
+
+
+def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_tie(db_file, use_backend, tmp_path):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    for run_id in ("a", "b"):  # the same deterministic backend: the same slopes
+        probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id=run_id, conditions=["baseline"])
+    compare(db_file, ["a", "b"], tmp_path / "compare.html")
+    section = json.loads((tmp_path / "compare.json").read_text())["workforce"]
+    slope = query(db_file, "SELECT estimate, ci_low, ci_high FROM workforce_fit WHERE run_id = 'a' AND "
+                  "statistic = 'slope'").iloc[0].tolist()  # fmt: skip
+    assert [run["run_id"] for run in section["runs"]] == ["a", "b"]
+    assert [run["slope"]["estimate"] for run in section["runs"]] == [slope[0], slope[0]]
+    assert (section["condition"], section["amplifies_most"], section["difference"]["estimate"]) == (
+        "baseline", None, 0.0)  # fmt: skip
+    assert section["finding"].startswith("No run is shown to amplify more than the rest")
+    assert "Mirror or amplify" in (tmp_path / "compare.md").read_text()
