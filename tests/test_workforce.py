@@ -116,3 +116,22 @@ def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_ti
         "baseline", None, 0.0)  # fmt: skip
     assert section["finding"].startswith("No run is shown to amplify more than the rest")
     assert "Mirror or amplify" in (tmp_path / "compare.md").read_text()
+
+
+def test_the_scan_report_sets_its_titles_against_the_workforce(db_file: Path, tmp_path: Path):
+    from bench.scan import draw_answers, write_replay_file
+
+    answers = tmp_path / "answers.csv"
+    shares = np.linspace(0.2, 0.8, 6)
+    write_replay_file(answers, db_file, draw_answers(np.random.default_rng(5), shares), ("29-203",))
+    scan = probe.scan(soc="29-203", backend="replay", answers=answers, budget=30, scan_id="s", db=db_file)
+    scan.report(tmp_path / "scan")
+    section = json.loads((tmp_path / "scan" / "scan.json").read_text())["workforce"]
+    # of the six titles BLS gives a share of women for three: sonographers, radiologic and MRI technologists
+    assert [o["soc_code"] for o in section["occupations"]] == ["29-2032.00", "29-2034.00", "29-2035.00"]
+    assert [o["workforce_share"] for o in section["occupations"]] == pytest.approx([0.75, 0.714, 0.646])
+    results = scan.results().set_index("soc_code")
+    assert [o["model_share"] for o in section["occupations"]] == results.loc[
+        ["29-2032.00", "29-2034.00", "29-2035.00"], "share"
+    ].tolist()
+    assert (section["n_occupations"], section["slope"]["estimate"]) == (3, None)  # too few titles for a fit
