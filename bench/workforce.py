@@ -29,6 +29,7 @@ OCCUPATION_SD, PAIR_SD, CELL_SD, INTERCEPT = 0.3, 0.4, 0.3, -0.1
 SIZES = ((8, 12), (8, 20), (62, 12), (62, 20))
 LARGE_SIZES = ((300, 12), (300, 20))
 AMPLIFYING = 1.5  # the slope of a world that exaggerates the workforce (for the power figure)
+WEAK = (0.3, 1.0)  # a world that nearly ignores the workforce: slope 0.3, occupation sd 1 (correlations about 0.47)
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
 
 
@@ -38,50 +39,54 @@ def workforce_shares() -> np.ndarray:
     return table.drop_duplicates("census_code")["pct_women"].dropna().to_numpy(float) / 100
 
 
-def draw(rng: np.random.Generator, b: float, occupations: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+def draw(
+    rng: np.random.Generator, b: float, occupations: int, pairs: int, spread: float = OCCUPATION_SD
+) -> tuple[np.ndarray, np.ndarray]:
     """(occupations x pairs order-balanced shares, the occupations' workforce shares) of one simulated run."""
     share = rng.choice(workforce_shares(), occupations)
-    eta = INTERCEPT + b * special.logit(np.clip(share, *BOUNDS)) + rng.normal(0, OCCUPATION_SD, occupations)
+    eta = INTERCEPT + b * special.logit(np.clip(share, *BOUNDS)) + rng.normal(0, spread, occupations)
     lean = eta[:, None] + rng.normal(0, PAIR_SD, pairs)[None, :] + rng.normal(0, CELL_SD, (occupations, pairs))
     return rng.binomial(2, special.expit(lean)) / 2, share
 
 
-def marginal_slope(b: float, occupations: int = 100_000, seed: int = 11) -> float:
+def marginal_slope(b: float, spread: float = OCCUPATION_SD, occupations: int = 100_000, seed: int = 11) -> float:
     """The slope over infinitely many pairs: each occupation's share averaged over the pair effects by quadrature."""
     rng = np.random.default_rng(seed)
     share = rng.choice(workforce_shares(), occupations)
     x = special.logit(np.clip(share, *BOUNDS))
-    eta = INTERCEPT + b * x + rng.normal(0, OCCUPATION_SD, occupations)
-    spread = np.hypot(PAIR_SD, CELL_SD)
-    marginal = special.expit(eta[:, None] + spread * _NODES[None, :]) @ _WEIGHTS / _WEIGHTS.sum()
+    eta = INTERCEPT + b * x + rng.normal(0, spread, occupations)
+    pair_spread = np.hypot(PAIR_SD, CELL_SD)
+    marginal = special.expit(eta[:, None] + pair_spread * _NODES[None, :]) @ _WEIGHTS / _WEIGHTS.sum()
     return float(statistics(marginal[None, :], x[None, :])["slope"][0])
 
 
 @cache
-def world_b(target: float) -> float:
+def world_b(target: float, spread: float = OCCUPATION_SD) -> float:
     """The world's b whose marginal slope is `target`."""
-    return optimize.brentq(lambda b: marginal_slope(b) - target, 0.2 * target, 3 * target + 1, xtol=1e-6)
+    return optimize.brentq(lambda b: marginal_slope(b, spread) - target, 0.2 * target, 3 * target + 1, xtol=1e-6)
 
 
-def correlation_truth(b: float, pairs: int, draws: int = 10, occupations: int = 20_000) -> dict[str, float]:
+def correlation_truth(b: float, pairs: int, spread: float, draws: int = 10, occupations: int = 20_000) -> dict:
     rng = np.random.default_rng(13)
     found = []
     for _ in range(draws):
-        values, share = draw(rng, b, occupations, pairs)
+        values, share = draw(rng, b, occupations, pairs, spread)
         x = special.logit(np.clip(share, *BOUNDS))
         found.append({k: float(v[0]) for k, v in statistics(values.mean(axis=1)[None, :], x[None, :]).items()})
     return pd.DataFrame(found)[["spearman", "pearson"]].mean().to_dict()
 
 
-def coverage(target: float, occupations: int, pairs: int, runs: int, seed: int) -> dict[str, float]:
+def coverage(
+    target: float, occupations: int, pairs: int, runs: int, seed: int, spread: float = OCCUPATION_SD
+) -> dict[str, float]:
     """Share of runs whose interval holds each estimand; `amplifying`: share whose slope interval lies above 1."""
-    b = world_b(target)
-    truth = correlation_truth(b, pairs) | {"slope": target}
+    b = world_b(target, spread)
+    truth = correlation_truth(b, pairs, spread) | {"slope": target}
     rng = np.random.default_rng(seed)
     held = {name: 0 for name in STATISTICS}
     amplifying = 0
     for _ in range(runs):
-        values, share = draw(rng, b, occupations, pairs)
+        values, share = draw(rng, b, occupations, pairs, spread)
         for row in fit_rows("baseline", values, share):
             held[row["statistic"]] += row["ci_low"] <= truth[row["statistic"]] <= row["ci_high"]
             amplifying += row["statistic"] == "slope" and row["ci_low"] > 1
@@ -102,5 +107,8 @@ def measure(quick: bool, large: bool = False) -> dict[str, float]:
     found = coverage(AMPLIFYING, occupations, pairs, runs, seed=7)  # power: how often a slope-1.5 world is called so
     figures[f"workforce_{occupations}x{pairs}_slope_{AMPLIFYING}_coverage"] = round(found["slope"], 3)
     figures[f"workforce_{occupations}x{pairs}_slope_{AMPLIFYING}_called_amplifying"] = round(found["amplifying"], 3)
+    found = coverage(WEAK[0], occupations, pairs, runs, seed=9, spread=WEAK[1])  # a weakly related world
+    for name, value in found.items():
+        figures[f"workforce_{occupations}x{pairs}_weak_{name}"] = round(value, 3)
     figures["workforce_seconds"] = round(time.perf_counter() - started, 1)
     return figures
