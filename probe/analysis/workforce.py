@@ -167,9 +167,9 @@ def _pearson(a: np.ndarray, b: np.ndarray, used: np.ndarray) -> np.ndarray:
     weight = used.astype(float)
     a, b = np.where(used, a, 0.0), np.where(used, b, 0.0)
     n = weight.sum(axis=1, keepdims=True)
-    ac = (a - (a * weight).sum(axis=1, keepdims=True) / n) * weight
-    bc = (b - (b * weight).sum(axis=1, keepdims=True) / n) * weight
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row without occupations: NaN
+        ac = (a - (a * weight).sum(axis=1, keepdims=True) / n) * weight
+        bc = (b - (b * weight).sum(axis=1, keepdims=True) / n) * weight
         return (ac * bc).sum(axis=1) / np.sqrt((ac**2).sum(axis=1) * (bc**2).sum(axis=1))
 
 
