@@ -112,6 +112,7 @@ def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_ti
                   "statistic = 'slope'").iloc[0].tolist()  # fmt: skip
     assert [run["run_id"] for run in section["runs"]] == ["a", "b"]
     assert [run["slope"]["estimate"] for run in section["runs"]] == [slope[0], slope[0]]
+    assert [len(run["occupations"]) for run in section["runs"]] == [6, 6]
     assert (section["condition"], section["amplifies_most"], section["difference"]["estimate"]) == (
         "baseline", None, 0.0)  # fmt: skip
     assert section["finding"].startswith("No run is shown to amplify more than the rest")

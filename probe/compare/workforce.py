@@ -1,5 +1,6 @@
 """`probe compare`'s workforce section: each run's correlations with the BLS workforce and its amplification slope
-(probe/analysis/workforce.py, stored by analyze()), and which model amplifies most.
+(probe/analysis/workforce.py, stored by analyze()) with its occupations beside the workforce (report.json's fields,
+DESIGN.md section 12), and which model amplifies most.
 
 "Amplifies most" is said only where the largest slope exceeds the next largest by more than chance: the difference
 of the two slopes with the interval of their standard errors added in quadrature (each from its own 95% two-way
@@ -18,8 +19,8 @@ from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE
 from probe.common.vocabulary import CONDITIONS
-from probe.report.data import clean, run_record
-from probe.report.workforce import REPORTED_CONDITION
+from probe.report.data import clean, records, run_record
+from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION
 
 STATISTICS = ("slope", "spearman", "pearson")
 DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% two-way bootstrap interval) "
@@ -47,6 +48,11 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
         for name in STATISTICS:
             entry[name] = {key: clean(own.loc[name, key]) for key in ("estimate", "ci_low", "ci_high", "method",
                                                                        "verdict")}  # fmt: skip
+        occupations = con.execute(
+            f"SELECT {', '.join(OCCUPATION_FIELDS)} FROM workforce_occupations WHERE run_id = ? AND condition = ? "
+            "ORDER BY occupation", [run_id, condition]
+        ).df()  # fmt: skip
+        entry["occupations"] = records(occupations)
         runs.append(entry)
     return {"condition": condition, "runs": runs, **amplifies_most(runs), "difference_method": DIFFERENCE_METHOD}
 
