@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
+from probe.store import db
 from probe.taxonomy.workforce_build import map_to_onet, read_crosswalk, read_table11, soc_prefix
 from tests.support import query
 
@@ -92,3 +94,11 @@ def test_new_database_is_seeded_with_the_workforce_table(db_file):
     assert seeded.iloc[0].tolist() == [997, 708]
     nurse = query(db_file, "SELECT pct_women, year FROM workforce WHERE soc_code = '29-1141.00'")
     assert nurse.iloc[0].tolist() == [87.9, 2022]
+
+
+def test_a_database_from_before_the_table_gains_it_on_its_next_open(db_file):
+    con = duckdb.connect(str(db_file))
+    con.execute("DROP TABLE workforce")
+    con.close()
+    db.connect(db_file).close()
+    assert query(db_file, "SELECT count(*) AS n FROM workforce").iloc[0, 0] == 997
