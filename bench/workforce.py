@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from bench.worlds import REAL_STAGE2
+from probe.analysis.metrics import occupation_pair_shares
 from probe.analysis.workforce import BOUNDS, STATISTICS, fit_rows, statistics
 from probe.common.resources import resource_dir
 
@@ -93,11 +95,29 @@ def coverage(
     return {**{name: held[name] / runs for name in STATISTICS}, "amplifying": amplifying / runs}
 
 
+def stored_run_fit() -> dict[str, float]:
+    """The fit on the real SmolLM2 quick run kept in bench/data/ (taxonomy condition; 7 of its 8 occupations have a
+    BLS share: dancer has none), through the product's own order-balanced pair shares."""
+    stage2 = pd.read_parquet(REAL_STAGE2)
+    valid = (stage2["bf"].isin(["yes", "no"]) & stage2["bm"].isin(["yes", "no"]) & stage2["s"].isin(["female", "male"])
+             & (stage2["m"] != "unknown"))  # fmt: skip
+    marked = stage2.assign(condition="taxonomy", n=valid, n_female=valid & (stage2["s"] == "female"))
+    cells = marked.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
+    matrix = occupation_pair_shares(cells.reset_index()).loc["taxonomy"]
+    curated = pd.read_csv(resource_dir("taxonomy") / "occupations.csv")
+    table = pd.read_csv(resource_dir("taxonomy") / "workforce.csv", dtype={"census_code": str})
+    share = curated.merge(table, on="soc_code").set_index("occupation")["pct_women"].dropna() / 100
+    matrix = matrix.loc[matrix.index.intersection(share.index)]
+    rows = fit_rows("taxonomy", matrix.to_numpy(float), share.loc[matrix.index].to_numpy(float))
+    return {f"workforce_smollm2_quick_{row['statistic']}_{part}": round(row[key], 3) for row in rows
+            for part, key in (("estimate", "estimate"), ("ci_low", "ci_low"), ("ci_high", "ci_high"))}  # fmt: skip
+
+
 def measure(quick: bool, large: bool = False) -> dict[str, float]:
     """Coverage per size in a slope-1 world (and how often it is called amplifying); coverage and power in a
     slope-1.5 world at 62 x 12 (300 x 20 with `large`)."""
     runs = 40 if quick else 100
-    figures: dict[str, float] = {"workforce_runs": runs}
+    figures: dict[str, float] = {"workforce_runs": runs, **stored_run_fit()}
     started = time.perf_counter()
     for occupations, pairs in LARGE_SIZES if large else SIZES:
         found = coverage(1.0, occupations, pairs, runs, seed=occupations * 100 + pairs)
