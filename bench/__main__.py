@@ -9,6 +9,8 @@
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
+    .venv/bin/python -m bench --only workforce  # workforce comparison coverage, 8 and 62 occupations
+    .venv/bin/python -m bench --only workforce_large  # the same at 300 occupations
 """
 
 from __future__ import annotations
@@ -66,6 +68,18 @@ def _coverage(quick: bool, folder: Path) -> dict[str, float]:
     from bench.coverage import measure
 
     return measure(quick)
+
+
+def _workforce(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.workforce import measure
+
+    return measure(quick)
+
+
+def _workforce_large(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.workforce import measure
+
+    return measure(quick, large=True)
 
 
 def _pairs(quick: bool, folder: Path) -> dict[str, float]:
@@ -138,6 +152,8 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "scan": _scan,
     "gpu": _gpu,
     "unusable": _unusable,
+    "workforce": _workforce,
+    "workforce_large": _workforce_large,
 }
 
 

@@ -52,6 +52,23 @@ class Run:
             analysed=True,
         )
 
+    def workforce(self) -> pd.DataFrame:
+        """Each occupation's woman's share of single-subject picks beside the BLS workforce's share of women, per
+        condition: model_share, ci_low, ci_high, method, workforce_share, departure, versus ('more' / 'less' / 'as'
+        gendered than the workforce)."""
+        return self._query(
+            "SELECT * EXCLUDE (run_id) FROM workforce_occupations WHERE run_id = ? ORDER BY condition, occupation",
+            analysed=True,
+        )
+
+    def workforce_fit(self) -> pd.DataFrame:
+        """Per condition the rank and linear correlations with the workforce and the amplification slope (1 mirrors
+        the workforce), each with its two-way bootstrap interval over occupations and name pairs."""
+        return self._query(
+            "SELECT * EXCLUDE (run_id) FROM workforce_fit WHERE run_id = ? ORDER BY condition, statistic",
+            analysed=True,
+        )
+
     def answers(self) -> pd.DataFrame:
         """Every item of the run with its answer: stage, qtype, condition, names, wording, prompt, options, label,
         scores."""

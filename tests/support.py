@@ -185,6 +185,14 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
         if row["ci_low"] is not None and (row["preferred"] != "none") != (row["ci_low"] > 0.5 or row["ci_high"] < 0.5):
             problems.append(f"occupation {row['occupation']}: [{row['ci_low']}, {row['ci_high']}] beside "
                             f"preferred {row['preferred']}")  # fmt: skip
+    for condition, entry in ((data.get("workforce") or {}).get("by_condition") or {}).items():
+        for name, null in (("slope", 1.0), ("spearman", 0.0), ("pearson", 0.0)):
+            fit = entry[name]
+            check(f"workforce {condition} {name}", fit["ci_low"], fit["ci_high"], fit["estimate"])
+            if fit["ci_low"] is not None and (fit["verdict"] != "inconclusive") != (
+                fit["ci_low"] > null or fit["ci_high"] < null
+            ):
+                problems.append(f"workforce {condition} {name}: verdict {fit['verdict']} beside its interval")
     for finding in data["headline"]:
         for printed in re.findall(r"p = ([0-9.]+)", finding["finding"]):  # a printed p never reads across 0.05
             test = finding.get("test") or {}

@@ -37,11 +37,13 @@ from probe.analysis.statistics import (
     rate,
     share_estimate,
 )
+from probe.analysis.workforce import workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 
-RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression")
+RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
+                 "workforce_occupations")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -74,11 +76,16 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
+    occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
+    workforce = con.execute(queries["workforce_shares"], params).df()
+    fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),
         "correlations": correlation_rows(metrics),
         "regression": regression_rows(cells),
+        "workforce_fit": fit,
+        "workforce_occupations": occupations,
     }
     _replace_run_rows(con, run_id, results)
 
@@ -182,10 +189,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
         for scope, keys in (("pair", ["pair_id"]), ("occupation", ["occupation", "pair_id"])):
-            by_order = group.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
-            share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
-            values = share.groupby(level=keys).mean()
-            valid = group.groupby(keys)["n"].sum().reindex(values.index)
+            values, valid = order_balanced_shares(group, keys)
             if scope == "pair":
                 rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
                           "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
@@ -196,6 +200,23 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
                 estimate = _mean_of_pairs(per_pair, valid.loc[occupation])
                 rows.append(_row(condition, "occupation", occupation, "female_share", estimate))
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
+
+
+def order_balanced_shares(cells: pd.DataFrame, keys: list[str]) -> tuple[pd.Series, pd.Series]:
+    """Per `keys` (ending in pair_id): the share of S = female averaged over the name orders with valid instances,
+    and the valid instances behind it."""
+    by_order = cells.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
+    share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
+    values = share.groupby(level=keys).mean()
+    return values, cells.groupby(keys)["n"].sum().reindex(values.index)
+
+
+def occupation_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
+    """The order-balanced pair shares behind each occupation's female_share: index (condition, occupation), one
+    column per pair (NaN where the pair has no valid answer)."""
+    if cells.empty:
+        return pd.DataFrame()
+    return order_balanced_shares(cells, ["condition", "occupation", "pair_id"])[0].unstack("pair_id")
 
 
 def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> ShareEstimate:

@@ -4,7 +4,8 @@ metrics, paired differences and ranks, and the agreement of their preferred occu
 - summary.py: shared instances and settings, what makes runs unpaired, the comparison's document (compare.json);
 - leaderboard.py: the leaderboard rows, paired differences (the paired cluster t of probe/analysis/statistics.py)
   and rank intervals;
-- heldout.py: a mitigation's effect on tuning and held-out occupations, names and wordings (--heldout-seed).
+- heldout.py: a mitigation's effect on tuning and held-out occupations, names and wordings (--heldout-seed);
+- workforce.py: each run's correlations with the BLS workforce and amplification slope, which model amplifies most.
 
 The page is rendered by the report's templates from compare.json alone (probe.report.render_comparison).
 
@@ -21,6 +22,7 @@ import duckdb
 
 from probe.compare.heldout import heldout_section
 from probe.compare.summary import compare_summary
+from probe.compare.workforce import workforce_comparison
 from probe.report.render import ReportFiles, output_files, render_comparison, write_files
 
 __all__ = ["compare_summary", "write_comparison"]
@@ -37,6 +39,7 @@ def write_comparison(
     held-out checks of the other run (mitigated) against the reference (base); two runs only."""
     files = output_files(html_path)
     document = compare_summary(con, run_ids, reference)
+    document["workforce"] = workforce_comparison(con, run_ids)
     if heldout is not None:
         base = reference or run_ids[0]
         document["heldout"] = heldout_section(con, base, next(r for r in run_ids if r != base), *heldout)

@@ -26,6 +26,7 @@ from probe.report.data import (
 from probe.report.findings import headline, occupation_testability, testability
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section, wording_claims
+from probe.report.workforce import workforce_section
 
 PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
 
@@ -71,5 +72,6 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
         "items": drilldown(con, run_id),
         "robustness": robustness,
+        "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed
     }
     return {"schema_version": SCHEMA_VERSION, "bottom_line": bottom_line(con, run_id, document, claims), **document}

@@ -42,6 +42,7 @@ from probe.report.figures import (
 from probe.report.findings import method_legend
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
 from probe.report.items import ITEMS_SHOWN
+from probe.report.workforce import figure_workforce
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ONET_ATTRIBUTION = (
@@ -268,6 +269,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "sensitivity": figure_sensitivity(data["overall"]),
         "robustness": figure_robustness(data["robustness"]),
         "pair_shares": figure_pair_shares(data["bottom_line"]["pairs"]),
+        "workforce": figure_workforce(data.get("workforce")),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)

@@ -23,6 +23,7 @@ from probe.report.figures import GENDER_COLOURS, new_figure, svg_bytes
 from probe.scanning.record import stored_scan
 from probe.scanning.rounds import load_state
 from probe.scanning.setup import FILE_ONLY_BACKEND_FIELDS
+from probe.scanning.workforce import scan_workforce
 from probe.store.config import RunConfig
 
 if TYPE_CHECKING:
@@ -139,6 +140,7 @@ def document(con: duckdb.DuckDBPyConnection, scan_id: str) -> dict[str, object]:
             level: json.loads(_groups_frame(results, observed, level).to_json(orient="records"))
             for level in ("major", "minor")
         },
+        "workforce": scan_workforce(con, results, observed),
     }
 
 
@@ -231,6 +233,20 @@ def markdown(doc: dict[str, object]) -> str:
             f"| {group['group']} {group['major_name']} | {group['titles']} | {share} | {interval} | "
             f"{group['flagged_female']} | {group['flagged_male']} |"
         )
+    workforce = doc["workforce"]
+    if workforce and workforce["slope"]["estimate"] is not None:
+        stats_text = "; ".join(
+            f"{name} {workforce[name]['estimate']:.2f} (95% CI {workforce[name]['ci_low']:.2f} "
+            f"to {workforce[name]['ci_high']:.2f})"
+            for name in ("slope", "spearman", "pearson")
+        )
+        lines += [
+            "",
+            "## Mirror or amplify: the titles against the BLS workforce",
+            "",
+            f"Over {workforce['n_occupations']} titles with a workforce share of women: {stats_text}. Slope 1 "
+            f"mirrors the workforce, above 1 exaggerates its segregation. {workforce['slope']['method']}.",
+        ]
     lines += [
         "",
         "n/a: no interval (the two-way variance estimate is not positive, e.g. every pair alike, or one cluster).",

@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS occupation_attributes (
 CREATE TABLE IF NOT EXISTS name_pairs (
     pair_id INTEGER PRIMARY KEY, female VARCHAR, male VARCHAR
 );
+-- Who does each job (taxonomy/workforce.csv: BLS CPS Table 11 by O*NET-SOC code; shares in percent, NULL where BLS
+-- publishes none), seeded like the taxonomy.
+CREATE TABLE IF NOT EXISTS workforce (
+    soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, year INTEGER,
+    employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, pct_asian DOUBLE,
+    pct_hispanic DOUBLE
+);
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR,
     config_json VARCHAR, status VARCHAR, template_hash VARCHAR, package_version VARCHAR,
@@ -125,6 +132,16 @@ CREATE TABLE IF NOT EXISTS robustness (
     run_id VARCHAR, condition VARCHAR, metric VARCHAR, scope VARCHAR, key VARCHAR, value DOUBLE, ci_low DOUBLE,
     ci_high DOUBLE, p_value DOUBLE, pairs BIGINT, wordings BIGINT, method VARCHAR, spread DOUBLE, wording_p DOUBLE,
     pair_ci_low DOUBLE, pair_ci_high DOUBLE, verdict VARCHAR
+);
+-- The workforce comparison (probe/analysis/workforce.py): per condition the correlations and the amplification slope
+-- across occupations with their two-way bootstrap intervals, and each occupation's share beside the workforce's.
+CREATE TABLE IF NOT EXISTS workforce_fit (
+    run_id VARCHAR, condition VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
+    n_occupations BIGINT, pairs BIGINT, method VARCHAR, verdict VARCHAR
+);
+CREATE TABLE IF NOT EXISTS workforce_occupations (
+    run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
+    ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR
 );
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,

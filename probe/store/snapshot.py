@@ -34,6 +34,13 @@ SNAPSHOT_TABLES = {
     ),
 }
 
+# taxonomy/workforce.csv (probe/taxonomy/workforce_build.py writes it): its columns and their types, in file order.
+WORKFORCE_COLUMNS = {
+    "soc_code": "VARCHAR", "census_code": "VARCHAR", "source_title": "VARCHAR", "year": "INTEGER",
+    "employed_thousands": "DOUBLE", "pct_women": "DOUBLE", "pct_white": "DOUBLE", "pct_black": "DOUBLE",
+    "pct_asian": "DOUBLE", "pct_hispanic": "DOUBLE",
+}  # fmt: skip
+
 # Top-k per category: importance first, then level (higher first), then element name. `{occupations}` is
 # a relation with columns occupation, soc_code (the `occupations` table or a registered DataFrame).
 TOP_ATTRIBUTES_SQL = """
@@ -145,6 +152,12 @@ def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
             "INSERT INTO name_pairs SELECT * FROM read_csv(?, header=true, "
             "columns={'pair_id': 'INTEGER', 'female': 'VARCHAR', 'male': 'VARCHAR'}) ORDER BY pair_id",
             [str(folder / "name_pairs.csv")],
+        )
+    if con.execute("SELECT count(*) = 0 FROM workforce").fetchall()[0][0]:
+        types = ", ".join(f"'{column}': '{kind}'" for column, kind in WORKFORCE_COLUMNS.items())
+        con.execute(
+            f"INSERT INTO workforce SELECT * FROM read_csv(?, header=true, columns={{{types}}})",
+            [str(folder / "workforce.csv")],
         )
 
 

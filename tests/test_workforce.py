@@ -1,0 +1,138 @@
+"""The workforce comparison: model share vs the workforce's % women, correlations and the amplification slope."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import special, stats
+
+import probe
+from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
+from probe.common.errors import UserError
+from probe.pipeline import compare
+from tests.support import FakeBackend, query
+
+# 5 occupations x 4 pairs of order-balanced shares, one pair missing an occupation
+VALUES = np.array([
+    [0.0, 0.5, 0.0, 0.5],
+    [0.5, 0.5, 1.0, np.nan],
+    [0.5, 1.0, 0.5, 0.5],
+    [1.0, 1.0, 0.5, 1.0],
+    [0.0, 0.0, 0.5, 0.0],
+])  # fmt: skip
+WORKFORCE = np.array([0.035, 0.385, 0.797, 0.879, 0.0])
+
+
+def test_estimates_match_scipy_and_a_binomial_glm():
+    rows = {row["statistic"]: row for row in fit_rows("baseline", VALUES, WORKFORCE)}
+    share = np.nanmean(VALUES, axis=1)
+    x = special.logit(np.clip(WORKFORCE, *BOUNDS))  # 0% women read as 0.5%
+    assert rows["spearman"]["estimate"] == pytest.approx(stats.spearmanr(share, x).statistic, abs=1e-12)
+    assert rows["pearson"]["estimate"] == pytest.approx(stats.pearsonr(share, special.expit(x)).statistic, abs=1e-12)
+    glm = sm.GLM(share, sm.add_constant(x), family=sm.families.Binomial()).fit()
+    assert rows["slope"]["estimate"] == pytest.approx(glm.params[1], abs=1e-8)
+    assert {row["n_occupations"] for row in rows.values()} == {5}
+    assert {row["pairs"] for row in rows.values()} == {4}
+
+
+def test_intervals_hold_the_estimate_are_seeded_and_say_what_they_show():
+    first = fit_rows("baseline", VALUES, WORKFORCE)
+    assert fit_rows("baseline", VALUES, WORKFORCE) == first  # a fixed seed: the same figures every time
+    for row in first:
+        assert row["ci_low"] < row["estimate"] < row["ci_high"]
+        assert "two-way bootstrap" in row["method"]
+    assert first[0]["ci_low"] >= -1 and first[1]["ci_high"] <= 1  # correlations stay in range (Fisher z)
+
+
+def test_too_few_occupations_or_pairs_get_no_estimate():
+    for values, share in ((VALUES[:3], WORKFORCE[:3]), (VALUES[:, :1], WORKFORCE)):
+        rows = fit_rows("baseline", values, share)
+        assert all(np.isnan(row["estimate"]) and row["verdict"] is None for row in rows)
+
+
+def test_versus_the_workforce_reads_the_majority_side():
+    share = pd.Series([0.879, 0.879, 0.879, 0.092, 0.092])
+    low = pd.Series([0.90, 0.30, 0.80, 0.01, 0.20])
+    high = pd.Series([0.99, 0.60, 0.95, 0.05, 0.60])
+    assert versus_workforce(low, high, share).tolist() == ["more", "less", "as", "more", "less"]
+
+
+def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path, use_backend):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "athlete"]
+    probe.run(pairs=4, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
+    rows = query(db_file, "SELECT * FROM workforce_occupations WHERE run_id = 'w' ORDER BY occupation")
+    shares = query(
+        db_file,
+        "SELECT key AS occupation, value, ci_low, ci_high, method FROM metrics WHERE run_id = 'w' "
+        "AND scope = 'occupation' AND metric = 'female_share' AND key <> 'athlete' ORDER BY key",
+    )
+    # the occupation's female_share row as analyze() stored it; athlete has no BLS share and no row
+    assert rows["occupation"].tolist() == ["carpenter", "nurse", "pilot", "secretary", "teacher"]
+    stored = rows[["model_share", "ci_low", "ci_high", "method"]].set_axis(
+        ["value", "ci_low", "ci_high", "method"], axis=1
+    )
+    pd.testing.assert_frame_equal(stored, shares.iloc[:, 1:])
+    assert rows["workforce_share"].tolist() == pytest.approx([0.035, 0.879, 0.092, 0.925, 0.797])
+    fit = query(db_file, "SELECT statistic, n_occupations, pairs FROM workforce_fit WHERE run_id = 'w'")
+    assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4]]
+    run = probe.open_run("w", db=db_file)  # the API reads the same rows
+    assert run.workforce()["occupation"].tolist() == rows["occupation"].tolist()
+    assert run.workforce_fit()["statistic"].tolist() == ["pearson", "slope", "spearman"]
+
+
+def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
+    low, high = query(db_file, "SELECT ci_low, ci_high FROM workforce_fit WHERE statistic = 'slope'").iloc[0]
+    policy = tmp_path / "gates.toml"
+    for limit, outcome in ((high + 0.01, "pass"), (low - 0.01, "fail"), ((low + high) / 2, "inconclusive")):
+        policy.write_text(
+            f'[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = {limit}\n'
+        )
+        result = probe.gate("w", policy, db=db_file, output=tmp_path / "out")
+        assert (result.outcome, result.verdicts[0].ci95) == (outcome, (low, high))
+    policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = "1.2"\n')
+    with pytest.raises(UserError, match="key 'limit' must be a number"):
+        probe.gate("w", policy, db=db_file, output=tmp_path / "out")
+
+
+def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_tie(db_file, use_backend, tmp_path):
+    use_backend(FakeBackend())
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    for run_id in ("a", "b"):  # the same deterministic backend: the same slopes
+        probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id=run_id, conditions=["baseline"])
+    compare(db_file, ["a", "b"], tmp_path / "compare.html")
+    section = json.loads((tmp_path / "compare.json").read_text())["workforce"]
+    slope = query(db_file, "SELECT estimate, ci_low, ci_high FROM workforce_fit WHERE run_id = 'a' AND "
+                  "statistic = 'slope'").iloc[0].tolist()  # fmt: skip
+    assert [run["run_id"] for run in section["runs"]] == ["a", "b"]
+    assert [run["slope"]["estimate"] for run in section["runs"]] == [slope[0], slope[0]]
+    assert [len(run["occupations"]) for run in section["runs"]] == [6, 6]
+    assert (section["condition"], section["amplifies_most"], section["difference"]["estimate"]) == (
+        "baseline", None, 0.0)  # fmt: skip
+    assert section["finding"].startswith("No run is shown to amplify more than the rest")
+    assert "Mirror or amplify" in (tmp_path / "compare.md").read_text()
+
+
+def test_the_scan_report_sets_its_titles_against_the_workforce(db_file: Path, tmp_path: Path):
+    from bench.scan import draw_answers, write_replay_file
+
+    answers = tmp_path / "answers.csv"
+    shares = np.linspace(0.2, 0.8, 6)
+    write_replay_file(answers, db_file, draw_answers(np.random.default_rng(5), shares), ("29-203",))
+    scan = probe.scan(soc="29-203", backend="replay", answers=answers, budget=30, scan_id="s", db=db_file)
+    scan.report(tmp_path / "scan")
+    section = json.loads((tmp_path / "scan" / "scan.json").read_text())["workforce"]
+    # of the six titles BLS gives a share of women for three: sonographers, radiologic and MRI technologists
+    assert [o["soc_code"] for o in section["occupations"]] == ["29-2032.00", "29-2034.00", "29-2035.00"]
+    assert [o["workforce_share"] for o in section["occupations"]] == pytest.approx([0.75, 0.714, 0.646])
+    results = scan.results().set_index("soc_code")
+    assert [o["model_share"] for o in section["occupations"]] == results.loc[
+        ["29-2032.00", "29-2034.00", "29-2035.00"], "share"
+    ].tolist()
+    assert (section["n_occupations"], section["slope"]["estimate"]) == (3, None)  # too few titles for a fit
