@@ -103,7 +103,7 @@ def run(**settings: object) -> Run:
     config_file = settings.pop("config", None)
     settings.setdefault("quiet", True)
     config = pipeline.settings(settings, Path(str(config_file)) if config_file else None)
-    return Run(pipeline.run(config), config.db)
+    return Run(pipeline.run(config).run_id, config.db)
 
 
 def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
@@ -118,7 +118,7 @@ def import_run(tool: str, files: Sequence[str | Path], run_id: str, db: str | Pa
     `probe import TOOL FILES --run-id ID` makes it (the same files again: resumed)."""
     from probe.pipeline.exports import import_run as import_answers
 
-    return Run(import_answers(tool, [Path(file) for file in files], run_id, db, model), str(db))
+    return Run(import_answers(tool, [Path(file) for file in files], run_id, db, model).run_id, str(db))
 
 
 @dataclass(frozen=True)

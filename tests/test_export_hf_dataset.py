@@ -29,7 +29,7 @@ def test_a_run_exports_as_a_dataset_that_loads_with_its_configurations_and_row_c
     db_file: Path, tmp_path: Path, use_backend
 ) -> None:
     use_backend(FakeBackend())
-    run_id = pipeline.run(RunConfig(**SETTINGS, db=str(db_file), run_id="r1", quiet=True))
+    run_id = pipeline.run(RunConfig(**SETTINGS, db=str(db_file), run_id="r1", quiet=True)).run_id
     folder = tmp_path / "hf"
     code, output = invoke("export", run_id, "--format", "hf-dataset", "-o", str(folder), "--db", str(db_file))
     assert code == 0, output
@@ -89,7 +89,7 @@ def test_a_run_in_several_wordings_exports_each_item_with_its_wording(
 ) -> None:
     use_backend(FakeBackend())
     run_id = pipeline.run(RunConfig(**SETTINGS, conditions=("taxonomy",), wordings=("paper", "restated"),
-                                    db=str(db_file), run_id="two", quiet=True))  # fmt: skip
+                                    db=str(db_file), run_id="two", quiet=True)).run_id  # fmt: skip
     folder = tmp_path / "hf"
     code, output = invoke("export", run_id, "--format", "hf-dataset", "-o", str(folder), "--db", str(db_file))
     assert code == 0, output

@@ -18,7 +18,7 @@ def test_analyze_writes_exactly_the_declared_metrics(db_file: Path, use_backend)
     """A metric the registry lacks would have no label, definition or kind, and the report would drop it."""
     use_backend(FakeBackend())
     settings = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=1, db=str(db_file), quiet=True)
-    run_id = pipeline.run(settings)
+    run_id = pipeline.run(settings).run_id
     written = set(query(db_file, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"])
     assert written - set(METRICS) == set()
     assert written == set(METRICS)  # and each declared metric is computed

@@ -57,3 +57,20 @@ def test_no_preferred_occupation_is_one_line_not_an_empty_table(tmp_path: Path) 
         shown
     )
     assert "prefers women" not in shown  # no table header over no rows
+
+
+def test_the_analysis_returns_the_outcome_the_terminal_prints(tmp_path: Path) -> None:
+    """pipeline.analyze hands back what `probe analyze --show` prints: the CLI reads no table itself."""
+    from probe import pipeline
+
+    db_file = tmp_path / "probe.duckdb"
+    _run(db_file, "women", lambda order: "female")
+    outcome = pipeline.analyze(db_file, "women")
+    # 8 pairs x 2 orders: 4 stage-2 items and 4 stage-1 items each, none failed
+    assert (outcome.run_id, outcome.items, outcome.failed_items) == ("women", 128, 0)
+    assert outcome.preferred[["condition", "preferred", "occupation"]].values.tolist() == [
+        ["taxonomy", "female", "astronaut"]
+    ]
+    assert outcome.occupation_pairs == [PAIRS]
+    share = outcome.overall.set_index(["condition", "metric"]).loc[("taxonomy", "female_share")]
+    assert (share["value"], round(share["ci_low"], 3), round(share["p_value"], 4)) == (1.0, 0.631, 0.0078)

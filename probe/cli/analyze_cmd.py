@@ -1,6 +1,5 @@
 """`probe analyze RUN_ID`: compute a run's metrics into the database, optionally print the headline."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -8,20 +7,17 @@ import typer
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console
-from probe.store.db import DEFAULT_DB, connect
+from probe.pipeline.outcome import RunOutcome
+from probe.store.db import DEFAULT_DB
 
 
-def print_headline(db: Path | str, run_id: str) -> None:
+def print_headline(outcome: RunOutcome) -> None:
     """Print an analysed run's headline metrics and preferred occupations (`probe run` ends with this)."""
     from probe.cli.tables import headline_table, preference_table  # statistics stack: load on use
 
-    con = connect(db, read_only=True)
-    try:
-        console = literal_console()
-        console.print(headline_table(con, run_id))
-        console.print(preference_table(con, run_id))  # a table, or one line where no occupation is preferred
-    finally:
-        con.close()
+    console = literal_console()
+    console.print(headline_table(outcome))
+    console.print(preference_table(outcome))  # a table, or one line where no occupation is preferred
 
 
 @app.command("analyze")
@@ -33,8 +29,8 @@ def analyze_command(
     ] = False,
 ) -> None:
     """Compute a run's metrics, occupation preferences, correlations and regression (replacing old ones)."""
-    pipeline.analyze(db, run_id)
+    outcome = pipeline.analyze(db, run_id)
     if show:
-        print_headline(db, run_id)
+        print_headline(outcome)
     else:
         typer.echo(f"analysed run {run_id}; `probe analyze {run_id} --show` prints the headline")

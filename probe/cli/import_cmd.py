@@ -47,5 +47,6 @@ def inspect_command(
 
 def _import(tool: str, files: list[Path], run_id: str, db: Path, model: str | None) -> None:
     """Create (or, the same files again, resume) the run through the pipeline, analyse it, print its headline."""
-    typer.echo(import_run(tool, files, run_id, db, model))
-    print_headline(db, run_id)
+    outcome = import_run(tool, files, run_id, db, model)
+    typer.echo(outcome.run_id)
+    print_headline(outcome)

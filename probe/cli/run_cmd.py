@@ -19,8 +19,9 @@ from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.dataset import preview
 from probe.dataset.prompts import PROMPT_FORMATS
+from probe.pipeline.outcome import RunOutcome
 from probe.store.config import PRESETS, RunConfig
-from probe.store.db import connect, write_failure
+from probe.store.db import write_failure
 
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
@@ -159,13 +160,13 @@ def run_command(
         return
     if not yes:
         _confirm_long_run(settings)
-    finished_run_id = _run_telling_how_to_resume(settings)
-    typer.echo(finished_run_id)
-    _warn_about_failed_items(settings.db, finished_run_id)
+    outcome = _run_telling_how_to_resume(settings)
+    typer.echo(outcome.run_id)
+    _warn_about_failed_items(outcome)
     if not settings.quiet:
-        print_headline(settings.db, finished_run_id)
+        print_headline(outcome)
     if report:
-        report_run(Path(settings.db), finished_run_id)
+        report_run(Path(settings.db), outcome.run_id)
 
 
 def _run_study(configs: list[RunConfig], *, dry_run: bool, yes: bool, report: bool) -> None:
@@ -184,11 +185,11 @@ def _run_study(configs: list[RunConfig], *, dry_run: bool, yes: bool, report: bo
         typer.echo(f"study {study}: {len(configs)} runs in {db}; if it stops, run the same command with "
                    f"--study {study} (or `probe run --study {study} --db {db}`) to resume it", err=True)  # fmt: skip
     for settings in configs:
-        finished_run_id = _run_telling_how_to_resume(settings)
-        typer.echo(finished_run_id)
-        _warn_about_failed_items(settings.db, finished_run_id)
+        outcome = _run_telling_how_to_resume(settings)
+        typer.echo(outcome.run_id)
+        _warn_about_failed_items(outcome)
         if report:
-            report_run(Path(settings.db), finished_run_id)
+            report_run(Path(settings.db), outcome.run_id)
     if not configs[0].quiet:
         typer.echo(f"compare the study's runs with: probe compare --study {study} --db {db}", err=True)
 
@@ -210,7 +211,7 @@ def resume_command(run_id: str, db: str) -> str:
     return terminal_text(shlex.join(["probe", "run", "--run-id", run_id, "--db", db]))
 
 
-def _run_telling_how_to_resume(settings: RunConfig) -> str:
+def _run_telling_how_to_resume(settings: RunConfig) -> RunOutcome:
     """Run the pipeline; print the run id as soon as it exists, and on Ctrl-C or a failure how to resume.
 
     Messages go to stderr: stdout carries only the finished run id, for scripts (with --quiet, only the
@@ -240,22 +241,16 @@ def _run_telling_how_to_resume(settings: RunConfig) -> str:
         raise
 
 
-def _warn_about_failed_items(db: str, run_id: str) -> None:
+def _warn_about_failed_items(outcome: RunOutcome) -> None:
     """Items the backend could not answer (after its retries) are stored as unknown with their error: say how many.
 
     Printed to stderr, with --quiet too: the run id on stdout stays the only thing scripts read.
     """
-    con = connect(db, read_only=True)
-    try:
-        failed, total = con.execute(
-            "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*) FROM answers WHERE run_id = ?", [run_id]
-        ).fetchone()
-    finally:
-        con.close()
-    if failed:
+    if outcome.failed_items:
         typer.echo(
-            f"warning: {failed} of {total} items could not be answered; they are stored as unknown "
-            f"with their error (answers.error); `probe run --run-id {run_id}` with the same settings asks them again",
+            f"warning: {outcome.failed_items} of {outcome.items} items could not be answered; they are stored as "
+            f"unknown with their error (answers.error); `probe run --run-id {outcome.run_id}` with the same settings "
+            "asks them again",
             err=True,
         )
 

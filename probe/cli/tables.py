@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import duckdb
 import pandas as pd
 from rich import box
 from rich.table import Table
@@ -16,16 +15,13 @@ from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
 from probe.analysis.metric_registry import METRICS, TABLE_METRICS
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
+from probe.pipeline.outcome import RunOutcome
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_p, fmt_signed
 
 
-def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
+def headline_table(outcome: RunOutcome) -> Table:
     """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, 95% CIs clustered by pair."""
-    overall = con.execute(
-        "SELECT condition, metric, value, ci_low, ci_high, n, p_value FROM metrics WHERE run_id = ? "
-        "AND scope = 'overall'",
-        [run_id],
-    ).df()
+    run_id, overall = outcome.run_id, outcome.overall
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
     table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
@@ -48,14 +44,10 @@ def headline_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table:
     return table
 
 
-def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table | str:
+def preference_table(outcome: RunOutcome) -> Table | str:
     """Occupations the model significantly prefers one gender for (BH q < 0.05), per condition; where none is, one
     line saying so (and how many could not have been), not an empty table."""
-    prefs = con.execute(
-        "SELECT condition, preferred, occupation, share_female, q_value FROM occupation_preference "
-        "WHERE run_id = ? AND preferred <> 'none' ORDER BY condition, preferred, share_female",
-        [run_id],
-    ).df()
+    run_id, prefs = outcome.run_id, outcome.preferred
     table = Table(title=f"Run {run_id}: preferred gender per occupation (share S = female, BH q < 0.05)")
     for column in ("condition", "prefers women", "prefers men"):
         table.add_column(column)
@@ -70,8 +62,8 @@ def preference_table(con: duckdb.DuckDBPyConnection, run_id: str) -> Table | str
             for gender in ("female", "male")
         ]
         table.add_row(condition, *lists)
-    sizes = con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
-    untestable = sum(binomial_min_p(pairs) >= SIGNIFICANCE for (pairs,) in sizes)
+    sizes = outcome.occupation_pairs
+    untestable = sum(binomial_min_p(pairs) >= SIGNIFICANCE for pairs in sizes)
     # too few instances for the exact test ever to reach p < 0.05: not "no preference"
     testable = f"{untestable} of {len(sizes)} occupation rows not testable at this size" if untestable else None
     if prefs.empty:

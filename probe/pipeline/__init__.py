@@ -25,6 +25,7 @@ from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE
 from probe.dataset.stages import check_templates
+from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
 from probe.store.config import RunConfig, load_config
 from probe.store.db import connect, connect_or_snapshot
@@ -69,11 +70,9 @@ def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | 
     return [settings({"run_id": run_id, "db": config.db, "quiet": config.quiet or None}) for run_id in run_ids]
 
 
-def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> str:
-    """Answer the run's items (resuming a stored run) and analyse them; returns the run id."""
-    run_id = answer(config, on_start=on_start)
-    analyze(config.db, run_id)
-    return run_id
+def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> RunOutcome:
+    """Answer the run's items (resuming a stored run) and analyse them; returns the run's outcome."""
+    return analyze(config.db, answer(config, on_start=on_start))
 
 
 def answer(
@@ -142,8 +141,9 @@ def _answer_with(
     return run_id
 
 
-def analyze(db: Path | str, run_id: str) -> None:
-    """Compute a run's metrics into the database (replacing earlier ones), in one transaction."""
+def analyze(db: Path | str, run_id: str) -> RunOutcome:
+    """Compute a run's metrics into the database (replacing earlier ones), in one transaction; returns the run's
+    outcome (what the terminal shows)."""
     from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
 
     if not Path(db).exists():
@@ -151,6 +151,7 @@ def analyze(db: Path | str, run_id: str) -> None:
     con = connect(db)
     try:
         analyze_run(con, run_id)
+        return read_outcome(con, run_id, str(db))
     finally:
         con.close()
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probe.integrations import formats
-from probe.pipeline import analyze, answer, settings
+from probe.pipeline import RunOutcome, analyze, answer, settings
 from probe.store.config import RunConfig
 
 EXPORT_FORMATS = {name: chosen.help for name, chosen in formats.EXPORTS.items()}  # name -> what it writes
@@ -31,7 +31,9 @@ def export(
     return formats.export(file_format, Path(out_dir), db, run_id, resolved_design, prompt_format)
 
 
-def import_run(tool: str, files: Sequence[Path], run_id: str, db: Path | str, model: str | None = None) -> str:
+def import_run(
+    tool: str, files: Sequence[Path], run_id: str, db: Path | str, model: str | None = None
+) -> RunOutcome:
     """A run (created, or resumed from the same files) of the answers `tool` recorded for exported items, analysed.
     `model` names it in the run record (default: the model the files name, else the files' names)."""
     from probe.integrations.imports import import_settings
@@ -39,5 +41,4 @@ def import_run(tool: str, files: Sequence[Path], run_id: str, db: Path | str, mo
     answers, named = formats.read_answers(tool, files)
     config, backend = import_settings(Path(db), run_id, tool, list(files), answers, model or named)
     answer(config, backend=backend)
-    analyze(db, run_id)
-    return run_id
+    return analyze(db, run_id)
