@@ -43,6 +43,7 @@ from probe.analysis.sequential import confidence_sequence, log_e_values
 from probe.answering import runs
 from probe.answering.answer_checks import check_failed_share, check_some_option_named
 from probe.backends import create_backend
+from probe.backends.base import Backend
 from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE
@@ -332,43 +333,56 @@ def scan(
                 mark_resumed(con, str(scan_id), stored, settings.budget)
             if on_start is not None:
                 on_start(str(scan_id))
-            use_cache = backend.cacheable and not config.no_cache
-
-            first_round = [True]
-
-            def answer_round() -> None:
-                """A round's new items; failed answers of earlier rounds are asked again once, on the first round
-                a (resumed) process answers, not in every round (a server that never answers one prompt would
-                otherwise cost its timeout and retries again each round)."""
-                answer_pending(
-                    con,
-                    str(scan_id),
-                    backend,
-                    identity,
-                    use_cache=use_cache,
-                    quiet=config.quiet,
-                    retry_failed=first_round.pop() if first_round else False,
-                )
-
-            with (
-                runs.lifecycle(lambda status: runs.set_status(con, str(scan_id), status, table="scans")),
-                stopping.on_signals(),
-            ):
-                run_rounds(
-                    con,
-                    str(scan_id),
-                    answer_round,
-                    prompt_format=backend.prompt_format,
-                    budget=settings.budget,
-                    max_failed_share=config.max_failed_share,
-                    on_reopen=on_reopen,
-                )
-                backend.finish()  # replay: a file that matched none of the items is an error
-                if not backend.labels_are_data:
-                    check_some_option_named(con, str(scan_id), stage=2)
-                finish(con, str(scan_id))  # under on_signals: a SIGTERM waits for its one transaction
+            _ask_until_decided(con, str(scan_id), config, settings.budget, backend, identity, answer_pending, on_reopen)
             return str(scan_id)
         finally:
             backend.close()
     finally:
         con.close()
+
+
+def _ask_until_decided(
+    con: duckdb.DuckDBPyConnection,
+    scan_id: str,
+    config: RunConfig,
+    budget: int | None,
+    backend: Backend,
+    identity: str,
+    answer_pending: AnswerPending,
+    on_reopen: OnReopen | None,
+) -> None:
+    """The recorded scan's rounds, under the run lifecycle and the stop signals, then its results."""
+    use_cache = backend.cacheable and not config.no_cache
+    first_round = [True]
+
+    def answer_round() -> None:
+        """A round's new items; failed answers of earlier rounds are asked again once, on the first round a
+        (resumed) process answers, not in every round (a server that never answers one prompt would otherwise cost
+        its timeout and retries again each round)."""
+        answer_pending(
+            con,
+            scan_id,
+            backend,
+            identity,
+            use_cache=use_cache,
+            quiet=config.quiet,
+            retry_failed=first_round.pop() if first_round else False,
+        )
+
+    with (
+        runs.lifecycle(lambda status: runs.set_status(con, scan_id, status, table="scans")),
+        stopping.on_signals(),
+    ):
+        run_rounds(
+            con,
+            scan_id,
+            answer_round,
+            prompt_format=backend.prompt_format,
+            budget=budget,
+            max_failed_share=config.max_failed_share,
+            on_reopen=on_reopen,
+        )
+        backend.finish()  # replay: a file that matched none of the items is an error
+        if not backend.labels_are_data:
+            check_some_option_named(con, scan_id, stage=2)
+        finish(con, scan_id)  # under on_signals: a SIGTERM waits for its one transaction
