@@ -161,6 +161,19 @@ def test_the_cli_and_the_api_take_the_one_pipeline() -> None:
     assert "probe.pipeline" in graph["probe.api"] and "probe.pipeline" in graph["probe.cli.run_cmd"]
 
 
+def test_no_command_opens_the_database() -> None:
+    """A command prints what its flow returns (pipeline/, api.py): the flow opens the database, once, not the CLI."""
+    opening = {
+        name
+        for name, path in _modules().items()
+        if name.startswith("probe.cli.")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Name | ast.Attribute)
+        and (getattr(node, "id", None) or node.attr) in ("connect", "connect_or_snapshot")
+    }
+    assert opening == set()
+
+
 def test_the_runner_reads_no_settings_and_builds_no_step() -> None:
     """A setting reaches each step from the pipeline, never through runner.py: the runner answers with what it
     is handed (backend, selection, conditions) and does not read RunConfig, pick a backend, resolve the

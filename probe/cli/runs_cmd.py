@@ -11,12 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from probe.answering import runs
+from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.common.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
-from probe.scanning import list_scans
-from probe.store.db import DEFAULT_DB, connect_or_snapshot
+from probe.store.db import DEFAULT_DB
 
 
 @app.command("runs")
@@ -28,12 +27,8 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
     does not exist yet. flagged: empty until the scan has results.
     """
-    con, snapshot = connect_or_snapshot(db)  # a run writing it: its progress as of now, from a copy
-    try:
-        frame = runs.list_runs(con)
-        scans = list_scans(con)
-    finally:
-        con.close()
+    listing = pipeline.list_runs(db)
+    frame, scans, snapshot = listing.runs, listing.scans, listing.snapshot
     if frame.empty and scans.empty:
         typer.echo(f"no runs in {terminal_text(db)}")
         return

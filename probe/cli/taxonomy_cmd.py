@@ -8,8 +8,9 @@ from rich.table import Table
 
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
-from probe.store.db import DEFAULT_DB, connect
-from probe.taxonomy import occupations, onet_import
+from probe.pipeline import taxonomy
+from probe.store.db import DEFAULT_DB
+from probe.taxonomy import occupations
 
 taxonomy_app = typer.Typer(help="The O*NET occupation-attribute store.", no_args_is_help=True)
 app.add_typer(taxonomy_app, name="taxonomy")
@@ -21,11 +22,7 @@ def import_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Replace the O*NET ratings and titles with a release; all or nothing."""
-    con = connect(db)
-    try:
-        summary = onet_import.import_release(con, path)
-    finally:
-        con.close()
+    summary = taxonomy.import_release(db, path)
     literal_console().print(
         f"imported {summary['release']} from {path} into {db}: {summary['occupations']:,} occupations "
         f"({summary['rated_occupations']:,} rated), {summary['alternate_titles']:,} alternate titles, "
@@ -43,18 +40,12 @@ def show_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Print an occupation's top skills, knowledge and abilities with their O*NET importance and level."""
-    con = connect(db)
-    try:
-        chosen = occupations.resolve_occupations(con, [occupation])
-        attributes = occupations.top_attributes(con, chosen, top_k)
-        release = con.execute("SELECT release FROM onet_release").fetchall()
-    finally:
-        con.close()
-    row = chosen.iloc[0]
+    shown = taxonomy.show(db, occupation, top_k)
+    row, attributes = shown.occupation, shown.attributes
     table = Table(
         title=f"{row.occupation}: {row.soc_code} {row.onet_title}",
         caption=" ".join(
-            part for part in (row.note, _release_line(release)) if isinstance(part, str) and part
+            part for part in (row.note, _release_line(shown.release)) if isinstance(part, str) and part
         ),
     )
     for column in ("category", "rank", "attribute"):
@@ -74,8 +65,8 @@ def show_command(
     literal_console().print(table)
 
 
-def _release_line(release: list[tuple]) -> str:
-    return f"Source: {release[0][0]} (O*NET, USDOL/ETA, CC BY 4.0)." if release else ""
+def _release_line(release: str | None) -> str:
+    return f"Source: {release} (O*NET, USDOL/ETA, CC BY 4.0)." if release else ""
 
 
 @taxonomy_app.command("search")
@@ -85,11 +76,7 @@ def search_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Find O*NET occupations by title or alternate title; rated ones can be probed (pass the code)."""
-    con = connect(db)
-    try:
-        found = occupations.search(con, text, limit)
-    finally:
-        con.close()
+    found = taxonomy.search(db, text, limit)
     if found.empty:
         literal_console().print(f"no O*NET title or alternate title contains {text!r}")
         return

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from probe.answering import runner, runs
 from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
@@ -68,6 +70,26 @@ def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | 
         raise UserError(f"--study {config.study}: no runs of this study in {config.db}; give its models "
                         "(--model A --model B, or [study] in a RUN.toml)")  # fmt: skip
     return [settings({"run_id": run_id, "db": config.db, "quiet": config.quiet or None}) for run_id in run_ids]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """`probe runs`: the runs and scans of a database; `snapshot` when a process was writing it (read from a copy)."""
+
+    runs: pd.DataFrame
+    scans: pd.DataFrame
+    snapshot: bool
+
+
+def list_runs(db: Path | str) -> Listing:
+    """The runs (runs.list_runs) and scans (scanning.list_scans) in `db`, newest first."""
+    from probe.scanning import list_scans
+
+    con, snapshot = connect_or_snapshot(db)  # a run writing it: its progress as of now, from a copy
+    try:
+        return Listing(runs.list_runs(con), list_scans(con), snapshot)
+    finally:
+        con.close()
 
 
 def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> RunOutcome:
