@@ -180,21 +180,42 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
-        for scope, keys in (("pair", ["pair_id"]), ("occupation", ["occupation", "pair_id"])):
-            by_order = group.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
-            share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
-            values = share.groupby(level=keys).mean()
-            valid = group.groupby(keys)["n"].sum().reindex(values.index)
-            if scope == "pair":
-                rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
-                          "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
-                         for pair in values.index]  # fmt: skip
-                rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
-                continue
-            for occupation, per_pair in values.groupby(level="occupation"):
-                estimate = _mean_of_pairs(per_pair, valid.loc[occupation])
-                rows.append(_row(condition, "occupation", occupation, "female_share", estimate))
+        values, valid = _order_balanced(group, ["pair_id"])
+        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
+                  "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
+                 for pair in values.index]  # fmt: skip
+        rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+        rows += [_row(condition, "occupation", occupation, "female_share", estimate)
+                 for occupation, estimate in _occupation_estimates(group).items()]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
+
+
+def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:
+    """An analysed run's female_share per occupation of one condition, estimated as its occupation rows are, for
+    readers that need more than the stored 95% interval (probe gate's occupations margin)."""
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    try:
+        cells = con.execute(queries["female_choice_cells"]).df()
+    finally:
+        con.execute(queries["drop_instances"])
+    return _occupation_estimates(cells[cells["condition"] == condition])
+
+
+def _order_balanced(group: pd.DataFrame, keys: list[str]) -> tuple[pd.Series, pd.Series]:
+    """Per `keys`: the mean over name orders of the share of S = female, and the valid instances."""
+    by_order = group.groupby([*keys, "name_order"])[["n", "n_female"]].sum()
+    share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
+    values = share.groupby(level=keys).mean()
+    return values, group.groupby(keys)["n"].sum().reindex(values.index)
+
+
+def _occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
+    """female_share per occupation of one condition's cells: the mean over pairs of each pair's order-balanced
+    share."""
+    values, valid = _order_balanced(group, ["occupation", "pair_id"])
+    return {occupation: _mean_of_pairs(per_pair, valid.loc[occupation])
+            for occupation, per_pair in values.groupby(level="occupation")}  # fmt: skip
 
 
 def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> ShareEstimate:
