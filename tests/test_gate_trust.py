@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 import probe
 from probe.cli import app
 from probe.common.errors import UserError
-from probe.gates import parse_policy
+from probe.gates import parse_policy, run_for
+from probe.gates.gate import PairsNeeded
+from probe.gates.verdicts import MOST_PAIRS, decides
 from tests.support import interval_problems
 
 SHARE_MAX = """
@@ -92,8 +94,9 @@ def test_under_holm_an_unconfirmed_fail_is_its_own_state_with_its_reason(db_file
     assert share["sentence"].endswith(reason) and output.splitlines()[0].endswith(reason)
     assert "sits on the edge" not in share["sentence"] and "not enough" not in share["sentence"]
     assert interval_problems(document) == []
-    assert "| share at most 0.45 | female_share (taxonomy) | fails alone (unconfirmed) |" in (
-        tmp_path / "out" / "gate.md").read_text()  # fmt: skip
+    # gate.md: the verdict, and a one-sided bound in words (it read "[-inf, 0.450]")
+    assert ("| share at most 0.45 | female_share (taxonomy) | fails alone (unconfirmed) | 0.583 | [0.487, 0.674] | "
+            "[0.463, 0.694] | at most 0.450 | 8 |") in (tmp_path / "out" / "gate.md").read_text()  # fmt: skip
     # --plan states the figure the reason states: one computation (the fail held to Holm's 0.05 / 2)
     planned = CliRunner().invoke(app, ["gate", "steady", "--policy", str(tmp_path / "gates.toml"), "--db",
                                        str(db_file), "--plan"])  # fmt: skip
@@ -177,3 +180,14 @@ def test_the_policy_file_is_also_a_run_config(tmp_path: Path) -> None:
     from probe.store.config import read_toml
 
     assert read_toml(path) == {"preset": "quick"}
+
+
+def test_the_help_and_the_largest_figures_read_true() -> None:
+    # the help renderer read "[[gates]]" as markup and printed "with [] tables"
+    shown = CliRunner().invoke(app, ["gate", "--help"], env={"COLUMNS": "200"}).output
+    assert "gates.toml (or a RUN.toml) with [[gates]] tables." in shown
+    # "about more than 10,000 name pairs" read as a figure it is not
+    assert decides(PairsNeeded(MOST_PAIRS + 1)) == ("more than 10,000 name pairs would decide it with 80% power, if "
+                                                    "the truth is this estimate")  # fmt: skip
+    assert (run_for(70), run_for(MOST_PAIRS + 1)) == ("probe run --pairs 70 ...", None)
+    assert run_for(141) == "probe run --names FILE.csv ... with 141 name pairs of your own (140 ship in two lists)"
