@@ -104,8 +104,9 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
     needed = pairs_needed(estimate, value, (low, high), sign)
     replan = partial(pairs_needed, estimate, value, (low, high), sign)
     if ci90 is None or ci95 is None:
-        return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
-                       band=(low, high), pairs=estimate.pairs, instances=estimate.instances, needed=needed)  # fmt: skip
+        said = f"{gate.metric} ({gate.condition}): no interval from {estimate.pairs} name pairs ({MIN_PAIRS} or more)"
+        return Verdict(gate, INCONCLUSIVE, said, band=(low, high), pairs=estimate.pairs, instances=estimate.instances,
+                       needed=needed, summary=said)  # fmt: skip
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
