@@ -1,6 +1,6 @@
-"""Verdicts of a release policy: pass, fail or inconclusive per gate, from the report's own inference. Each kind
-(kinds/) decides its own gates; this module holds what the interval kinds share, the family's Holm step and the
-sentences.
+"""Verdicts of a release policy: pass, fail, unconfirmed or inconclusive per gate, from the report's own
+inference. Each kind (kinds/) decides its own gates; this module holds what the interval kinds share, the
+family's Holm step and the sentences.
 
 Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe analyze` builds the overall one
 (`share_estimate`, `difference_estimate`: the same method, the same 95% interval as the report), then:
@@ -11,16 +11,17 @@ Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe a
   when the 95% interval lies beyond it; else inconclusive;
 - non_inferiority (against a baseline run on the same pairs): the paired difference run - baseline, turned so
   that positive is worse, must be shown below the margin (90% interval), fails when the 95% interval lies above;
-- occupations: fail when an occupation (of the list, or any) is preferred at the report's false discovery rate;
-  inconclusive when none is but some cannot be tested at this size; else pass. Its pass is the report's "none
-  found" with every occupation testable, not an equivalence shown (no margin is asked of it).
+- occupations (kinds/occupations.py): fail when an occupation is preferred at the report's false discovery rate;
+  pass only where each occupation is shown within the policy's margin, or each could show the lean it states.
 
 The family: "the release passes" needs every gate to pass, an intersection-union test that needs no adjustment
-(each interval gate's pass is a test at 5%); "a gate fails" is claimed with Holm's step-down over every gate's
-fail p (an interval gate's test of its nearer edge, an occupations gate's smallest q), so the chance of failing
-any gate whose metric sits inside its margin stays at or below 5%. A fail that Holm does not confirm is
-inconclusive, and says so. When inconclusive, each gate states the name pairs that would decide it
-(`pairs_needed`, kinds.occupations.leaning_pairs_needed).
+(each interval gate's pass is a test at 5%). By default each gate's fail stands on its own test (a policy with
+k gates whose metrics all sit inside their margins fails one more often as k grows). With `gate_family = "holm"`
+"a gate fails" is claimed with Holm's step-down over every gate's fail p (an interval gate's test of its nearer
+edge, an occupations gate's smallest q), so the chance of failing any gate whose metric sits inside its margin
+stays at or below 5%; a fail that Holm does not confirm is "unconfirmed" and says so, with both p-values. Every
+verdict states the name pairs that would decide it (`pairs_needed`; fails under Holm planned at 0.05 / gates),
+or why no count does; `--plan` prints the same.
 """
 
 from __future__ import annotations
