@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import duckdb
 
@@ -83,6 +83,8 @@ class GateKind:
     keys: tuple[Key, ...] = ()
     takes_metric: bool = True
     needs_baseline: bool = False
+    # the methods its verdicts name beyond statistics.METHODS, each in words (gate.json's methods)
+    methods: ClassVar[dict[str, str]] = {}
 
     def conditions(self, metric: str | None) -> tuple[str, ...]:
         """The conditions a gate of this kind may name: stage 1 for the stage-1 rates, else the stage-2 ones."""

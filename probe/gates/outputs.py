@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
-from probe.analysis.statistics import METHODS, OCCUPATION_TEST
+from probe.analysis.statistics import METHODS
 from probe.common.escape import markdown_text, write_atomic
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Verdict
 
@@ -61,7 +61,7 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
         "outcome": outcome,
         "gate_family": family,
         "family": FAMILY[family],
-        "methods": {verdict.method: {**METHODS, "sign_test_bh": OCCUPATION_TEST}[verdict.method]
+        "methods": {verdict.method: {**METHODS, **verdict.gate.kind.methods}[verdict.method]
                     for verdict in verdicts if verdict.method},
         "gates": [verdict_record(verdict) for verdict in verdicts],
     }
@@ -106,7 +106,7 @@ def markdown_summary(document: dict[str, Any]) -> str:
              "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for gate in document["gates"]:
         lines.append(
-            f"| {markdown_text(gate['name'])} | {gate['metric'] or 'occupations'} ({gate['condition']}) | "
+            f"| {markdown_text(gate['name'])} | {gate['metric'] or gate['kind']} ({gate['condition']}) | "
             f"{_MARKS[gate['verdict']]} | {_fmt(gate['estimate'])} | {_fmt_interval(gate['ci90'])} | "
             f"{_fmt_interval(gate['ci95'])} | {_fmt_band(gate['passing_band'])} | {gate['n']['pairs']} |"
         )

@@ -16,7 +16,7 @@ Otherwise it is inconclusive, with the name pairs that would decide it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 import pandas as pd
@@ -24,12 +24,14 @@ from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE, binomial_mde
 from probe.analysis.metrics import occupation_shares
+from probe.analysis.statistics import OCCUPATION_TEST
 from probe.common.errors import UserError
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import MARGIN, Key, number, occupation_list
 from probe.gates.verdicts import MOST_PAIRS, decides, pairs_needed
 
 NO_LEANING_PAIR = "no pair count makes them testable while no pair leans (every pair ties)"
+SIGN_TEST = "sign_test_bh"
 LISTED = 4  # occupations named in the terminal's line, the rest counted
 
 
@@ -46,6 +48,7 @@ class Occupations(GateKind):
     keys = (Key("occupations", occupation_list, required=False, default=()), Key("margin", MARGIN.check, False),
             Key("detectable", _detectable, False))  # fmt: skip
     takes_metric = False
+    methods: ClassVar[dict[str, str]] = {SIGN_TEST: OCCUPATION_TEST}
 
     def check(self, settings: dict[str, Any], metric: str | None, where: str) -> None:
         if settings["margin"] is None and settings["detectable"] is None:
@@ -110,7 +113,7 @@ def _preferred(gate: Gate, rows: pd.DataFrame, tested: pd.DataFrame, details: di
     sides = [f"{row.occupation} ({row.preferred})" for row in preferred.itertuples()]
     summary = f"{len(preferred)} of {len(rows)} occupations preferred (sign test, BH q < 0.05): {_names(sides)}"
     return Verdict(gate, FAIL, sentence, estimate=float(most["lean_female"]), p_fail=p_fail,
-                   pairs=int(most["pairs"]), method="sign_test_bh", needed=PairsNeeded(details["name_pairs"]),
+                   pairs=int(most["pairs"]), method=SIGN_TEST, needed=PairsNeeded(details["name_pairs"]),
                    details=details, summary=summary)  # fmt: skip
 
 
@@ -168,7 +171,7 @@ def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, family: int,
         sentence = (f"none of {len(rows)} occupations preferred (Benjamini-Hochberg, q < 0.05), and each would show "
                     f"{lean} with 80% power (sign test at {level:.3g}, a lone preference among {family})")  # fmt: skip
         summary = f"none of {len(rows)} preferred; {lean} detectable in each"
-        return Verdict(gate, PASS, sentence, p_fail=p_fail, method="sign_test_bh", needed=PairsNeeded(asked),
+        return Verdict(gate, PASS, sentence, p_fail=p_fail, method=SIGN_TEST, needed=PairsNeeded(asked),
                        details=details, summary=summary)  # fmt: skip
     target = leaning_pairs_for(detectable, level)
     fewest = min(leaning[occupation] for occupation in missing)
@@ -180,7 +183,7 @@ def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, family: int,
                 f"at {level:.3g}, a lone preference among {family}) for {len(missing)}: {', '.join(missing)} (fewest "
                 f"leaning name pairs: {fewest} of {asked}); {shown}")  # fmt: skip
     summary = f"none preferred, but {lean} not detectable in {len(missing)} ({_names(missing)}); {shown}"
-    return Verdict(gate, INCONCLUSIVE, sentence, p_fail=p_fail, method="sign_test_bh", needed=needed,
+    return Verdict(gate, INCONCLUSIVE, sentence, p_fail=p_fail, method=SIGN_TEST, needed=needed,
                    details=details, summary=summary)  # fmt: skip
 
 
