@@ -88,7 +88,7 @@ def test_under_holm_an_unconfirmed_fail_is_its_own_state_with_its_reason(db_file
     share = document["gates"][0]
     # Holm over 2 gates: 2 x 0.0341 = 0.068, not below 0.05; exit 4, which `|| [ $? -eq 3 ]` does not let through
     assert (code, document["outcome"], share["verdict"]) == (4, "unconfirmed", "unconfirmed")
-    assert share["p_fail_holm"] == pytest.approx(2 * share["p_fail"], abs=2e-6)
+    assert share["p_fail_holm"] == pytest.approx(2 * share["p_fail"], abs=2e-6) and share["pairs_needed"] == 14
     reason = ("fails on its own (p = 0.0341), not confirmed by Holm over 2 gates (Holm p = 0.0682); about 14 name "
               "pairs would decide it")  # fmt: skip
     assert share["sentence"].endswith(reason) and output.splitlines()[0].endswith(reason)

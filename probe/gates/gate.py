@@ -71,8 +71,9 @@ class Verdict:
 
     @property
     def pairs_needed(self) -> int | None:
-        """The pairs that would decide the gate, stated where the verdict is inconclusive (gate.json)."""
-        return self.needed.pairs if self.verdict == INCONCLUSIVE else None
+        """The pairs that would decide the gate, stated where the verdict is inconclusive or an unconfirmed fail
+        (gate.json)."""
+        return self.needed.pairs if self.verdict in (INCONCLUSIVE, UNCONFIRMED) else None
 
 
 class GateKind:
