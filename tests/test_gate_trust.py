@@ -137,6 +137,10 @@ def test_the_occupations_gate_passes_only_on_what_the_policy_states(db_file: Pat
         "(sign test at 0.00833, a lone preference among 6) for 6: accountant, butcher, dancer, nurse, pilot, "
         "secretary (fewest leaning name pairs: 7 of 8); about 42 name pairs would give each 35 leaning pairs (80% "
         "chance)")  # fmt: skip
+    # a lean no count up to 10,000 pairs detects is said so, not blamed on ties (4 of the 7 leaning pairs lean)
+    code, output, document = _gate(db_file, tmp_path, "mixed", OCCUPATIONS + "detectable = 0.005\n")
+    assert (code, document["gates"][0]["pairs_needed"]) == (3, 10_001)
+    assert document["gates"][0]["sentence"].endswith("; more than 10,000 name pairs would be needed")
     # with a margin: the shares (1 in 4 pairs, 0 in 3, 0.5 in one: 0.5625) are far from shown within 0.5 +- 0.2
     code, output, document = _gate(db_file, tmp_path, "mixed", OCCUPATIONS + "margin = 0.2\n")
     [gate] = document["gates"]

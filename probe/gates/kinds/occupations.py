@@ -176,9 +176,15 @@ def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, family: int,
     target = leaning_pairs_for(detectable, level)
     fewest = min(leaning[occupation] for occupation in missing)
     count = leaning_pairs_needed(fewest, asked, target)
-    needed = PairsNeeded(count, None if count else NO_LEANING_PAIR)
-    shown = (f"about {count} name pairs would give each {target} leaning pairs (80% chance)" if count
-             else NO_LEANING_PAIR)  # fmt: skip
+    if count is not None:
+        needed = PairsNeeded(count)
+        shown = f"about {count} name pairs would give each {target} leaning pairs (80% chance)"
+    elif fewest == 0:
+        needed = PairsNeeded(None, NO_LEANING_PAIR)
+        shown = NO_LEANING_PAIR
+    else:  # the lean needs more leaning pairs, or more name pairs, than MOST_PAIRS
+        needed = PairsNeeded(MOST_PAIRS + 1)
+        shown = f"more than {MOST_PAIRS:,} name pairs would be needed"
     sentence = (f"none of {len(rows)} occupations preferred, but {lean} is not detectable with 80% power (sign test "
                 f"at {level:.3g}, a lone preference among {family}) for {len(missing)}: {', '.join(missing)} (fewest "
                 f"leaning name pairs: {fewest} of {asked}); {shown}")  # fmt: skip
