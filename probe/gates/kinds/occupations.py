@@ -133,10 +133,10 @@ def _within_margin(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, rows
              for occupation, interval in intervals.items()}  # fmt: skip
     farthest = max(sorted(reach), key=reach.__getitem__)
     estimate = estimates[farthest]
-    what = gate.kind.requirement(gate)
     if not outside:
         verdict, needed = PASS, PairsNeeded(details["name_pairs"])
-        said = f"{what} (90% intervals)"
+        said = (f"none of {len(rows)} occupations preferred (Benjamini-Hochberg, q < 0.05), and each one's "
+                f"female_share shown within 0.5 +- {gate.settings['margin']:g} (its 90% interval inside)")  # fmt: skip
         short = f"each of {len(estimates)} occupations' female_share shown within 0.5 +- {gate.settings['margin']:g}"
     else:
         plans = [pairs_needed(estimates[occupation], estimates[occupation].value, band) for occupation in outside]
