@@ -36,7 +36,10 @@ def gate_command(
     ] = False,
     db: DbOption = DEFAULT_DB,
 ) -> None:
-    """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each."""
+    """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each.
+
+    Exit 0 all pass, 1 a gate fails, 3 inconclusive, 4 a fail that the policy's gate_family = "holm" leaves unconfirmed.
+    """
     if plan:
         from probe.gates import run_for  # the statistics stack: loaded when a command needs it
         from probe.gates.verdicts import MOST_PAIRS
