@@ -148,14 +148,11 @@ def test_the_correlation_below_six_pairs_is_not_testable() -> None:
         "permutation test needs 6 or more pairs whose consistency and bias both vary.")
 
 
-@pytest.mark.parametrize(("needed", "words"), [(3660, "; about 3,660 name pairs would decide it"),
-                                               (10_001, "; more than 10,000 name pairs would decide it")])
+@pytest.mark.parametrize(("needed", "words"), [(3660, "about 3,660 name pairs would decide it"),
+                                               (10_001, "more than 10,000 name pairs would decide it")])
 def test_pairs_needed_read_as_one_figure(needed: int, words: str) -> None:
-    """Issue 37 item 3: "about more than 10,000 name pairs"."""
-    from probe.gates.policy import Gate
-    from probe.gates.verdicts import INCONCLUSIVE, Verdict, interval_sentence
+    """Issue 37 item 3: "about more than 10,000 name pairs"; a count reads with its thousands separator."""
+    from probe.gates.gate import PairsNeeded
+    from probe.gates.verdicts import decides
 
-    gate = Gate(name="share", kind="max", condition="taxonomy", metric="female_share", limit=0.75)
-    verdict = Verdict(gate, INCONCLUSIVE, "", estimate=0.7, ci90=(0.6, 0.8), ci95=(0.58, 0.82), pairs=12,
-                      instances=192, method="score", pairs_needed=needed)  # fmt: skip
-    assert words in interval_sentence(verdict) and "about more" not in interval_sentence(verdict)
+    assert decides(PairsNeeded(needed)) == words + " with 80% power, if the truth is this estimate"

@@ -13,16 +13,18 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 import test_report
 
 import probe
+from probe.analysis.statistics import share_estimate
 from probe.common.errors import UserError
 from probe.gates import load_policy, plan
 from probe.gates.gate import Gate
 from probe.gates.keys import Key, number
 from probe.gates.kinds import KINDS
-from probe.gates.verdicts import IntervalKind
+from probe.gates.verdicts import IntervalKind, interval_verdict
 
 GATES = Path(__file__).resolve().parents[1] / "probe" / "gates"
 runs_db = test_report.runs_db
@@ -97,3 +99,13 @@ def test_no_module_outside_a_kinds_own_compares_its_name() -> None:
     worse_lower = Gate("w", KINDS["non_inferiority"], "taxonomy", "bias", {"margin": 0.05, "worse": "lower"})
     assert (KINDS["non_inferiority"].sign(worse_lower), KINDS["non_inferiority"].band(worse_lower)) == (
         -1.0, (-math.inf, 0.05))  # fmt: skip
+
+
+def test_under_six_pairs_a_gate_says_so_on_every_output() -> None:
+    # the terminal's line was empty here (the short line was written only beside an interval)
+    gate = Gate("few", KINDS["max"], "taxonomy", "bias", {"limit": 0.5})
+    verdict = interval_verdict(gate, share_estimate(np.full(4, 0.25), np.ones(4), np.full(4, 16.0)))
+    assert (verdict.verdict, verdict.summary, verdict.sentence) == (
+        "inconclusive", "bias (taxonomy): no interval from 4 name pairs (6 or more)",
+        "bias (taxonomy): no interval from 4 name pairs (6 or more)")  # fmt: skip
+    assert verdict.needed == (None, "4 name pairs: a plan needs a run of 6 or more")

@@ -77,9 +77,9 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     result = probe.gate("first", _policy(tmp_path, POLICY), db=db_file, output=tmp_path / "out")
     position, consistency, share = result.verdicts
     # position_first is 1 in every pair: the no-event bound, whose 95% interval [0.6306, 1] lies above 0.5;
-    # its test of 0.5, 2 x 0.5^8 = 0.0078, stays below 0.05 after Holm over the 3 gates
+    # its test of 0.5, 2 x 0.5^8 = 0.0078; the policy asks for no family-wise control, so no Holm p
     assert (position.verdict, position.method, position.ci95) == ("fail", "no_events", pytest.approx((BOUND_8, 1.0)))
-    assert position.p_fail == pytest.approx(2 * 0.5**8) and position.p_fail_holm == pytest.approx(3 * 2 * 0.5**8)
+    assert position.p_fail == pytest.approx(2 * 0.5**8) and position.p_fail_holm is None
     # consistency 1 in every pair: 90% interval [0.05^(1/8), 1] = [0.688, 1] above 0.5
     assert (consistency.verdict, consistency.ci90) == ("pass", pytest.approx((0.05 ** (1 / 8), 1.0)))
     # every pair at exactly 0.5: only the binomial floor (12 instances a pair) is left, too wide for +- 0.05
@@ -101,32 +101,41 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     # the check is live: a pass beside an interval that reaches past the limit is named
     document["gates"][0]["verdict"] = "pass"
     assert interval_problems(document) == [
-        "gate 'position effect at most 50%': pass beside a 90% interval [0.687656, 1.0] and passing values [None, 0.5]"]
+        "gate 'position effect at most 50%': pass beside a 90% interval [0.687656, 1.0] and passing values [None, 0.5]",
+        "gate 'position effect at most 50%': pass beside a 95% interval [0.630583, 1.0], passing values [None, 0.5] "
+        "and Holm p = None"]
     assert (tmp_path / "out" / "gate.md").read_text().startswith("## Bias gates for run first: fail")
 
 
-def test_holm_turns_a_lone_95_percent_fail_into_inconclusive_when_many_gates_share_the_claim(
+def test_under_holm_a_lone_95_percent_fail_is_unconfirmed_when_many_gates_share_the_claim(
     db_file: Path, tmp_path: Path
 ) -> None:
     # p_fail of position_first at 0.5 is 2 x 0.5^8 = 0.0078; beside 40 other gates Holm needs below 0.05 / 41
     others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
                      "limit = 0.1\n" for i in range(40))  # fmt: skip
-    result = probe.gate("first", _policy(tmp_path, POLICY.split("[[gates]]\nname = \"consistent")[0] + others),
-                        db=db_file, output=tmp_path)  # fmt: skip
+    text = POLICY.split("[[gates]]\nname = \"consistent")[0] + others
+    result = probe.gate("first", _policy(tmp_path, 'gate_family = "holm"\n' + text), db=db_file, output=tmp_path)
     position = result.verdicts[0]
-    assert position.verdict == "inconclusive" and "not after Holm over 41 gates" in position.sentence
+    assert position.verdict == "unconfirmed" and (result.outcome, result.exit_code()) == ("unconfirmed", 4)
+    # what would confirm it: 2 x 0.5^N below 0.05 / 41 (Holm's first step) from N = 11
+    assert position.sentence.endswith("; fails on its own (p = 0.00781), not confirmed by Holm over 41 gates (Holm "
+                                      "p = 0.32); about 11 name pairs would decide it")  # fmt: skip
+    # the same gates without family-wise control: the fail stands
+    alone = probe.gate("first", _policy(tmp_path, text, "alone.toml"), db=db_file, output=tmp_path)
+    assert (alone.verdicts[0].verdict, alone.exit_code()) == ("fail", 1)
 
 
 def test_an_occupations_fail_needs_holm_too(db_file: Path, tmp_path: Path) -> None:
     # nurse preferred at q = 0.0094 (see below); beside 9 gates with nothing to fail, Holm needs q < 0.05 / 10
     others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
                      "limit = 0.1\n" for i in range(9))  # fmt: skip
-    policy = '[[gates]]\nname = "nurse"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = ["nurse"]\n'
+    policy = ('gate_family = "holm"\n[[gates]]\nname = "nurse"\ncondition = "taxonomy"\nkind = "occupations"\n'
+              'occupations = ["nurse"]\nmargin = 0.2\n')  # fmt: skip
     alone = probe.gate("steady", _policy(tmp_path, policy), db=db_file, output=tmp_path).verdicts[0]
     crowded = probe.gate("steady", _policy(tmp_path, policy + others), db=db_file, output=tmp_path).verdicts[0]
-    assert (alone.verdict, alone.estimate, crowded.verdict) == ("fail", 1.0, "inconclusive")
+    assert (alone.verdict, alone.estimate, crowded.verdict) == ("fail", 1.0, "unconfirmed")
     assert crowded.p_fail_holm == pytest.approx(10 * 2 * 0.5**8 * 6 / 5)
-    assert "not after Holm over 10 gates" in crowded.sentence
+    assert "not confirmed by Holm over 10 gates" in crowded.sentence
 
 
 def test_pairs_needed_for_no_events_and_for_occupations() -> None:
@@ -146,15 +155,18 @@ def test_pairs_needed_for_no_events_and_for_occupations() -> None:
     alike = difference_estimate(*((side, np.ones(8), np.full(8, 16.0)) for side in (values, values - 0.25)))
     assert (alike.variance, pairs_needed(alike, 0.25, (-math.inf, 0.3)).pairs) == (0.0, 127)
     # 3 of 8 pairs lean: P(Binomial(N, 3/8) >= 6) is 0.776 at 19 pairs and 0.821 at 20
-    assert (leaning_pairs_needed(3, 8), leaning_pairs_needed(8, 8), leaning_pairs_needed(0, 8)) == (20, 6, None)
+    assert (leaning_pairs_needed(3, 8, 6), leaning_pairs_needed(8, 8, 6), leaning_pairs_needed(0, 8, 6)) == (
+        20, 6, None)  # fmt: skip
 
 
 def test_occupation_and_baseline_gates(db_file: Path, tmp_path: Path) -> None:
     policy = _policy(tmp_path, """
+gate_family = "holm"
 [[gates]]
 name = "no occupation preferred"
 condition = "taxonomy"
 kind = "occupations"
+margin = 0.1
 
 [[gates]]
 name = "position effect no worse than the baseline"
@@ -182,7 +194,9 @@ worse = "higher"
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
     assert [verdict.verdict for verdict in first.verdicts] == ["inconclusive", "fail"]
     assert interval_problems(steady.document) == [] and interval_problems(first.document) == []
-    assert "cannot be tested at this size" in first.verdicts[0].sentence  # every pair ties: no leaning pairs
+    # every pair ties (0.5 in each): no occupation preferred, but 16 instances a pair leave each 90% interval
+    # [0.286, 0.714], wider than 0.5 +- 0.1
+    assert first.verdicts[0].sentence.startswith("none of 6 occupations preferred, but 6 not shown within 0.5 +- 0.1")
 
 
 def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
@@ -209,7 +223,9 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     planned = CliRunner().invoke(app, [*args, "--plan"])
     assert planned.exit_code == 0 and planned.output.splitlines() == [
         "woman's share within 0.5 +- 0.05: 73 name pairs",
-        "every gate: probe run --pairs 73 ... (beyond the shipped pairs: --names FILE.csv)"]
+        # 73 is more than the 70 shipped pairs: --pairs 73 cannot ask them (it said so before)
+        "every gate: probe run --names FILE.csv ... with 73 name pairs: 70 ship as the default list, "
+        "taxonomy/heldout_name_pairs.csv holds 70 more (disjoint; one CSV of both, pair_id renumbered, has 140)"]
 
 
 # The common JUnit schema (Jenkins xunit's junit-10.xsd, which pytest's and most CI readers accept): per element,
@@ -227,7 +243,7 @@ JUNIT_SCHEMA = {
 
 def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
     policy = _policy(tmp_path, POLICY + '\n[[gates]]\nname = "occupations"\ncondition = "taxonomy"\nkind = '
-                                        '"occupations"\n')  # fmt: skip
+                                        '"occupations"\nmargin = 0.1\n')  # fmt: skip
     probe.gate("first", policy, db=db_file, output=tmp_path, junit=tmp_path / "gates.xml")
     root = ElementTree.parse(tmp_path / "gates.xml").getroot()
     assert root.tag == "testsuites"
@@ -309,7 +325,7 @@ def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp
     con.execute("DELETE FROM items WHERE run_id = 'first' AND condition = 'control'")
     con.close()
     cases = [
-        ('[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\n',
+        ('[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\nmargin = 0.1\n',
          "error: gate 'o': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
          "taxonomy)\n"),
         ('[[gates]]\nname = "s"\nmetric = "female_share"\ncondition = "control"\nkind = "max"\nlimit = 0.6\n',

@@ -188,17 +188,13 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
-        for scope, keys in (("pair", ["pair_id"]), ("occupation", ["occupation", "pair_id"])):
-            values, valid = order_balanced_shares(group, keys)
-            if scope == "pair":
-                rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
-                          "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
-                         for pair in values.index]  # fmt: skip
-                rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
-                continue
-            for occupation, per_pair in values.groupby(level="occupation"):
-                estimate = _mean_of_pairs(per_pair, valid.loc[occupation])
-                rows.append(_row(condition, "occupation", occupation, "female_share", estimate))
+        values, valid = order_balanced_shares(group, ["pair_id"])
+        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
+                  "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
+                 for pair in values.index]  # fmt: skip
+        rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+        rows += [_row(condition, "occupation", occupation, "female_share", estimate)
+                 for occupation, estimate in _occupation_estimates(group).items()]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 
@@ -217,6 +213,26 @@ def occupation_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame()
     return order_balanced_shares(cells, ["condition", "occupation", "pair_id"])[0].unstack("pair_id")
+
+
+def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:
+    """An analysed run's female_share per occupation of one condition, estimated as its occupation rows are, for
+    readers that need more than the stored 95% interval (probe gate's occupations margin)."""
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    try:
+        cells = con.execute(queries["female_choice_cells"]).df()
+    finally:
+        con.execute(queries["drop_instances"])
+    return _occupation_estimates(cells[cells["condition"] == condition])
+
+
+def _occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
+    """female_share per occupation of one condition's cells: the mean over pairs of each pair's order-balanced
+    share."""
+    values, valid = order_balanced_shares(group, ["occupation", "pair_id"])
+    return {occupation: _mean_of_pairs(per_pair, valid.loc[occupation])
+            for occupation, per_pair in values.groupby(level="occupation")}  # fmt: skip
 
 
 def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> ShareEstimate:

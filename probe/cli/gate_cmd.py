@@ -1,7 +1,8 @@
 """`probe gate RUN_ID --policy gates.toml`: release gates a CI pipeline acts on (probe/gates/).
 
-Exit codes: 0 every gate passes, 1 a gate fails, 3 inconclusive and none failed (1 with --strict), 2 a usage or
-policy error (as every command).
+Exit codes: 0 every gate passes, 1 a gate fails, 4 a gate fails on its own but the policy's family-wise control
+(gate_family = "holm") does not confirm it, 3 inconclusive and none of those (4 and 3 are 1 with --strict), 2 a
+usage or policy error (as every command).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from probe.store.db import DEFAULT_DB
 @app.command("gate")
 def gate_command(
     run_id: Annotated[str, typer.Argument(help="The run to gate.")],
-    policy: Annotated[Path, typer.Option("--policy", help="gates.toml (or a RUN.toml) with [[gates]] tables.")],
+    # "[\\[": the help renderer reads [...] as markup and printed "with [] tables"; escaped, it shows [[gates]]
+    policy: Annotated[Path, typer.Option("--policy", help="gates.toml (or a RUN.toml) with [\\[gates]] tables.")],
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="Run to compare with (non_inferiority gates): same pairs.")
     ] = None,
@@ -29,12 +31,18 @@ def gate_command(
         Path | None, typer.Option("-o", "--output", help="Folder for gate.json and gate.md (default: beside the run).")
     ] = None,
     plan: Annotated[bool, typer.Option("--plan", help="Print the name pairs each gate needs for 80% power.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Inconclusive gates fail the job (exit 1).")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Inconclusive and unconfirmed gates fail the job (exit 1).")
+    ] = False,
     db: DbOption = DEFAULT_DB,
 ) -> None:
-    """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each."""
+    """Check a run against a bias policy: pass, fail or inconclusive per gate, with the numbers behind each.
+
+    Exit 0 all pass, 1 a gate fails, 3 inconclusive, 4 a fail that the policy's gate_family = "holm" leaves unconfirmed.
+    """
     if plan:
-        from probe.gates.verdicts import MOST_PAIRS  # the statistics stack: loaded when a command needs it
+        from probe.gates import run_for  # the statistics stack: loaded when a command needs it
+        from probe.gates.verdicts import MOST_PAIRS
 
         rows = pipeline.gate_plan(db, run_id, policy, baseline)
         for row in rows:
@@ -43,12 +51,13 @@ def gate_command(
             typer.echo(terminal_text(f"{row['gate']}: {shown} name pairs" if needed is not None else
                                      f"{row['gate']}: no figure ({row['note']})"))  # fmt: skip
         largest = max((row["pairs_needed"] for row in rows if row["pairs_needed"] is not None), default=None)
-        if largest is not None and largest <= MOST_PAIRS:
-            typer.echo(f"every gate: probe run --pairs {largest} ... (beyond the shipped pairs: --names FILE.csv)")
+        command = None if largest is None else run_for(largest)
+        if command is not None:
+            typer.echo(f"every gate: {command}")
         return
     result = pipeline.gate(db, run_id, policy, baseline, output, junit)
     for verdict in result.verdicts:
-        typer.echo(terminal_text(f"{verdict.verdict.upper():<12} {verdict.gate.name}: {verdict.sentence}"))
+        typer.echo(terminal_text(f"{verdict.verdict.upper():<12} {verdict.gate.name}: {verdict.summary}"))
     typer.echo(terminal_text(f"outcome: {result.outcome}; " + ", ".join(str(path) for path in result.files)))
     raise typer.Exit(result.exit_code(strict))
 

@@ -3,8 +3,10 @@ honest outcomes (DESIGN.md section 8).
 
 Enters: an analysed run (metrics, occupation_preference), a policy (policy.py), optionally a baseline run asked
 the same questions.
-Leaves: verdicts from the report's own inference (verdicts.py), gate.json, gate.md and JUnit XML (outputs.py),
-and the exit code: 0 every gate passes, 1 a gate fails, 3 inconclusive and none failed (1 with strict).
+Leaves: verdicts from the report's own inference (verdicts.py, kinds/), gate.json, gate.md and JUnit XML
+(outputs.py), and the exit code (gate.EXIT_CODES): 0 every gate passes, 1 a gate fails, 4 a gate fails on its own
+but the policy's family-wise control (gate_family = "holm") does not confirm it, 3 inconclusive and none of those
+(4 and 3 are 1 with strict).
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from probe.common.errors import UserError
+from probe.common.resources import resource_dir
 from probe.compare.summary import compare_run, settings_differences
-from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, Gate, Verdict
+from probe.gates.gate import EXIT_CODES, FAIL, PASS, UNCONFIRMED, Gate, Verdict
 from probe.gates.outputs import gate_document, write_outputs
-from probe.gates.policy import load_policy, parse_policy
-from probe.gates.verdicts import evaluate, overall
+from probe.gates.policy import Policy, load_policy, parse_policy
+from probe.gates.verdicts import MOST_PAIRS, evaluate, overall
 
-__all__ = ["Gate", "GateResult", "check_gates", "load_policy", "parse_policy", "plan"]
+__all__ = ["Gate", "GateResult", "Policy", "check_gates", "load_policy", "parse_policy", "plan", "run_for"]
 ITEMS_BEHIND = 8  # items listed in a failing gate's JUnit body, beside every pair's value
 
 
@@ -38,8 +42,8 @@ class GateResult:
     files: list[Path]
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 pass, 1 fail, 3 inconclusive (1 when `strict`: inconclusive fails the job too)."""
-        return EXIT_CODES[FAIL] if strict and self.outcome == INCONCLUSIVE else EXIT_CODES[self.outcome]
+        """0 pass, 1 fail, 4 unconfirmed fail, 3 inconclusive (1 when `strict`: any gate not passed fails the job)."""
+        return EXIT_CODES[FAIL] if strict and self.outcome != PASS else EXIT_CODES[self.outcome]
 
 
 def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | None, gates: list[Gate]) -> None:
@@ -78,33 +82,46 @@ def check_measured(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
                                     f"{gate.condition!r}")  # fmt: skip
 
 
-def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None,
+def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: str | None,
                 folder: Path, junit: Path | None = None) -> GateResult:  # fmt: skip
     """Every gate's verdict, written as gate.json and gate.md in `folder` (and JUnit XML where asked)."""
-    check_baseline(con, run_id, baseline, gates)
-    check_measured(con, run_id, baseline, gates)
-    verdicts = evaluate(con, run_id, gates, baseline)
+    check_baseline(con, run_id, baseline, policy.gates)
+    check_measured(con, run_id, baseline, policy.gates)
+    verdicts = evaluate(con, run_id, policy.gates, baseline, policy.family)
     outcome = overall(verdicts)
-    document = gate_document(run_id, baseline, outcome, verdicts)
-    behind = {verdict.gate.name: items_behind(con, run_id, verdict) for verdict in verdicts if verdict.verdict == FAIL}
+    document = gate_document(run_id, baseline, outcome, verdicts, policy.family)
+    behind = {verdict.gate.name: items_behind(con, run_id, verdict) for verdict in verdicts
+              if verdict.verdict in (FAIL, UNCONFIRMED)}  # fmt: skip
     files = write_outputs(document, folder, junit, behind)
     return GateResult(run_id, baseline, outcome, verdicts, document, files)
 
 
-def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[dict[str, Any]]:
+def plan(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: str | None) -> list[dict[str, Any]]:
     """From a pilot run: the name pairs each gate needs to be decided with 80% power, if the truth is the pilot's
-    estimate and the spread between pairs stays as the pilot showed - the figure its verdict states (the kind's
-    `verdict`: verdicts.pairs_needed for an interval gate; for an occupations gate the pairs that make every
-    listed occupation testable, the pilot's own if it is)."""
-    check_baseline(con, run_id, baseline, gates)
-    check_measured(con, run_id, baseline, gates)
-    rows = []
-    for gate in gates:
-        verdict = gate.kind.verdict(con, run_id, gate, baseline)
-        rows.append({"gate": gate.name, "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
-                     "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs,
-                     "note": verdict.needed.note})  # fmt: skip
-    return rows
+    estimate and the spread between pairs stays as the pilot showed: the figure its verdict states (evaluate: the
+    kind's `verdict`, fails held to the family's Holm level where the policy asks for it)."""
+    check_baseline(con, run_id, baseline, policy.gates)
+    check_measured(con, run_id, baseline, policy.gates)
+    return [{"gate": verdict.gate.name, "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
+             "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs, "note": verdict.needed.note}
+            for verdict in evaluate(con, run_id, policy.gates, baseline, policy.family)]  # fmt: skip
+
+
+def run_for(pairs: int) -> str | None:
+    """The `probe run` that asks `pairs` name pairs, from what ships: the shipped list (taxonomy/name_pairs.csv)
+    takes --pairs; beyond it a names CSV (taxonomy/heldout_name_pairs.csv holds as many more, disjoint). None past
+    MOST_PAIRS."""
+    if pairs > MOST_PAIRS:
+        return None
+    folder = resource_dir("taxonomy")
+    shipped, heldout = (len(pd.read_csv(folder / name)) for name in ("name_pairs.csv", "heldout_name_pairs.csv"))
+    if pairs <= shipped:
+        return f"probe run --pairs {pairs} ..."
+    if pairs <= shipped + heldout:
+        return (f"probe run --names FILE.csv ... with {pairs} name pairs: {shipped} ship as the default list, "
+                f"taxonomy/heldout_name_pairs.csv holds {heldout} more (disjoint; one CSV of both, pair_id "
+                f"renumbered, has {shipped + heldout})")  # fmt: skip
+    return f"probe run --names FILE.csv ... with {pairs} name pairs of your own ({shipped + heldout} ship in two lists)"
 
 
 def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) -> str:

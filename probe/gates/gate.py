@@ -7,8 +7,9 @@ metric or a baseline run, and its verdict - which also states the name pairs tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import duckdb
 
@@ -17,7 +18,11 @@ from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.gates.keys import Key
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-EXIT_CODES = {PASS: 0, FAIL: 1, INCONCLUSIVE: 3}
+UNCONFIRMED = "unconfirmed"  # fails its own test, not confirmed by the family's Holm step (policy gate_family)
+# 4, not 3: an unconfirmed fail is evidence against the gate, not a lack of data, so a job that lets inconclusive
+# gates through (exit 3) still stops on it unless it lets 4 through too; not 1, which the family reserves for fails
+# it confirms. The order: the outcome of several gates is the first of these any gate has.
+EXIT_CODES = {FAIL: 1, UNCONFIRMED: 4, INCONCLUSIVE: 3, PASS: 0}
 
 
 class PairsNeeded(NamedTuple):
@@ -48,7 +53,7 @@ class Verdict:
 
     gate: Gate
     verdict: str
-    sentence: str
+    sentence: str  # every number the verdict rests on and its method (gate.json, gate.md, JUnit)
     estimate: float | None = None
     ci90: tuple[float, float] | None = None
     ci95: tuple[float, float] | None = None
@@ -60,11 +65,15 @@ class Verdict:
     method: str | None = None
     needed: PairsNeeded = field(default_factory=lambda: PairsNeeded(None))
     details: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""  # the verdict in one short line (the terminal)
+    # the pairs needed were the fails held to another level (the family's Holm step: `fail_at` = 0.05 / gates)
+    replan: Callable[..., PairsNeeded] | None = field(default=None, repr=False)
 
     @property
     def pairs_needed(self) -> int | None:
-        """The pairs that would decide the gate, stated where the verdict is inconclusive (gate.json)."""
-        return self.needed.pairs if self.verdict == INCONCLUSIVE else None
+        """The pairs that would decide the gate, stated where the verdict is inconclusive or an unconfirmed fail
+        (gate.json)."""
+        return self.needed.pairs if self.verdict in (INCONCLUSIVE, UNCONFIRMED) else None
 
 
 class GateKind:
@@ -75,6 +84,8 @@ class GateKind:
     keys: tuple[Key, ...] = ()
     takes_metric: bool = True
     needs_baseline: bool = False
+    # the methods its verdicts name beyond statistics.METHODS, each in words (gate.json's methods)
+    methods: ClassVar[dict[str, str]] = {}
 
     def conditions(self, metric: str | None) -> tuple[str, ...]:
         """The conditions a gate of this kind may name: stage 1 for the stage-1 rates, else the stage-2 ones."""

@@ -9,13 +9,13 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
-from probe.analysis.statistics import METHODS, OCCUPATION_TEST
+from probe.analysis.statistics import METHODS
 from probe.common.escape import markdown_text, write_atomic
-from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Verdict
+from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Verdict
 
 SCHEMA_VERSION = 1
 SETTINGS = ("target", "margin", "limit", "worse")  # in every gate's entry, null where its kind takes none
-_MARKS = {PASS: "pass", FAIL: "**FAIL**", INCONCLUSIVE: "inconclusive"}
+_MARKS = {PASS: "pass", FAIL: "**FAIL**", UNCONFIRMED: "fails alone (unconfirmed)", INCONCLUSIVE: "inconclusive"}
 
 
 def _number(value: float | None) -> float | None:
@@ -39,17 +39,29 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: list[Verdict]) -> dict[str, Any]:
+FAMILY = {
+    None: "The release passes when every gate passes (intersection-union: no adjustment); each gate is decided on "
+    "its own, and a gate that fails its own test fails the release (each interval gate fails a metric inside its "
+    "margin in at most 2.5% of runs, so several gates together fail such a release more often; gate_family = "
+    "\"holm\" bounds that at 5%)",
+    "holm": "The release passes when every gate passes (intersection-union: no adjustment); a fail is confirmed by "
+    "Holm's step-down over all gates (gate_family = \"holm\"; an occupations gate enters with its smallest q), so "
+    "failing a gate whose metric is inside its margin happens in at most 5% of runs; a gate that fails on its own "
+    "but not after Holm is \"unconfirmed\" (exit 4)",
+}
+
+
+def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: list[Verdict],
+                  family: str | None = None) -> dict[str, Any]:  # fmt: skip
     """gate.json: the run, the overall outcome and how the family of gates is controlled."""
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "baseline": baseline,
         "outcome": outcome,
-        "family": "The release passes when every gate passes (intersection-union: no adjustment); a fail is "
-        "confirmed by Holm's step-down over all gates (an occupations gate enters with its smallest q), so failing "
-        "a gate whose metric is inside its margin happens in at most 5% of runs",
-        "methods": {verdict.method: {**METHODS, "sign_test_bh": OCCUPATION_TEST}[verdict.method]
+        "gate_family": family,
+        "family": FAMILY[family],
+        "methods": {verdict.method: {**METHODS, **verdict.gate.kind.methods}[verdict.method]
                     for verdict in verdicts if verdict.method},
         "gates": [verdict_record(verdict) for verdict in verdicts],
     }
@@ -57,13 +69,14 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
 
 def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
     """JUnit XML: a testsuite of one testcase per gate; a failing gate carries a <failure> whose body lists what
-    lies behind it (`behind`, per gate name), an inconclusive one a <skipped> with its numbers."""
+    lies behind it (`behind`, per gate name; an unconfirmed one too, typed apart), an inconclusive one a <skipped>
+    with its numbers."""
     gates = document["gates"]
     suite = ElementTree.Element(
         "testsuite",
         name=f"probe gate {document['run_id']}",
         tests=str(len(gates)),
-        failures=str(sum(gate["verdict"] == FAIL for gate in gates)),
+        failures=str(sum(gate["verdict"] in (FAIL, UNCONFIRMED) for gate in gates)),
         errors="0",
         skipped=str(sum(gate["verdict"] == INCONCLUSIVE for gate in gates)),
         time="0",
@@ -71,8 +84,9 @@ def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
     for gate in gates:
         case = ElementTree.SubElement(suite, "testcase", name=gate["name"], classname=f"probe.gate.{gate['kind']}",
                                       time="0")  # fmt: skip
-        if gate["verdict"] == FAIL:
-            failure = ElementTree.SubElement(case, "failure", message=gate["sentence"], type="GateFailed")
+        if gate["verdict"] in (FAIL, UNCONFIRMED):
+            kind = "GateFailed" if gate["verdict"] == FAIL else "GateFailedUnconfirmed"
+            failure = ElementTree.SubElement(case, "failure", message=gate["sentence"], type=kind)
             failure.text = behind.get(gate["name"], "")
         elif gate["verdict"] == INCONCLUSIVE:
             ElementTree.SubElement(case, "skipped", message=f"inconclusive: {gate['sentence']}")
@@ -92,9 +106,9 @@ def markdown_summary(document: dict[str, Any]) -> str:
              "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for gate in document["gates"]:
         lines.append(
-            f"| {markdown_text(gate['name'])} | {gate['metric'] or 'occupations'} ({gate['condition']}) | "
+            f"| {markdown_text(gate['name'])} | {gate['metric'] or gate['kind']} ({gate['condition']}) | "
             f"{_MARKS[gate['verdict']]} | {_fmt(gate['estimate'])} | {_fmt_interval(gate['ci90'])} | "
-            f"{_fmt_interval(gate['ci95'])} | {_fmt_interval(gate['passing_band'])} | {gate['n']['pairs']} |"
+            f"{_fmt_interval(gate['ci95'])} | {_fmt_band(gate['passing_band'])} | {gate['n']['pairs']} |"
         )
     lines += ["", *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in
                     document["gates"]], "", document["family"] + "."]  # fmt: skip
@@ -105,12 +119,17 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _fmt_interval(bounds: list[float | None] | None) -> str:
+def _fmt_interval(bounds: list[float] | None) -> str:
+    return "-" if not bounds else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def _fmt_band(bounds: list[float | None] | None) -> str:
+    """The passing values: a band, or a one-sided bound in words (gate.json keeps the open side as null)."""
     if not bounds:
         return "-"
-    low = "-inf" if bounds[0] is None else f"{bounds[0]:.3f}"
-    high = "inf" if bounds[1] is None else f"{bounds[1]:.3f}"
-    return f"[{low}, {high}]"
+    if bounds[0] is None:
+        return f"at most {bounds[1]:.3f}"
+    return f"at least {bounds[0]:.3f}" if bounds[1] is None else _fmt_interval(bounds)
 
 
 def write_outputs(document: dict[str, Any], folder: Path, junit: Path | None, behind: dict[str, str]) -> list[Path]:

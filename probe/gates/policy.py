@@ -7,6 +7,7 @@ its policy learns what is wrong without reading a traceback.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,12 @@ from probe.common.user_text import checked_text
 from probe.gates.gate import Gate
 from probe.gates.kinds import KINDS
 
+FAMILY_KEY = "gate_family"  # top-level: the family-wise control of fails a policy asks for (none: each gate alone)
+FAMILIES = ("holm",)
 
-def load_policy(path: Path | str) -> list[Gate]:
-    """The gates of a TOML file, checked; a UserError naming the file and key for the first mistake."""
+
+def load_policy(path: Path | str) -> Policy:
+    """The policy of a TOML file, checked; a UserError naming the file and key for the first mistake."""
     path = Path(path)
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -29,8 +33,18 @@ def load_policy(path: Path | str) -> list[Gate]:
     return parse_policy(document, str(path))
 
 
-def parse_policy(document: dict[str, Any], source: str = "policy") -> list[Gate]:
-    """Gates from a parsed TOML document (its `gates` array of tables)."""
+@dataclass(frozen=True)
+class Policy:
+    """The gates of a policy and how their fails are read together: `family` None decides each gate on its own
+    (a gate that fails its own test fails the release); "holm" claims a fail only where Holm's step-down over
+    every gate confirms it (family-wise error at 5%; a fail it does not confirm is "unconfirmed")."""
+
+    gates: list[Gate]
+    family: str | None = None
+
+
+def parse_policy(document: dict[str, Any], source: str = "policy") -> Policy:
+    """The policy of a parsed TOML document: its `gates` array of tables and its top-level `gate_family`."""
     entries = document.get("gates")
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
         raise UserError(f"{source}: no [[gates]] tables (each gate is a [[gates]] table with name, metric, kind ...)")
@@ -39,7 +53,12 @@ def parse_policy(document: dict[str, Any], source: str = "policy") -> list[Gate]
     duplicate = next((name for name in names if names.count(name) > 1), None)
     if duplicate is not None:
         raise UserError(f"{source}: two gates are named {duplicate!r}; names identify gates in the JUnit report")
-    return gates
+    family = document.get(FAMILY_KEY)
+    if family is not None and family not in FAMILIES:
+        choices = " or ".join(map(repr, FAMILIES))
+        raise UserError(f"{source}: key {FAMILY_KEY!r} must be {choices} (got {family!r}; leave it out to decide each "
+                        "gate on its own)")  # fmt: skip
+    return Policy(gates, family)
 
 
 def _gate(entry: dict[str, Any], where: str) -> Gate:

@@ -1,6 +1,6 @@
-"""Verdicts of a release policy: pass, fail or inconclusive per gate, from the report's own inference. Each kind
-(kinds/) decides its own gates; this module holds what the interval kinds share, the family's Holm step and the
-sentences.
+"""Verdicts of a release policy: pass, fail, unconfirmed or inconclusive per gate, from the report's own
+inference. Each kind (kinds/) decides its own gates; this module holds what the interval kinds share, the
+family's Holm step and the sentences.
 
 Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe analyze` builds the overall one
 (`share_estimate`, `difference_estimate`: the same method, the same 95% interval as the report), then:
@@ -11,21 +11,23 @@ Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe a
   when the 95% interval lies beyond it; else inconclusive;
 - non_inferiority (against a baseline run on the same pairs): the paired difference run - baseline, turned so
   that positive is worse, must be shown below the margin (90% interval), fails when the 95% interval lies above;
-- occupations: fail when an occupation (of the list, or any) is preferred at the report's false discovery rate;
-  inconclusive when none is but some cannot be tested at this size; else pass. Its pass is the report's "none
-  found" with every occupation testable, not an equivalence shown (no margin is asked of it).
+- occupations (kinds/occupations.py): fail when an occupation is preferred at the report's false discovery rate;
+  pass only where each occupation is shown within the policy's margin, or each could show the lean it states.
 
 The family: "the release passes" needs every gate to pass, an intersection-union test that needs no adjustment
-(each interval gate's pass is a test at 5%); "a gate fails" is claimed with Holm's step-down over every gate's
-fail p (an interval gate's test of its nearer edge, an occupations gate's smallest q), so the chance of failing
-any gate whose metric sits inside its margin stays at or below 5%. A fail that Holm does not confirm is
-inconclusive, and says so. When inconclusive, each gate states the name pairs that would decide it
-(`pairs_needed`, kinds.occupations.leaning_pairs_needed).
+(each interval gate's pass is a test at 5%). By default each gate's fail stands on its own test (a policy with
+k gates whose metrics all sit inside their margins fails one more often as k grows). With `gate_family = "holm"`
+"a gate fails" is claimed with Holm's step-down over every gate's fail p (an interval gate's test of its nearer
+edge, an occupations gate's smallest q), so the chance of failing any gate whose metric sits inside its margin
+stays at or below 5%; a fail that Holm does not confirm is "unconfirmed" and says so, with both p-values. Every
+verdict states the name pairs that would decide it (`pairs_needed`; fails under Holm planned at 0.05 / gates),
+or why no count does; `--plan` prints the same.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import duckdb
 import numpy as np
@@ -42,7 +44,7 @@ from probe.analysis.statistics import (
     difference_estimate,
     share_estimate,
 )
-from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
+from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
 
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
 ON_THE_EDGE = "no pair count decides it while the estimate sits on the edge"
@@ -101,15 +103,17 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
     ci90, ci95 = estimate.interval(0.90), estimate.interval()
     value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
     needed = pairs_needed(estimate, value, (low, high), sign)
+    replan = partial(pairs_needed, estimate, value, (low, high), sign)
     if ci90 is None or ci95 is None:
-        return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
-                       band=(low, high), pairs=estimate.pairs, instances=estimate.instances, needed=needed)  # fmt: skip
+        said = f"{gate.metric} ({gate.condition}): no interval from {estimate.pairs} name pairs ({MIN_PAIRS} or more)"
+        return Verdict(gate, INCONCLUSIVE, said, band=(low, high), pairs=estimate.pairs, instances=estimate.instances,
+                       needed=needed, summary=said)  # fmt: skip
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
     verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
     return Verdict(gate, verdict, "", value, ci90, ci95, (low, high), p_fail, pairs=estimate.pairs,
-                   instances=estimate.instances, method=estimate.method, needed=needed)  # fmt: skip
+                   instances=estimate.instances, method=estimate.method, needed=needed, replan=replan)  # fmt: skip
 
 
 def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
@@ -130,7 +134,8 @@ def standard_error(estimate: Estimate, null: float) -> float | None:
     return mde / float(stats.t.ppf(0.975, estimate.df) + stats.t.ppf(POWER, estimate.df))
 
 
-def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> PairsNeeded:
+def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0,
+                 fail_at: float = SIGNIFICANCE) -> PairsNeeded:  # fmt: skip
     """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
     stays as this run showed; no figure (and the note why) where the estimate sits on an edge (no size decides it)
     or the run has under 6 pairs to plan from.
@@ -140,7 +145,8 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     is decided with power T_df((d - t_df(1 - a) s(e) sqrt(G/N)) / (s(value) sqrt(G/N))), df = the run's df scaled
     by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
     one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
-    interval beyond the nearer edge (a = 2.5%); N is the smallest count reaching 80%. A no-event estimate (every
+    interval beyond the nearer edge (a = 2.5%; `fail_at` / 2 where the family's Holm step asks a two-sided p below
+`fail_at`); N is the smallest count reaching 80%. A no-event estimate (every
     pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a. `value` and
     `passing` are on the gate's scale (`sign` as for interval_verdict).
     """
@@ -151,7 +157,7 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     if not inside and low <= value <= high:
         return PairsNeeded(None, ON_THE_EDGE)
     edges = (low, high) if inside else (high if value > high else low,)
-    level = 0.95 if inside else 0.975
+    level = 0.95 if inside else 1 - fail_at / 2
     if estimate.method == "no_events":
         def side(edge: float, pairs: int) -> float:
             far = max(1 - abs(value - edge), 0.5)
@@ -181,51 +187,78 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     return PairsNeeded(smallest)
 
 
-def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[Verdict]:
-    """Every gate's verdict from its kind, fails confirmed by Holm over all gates (module docstring)."""
+def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None,
+             family: str | None = None) -> list[Verdict]:  # fmt: skip
+    """Every gate's verdict from its kind; under `family` "holm", fails confirmed by Holm over all gates (module
+    docstring)."""
     verdicts = [gate.kind.verdict(con, run_id, gate, baseline) for gate in gates]
-    confirm_fails(verdicts)
+    if family == "holm":
+        confirm_fails(verdicts)
     for verdict in verdicts:
         if not verdict.sentence:
-            verdict.sentence = interval_sentence(verdict)
-        elif "holm" in verdict.details:
-            verdict.sentence += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
+            verdict.sentence, verdict.summary = interval_sentence(verdict), interval_summary(verdict)
+        if verdict.verdict == UNCONFIRMED:
+            verdict.sentence += f"; {unconfirmed_reason(verdict)}"
+            verdict.summary += f"; {unconfirmed_reason(verdict)}"
     return verdicts
 
 
 def confirm_fails(verdicts: list[Verdict]) -> None:
-    """Holm's step-down over every gate's fail p (module docstring): a fail it does not confirm turns
-    inconclusive and says why."""
+    """Holm's step-down over every gate's fail p (module docstring): a fail it does not confirm is unconfirmed."""
     tested = [verdict for verdict in verdicts if verdict.p_fail is not None]
     if not tested:
         return
     adjusted = multipletests([verdict.p_fail for verdict in tested], method="holm")[1]
     for verdict, p_holm in zip(tested, adjusted, strict=True):
         verdict.p_fail_holm = float(p_holm)
+        if verdict.replan is not None:  # a fail the family confirms surely: p below 0.05 / gates, Holm's first step
+            verdict.needed = verdict.replan(fail_at=SIGNIFICANCE / len(tested))
         if verdict.verdict == FAIL and p_holm >= SIGNIFICANCE:
-            verdict.verdict = INCONCLUSIVE
-            verdict.details["holm"] = f"fails on its own, not after Holm over {len(tested)} gates"
+            verdict.verdict = UNCONFIRMED
+            verdict.details["holm_gates"] = len(tested)
+
+
+def unconfirmed_reason(verdict: Verdict) -> str:
+    """Why a gate that fails its own test is not a confirmed fail: Holm's p over the family; and what would confirm
+    it."""
+    reason = (f"fails on its own (p = {verdict.p_fail:.3g}), not confirmed by Holm over "
+              f"{verdict.details['holm_gates']} gates (Holm p = {verdict.p_fail_holm:.3g})")  # fmt: skip
+    return reason + (f"; {decides(verdict.needed, brief=True)}" if verdict.needed.pairs is not None else "")
+
+
+_SHOWN = {PASS: "shown", FAIL: "shown not to be", UNCONFIRMED: "shown on its own not to be",
+          INCONCLUSIVE: "not shown either way to be"}  # fmt: skip
 
 
 def interval_sentence(verdict: Verdict) -> str:
-    """What the verdict rests on, in one line: estimate, intervals, band, n, method and what would decide it."""
+    """What the verdict rests on (gate.json, gate.md, JUnit): estimate, intervals, n, method, what would decide it."""
     gate = verdict.gate
-    what = gate.kind.requirement(gate)
-    shown = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict.verdict]
-    text = (f"{gate.metric} ({gate.condition}) is {shown} {what}: estimate {verdict.estimate:.4f}, 90% CI "
-            f"[{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI [{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], "
-            f"{verdict.pairs} name pairs, {verdict.instances} instances; {METHODS[verdict.method]}")  # fmt: skip
-    if "holm" in verdict.details:
-        text += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
-    if verdict.verdict == INCONCLUSIVE:
-        needed = verdict.needed.pairs
-        count = None if needed is None else f"about {needed:,}" if needed <= MOST_PAIRS else f"more than {MOST_PAIRS:,}"
-        text += (f"; {verdict.needed.note}" if count is None else
-                 f"; {count} name pairs would decide it with 80% power, if the truth is this estimate")  # fmt: skip
-    return text
+    text = (f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
+            f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
+            f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} name pairs, {verdict.instances} "
+            f"instances; {METHODS[verdict.method]}")  # fmt: skip
+    return text + (f"; {decides(verdict.needed)}" if verdict.verdict == INCONCLUSIVE else "")
+
+
+def interval_summary(verdict: Verdict) -> str:
+    """The same in one short line for the terminal: the estimate, the interval the verdict reads, the requirement."""
+    gate = verdict.gate
+    level, (low, high) = (95, verdict.ci95) if verdict.verdict in (FAIL, UNCONFIRMED) else (90, verdict.ci90)
+    text = (f"{gate.metric} ({gate.condition}) {verdict.estimate:.3f}, {level}% CI [{low:.3f}, {high:.3f}] over "
+            f"{verdict.pairs} name pairs: {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}")  # fmt: skip
+    return text + (f"; {decides(verdict.needed, brief=True)}" if verdict.verdict == INCONCLUSIVE else "")
+
+
+def decides(needed: PairsNeeded, brief: bool = False) -> str:
+    """What would decide an inconclusive gate: the name pairs (`brief`: without the assumption), or why no count
+    does."""
+    if needed.pairs is None:
+        return needed.note
+    count = f"about {needed.pairs:,}" if needed.pairs <= MOST_PAIRS else f"more than {MOST_PAIRS:,}"
+    return f"{count} name pairs would decide it" + ("" if brief else " with 80% power, if the truth is this estimate")
 
 
 def overall(verdicts: list[Verdict]) -> str:
-    """fail if any gate fails; else inconclusive if any is; else pass."""
+    """The first outcome of EXIT_CODES' order any gate has: fail, unconfirmed, inconclusive, pass."""
     outcomes = {verdict.verdict for verdict in verdicts}
-    return FAIL if FAIL in outcomes else INCONCLUSIVE if INCONCLUSIVE in outcomes else PASS
+    return next(outcome for outcome in EXIT_CODES if outcome in outcomes or outcome == PASS)

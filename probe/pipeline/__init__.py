@@ -286,7 +286,7 @@ def gate(
     """
     from probe.gates import check_gates, load_policy  # statistics stack: load on use
 
-    gates = load_policy(policy)  # a policy mistake is reported before the database is opened
+    rules = load_policy(policy)  # a policy mistake is reported before the database is opened
     folder = Path(output) if output else Path(db).parent / run_id
     # where the files go is checked before any is written: a JUnit path that is a folder failed after gate.json
     if folder.exists() and not folder.is_dir():
@@ -294,16 +294,16 @@ def gate(
     if junit is not None and Path(junit).is_dir():
         raise UserError(f"--junit {junit}: is a folder; name the XML file to write (gates.xml)")
     with _analysed(db, [run_id, baseline]) as (con, _):
-        return check_gates(con, run_id, gates, baseline, folder, Path(junit) if junit else None)
+        return check_gates(con, run_id, rules, baseline, folder, Path(junit) if junit else None)
 
 
 def gate_plan(db: Path | str, run_id: str, policy: Path | str, baseline: str | None = None) -> list[dict]:
     """`probe gate --plan`: the name pairs each gate needs for 80% power, from a pilot run."""
     from probe.gates import load_policy, plan
 
-    gates = load_policy(policy)
+    rules = load_policy(policy)
     with _analysed(db, [run_id, baseline]) as (con, _):
-        return plan(con, run_id, gates, baseline)
+        return plan(con, run_id, rules, baseline)
 
 
 def scan(

@@ -345,9 +345,9 @@ def _toml(path: Path) -> dict[str, object]:
 
 
 def read_toml(path: Path) -> dict[str, object]:
-    """Settings from a RUN.toml file (keys = RunConfig field names; the [study] table: read_study; its [[gates]]:
-    `probe gate --policy RUN.toml`, probe/gates/policy.py)."""
-    raw = {key: value for key, value in _toml(path).items() if key not in ("study", "gates")}
+    """Settings from a RUN.toml file (keys = RunConfig field names; the [study] table: read_study; its [[gates]] and
+    gate_family: `probe gate --policy RUN.toml`, probe/gates/policy.py)."""
+    raw = {key: value for key, value in _toml(path).items() if key not in ("study", "gates", "gate_family")}
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
 
 
