@@ -10,28 +10,31 @@ method for a share or rate from what the pairs show:
 - `no_events`: the estimate is exactly 0 (or 1). Every pair showed no event, so the spread is no guide; the bound
   counts pairs, not instances: whatever the correlation within a pair, P(a pair shows no event) <= 1 - p, so
   P(no pair does) <= (1 - p)^pairs, giving [0, 1 - (alpha/2)^(1/pairs)] and p = 2 (1 - p0)^pairs.
-- `betting`: a rare event (rate below 20% or above 80%) carried by fewer than MIN_PAIRS pairs' worth
-  (participation ratio of the pairs' distances from the near end). No variance estimate from so few carriers is
-  reliable; the distribution-free betting interval (probe/analysis/sequential.py) is, at about 1.5x the width.
+- `betting`: a rare event (rate below 20% or above 80%) with fewer events than pairs, or carried by fewer than
+  MIN_PAIRS pairs' worth (participation ratio of the pairs' distances from the near end). No variance estimate
+  from so few events or carriers is reliable; the distribution-free betting interval (sequential.py) is.
 - `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
   pairs (CR2), floored at the estimator's own binomial variance, with Bell-McCaffrey degrees of freedom (pairs - 1
   when pairs are equal in size, fewer when a few large pairs dominate).
 
 `difference_estimate` is the one procedure for a difference of two rates over the same pairs (attr_yes_diff, the
 paired differences of `probe compare`, gates against a baseline): a paired cluster t over the pairs' influence
-differences. `python -m bench --coverage` measures every method (BENCHMARKS.md "Statistics").
+differences, t on Satterthwaite's df for means of pairs of unequal size; with fewer events than pairs on the two
+sides together, the betting interval of the pairs' differences. `python -m bench --coverage` measures every method
+(BENCHMARKS.md "Statistics"; bench/edges.py the rare events of issue 40).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 from scipy import optimize, stats
 
 from probe.analysis.binomial import CONFIDENCE, POWER, binomial_min_p
+from probe.analysis.freedom import bell_mccaffrey_df, satterthwaite_df, t_quantile
 from probe.analysis.sequential import log_capital, mean_interval
 
 # The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
@@ -54,11 +57,12 @@ METHODS = {
     "least the estimator's binomial variance; t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
     "no_events": "no-event bound over name pairs: no pair showed the event (or every pair always did), so the "
     "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
-    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): the events are "
-    "carried by fewer than 6 pairs' worth, too few for a variance estimate; the p-value is 1 / the betting capital",
+    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): fewer events than "
+    "pairs, or events carried by fewer than 6 pairs' worth, too few for a variance estimate (for a difference, of "
+    "the pairs' differences); the p-value is 1 / the betting capital",
     "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2), t with "
-    "Bell-McCaffrey degrees of freedom; the p-value is the same test (where every pair differs alike, the two rates' "
-    "own intervals combined)",
+    "Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of unequal size); the p-value is the "
+    "same test (where every pair differs alike, the two rates' own intervals combined)",
     "wilson": "Wilson score interval over the pair's own instances",
 }
 
@@ -74,12 +78,6 @@ OCCUPATION_TEST = (
     "at the decision's level (false-coverage-rate adjusted: 1 - R x 0.05 / occupations, R the occupations "
     "preferred, at least 1), so it excludes 50% exactly when the occupation is preferred"
 )
-
-
-@lru_cache(maxsize=4096)
-def t_quantile(probability: float, df: float) -> float:
-    """Student t quantile, remembered: a run's thousands of intervals share a few degrees of freedom (pairs - 1)."""
-    return float(stats.t.ppf(probability, df))
 
 
 @dataclass(frozen=True)
@@ -200,17 +198,22 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
         variance = float(np.sum(residual**2 / (1 - leverage)) / total**2) if pairs >= 2 else math.nan
         floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
     df = bell_mccaffrey_df(denominator)
-    method = _share_method(value, residual, denominator, df)
+    method = _share_method(value, residual, denominator, sizes, df)
     weights = denominator / denominator.max()
     return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator),
                          tuple(weights))  # fmt: skip
 
 
-def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, df: float) -> str:
-    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range, carried by
-    fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate effectively rests on (df + 1: 6
-    large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from pairs at 1 and a few below is
-    no rare event: the score interval's variance function holds it (BENCHMARKS.md "Statistics").
+def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, sizes: np.ndarray, df: float) -> str:
+    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range with fewer events
+    than pairs, or carried by fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate
+    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from
+    pairs at 1 and a few below is no rare event: the score interval's variance function holds it (BENCHMARKS.md
+    "Statistics").
+
+    Fewer events than pairs: most pairs show none, so a run cannot tell a rate spread thinly over every pair from
+    one carried by a few pairs it did not draw (one pair in 24 at 0.3, a background of 0.01 elsewhere, 70 pairs:
+    in a fifth of runs no large pair carries, and the score interval missed in 21% of runs; issue 40).
 
     Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
     range, in the estimate's own weighting (numerator - near end x denominator): k pairs carrying the events alike
@@ -222,8 +225,20 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, d
         return "score"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
+    if events(value, residual + value * denominator, denominator, sizes) < len(distance):
+        return "betting"
     carriers = distance.sum() ** 2 / np.sum(distance**2)
     return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
+
+
+def events(value: float, numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> float:
+    """The events behind a rate, counted from the near end of the range (hits for a rate below 0.5, misses above):
+    each pair's distance of its rate from that end times its valid instances (pairs with denominator 0 count
+    none)."""
+    near = 0.0 if value < 0.5 else 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        distance = np.where(denominator > 0, np.abs(numerator / denominator - near) * sizes, 0.0)
+    return float(distance.sum())
 
 
 def rate(hits: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -242,32 +257,16 @@ def pair_terms(
     return np.where(pooled, hits, rate(hits, n)), np.where(pooled, n, (n > 0).astype(float)), n
 
 
-def bell_mccaffrey_df(sizes: np.ndarray) -> float:
-    """Degrees of freedom of the CR2 variance of a ratio of pair sums (Bell & McCaffrey 2002, Imbens & Kolesar
-    2016), working model: independent instances. pairs - 1 for pairs of equal size; fewer when a few pairs carry
-    most instances (2 and 40 valid answers, as refusals produce). NaN below 2 pairs."""
-    sizes = np.asarray(sizes, dtype=float)
-    pairs, total = len(sizes), float(sizes.sum())
-    if pairs < 2:
-        return math.nan
-    leverage = sizes / total
-    if np.any(leverage >= 1):
-        return math.nan
-    # df = (1/T)^2 / sum_gh b_g b_h Q_gh^2, with b_g = 1 / (T^2 (1 - h_g)) and Q = diag(n) - n n' / T expanded
-    # into sums over pairs (O(pairs), not O(pairs^2)).
-    weight = 1 / (total**2 * (1 - leverage))
-    squares = np.sum(weight**2 * sizes**2) - 2 * np.sum(weight**2 * sizes**3) / total
-    squares += np.sum(weight * sizes**2) ** 2 / total**2
-    return float((1 / total) ** 2 / squares)
-
-
 @dataclass(frozen=True)
 class DifferenceEstimate:
     """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t.
 
     `variance` is the CR2 variance over pairs of each pair's influence on the first rate minus its influence on
     the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size); `sides` are the two
-    rates' own estimates (their intervals combine where every pair differs alike).
+    rates' own estimates (their intervals combine where every pair differs alike); `mapped`: where a side's events
+    are too few or carried by too few pairs for a spread between pairs (that side's own method is betting), the
+    pairs' differences mapped onto [0, 1] ((d + 1) / 2, each pair weighted by its valid answers) as a betting share
+    whose interval and test the difference's are (method "betting").
     """
 
     value: float
@@ -277,6 +276,7 @@ class DifferenceEstimate:
     sides: tuple[ShareEstimate, ShareEstimate] = field(repr=False)
     df: float = math.nan
     method: str = "paired_t"
+    mapped: ShareEstimate | None = field(default=None, repr=False)
 
     @property
     def estimable(self) -> bool:
@@ -285,7 +285,7 @@ class DifferenceEstimate:
     def _critical(self, confidence: float) -> float:
         return t_quantile(1 - (1 - confidence) / 2, self.df)
 
-    def _degenerate(self) -> bool:
+    def _combined(self) -> bool:
         """No spread: every pair differs alike (float noise of a difference like 0.1 counts as none)."""
         return no_spread(self.variance, self.value)
 
@@ -294,7 +294,10 @@ class DifferenceEstimate:
         (Newcombe), which count pairs at 0 or 1. None with < MIN_PAIRS pairs."""
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        if self._degenerate():
+        if self.mapped is not None:
+            mapped = self.mapped.interval(confidence)
+            return None if mapped is None else (2 * mapped[0] - 1, 2 * mapped[1] - 1)
+        if self._combined():
             first, second = (side.interval(confidence) for side in self.sides)
             if first is None or second is None:
                 return None
@@ -311,7 +314,9 @@ class DifferenceEstimate:
         if not self.estimable:
             return None
         floor = binomial_min_p(self.pairs)
-        if self._degenerate():
+        if self.mapped is not None:
+            return self.mapped.p_value((null + 1) / 2)
+        if self._combined():
             interval = self.interval()
             return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
         statistic = abs(self.value - null) / math.sqrt(self.variance)
@@ -363,5 +368,29 @@ def difference_estimate(
     leverage = combined / combined.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = float(np.sum(influence**2 / (1 - leverage)) / pairs**2) if pairs >= 2 else math.nan
-    return DifferenceEstimate(estimates[0].value - estimates[1].value, variance, pairs, instances, estimates,
-                              bell_mccaffrey_df(combined))  # fmt: skip
+    if all(np.ptp(side[1][side[1] > 0]) == 0 for side in sides):  # means of pair values: pairs weigh alike
+        df = satterthwaite_df(sum(np.where(side[1][used] > 0, 1 / np.maximum(side[2][used], 1), 0.0) for side in sides))
+    else:
+        df = bell_mccaffrey_df(combined)
+    value = estimates[0].value - estimates[1].value
+    few = sum(events(estimate.value, *side) for estimate, side in zip(estimates, sides, strict=True)) < pairs
+    if few and not no_spread(variance, value):  # without spread the rates' own intervals combine (MOVER)
+        return DifferenceEstimate(value, variance, pairs, instances, estimates, df, "betting",
+                                  _mapped_differences(value, sides, used, instances))  # fmt: skip
+    return DifferenceEstimate(value, variance, pairs, instances, estimates, df)
+
+
+def _mapped_differences(value: float, sides: list[tuple[np.ndarray, ...]], used: np.ndarray,
+                        instances: int) -> ShareEstimate:  # fmt: skip
+    """The pairs' differences of the two rates mapped onto [0, 1], (d + 1) / 2, each pair weighted by its valid
+    answers (both sides' denominators, over the largest), as a betting share (issue 40: the paired t covered 0.81
+    with one pair in 12 carrying 0.3 against 0.1). A pair without data on a side has no difference (NaN: the bet
+    skips it)."""
+    (first, first_den, _), (second, second_den, _) = ((part[used] for part in side) for side in sides)
+    both = (first_den > 0) & (second_den > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        differences = np.where(both, first / first_den - second / second_den, np.nan)
+    weights = np.where(both, first_den + second_den, 0.0)
+    weights = weights / weights.max()
+    return ShareEstimate((value + 1) / 2, math.nan, int(both.sum()), instances, math.nan, math.nan, "betting",
+                         tuple((differences + 1) / 2), tuple(weights))  # fmt: skip
