@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from scipy.special import expit, logit
 
 from probe import pipeline
 from probe.analysis.robustness import (
@@ -31,12 +32,18 @@ ADDITIVE = np.array([[0.2, 0.4], [0.4, 0.6], [0.6, 0.8]])
 
 
 def test_the_crossed_variance_is_pairs_plus_wordings_minus_cells() -> None:
-    # V_pair = 3/2 (.16 + 0 + .16) / 36, V_wording = 2/1 (.09 + .09) / 36, V_cell = 6/5 .22 / 36: V = 0.016
+    # V_pair = 3/2 (.16 + 0 + .16) / 36, V_wording = 2/1 (.09 + .09) / 36, V_cell = 6/5 .22 / 36: V = 0.016;
+    # on the logit scale the standard error is sqrt(V) / (0.5 x 0.5), t on min(3, 2) - 1 = 1 degree of freedom
     crossed = crossed_interval(ADDITIVE, null=0.5)
-    half = stats.t.ppf(0.975, 1) * math.sqrt(0.016)  # t on min(3, 2) - 1 = 1 degree of freedom
+    half = stats.t.ppf(0.975, 1) * math.sqrt(0.016) / 0.25
     assert crossed.value == pytest.approx(0.5)
-    assert (crossed.ci_low, crossed.ci_high) == pytest.approx((0.5 - half, 0.5 + half))
+    assert (crossed.ci_low, crossed.ci_high) == pytest.approx((expit(-half), expit(half)))
     assert crossed.p_value == pytest.approx(1.0)
+    # a difference (range -1 to 1) maps onto [0, 1]: the test of 0.7 is the t of logit(0.75) - logit(0.85)
+    difference = crossed_interval(ADDITIVE, null=0.7, low=-1.0)
+    std_err = math.sqrt(0.016) / 2 / (0.75 * 0.25)
+    assert difference.p_value == pytest.approx(2 * stats.t.sf((logit(0.85) - logit(0.75)) / std_err, 1))
+    assert difference.ci_low == pytest.approx(2 * expit(logit(0.75) - stats.t.ppf(0.975, 1) * std_err) - 1)
     pairs_only = pair_interval(ADDITIVE)  # pair means .3, .5, .7: variance .04 / 3, t on 2 df
     assert pairs_only.ci_high - pairs_only.value == pytest.approx(stats.t.ppf(0.975, 2) * math.sqrt(0.04 / 3))
 
@@ -129,8 +136,9 @@ def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() 
     assert paper["ci_low"] == pytest.approx(0.025 ** (1 / 8)) and paper["ci_high"] == 1.0
     assert paper["p_value"] == pytest.approx(2 * 0.5**8)  # below 0.05 / 3 wordings
     assert rows.loc["restated", "value"] == rows.loc["synonym", "value"] == pytest.approx(0.55)
-    # the crossed interval (t on 2 df) keeps to the metric's range: 0.7 +- 0.616 is cut at 1
-    assert rows.loc["all", "ci_low"] == pytest.approx(0.0844, abs=1e-4) and rows.loc["all", "ci_high"] == 1.0
+    # the crossed interval (t on 2 df) on the logit scale stays in the metric's range: 0.7 +- 0.616 on the raw
+    # scale; se 0.616 / t(2) / (0.7 x 0.3) = 0.682 around logit(0.7) = 0.847 gives expit(0.847 -+ 2.933)
+    assert (rows.loc["all", "ci_low"], rows.loc["all", "ci_high"]) == pytest.approx((0.1106, 0.9777), abs=1e-4)
     assert rows.loc["all", "verdict"] == "depends"
 
 

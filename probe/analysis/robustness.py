@@ -5,7 +5,8 @@ A run's wordings are a sample of the meaning-preserving ways to ask its question
 of names; a finding about the model, not the sentence, must hold over both. The crossed interval takes its
 variance from both: the two-way cluster-robust variance of Cameron, Gelbach & Miller (2011), V = V_pair +
 V_wording - V_pair∩wording (each with its G / (G - 1) factor; a negative V falls back to the larger one-way term),
-with t on min(pairs, wordings) - 1 degrees of freedom: the few wordings are the scarce dimension. A pair-only
+with t on min(pairs, wordings) - 1 degrees of freedom (the few wordings are the scarce dimension), on the logit
+scale of the metric's range, where a rate near an end and a heavy-tailed wording keep their coverage. A pair-only
 interval over the same cells ignores the wordings' spread and undercovers when wording matters (bench/wordings.py).
 
 Each wording's own estimate is the one a run asked in that wording alone reports (probe/analysis/statistics.py: at
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
@@ -40,7 +41,8 @@ STAGE1_METRICS = ("attr_yes_diff",)
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
-    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom; the p-value is the same test",
+    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom on the logit scale of the "
+    "metric's range (delta method); the p-value is the same test",
     "pairs": "t interval over name pairs of each pair's mean over the wordings: the wordings' spread left out",
     "wording": "as a run asked in this wording alone reports the metric: its interval over name pairs, the method "
     "chosen by what the pairs show (score interval, no-event bound, betting interval; paired cluster t for a "
@@ -71,8 +73,9 @@ def _t_interval(value: float, variance: float, df: float, null: float | None) ->
     return Interval(value, value - half, value + half, p_value)
 
 
-def crossed_interval(values: np.ndarray, null: float | None = None) -> Interval:
-    """The mean of a complete pairs x wordings matrix with its two-way cluster-robust interval."""
+def crossed_interval(values: np.ndarray, null: float | None = None, low: float = 0.0) -> Interval:
+    """The mean of a complete pairs x wordings matrix with its two-way cluster-robust interval, on the logit scale of
+    the metric's range [low, 1] (low -1 for a difference)."""
     pairs, wordings = values.shape
     residual = values - values.mean()
     cells = residual.size
@@ -82,7 +85,29 @@ def crossed_interval(values: np.ndarray, null: float | None = None) -> Interval:
     variance = v_pair + v_wording - v_cell
     if variance <= 0:
         variance = max(v_pair, v_wording)
-    return _t_interval(float(values.mean()), variance, min(pairs, wordings) - 1, null)
+    return _logit_interval(float(values.mean()), variance, min(pairs, wordings) - 1, null, low)
+
+
+def _logit_interval(value: float, variance: float, df: float, null: float | None, low: float) -> Interval:
+    """The t interval and test on the logit scale of the metric's range [low, 1] (delta method): the interval stays
+    in the range and reaches further toward the far end for a rate near one end, where a heavy-tailed wording pulls
+    the mean (issue 40: truth 0.1 with t3 wording effects, 12 pairs: the truth above the raw t interval in 8.5% of
+    runs, 3.9% on this scale, at 4% more width). No interval (NaN) where the variance is 0 or the mean at an end."""
+    scale = 1 - low
+    share = (value - low) / scale
+    if not np.isfinite(variance) or variance <= 0 or df < 1 or not 0 < share < 1:
+        return Interval(value, np.nan, np.nan, np.nan)
+    std_err = float(np.sqrt(variance)) / scale / (share * (1 - share))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * std_err
+    centre = float(special.logit(share))
+    bounds = (low + scale * float(special.expit(centre - half)), low + scale * float(special.expit(centre + half)))
+    if null is None:
+        return Interval(value, *bounds, np.nan)
+    null_share = (null - low) / scale
+    if not 0 < null_share < 1:  # the interval never reaches an end of the range: rejected
+        return Interval(value, *bounds, 0.0)
+    statistic = abs(centre - float(special.logit(null_share))) / std_err
+    return Interval(value, *bounds, float(2 * stats.t.sf(statistic, df)))
 
 
 def pair_interval(values: np.ndarray, null: float | None = None) -> Interval:
@@ -192,7 +217,7 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
             rows.append({"condition": condition, "metric": metric, "scope": "wording", "key": wording,
                          **_interval_columns(interval), "pairs": matrix.shape[0], "wordings": 1,
                          "method": METHODS["wording"]})  # fmt: skip
-        crossed = _in_range(crossed_interval(matrix, null), metric)
+        crossed = crossed_interval(matrix, null, -1.0 if METRICS[metric].kind == "difference" else 0.0)
         pair_only = _in_range(pair_interval(matrix, null), metric)
         wording_p = wording_test(matrix)
         spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)
