@@ -53,12 +53,16 @@ def test_no_spread_gives_no_interval_rather_than_a_zero_width_one() -> None:
     assert flat.value == 0.5 and math.isnan(flat.ci_low) and math.isnan(flat.p_value)
 
 
-def test_the_wording_test_compares_wording_means_with_the_interaction() -> None:
-    assert wording_test(ADDITIVE) == 0.0  # a wording effect and no interaction at all
+def test_the_wording_test_permutes_the_wordings_within_each_pair() -> None:
+    # 3 pairs x 2 wordings: 8 arrangements. ADDITIVE's pairs all differ by +0.2 between wordings: only the observed
+    # order and its mirror reach a wording mean gap of 0.2, p = 2 / 8 (3 pairs cannot show a wording effect at 5%).
+    assert wording_test(ADDITIVE) == 0.25
     assert wording_test(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])) == 1.0  # equal wording means
-    # wording means .45 and .55 over 3 pairs; interaction SS 4 x .05^2: F = (3 x 2 x .05^2) / (.01 / 2) = 3 on (1, 2)
-    shifted = np.array([[0.3, 0.5], [0.5, 0.5], [0.55, 0.65]])
-    assert wording_test(shifted) == pytest.approx(stats.f.sf(3.0, 1, 2))
+    # differences +0.2, 0, +0.1: |sum| 0.3 in 4 of 8 arrangements (the middle pair's swap changes nothing)
+    assert wording_test(np.array([[0.3, 0.5], [0.5, 0.5], [0.55, 0.65]])) == 0.5
+    # 8 pairs x 3 wordings (6^8 arrangements): 9,999 seeded ones; every pair ranks wording 3 first, then 2, then 1
+    ordered = np.array([[0.1, 0.2, 0.3]] * 8) + np.arange(8)[:, None] / 10
+    assert wording_test(ordered) == pytest.approx(1 / 10_000, abs=2 / 10_000)
 
 
 def _at(value: float, p_value: float) -> Interval:
@@ -115,8 +119,8 @@ def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
     assert list(rows.index) == ["paper", "synonym", "all"]
     assert rows["pairs"].tolist() == [3, 3, 3]
     assert rows.loc["paper", "value"] == pytest.approx(0.4) and rows.loc["synonym", "value"] == pytest.approx(0.6)
-    assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.0
-    assert rows.loc["all", "verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+    assert rows.loc["all", "spread"] == pytest.approx(0.2) and rows.loc["all", "wording_p"] == 0.25
+    assert rows.loc["all", "verdict"] == "not_shown"  # 3 pairs cannot show a wording effect (p = 2 / 8)
 
 
 def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() -> None:
