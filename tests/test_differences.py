@@ -22,7 +22,7 @@ def _side(values: np.ndarray, size: int = 16) -> tuple[np.ndarray, np.ndarray, n
 def test_a_difference_of_means_of_pairs_is_scipys_paired_t_test() -> None:
     women = np.array([0.05, 0.0, 0.1, 0.05, 0.0, 0.08, 0.02, 0.06, 0.0, 0.04, 0.1, 0.03])
     men = np.array([0.0, 0.02, 0.04, 0.0, 0.0, 0.02, 0.0, 0.05, 0.01, 0.0, 0.03, 0.02])
-    estimate = difference_estimate(_side(women, 32), _side(men, 32))  # 24 events for 12 pairs (fewer: betting)
+    estimate = difference_estimate(_side(women, 1000), _side(men, 1000))  # the binomial floor far below the spread
     reference = stats.ttest_rel(women, men)
     assert estimate.method == "paired_t" and estimate.value == pytest.approx(np.mean(women - men))
     assert estimate.p_value(0.0) == pytest.approx(reference.pvalue)
@@ -113,3 +113,16 @@ def test_expanded_percentile_tail_widens_for_few_pairs() -> None:
     # z' = sqrt(6/5) * t(0.975, 5) = 1.09545 * 2.57058 = 2.81593 -> lower tail 0.24318%
     assert resampling.expanded_tail(6) == pytest.approx(0.24318, abs=1e-5)
     assert resampling.expanded_tail(10_000) == pytest.approx(2.5, abs=0.01)  # the plain percentile
+
+
+def test_a_difference_with_less_spread_than_its_binomial_variance_takes_the_binomial_variance() -> None:
+    # 12 pairs of 16, women 0.25 or 0.3125 and men 0.125 or 0.25 (in step): the pairs' differences (0.125, 0.0625)
+    # spread far less than the two rates' own binomial variance p(1-p) / 16 / 12 each side.
+    women, men = np.array([0.25, 0.3125] * 6), np.array([0.125, 0.25] * 6)
+    estimate = difference_estimate(_side(women), _side(men))
+    binomial = (0.28125 * 0.71875 + 0.1875 * 0.8125) / 16 / 12
+    assert estimate.variance == pytest.approx(np.var(women - men, ddof=1) / 12) and estimate.variance < binomial / 20
+    half = stats.t.ppf(0.975, 11) * math.sqrt(binomial)
+    assert (estimate.method, estimate.df) == ("paired_t", pytest.approx(11))
+    assert estimate.interval() == pytest.approx((0.09375 - half, 0.09375 + half))
+    assert estimate.p_value(0.09375 + half) == pytest.approx(0.05)

@@ -305,7 +305,7 @@ class DifferenceEstimate:
             low = self.value - math.hypot(a - first[0], second[1] - b)
             high = self.value + math.hypot(first[1] - a, b - second[0])
             return max(low, -1.0), min(high, 1.0)
-        half = self._critical(confidence) * math.sqrt(self.variance)
+        half = self._critical(confidence) * math.sqrt(self._floored)
         return max(self.value - half, -1.0), min(self.value + half, 1.0)
 
     def p_value(self, null: float) -> float | None:
@@ -319,21 +319,25 @@ class DifferenceEstimate:
         if self._combined():
             interval = self.interval()
             return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
-        statistic = abs(self.value - null) / math.sqrt(self.variance)
+        statistic = abs(self.value - null) / math.sqrt(self._floored)
         return max(float(2 * stats.t.sf(statistic, self.df)), floor)
+
+    @cached_property
+    def _floored(self) -> float:
+        """The spread between pairs, at least the two rates' binomial variance: pairs that missed a skewed metric's
+        rare large values show a small mean and a small spread together (issue 40: 8% vs 4%, 12 pairs of 2 and 40,
+        a mean of pairs: the truth above the t interval in 7.8% of runs, none with the floor)."""
+        return max(self.variance, sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides))
 
     def min_p_value(self, null: float) -> float | None:
         """Every pair differing alike, away from `null`: the sign-flip bound 2 * 0.5**pairs."""
         return binomial_min_p(self.pairs) if self.estimable else None
 
     def mde(self, null: float) -> float | None:
-        """Shift from `null` detected with 80% power at 5%, with this run's spread (at least the binomial
-        variance of the two rates)."""
+        """Shift from `null` detected with 80% power at 5%, with this run's (floored) spread."""
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
-        critical = self._critical(CONFIDENCE) + t_quantile(POWER, self.df)
-        return critical * math.sqrt(max(self.variance, binomial))
+        return (self._critical(CONFIDENCE) + t_quantile(POWER, self.df)) * math.sqrt(self._floored)
 
 
 def no_spread(variance: float, value: float) -> bool:
