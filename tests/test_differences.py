@@ -115,14 +115,18 @@ def test_expanded_percentile_tail_widens_for_few_pairs() -> None:
     assert resampling.expanded_tail(10_000) == pytest.approx(2.5, abs=0.01)  # the plain percentile
 
 
-def test_a_difference_with_less_spread_than_its_binomial_variance_takes_the_binomial_variance() -> None:
-    # 12 pairs of 16, women 0.25 or 0.3125 and men 0.125 or 0.25 (in step): the pairs' differences (0.125, 0.0625)
-    # spread far less than the two rates' own binomial variance p(1-p) / 16 / 12 each side.
-    women, men = np.array([0.25, 0.3125] * 6), np.array([0.125, 0.25] * 6)
+def test_a_difference_of_rare_rates_with_less_spread_than_their_binomial_variance_takes_that_variance() -> None:
+    # 12 pairs of 16, women 1 or 2 of 16 and men 0 or 2 (in step): the pairs' differences (0.0625, 0) spread far
+    # less than the two rates' own binomial variance p(1-p) / 16 / 12 each side; both rates rare: the floor holds.
+    women, men = np.array([0.0625, 0.125] * 6), np.array([0.0, 0.125] * 6)
     estimate = difference_estimate(_side(women), _side(men))
-    binomial = (0.28125 * 0.71875 + 0.1875 * 0.8125) / 16 / 12
-    assert estimate.variance == pytest.approx(np.var(women - men, ddof=1) / 12) and estimate.variance < binomial / 20
+    binomial = (0.09375 * 0.90625 + 0.0625 * 0.9375) / 16 / 12
+    assert estimate.variance == pytest.approx(np.var(women - men, ddof=1) / 12) and estimate.variance < binomial / 5
     half = stats.t.ppf(0.975, 11) * math.sqrt(binomial)
     assert (estimate.method, estimate.df) == ("paired_t", pytest.approx(11))
-    assert estimate.interval() == pytest.approx((0.09375 - half, 0.09375 + half))
-    assert estimate.p_value(0.09375 + half) == pytest.approx(0.05)
+    assert estimate.interval() == pytest.approx((0.03125 - half, 0.03125 + half))
+    assert estimate.p_value(0.03125 + half) == pytest.approx(0.05)
+    # rates of 0.28 and 0.19 are no rare events: the spread between pairs alone (scipy's paired t)
+    common = difference_estimate(_side(women + 0.1875), _side(men + 0.1875))
+    reference = stats.ttest_rel(women, men).confidence_interval(0.95)
+    assert common.interval() == pytest.approx((reference.low, reference.high))

@@ -208,16 +208,11 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, s
     """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range with fewer events
     than pairs, or carried by fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate
     effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from
-    pairs at 1 and a few below is no rare event: the score interval's variance function holds it (BENCHMARKS.md
-    "Statistics").
-
-    Fewer events than pairs: most pairs show none, so a run cannot tell a rate spread thinly over every pair from
-    one carried by a few pairs it did not draw (one pair in 24 at 0.3, a background of 0.01 elsewhere, 70 pairs:
-    in a fifth of runs no large pair carries, and the score interval missed in 21% of runs; issue 40).
-
-    Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
-    range, in the estimate's own weighting (numerator - near end x denominator): k pairs carrying the events alike
-    count k, one pair carrying most of them about 1.
+    pairs at 1 and a few below is no rare event: the score interval's variance function holds it.
+    Fewer events than pairs: a run cannot tell a rate spread thinly over every pair from one carried by a few pairs
+    it did not draw (one pair in 24 at 0.3, 0.01 elsewhere, 70 pairs: the score interval missed in 21% of runs).
+    Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end, in the
+    estimate's own weighting: k pairs carrying the events alike count k, one pair carrying most of them about 1.
     """
     if value in (0.0, 1.0):
         return "no_events"
@@ -324,20 +319,25 @@ class DifferenceEstimate:
 
     @cached_property
     def _floored(self) -> float:
-        """The spread between pairs, at least the two rates' binomial variance: pairs that missed a skewed metric's
-        rare large values show a small mean and a small spread together (issue 40: 8% vs 4%, 12 pairs of 2 and 40,
-        a mean of pairs: the truth above the t interval in 7.8% of runs, none with the floor)."""
-        return max(self.variance, sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides))
+        """The spread between pairs, where both rates are rare (within RARE of an end) at least their binomial
+        variance: pairs that missed a rare metric's few large values show a small mean and a small spread together
+        (issue 40: 8% vs 4%, 12 pairs of 2 and 40, a mean of pairs: the truth above the t interval in 7.8% of runs)."""
+        rare = all(min(side.value, 1 - side.value) < RARE for side in self.sides)
+        return max(self.variance, self._binomial) if rare else self.variance
+
+    @property
+    def _binomial(self) -> float:
+        return sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
 
     def min_p_value(self, null: float) -> float | None:
         """Every pair differing alike, away from `null`: the sign-flip bound 2 * 0.5**pairs."""
         return binomial_min_p(self.pairs) if self.estimable else None
 
     def mde(self, null: float) -> float | None:
-        """Shift from `null` detected with 80% power at 5%, with this run's (floored) spread."""
+        """Shift from `null` detected with 80% power at 5%, with this run's spread (at least the binomial variance)."""
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
-        return (self._critical(CONFIDENCE) + t_quantile(POWER, self.df)) * math.sqrt(self._floored)
+        return (self._critical(CONFIDENCE) + t_quantile(POWER, self.df)) * math.sqrt(max(self.variance, self._binomial))
 
 
 def no_spread(variance: float, value: float) -> bool:
