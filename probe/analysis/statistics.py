@@ -60,9 +60,9 @@ METHODS = {
     "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): fewer events than "
     "pairs, or events carried by fewer than 6 pairs' worth, too few for a variance estimate (for a difference, of "
     "the pairs' differences); the p-value is 1 / the betting capital",
-    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2), t with "
-    "Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of unequal size); the p-value is the "
-    "same test (where every pair differs alike, the two rates' own intervals combined)",
+    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2; for two rare rates at "
+    "least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of "
+    "unequal size); the p-value is the same test (where every pair differs alike, the rates' own intervals combined)",
     "wilson": "Wilson score interval over the pair's own instances",
 }
 
