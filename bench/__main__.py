@@ -5,6 +5,7 @@
     .venv/bin/python -m bench --only calls,analyze
     .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects, and the
                                          # pair-level estimators in worlds of their own (bench/pair_worlds.py)
+                                         # and at the rare-event edges (bench/edges.py)
     .venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
