@@ -5,6 +5,7 @@
     .venv/bin/python -m bench --only calls,analyze
     .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects, and the
                                          # pair-level estimators in worlds of their own (bench/pair_worlds.py)
+                                         # and at the rare-event edges (bench/edges.py)
     .venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
@@ -88,6 +89,12 @@ def _pairs(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _edges(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.edges import measure
+
+    return measure(quick)
+
+
 def _wordings(quick: bool, folder: Path) -> dict[str, float]:
     from bench.wordings import measure
 
@@ -147,6 +154,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "engines": _engines,
     "coverage": _coverage,
     "pairs": _pairs,
+    "edges": _edges,
     "gates": _gates,
     "wordings": _wordings,
     "scan": _scan,
@@ -162,13 +170,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller slices, under 10 minutes")
     everything_here = ",".join(name for name in BENCHMARKS if name != "gpu")  # --gpu asks for the GPU run
     parser.add_argument("--only", default=everything_here, help=f"comma list of {', '.join(BENCHMARKS)}")
-    parser.add_argument("--coverage", action="store_true", help="only the coverage simulations (--only coverage,pairs)")
+    coverage = "only the coverage simulations (--only coverage,pairs,edges)"
+    parser.add_argument("--coverage", action="store_true", help=coverage)
     parser.add_argument("--robustness", action="store_true", help="only the pair x wording coverage (--only wordings)")
     parser.add_argument("--gpu", action="store_true", help="only hf-causal on a CUDA GPU")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     if args.coverage or args.gpu:
-        chosen = ["coverage", "pairs"] if args.coverage else ["gpu"]
+        chosen = ["coverage", "pairs", "edges"] if args.coverage else ["gpu"]
     if args.robustness:
         chosen = ["wordings"]
     unknown = [name for name in chosen if name not in BENCHMARKS]

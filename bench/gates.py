@@ -25,8 +25,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from probe.analysis.differences import difference_estimate
 from probe.analysis.metrics import occupation_preference_rows
-from probe.analysis.statistics import ShareEstimate, difference_estimate, share_estimate
+from probe.analysis.statistics import ShareEstimate, share_estimate
 from probe.gates.gate import FAIL, PASS, Gate, Verdict
 from probe.gates.kinds import KINDS
 from probe.gates.verdicts import confirm_fails, interval_verdict, pairs_needed

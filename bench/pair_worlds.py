@@ -30,8 +30,9 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, logit
 
+from probe.analysis.differences import difference_estimate
 from probe.analysis.resampling import expanded_tail
-from probe.analysis.statistics import ShareEstimate, difference_estimate, share_estimate
+from probe.analysis.statistics import ShareEstimate, share_estimate
 from probe.compare.leaderboard import ranks, resampled_values
 
 PAIR_COUNTS = (6, 12, 20, 70)
@@ -65,16 +66,20 @@ SHARE_METHODS: dict[str, Callable[..., ShareEstimate]] = {"chosen": share_estima
 
 
 class Tally:
-    """Coverage, mean width and rejections of one method in one cell, and coverage where the estimate is 0 or 1."""
+    """Coverage, misses below and above (the truth below the interval, above it: what a one-sided gate reads),
+    mean width and rejections of one method in one cell, and coverage where the estimate is 0 or 1."""
 
     def __init__(self) -> None:
         self.runs = self.covered = self.rejected = self.boundary = self.boundary_covered = 0
+        self.below = self.above = 0
         self.width = 0.0
 
     def add(self, interval: tuple[float, float] | None, truth: float, estimate: float, rejected: bool = False) -> None:
         self.runs += 1
         hit = interval is not None and interval[0] <= truth <= interval[1]
         self.covered += hit
+        self.below += interval is not None and truth < interval[0]
+        self.above += interval is not None and truth > interval[1]
         self.width += (interval[1] - interval[0]) if interval else 1.0
         self.rejected += rejected
         if estimate in (0.0, 1.0):
@@ -82,7 +87,8 @@ class Tally:
             self.boundary_covered += hit
 
     def figures(self) -> dict[str, float]:
-        result = {"coverage": self.covered / self.runs, "width": self.width / self.runs,
+        result = {"coverage": self.covered / self.runs, "below": self.below / self.runs,
+                  "above": self.above / self.runs, "width": self.width / self.runs,
                   "rejects": self.rejected / self.runs}  # fmt: skip
         if self.boundary:
             result |= {"boundary_runs": self.boundary, "boundary_coverage": self.boundary_covered / self.boundary}

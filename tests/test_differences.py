@@ -1,4 +1,4 @@
-"""Differences of two rates over the same name pairs (statistics.difference_estimate) and the resampling tests
+"""Differences of two rates over the same name pairs (differences.difference_estimate) and the resampling tests
 (probe/analysis/resampling.py), against scipy's paired t test and exact enumeration."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from probe.analysis import resampling, statistics
-from probe.analysis.statistics import difference_estimate, share_estimate
+from probe.analysis import differences, freedom, resampling
+from probe.analysis.differences import difference_estimate
+from probe.analysis.statistics import share_estimate
 
 
 def _side(values: np.ndarray, size: int = 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -22,7 +23,7 @@ def _side(values: np.ndarray, size: int = 16) -> tuple[np.ndarray, np.ndarray, n
 def test_a_difference_of_means_of_pairs_is_scipys_paired_t_test() -> None:
     women = np.array([0.05, 0.0, 0.1, 0.05, 0.0, 0.08, 0.02, 0.06, 0.0, 0.04, 0.1, 0.03])
     men = np.array([0.0, 0.02, 0.04, 0.0, 0.0, 0.02, 0.0, 0.05, 0.01, 0.0, 0.03, 0.02])
-    estimate = difference_estimate(_side(women), _side(men))
+    estimate = difference_estimate(_side(women, 1000), _side(men, 1000))  # the binomial floor far below the spread
     reference = stats.ttest_rel(women, men)
     assert estimate.method == "paired_t" and estimate.value == pytest.approx(np.mean(women - men))
     assert estimate.p_value(0.0) == pytest.approx(reference.pvalue)
@@ -38,7 +39,7 @@ def test_a_difference_of_two_grant_gaps_is_the_paired_t_over_the_pairs_gap_diffe
     rng = np.random.default_rng(7)
     women, men, women_ref, men_ref = (rng.uniform(0, 1, 10) for _ in range(4))
     sides = [_side(values) for values in (women, men, women_ref, men_ref)]
-    estimate = statistics.contrast_estimate(sides, (1, -1, -1, 1))
+    estimate = differences.contrast_estimate(sides, (1, -1, -1, 1))
     gaps = (women - men) - (women_ref - men_ref)
     reference = stats.ttest_1samp(gaps, 0.0)
     assert estimate.value == pytest.approx(gaps.mean()) and estimate.bound == 2.0
@@ -46,10 +47,10 @@ def test_a_difference_of_two_grant_gaps_is_the_paired_t_over_the_pairs_gap_diffe
     interval = reference.confidence_interval(0.95)
     assert estimate.interval() == pytest.approx((interval.low, interval.high))
     # the two-rate case is difference_estimate, to the last bit
-    two = statistics.contrast_estimate(sides[:2], (1, -1))
+    two = differences.contrast_estimate(sides[:2], (1, -1))
     assert (two.value, two.variance, two.df) == (lambda d: (d.value, d.variance, d.df))(difference_estimate(*sides[:2]))
     # every pair's gap moves alike (+0.5 - 0): no spread, so the four rates' own intervals combine, within [-2, 2]
-    same = statistics.contrast_estimate([_side(np.full(8, v)) for v in (1.0, 0.5, 0.5, 0.5)], (1, -1, -1, 1))
+    same = differences.contrast_estimate([_side(np.full(8, v)) for v in (1.0, 0.5, 0.5, 0.5)], (1, -1, -1, 1))
     low, high = same.interval()
     assert -2.0 <= low < same.value == 0.5 < high <= 2.0
 
@@ -66,7 +67,7 @@ def test_pooled_grant_rates_of_unequal_pairs_are_paired_through_their_influence(
     assert estimate.value == pytest.approx(rate_f - rate_m)
     leverage = (n_f / n_f.sum() + n_m / n_m.sum()) / 2
     assert estimate.variance == pytest.approx(np.sum(influence**2 / (1 - leverage)) / 36)
-    assert estimate.df == pytest.approx(statistics.bell_mccaffrey_df(n_f / n_f.sum() + n_m / n_m.sum()))
+    assert estimate.df == pytest.approx(freedom.bell_mccaffrey_df(n_f / n_f.sum() + n_m / n_m.sum()))
     assert estimate.df < 5  # unequal pairs: fewer than pairs - 1
     assert estimate.instances == int(n_f.sum() + n_m.sum()) and estimate.pairs == 6
 
@@ -140,3 +141,20 @@ def test_expanded_percentile_tail_widens_for_few_pairs() -> None:
     # z' = sqrt(6/5) * t(0.975, 5) = 1.09545 * 2.57058 = 2.81593 -> lower tail 0.24318%
     assert resampling.expanded_tail(6) == pytest.approx(0.24318, abs=1e-5)
     assert resampling.expanded_tail(10_000) == pytest.approx(2.5, abs=0.01)  # the plain percentile
+
+
+def test_a_difference_of_rare_rates_with_less_spread_than_their_binomial_variance_takes_that_variance() -> None:
+    # 12 pairs of 16, women 1 or 2 of 16 and men 0 or 2 (in step): the pairs' differences (0.0625, 0) spread far
+    # less than the two rates' own binomial variance p(1-p) / 16 / 12 each side; both rates rare: the floor holds.
+    women, men = np.array([0.0625, 0.125] * 6), np.array([0.0, 0.125] * 6)
+    estimate = difference_estimate(_side(women), _side(men))
+    binomial = (0.09375 * 0.90625 + 0.0625 * 0.9375) / 16 / 12
+    assert estimate.variance == pytest.approx(np.var(women - men, ddof=1) / 12) and estimate.variance < binomial / 5
+    half = stats.t.ppf(0.975, 11) * math.sqrt(binomial)
+    assert (estimate.method, estimate.df) == ("paired_t", pytest.approx(11))
+    assert estimate.interval() == pytest.approx((0.03125 - half, 0.03125 + half))
+    assert estimate.p_value(0.03125 + half) == pytest.approx(0.05)
+    # rates of 0.28 and 0.19 are no rare events: the spread between pairs alone (scipy's paired t)
+    common = difference_estimate(_side(women + 0.1875), _side(men + 0.1875))
+    reference = stats.ttest_rel(women, men).confidence_interval(0.95)
+    assert common.interval() == pytest.approx((reference.low, reference.high))

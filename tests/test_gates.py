@@ -22,7 +22,8 @@ import test_report
 from typer.testing import CliRunner
 
 import probe
-from probe.analysis.statistics import difference_estimate, share_estimate
+from probe.analysis.differences import difference_estimate
+from probe.analysis.statistics import share_estimate
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.gates import parse_policy

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from scipy.special import expit, logit
 
 from probe import pipeline
 from probe.analysis.robustness import (
@@ -31,12 +32,18 @@ ADDITIVE = np.array([[0.2, 0.4], [0.4, 0.6], [0.6, 0.8]])
 
 
 def test_the_crossed_variance_is_pairs_plus_wordings_minus_cells() -> None:
-    # V_pair = 3/2 (.16 + 0 + .16) / 36, V_wording = 2/1 (.09 + .09) / 36, V_cell = 6/5 .22 / 36: V = 0.016
+    # V_pair = 3/2 (.16 + 0 + .16) / 36, V_wording = 2/1 (.09 + .09) / 36, V_cell = 6/5 .22 / 36: V = 0.016;
+    # on the logit scale the standard error is sqrt(V) / (0.5 x 0.5), t on min(3, 2) - 1 = 1 degree of freedom
     crossed = crossed_interval(ADDITIVE, null=0.5)
-    half = stats.t.ppf(0.975, 1) * math.sqrt(0.016)  # t on min(3, 2) - 1 = 1 degree of freedom
+    half = stats.t.ppf(0.975, 1) * math.sqrt(0.016) / 0.25
     assert crossed.value == pytest.approx(0.5)
-    assert (crossed.ci_low, crossed.ci_high) == pytest.approx((0.5 - half, 0.5 + half))
+    assert (crossed.ci_low, crossed.ci_high) == pytest.approx((expit(-half), expit(half)))
     assert crossed.p_value == pytest.approx(1.0)
+    # a difference (range -1 to 1) maps onto [0, 1]: the test of 0.7 is the t of logit(0.75) - logit(0.85)
+    difference = crossed_interval(ADDITIVE, null=0.7, low=-1.0)
+    std_err = math.sqrt(0.016) / 2 / (0.75 * 0.25)
+    assert difference.p_value == pytest.approx(2 * stats.t.sf((logit(0.85) - logit(0.75)) / std_err, 1))
+    assert difference.ci_low == pytest.approx(2 * expit(logit(0.75) - stats.t.ppf(0.975, 1) * std_err) - 1)
     pairs_only = pair_interval(ADDITIVE)  # pair means .3, .5, .7: variance .04 / 3, t on 2 df
     assert pairs_only.ci_high - pairs_only.value == pytest.approx(stats.t.ppf(0.975, 2) * math.sqrt(0.04 / 3))
 
@@ -46,12 +53,16 @@ def test_no_spread_gives_no_interval_rather_than_a_zero_width_one() -> None:
     assert flat.value == 0.5 and math.isnan(flat.ci_low) and math.isnan(flat.p_value)
 
 
-def test_the_wording_test_compares_wording_means_with_the_interaction() -> None:
-    assert wording_test(ADDITIVE) == 0.0  # a wording effect and no interaction at all
+def test_the_wording_test_permutes_the_wordings_within_each_pair() -> None:
+    # 3 pairs x 2 wordings: 8 arrangements. ADDITIVE's pairs all differ by +0.2 between wordings: only the observed
+    # order and its mirror reach a wording mean gap of 0.2, p = 2 / 8 (3 pairs cannot show a wording effect at 5%).
+    assert wording_test(ADDITIVE) == 0.25
     assert wording_test(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])) == 1.0  # equal wording means
-    # wording means .45 and .55 over 3 pairs; interaction SS 4 x .05^2: F = (3 x 2 x .05^2) / (.01 / 2) = 3 on (1, 2)
-    shifted = np.array([[0.3, 0.5], [0.5, 0.5], [0.55, 0.65]])
-    assert wording_test(shifted) == pytest.approx(stats.f.sf(3.0, 1, 2))
+    # differences +0.2, 0, +0.1: |sum| 0.3 in 4 of 8 arrangements (the middle pair's swap changes nothing)
+    assert wording_test(np.array([[0.3, 0.5], [0.5, 0.5], [0.55, 0.65]])) == 0.5
+    # 8 pairs x 3 wordings (6^8 arrangements): 9,999 seeded ones; every pair ranks wording 3 first, then 2, then 1
+    ordered = np.array([[0.1, 0.2, 0.3]] * 8) + np.arange(8)[:, None] / 10
+    assert wording_test(ordered) == pytest.approx(1 / 10_000, abs=2 / 10_000)
 
 
 def _at(value: float, p_value: float) -> Interval:
@@ -129,8 +140,8 @@ def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
     assert crossed["verdict"] == "not_testable"
     six = robustness_rows(_female_share_values([*ADDITIVE, *ADDITIVE, [0.9, np.nan]]), ["paper", "synonym"])
     crossed = six.set_index("key").loc["all"]
-    assert crossed["pairs"] == 6 and crossed["wording_p"] == 0.0 and crossed["ci_low"] < 0.5 < crossed["ci_high"]
-    assert crossed["verdict"] == "depends"  # wordings differ (p = 0) and fall on both sides of 0.5
+    assert crossed["pairs"] == 6 and crossed["wording_p"] == 2 / 64 and crossed["ci_low"] < 0.5 < crossed["ci_high"]
+    assert crossed["verdict"] == "depends"  # wordings differ (the smallest permutation p, 2 of 2^6 sign patterns)
 
 
 def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() -> None:
@@ -150,8 +161,9 @@ def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() 
     assert paper["ci_low"] == pytest.approx(0.025 ** (1 / 8)) and paper["ci_high"] == 1.0
     assert paper["p_value"] == pytest.approx(2 * 0.5**8)  # below 0.05 / 3 wordings
     assert rows.loc["restated", "value"] == rows.loc["synonym", "value"] == pytest.approx(0.55)
-    # the crossed interval (t on 2 df) keeps to the metric's range: 0.7 +- 0.616 is cut at 1
-    assert rows.loc["all", "ci_low"] == pytest.approx(0.0844, abs=1e-4) and rows.loc["all", "ci_high"] == 1.0
+    # the crossed interval (t on 2 df) on the logit scale stays in the metric's range: 0.7 +- 0.616 on the raw
+    # scale; se 0.616 / t(2) / (0.7 x 0.3) = 0.682 around logit(0.7) = 0.847 gives expit(0.847 -+ 2.933)
+    assert (rows.loc["all", "ci_low"], rows.loc["all", "ci_high"]) == pytest.approx((0.1106, 0.9777), abs=1e-4)
     assert rows.loc["all", "verdict"] == "depends"
 
 

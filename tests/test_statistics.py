@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import linalg, stats
 from statsmodels.stats.proportion import proportion_confint
 
-from probe.analysis import binomial, statistics
+from probe.analysis import binomial, differences, freedom, statistics
 from probe.analysis.sequential import confidence_sequence
 from probe.analysis.statistics import share_estimate
 from tests.support import score_interval_reference
@@ -79,8 +79,8 @@ def test_a_mean_of_pair_values_has_the_sample_variance_over_pairs_and_its_own_bi
 
 @pytest.mark.parametrize(
     ("value", "spread", "pairs", "per_pair"),
-    [(0.3, 0.1, 6, 16), (0.05, 0.02, 12, 16), (0.97, 0.01, 70, 16), (0.5, 0.14, 6, 4)],
-)
+    [(0.3, 0.1, 6, 16), (0.05, 0.02, 12, 32), (0.97, 0.01, 70, 40), (0.5, 0.14, 6, 4)],
+)  # rare rates with at least as many events as pairs (fewer: betting)
 def test_score_interval_matches_an_independent_grid_solution(value, spread, pairs, per_pair) -> None:
     # Equal pairs of `per_pair` instances: df pairs - 1 and the floor 1 / instances, as the reference assumes.
     offsets = spread * np.where(np.arange(pairs) % 2 == 0, 1.0, -1.0)
@@ -183,3 +183,39 @@ def test_clopper_pearson_matches_statsmodels_and_the_binomial_test_at_any_level(
     assert binomial.clopper_pearson(12, 12) == pytest.approx((0.025 ** (1 / 12), 1.0))
     reference = stats.binomtest(17, 40).proportion_ci(1 - 0.05 / 62, method="exact")
     assert binomial.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))
+
+
+def test_fewer_events_than_pairs_get_the_betting_interval_however_spread() -> None:
+    # 70 pairs of 40, 14 of them with one event: spread over 14 pairs (participation ratio 14), but 14 events
+    # for 70 pairs - a run that missed the few pairs carrying a rare event looks just like this (issue 40).
+    hits = np.array([1.0] * 14 + [0.0] * 56)
+    assert share_estimate(hits, np.full(70, 40.0), np.full(70, 40.0)).method == "betting"
+    # 70 events over the same 70 pairs, one each: score; a mean of pair values counts the pairs' instances alike.
+    assert share_estimate(np.ones(70), np.full(70, 40.0), np.full(70, 40.0)).method == "score"
+    assert share_estimate(hits / 40, np.ones(70), np.full(70, 40.0)).method == "betting"
+    assert statistics.events(0.9, np.array([3.0, 4.0]), np.array([4.0, 4.0]), np.array([4.0, 4.0])) == 1.0
+
+
+def test_a_difference_of_means_of_pairs_takes_its_degrees_of_freedom_from_the_pairs_sizes() -> None:
+    # 12 pairs of 2 and 40 answers alternating: working variances 1/2 + 1/2 and 1/40 + 1/40 per pair, so
+    # S1 = 6.3, S2 = 6.015 and df = (11/12 x 6.3)^2 / (10/12 x 6.015 + 6.3^2 / 144) = 6.3066, not 11.
+    sizes = np.resize([2.0, 40.0], 12)
+    first = (np.array([0.5, 0.4, 0.0, 0.3, 1.0, 0.35] * 2), np.ones(12), sizes)
+    second = (np.array([0.0, 0.2, 0.5, 0.25, 0.5, 0.3] * 2), np.ones(12), sizes)
+    estimate = differences.difference_estimate(first, second)
+    assert estimate.method == "paired_t"
+    assert estimate.df == pytest.approx((11 / 12 * 6.3) ** 2 / (10 / 12 * 6.015 + 6.3**2 / 144))
+    assert freedom.satterthwaite_df(np.ones(12)) == pytest.approx(11)
+
+
+def test_a_difference_with_fewer_events_than_pairs_is_the_betting_interval_of_the_pairs_differences() -> None:
+    # 20 pairs of 40: 6 events for women, 2 for men; the pairs' differences mapped onto [0, 1] get the betting
+    # interval, and its test is the difference's (p = 0.05 at the interval's ends).
+    sizes = np.full(20, 40.0)
+    women, men = np.array([1.0] * 6 + [0.0] * 14), np.array([0.0] * 18 + [1.0] * 2)
+    estimate = differences.difference_estimate((women, sizes, sizes), (men, sizes, sizes))
+    assert (estimate.method, estimate.value) == ("betting", pytest.approx(4 / 800))
+    low, high = confidence_sequence((((women - men) / 40 + 1) / 2)[None, :], 0.05)
+    assert estimate.interval() == pytest.approx((2 * low[0] - 1, 2 * high[0] - 1))
+    assert estimate.p_value(estimate.interval()[1]) == pytest.approx(0.05, abs=1e-6)
+    assert estimate.p_value(0.0) > 0.05 and estimate.p_value(0.5) < 0.05

@@ -19,6 +19,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
+from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import (
     METRICS,
     POOLED_OVERALL_METRICS,
@@ -28,15 +29,7 @@ from probe.analysis.metric_registry import (
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
-from probe.analysis.statistics import (
-    MIN_PAIRS,
-    DifferenceEstimate,
-    ShareEstimate,
-    difference_estimate,
-    pair_terms,
-    rate,
-    share_estimate,
-)
+from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, rate, share_estimate
 from probe.analysis.workforce import workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION

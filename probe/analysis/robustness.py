@@ -5,7 +5,8 @@ A run's wordings are a sample of the meaning-preserving ways to ask its question
 of names; a finding about the model, not the sentence, must hold over both. The crossed interval takes its
 variance from both: the two-way cluster-robust variance of Cameron, Gelbach & Miller (2011), V = V_pair +
 V_wording - V_pair∩wording (each with its G / (G - 1) factor; a negative V falls back to the larger one-way term),
-with t on min(pairs, wordings) - 1 degrees of freedom: the few wordings are the scarce dimension. A pair-only
+with t on min(pairs, wordings) - 1 degrees of freedom (the few wordings are the scarce dimension), on the logit
+scale of the metric's range, where a rate near an end and a heavy-tailed wording keep their coverage. A pair-only
 interval over the same cells ignores the wordings' spread and undercovers when wording matters (bench/wordings.py).
 
 Each wording's own estimate is the one a run asked in that wording alone reports (probe/analysis/statistics.py: at
@@ -15,8 +16,8 @@ Per metric and condition, the verdict says what each wording's own test shows (o
 section 10: a direction is stated under a wording only where that wording's test rejects at 0.05):
 - `holds`: every wording's own test rejects, all in the same direction (an intersection-union test: valid at 0.05
   without correction);
-- `depends`: not `holds`, and the wording test (two-way ANOVA of the pair x wording values, pairs as blocks)
-  rejects: the estimate moves with the wording;
+- `depends`: not `holds`, and the wording test (two-way ANOVA's F of the pair x wording values, pairs as blocks,
+  against the wordings permuted within each pair) rejects: the estimate moves with the wording;
 - `some`: not `holds`, some wording's own test rejects, and the wording test does not reject;
 - `not_shown`: no wording's own test rejects and the wording test does not reject;
 - metrics without a null: `stable` where the wording test does not reject, else `depends`;
@@ -28,23 +29,19 @@ run's own test): it does not enter the verdict on the wordings one by one.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
+from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import METRICS
-from probe.analysis.statistics import (
-    MIN_PAIRS,
-    DifferenceEstimate,
-    ShareEstimate,
-    difference_estimate,
-    pair_terms,
-    share_estimate,
-)
+from probe.analysis.resampling import PERMUTATIONS, SEED
+from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, share_estimate
 from probe.store import db
 
 STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns
@@ -52,12 +49,14 @@ STAGE1_METRICS = ("attr_yes_diff",)
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
-    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom; the p-value is the same test",
+    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom on the logit scale of the "
+    "metric's range (delta method); the p-value is the same test",
     "pairs": "t interval over name pairs of each pair's mean over the wordings: the wordings' spread left out",
     "wording": "as a run asked in this wording alone reports the metric: its interval over name pairs, the method "
     "chosen by what the pairs show (score interval, no-event bound, betting interval; paired cluster t for a "
     "difference); the p-value is the same test",
-    "wording_test": "two-way ANOVA F test of the wording effect over pair x wording values, pairs as blocks",
+    "wording_test": "two-way ANOVA F of the wording effect over pair x wording values, pairs as blocks, tested "
+    "against the wordings permuted within each pair",
 }
 COLUMNS = ["condition", "metric", "scope", "key", "value", "ci_low", "ci_high", "p_value", "pairs", "wordings",
            "method", "spread", "wording_p", "pair_ci_low", "pair_ci_high", "verdict"]  # fmt: skip
@@ -83,8 +82,9 @@ def _t_interval(value: float, variance: float, df: float, null: float | None) ->
     return Interval(value, value - half, value + half, p_value)
 
 
-def crossed_interval(values: np.ndarray, null: float | None = None) -> Interval:
-    """The mean of a complete pairs x wordings matrix with its two-way cluster-robust interval."""
+def crossed_interval(values: np.ndarray, null: float | None = None, low: float = 0.0) -> Interval:
+    """The mean of a complete pairs x wordings matrix with its two-way cluster-robust interval, on the logit scale of
+    the metric's range [low, 1] (low -1 for a difference)."""
     pairs, wordings = values.shape
     residual = values - values.mean()
     cells = residual.size
@@ -94,7 +94,29 @@ def crossed_interval(values: np.ndarray, null: float | None = None) -> Interval:
     variance = v_pair + v_wording - v_cell
     if variance <= 0:
         variance = max(v_pair, v_wording)
-    return _t_interval(float(values.mean()), variance, min(pairs, wordings) - 1, null)
+    return _logit_interval(float(values.mean()), variance, min(pairs, wordings) - 1, null, low)
+
+
+def _logit_interval(value: float, variance: float, df: float, null: float | None, low: float) -> Interval:
+    """The t interval and test on the logit scale of the metric's range [low, 1] (delta method): the interval stays
+    in the range and reaches further toward the far end for a rate near one end, where a heavy-tailed wording pulls
+    the mean (issue 40: truth 0.1 with t3 wording effects, 12 pairs: the truth above the raw t interval in 8.5% of
+    runs, 3.9% on this scale, at 4% more width). No interval (NaN) where the variance is 0 or the mean at an end."""
+    scale = 1 - low
+    share = (value - low) / scale
+    if not np.isfinite(variance) or variance <= 0 or df < 1 or not 0 < share < 1:
+        return Interval(value, np.nan, np.nan, np.nan)
+    std_err = float(np.sqrt(variance)) / scale / (share * (1 - share))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * std_err
+    centre = float(special.logit(share))
+    bounds = (low + scale * float(special.expit(centre - half)), low + scale * float(special.expit(centre + half)))
+    if null is None:
+        return Interval(value, *bounds, np.nan)
+    null_share = (null - low) / scale
+    if not 0 < null_share < 1:  # the interval never reaches an end of the range: rejected
+        return Interval(value, *bounds, 0.0)
+    statistic = abs(centre - float(special.logit(null_share))) / std_err
+    return Interval(value, *bounds, float(2 * stats.t.sf(statistic, df)))
 
 
 def pair_interval(values: np.ndarray, null: float | None = None) -> Interval:
@@ -106,19 +128,30 @@ def pair_interval(values: np.ndarray, null: float | None = None) -> Interval:
 
 
 def wording_test(values: np.ndarray) -> float:
-    """p-value of "no wording effect": F = wording mean square / pair x wording mean square."""
+    """p-value of "no wording effect": the two-way ANOVA's F, its reference distribution the wordings permuted within
+    each pair (every arrangement where there are at most PERMUTATIONS + 1, else PERMUTATIONS seeded ones and the
+    observed). Under no wording effect a pair's values are exchangeable over its wordings, so the test keeps its
+    size whatever the pairs' spread; the F distribution's did not with binomial cells (6.0% at 12 pairs x 5
+    wordings; issue 40). Within a pair the total is fixed, so F grows with the wording sum of squares alone."""
     pairs, wordings = values.shape
     if pairs < 2 or wordings < 2:
         return np.nan
-    grand = values.mean()
-    wording_means = values.mean(axis=0)
-    interaction = values - values.mean(axis=1, keepdims=True) - wording_means + grand
-    ss_wording = pairs * np.sum((wording_means - grand) ** 2)
-    ss_residual = np.sum(interaction**2)
-    if ss_residual <= 1e-15 * max(ss_wording, 1.0):
-        return 0.0 if ss_wording > 1e-15 else 1.0
-    f_value = (ss_wording / (wordings - 1)) / (ss_residual / ((pairs - 1) * (wordings - 1)))
-    return float(stats.f.sf(f_value, wordings - 1, (pairs - 1) * (wordings - 1)))
+    observed = _wording_square(values)
+    arrangements = list(itertools.permutations(range(wordings)))
+    if len(arrangements) ** pairs <= PERMUTATIONS + 1:
+        orders = np.array(list(itertools.product(arrangements, repeat=pairs)))  # (arrangements, pairs, wordings)
+    else:
+        rng = np.random.default_rng(SEED)
+        shuffled = rng.permuted(np.broadcast_to(np.arange(wordings), (PERMUTATIONS, pairs, wordings)), axis=2)
+        orders = np.concatenate([np.broadcast_to(np.arange(wordings), (1, pairs, wordings)), shuffled])
+    reference = _wording_square(np.take_along_axis(values[None, :, :], orders, axis=2))
+    return float(np.mean(reference >= observed - 1e-12 * max(observed, 1.0)))
+
+
+def _wording_square(values: np.ndarray) -> np.ndarray:
+    """The wording sum of squares over the last two axes (pairs, wordings): pairs x sum of (wording mean - grand)^2."""
+    means = values.mean(axis=-2)
+    return values.shape[-2] * np.sum((means - means.mean(axis=-1, keepdims=True)) ** 2, axis=-1)
 
 
 def verdict(per_wording: list[Interval], wording_p: float, null: float | None, pairs: int) -> str:
@@ -208,7 +241,8 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
                          **_interval_columns(interval), "pairs": pairs, "wordings": 1,
                          "method": METHODS["wording"]})  # fmt: skip
         none = Interval(float(matrix.mean()), np.nan, np.nan, np.nan)  # below MIN_PAIRS: no interval, no test
-        crossed = _in_range(crossed_interval(matrix, null), metric) if pairs >= MIN_PAIRS else none
+        lowest = -1.0 if METRICS[metric].kind == "difference" else 0.0
+        crossed = crossed_interval(matrix, null, lowest) if pairs >= MIN_PAIRS else none
         pair_only = _in_range(pair_interval(matrix, null), metric) if pairs >= MIN_PAIRS else none
         wording_p = wording_test(matrix) if pairs >= MIN_PAIRS else np.nan
         spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)

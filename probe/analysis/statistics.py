@@ -10,29 +10,31 @@ method for a share or rate from what the pairs show:
 - `no_events`: the estimate is exactly 0 (or 1). Every pair showed no event, so the spread is no guide; the bound
   counts pairs, not instances: whatever the correlation within a pair, P(a pair shows no event) <= 1 - p, so
   P(no pair does) <= (1 - p)^pairs, giving [0, 1 - (alpha/2)^(1/pairs)] and p = 2 (1 - p0)^pairs.
-- `betting`: a rare event (rate below 20% or above 80%) carried by fewer than MIN_PAIRS pairs' worth
-  (participation ratio of the pairs' distances from the near end). No variance estimate from so few carriers is
-  reliable; the distribution-free betting interval (probe/analysis/sequential.py) is, at about 1.5x the width.
+- `betting`: a rare event (rate below 20% or above 80%) with fewer events than pairs, or carried by fewer than
+  MIN_PAIRS pairs' worth (participation ratio of the pairs' distances from the near end). No variance estimate
+  from so few events or carriers is reliable; the distribution-free betting interval (sequential.py) is.
 - `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
   pairs (CR2), floored at the estimator's own binomial variance, with Bell-McCaffrey degrees of freedom (pairs - 1
   when pairs are equal in size, fewer when a few large pairs dominate).
 
 `difference_estimate` is the one procedure for a difference of two rates over the same pairs (attr_yes_diff, the
 paired differences of `probe compare`, gates against a baseline): a paired cluster t over the pairs' influence
-differences. `python -m bench --coverage` measures every method (BENCHMARKS.md "Statistics").
+differences, t on Satterthwaite's df for means of pairs of unequal size; with fewer events than pairs on the two
+sides together, the betting interval of the pairs' differences. `python -m bench --coverage` measures every method
+(BENCHMARKS.md "Statistics"; bench/edges.py the rare events of issue 40).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 from scipy import optimize, stats
 
 from probe.analysis.binomial import CONFIDENCE, POWER, binomial_min_p
+from probe.analysis.freedom import bell_mccaffrey_df, t_quantile
 from probe.analysis.sequential import log_capital, mean_interval
 
 # The score interval's variance function [p(1-p)]^VARIANCE_POWER: 1 is the binomial's (Wilson), 2 the logit
@@ -48,18 +50,18 @@ MIN_PAIRS = 6
 RARE = 0.2
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
-_NO_SPREAD = 1e-24  # a variance below this (times the squared estimate) is float noise, not spread between pairs
 
 METHODS = {
     "score": "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR2), at "
     "least the estimator's binomial variance; t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
     "no_events": "no-event bound over name pairs: no pair showed the event (or every pair always did), so the "
     "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
-    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): the events are "
-    "carried by fewer than 6 pairs' worth, too few for a variance estimate; the p-value is 1 / the betting capital",
-    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2), t with "
-    "Bell-McCaffrey degrees of freedom; the p-value is the same test (where every pair differs alike, the two rates' "
-    "own intervals combined)",
+    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): fewer events than "
+    "pairs, or events carried by fewer than 6 pairs' worth, too few for a variance estimate (for a difference, of "
+    "the pairs' differences); the p-value is 1 / the betting capital",
+    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2; for two rare rates at "
+    "least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of "
+    "unequal size); the p-value is the same test (where every pair differs alike, the rates' own intervals combined)",
     "wilson": "Wilson score interval over the pair's own instances",
 }
 
@@ -75,12 +77,6 @@ OCCUPATION_TEST = (
     "at the decision's level (false-coverage-rate adjusted: 1 - R x 0.05 / occupations, R the occupations "
     "preferred, at least 1), so it excludes 50% exactly when the occupation is preferred"
 )
-
-
-@lru_cache(maxsize=4096)
-def t_quantile(probability: float, df: float) -> float:
-    """Student t quantile, remembered: a run's thousands of intervals share a few degrees of freedom (pairs - 1)."""
-    return float(stats.t.ppf(probability, df))
 
 
 @dataclass(frozen=True)
@@ -201,21 +197,21 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
         variance = float(np.sum(residual**2 / (1 - leverage)) / total**2) if pairs >= 2 else math.nan
         floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
     df = bell_mccaffrey_df(denominator)
-    method = _share_method(value, residual, denominator, df)
+    method = _share_method(value, residual, denominator, sizes, df)
     weights = denominator / denominator.max()
     return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator),
                          tuple(weights))  # fmt: skip
 
 
-def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, df: float) -> str:
-    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range, carried by
-    fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate effectively rests on (df + 1: 6
-    large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from pairs at 1 and a few below is
-    no rare event: the score interval's variance function holds it (BENCHMARKS.md "Statistics").
-
-    Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end of the
-    range, in the estimate's own weighting (numerator - near end x denominator): k pairs carrying the events alike
-    count k, one pair carrying most of them about 1.
+def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, sizes: np.ndarray, df: float) -> str:
+    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range with fewer events
+    than pairs, or carried by fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate
+    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from
+    pairs at 1 and a few below is no rare event: the score interval's variance function holds it.
+    Fewer events than pairs: a run cannot tell a rate spread thinly over every pair from one carried by a few pairs
+    it did not draw (one pair in 24 at 0.3, 0.01 elsewhere, 70 pairs: the score interval missed in 21% of runs).
+    Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end, in the
+    estimate's own weighting: k pairs carrying the events alike count k, one pair carrying most of them about 1.
     """
     if value in (0.0, 1.0):
         return "no_events"
@@ -223,8 +219,20 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, d
         return "score"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
+    if events(value, residual + value * denominator, denominator, sizes) < len(distance):
+        return "betting"
     carriers = distance.sum() ** 2 / np.sum(distance**2)
     return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
+
+
+def events(value: float, numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> float:
+    """The events behind a rate, counted from the near end of the range (hits for a rate below 0.5, misses above):
+    each pair's distance of its rate from that end times its valid instances (pairs with denominator 0 count
+    none)."""
+    near = 0.0 if value < 0.5 else 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        distance = np.where(denominator > 0, np.abs(numerator / denominator - near) * sizes, 0.0)
+    return float(distance.sum())
 
 
 def rate(hits: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -241,148 +249,3 @@ def pair_terms(
     n). `pooled` may be an array over the columns of 2-D hits and n."""
     hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
     return np.where(pooled, hits, rate(hits, n)), np.where(pooled, n, (n > 0).astype(float)), n
-
-
-def bell_mccaffrey_df(sizes: np.ndarray) -> float:
-    """Degrees of freedom of the CR2 variance of a ratio of pair sums (Bell & McCaffrey 2002, Imbens & Kolesar
-    2016), working model: independent instances. pairs - 1 for pairs of equal size; fewer when a few pairs carry
-    most instances (2 and 40 valid answers, as refusals produce). NaN below 2 pairs."""
-    sizes = np.asarray(sizes, dtype=float)
-    pairs, total = len(sizes), float(sizes.sum())
-    if pairs < 2:
-        return math.nan
-    leverage = sizes / total
-    if np.any(leverage >= 1):
-        return math.nan
-    # df = (1/T)^2 / sum_gh b_g b_h Q_gh^2, with b_g = 1 / (T^2 (1 - h_g)) and Q = diag(n) - n n' / T expanded
-    # into sums over pairs (O(pairs), not O(pairs^2)).
-    weight = 1 / (total**2 * (1 - leverage))
-    squares = np.sum(weight**2 * sizes**2) - 2 * np.sum(weight**2 * sizes**3) / total
-    squares += np.sum(weight * sizes**2) ** 2 / total**2
-    return float((1 / total) ** 2 / squares)
-
-
-@dataclass(frozen=True)
-class DifferenceEstimate:
-    """A difference of two rates over the same name pairs (value in [-1, 1]): the paired cluster t; or a contrast
-    of several (`signs`: +1 or -1 per side, a difference of two differences in [-2, 2]).
-
-    `variance` is the CR2 variance over pairs of each pair's influence on the first rate minus its influence on
-    the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size); `sides` are the
-    rates' own estimates (their intervals combine where every pair differs alike).
-    """
-
-    value: float
-    variance: float
-    pairs: int
-    instances: int
-    sides: tuple[ShareEstimate, ...] = field(repr=False)
-    df: float = math.nan
-    method: str = "paired_t"
-    signs: tuple[int, ...] = (1, -1)
-
-    @property
-    def bound(self) -> float:
-        """The largest size the contrast can take: 1 for a difference of two rates, 2 for one of two differences."""
-        return len(self.signs) / 2
-
-    @property
-    def estimable(self) -> bool:
-        return self.pairs >= 2 and self.instances > 0 and np.isfinite(self.value)
-
-    def _critical(self, confidence: float) -> float:
-        return t_quantile(1 - (1 - confidence) / 2, self.df)
-
-    def _degenerate(self) -> bool:
-        """No spread: every pair differs alike (float noise of a difference like 0.1 counts as none)."""
-        return no_spread(self.variance, self.value)
-
-    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-        """value -+ t * se; where every pair differs alike (no spread), MOVER over the two rates' own intervals
-        (Newcombe), which count pairs at 0 or 1. None with < MIN_PAIRS pairs."""
-        if not self.estimable or self.pairs < MIN_PAIRS:
-            return None
-        if self._degenerate():
-            bounds = [side.interval(confidence) for side in self.sides]
-            if any(interval is None for interval in bounds):
-                return None
-            below = [side.value - interval[0] for side, interval in zip(self.sides, bounds, strict=True)]
-            above = [interval[1] - side.value for side, interval in zip(self.sides, bounds, strict=True)]
-            signed = list(zip(self.signs, below, above, strict=True))
-            low = self.value - math.hypot(*(down if sign > 0 else up for sign, down, up in signed))
-            high = self.value + math.hypot(*(up if sign > 0 else down for sign, down, up in signed))
-            return max(low, -self.bound), min(high, self.bound)
-        half = self._critical(confidence) * math.sqrt(self.variance)
-        return max(self.value - half, -self.bound), min(self.value + half, self.bound)
-
-    def p_value(self, null: float) -> float | None:
-        """The paired t test of `null` (never below 2 * 0.5**pairs); without spread, the floor where the
-        combined interval excludes `null` and 1 where it holds it."""
-        if not self.estimable:
-            return None
-        floor = binomial_min_p(self.pairs)
-        if self._degenerate():
-            interval = self.interval()
-            return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
-        statistic = abs(self.value - null) / math.sqrt(self.variance)
-        return max(float(2 * stats.t.sf(statistic, self.df)), floor)
-
-    def min_p_value(self, null: float) -> float | None:
-        """Every pair differing alike, away from `null`: the sign-flip bound 2 * 0.5**pairs."""
-        return binomial_min_p(self.pairs) if self.estimable else None
-
-    def mde(self, null: float) -> float | None:
-        """Shift from `null` detected with 80% power at 5%, with this run's spread (at least the binomial
-        variance of the two rates)."""
-        if not self.estimable or self.pairs < MIN_PAIRS:
-            return None
-        binomial = sum(side.value * (1 - side.value) * side.floor_scale for side in self.sides)
-        critical = self._critical(CONFIDENCE) + t_quantile(POWER, self.df)
-        return critical * math.sqrt(max(self.variance, binomial))
-
-
-def no_spread(variance: float, value: float) -> bool:
-    """A variance below 1e-24 times the squared value (or times 1) is float noise, not spread between pairs:
-    differences like +0.1 in every pair leave a variance of ~1e-34, which a t would read as a huge effect."""
-    return not variance > _NO_SPREAD * max(1.0, value**2)
-
-
-def difference_estimate(
-    first: tuple[np.ndarray, np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> DifferenceEstimate:
-    """Rate of `first` minus rate of `second`, paired by name pair (rows aligned).
-
-    Each side is (numerator, denominator, sizes) per pair as for `share_estimate`. A pair counts where either side
-    has data; its influence on a side without data is 0. Instances: both sides' together. The variance is CR2 and
-    the degrees of freedom Bell-McCaffrey's over the pairs' combined sizes, as for a share: with refusals leaving a
-    few large pairs, the paired test would otherwise reject too often.
-    """
-    return contrast_estimate((first, second), (1, -1))
-
-
-def contrast_estimate(
-    sides: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], signs: Sequence[int]
-) -> DifferenceEstimate:
-    """The signed sum of several rates over the same name pairs (rows aligned), by `difference_estimate`'s paired
-    cluster t: a difference of two rates is (1, -1); `probe compare`'s difference between two runs of a difference
-    of rates (the stage-1 grant gap) is (1, -1, -1, 1) over run women, run men, reference women, reference men."""
-    sides = [tuple(np.asarray(a, dtype=float).ravel() for a in side) for side in sides]
-    used = np.logical_or.reduce([side[1] > 0 for side in sides])
-    estimates = tuple(share_estimate(*side) for side in sides)
-    pairs = int(used.sum())
-    instances = int(sum(side[2][used].sum() for side in sides))
-    signs = tuple(signs)
-    if pairs == 0 or any(side[1].sum() == 0 for side in sides):
-        return DifferenceEstimate(math.nan, math.nan, pairs, instances, estimates, signs=signs)
-    influence = np.zeros(pairs)
-    for sign, (numerator, denominator, _), estimate in zip(signs, sides, estimates, strict=True):
-        numerator, denominator = numerator[used], denominator[used]
-        residual = np.where(denominator > 0, numerator - estimate.value * denominator, 0.0)
-        influence += sign * residual / denominator.mean()
-    combined = sum(side[1][used] / side[1].sum() for side in sides)
-    leverage = combined / combined.sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        variance = float(np.sum(influence**2 / (1 - leverage)) / pairs**2) if pairs >= 2 else math.nan
-    value = sum(sign * estimate.value for sign, estimate in zip(signs, estimates, strict=True))
-    return DifferenceEstimate(value, variance, pairs, instances, estimates, bell_mccaffrey_df(combined),
-                              signs=signs)  # fmt: skip

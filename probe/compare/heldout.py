@@ -11,7 +11,7 @@ the mean over the part's occupations of |the woman's order-balanced share - 50%|
 gender per occupation); position_first: |share - 50%|; bias: the share itself; consistency: 1 - the share. The
 mitigation's effect on a part = the mean over its name pairs of (distance in BASE - distance in MITIGATED):
 positive = it helped. Its interval and test are the project's one procedure for a difference over the same pairs
-(`statistics.difference_estimate`, as attr_yes_diff and `probe gate`'s baseline gates): a paired cluster t over
+(`differences.difference_estimate`, as attr_yes_diff and `probe gate`'s baseline gates): a paired cluster t over
 name pairs, no interval below 6 pairs and no p below the pairs' exact bound 2 x 0.5^pairs, and where every pair
 improves alike the two runs' own intervals combined (never a zero-width interval). A held-out part's effect
 generalizes when its interval lies above 0 and it is not significantly smaller than the tuning part's (one-sided at
@@ -32,8 +32,9 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import SIGNIFICANCE
+from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.pairs import wording_cells
-from probe.analysis.statistics import METHODS, difference_estimate, no_spread
+from probe.analysis.statistics import METHODS
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probe.analysis.differences import contrast_estimate
 from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, POOLED_OVERALL_METRICS
 from probe.analysis.resampling import PERCENTILE_METHOD, bootstrap_weights, expanded_tail
-from probe.analysis.statistics import METHODS, contrast_estimate
+from probe.analysis.statistics import METHODS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 

@@ -35,15 +35,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
+from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
-from probe.analysis.statistics import (
-    METHODS,
-    MIN_PAIRS,
-    DifferenceEstimate,
-    ShareEstimate,
-    difference_estimate,
-    share_estimate,
-)
+from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, share_estimate
 from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
 
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"

@@ -8,7 +8,7 @@ import math
 
 import duckdb
 
-from probe.analysis.statistics import difference_estimate
+from probe.analysis.differences import difference_estimate
 from probe.common.errors import UserError
 from probe.gates.gate import Gate
 from probe.gates.keys import MARGIN, WORSE_KEY
