@@ -190,7 +190,7 @@ def paired_difference(
             "difference": clean(estimate.value), "ci_low": clean(interval[0]) if interval else None,
             "ci_high": clean(interval[1]) if interval else None, "p_value": clean(estimate.p_value(0.0)),
             "n_instances": int(min(instances)),
-            "method": METHODS["paired_t"] if interval else None,
+            "method": METHODS[estimate.method] if interval else None,
             "note": None if interval else NO_INTERVAL}  # fmt: skip
 
 

@@ -112,7 +112,8 @@ _SENTENCES = {
 # What a reader must know when an interval is not the usual score interval (statistics.METHODS has the details).
 _METHOD_NOTES = {
     "no_events": " No name pair showed otherwise, so the interval counts pairs, not instances (no-event bound).",
-    "betting": " A few name pairs carry these events, so the interval is the distribution-free betting interval "
+    "betting": " The events are rare (fewer than the name pairs) or a few pairs carry them, so the interval is the "
+    "distribution-free betting interval "
     "(wider than the usual one, and valid however unevenly the pairs share the events).",
 }
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
