@@ -126,6 +126,14 @@ CREATE TABLE IF NOT EXISTS robustness (
     ci_high DOUBLE, p_value DOUBLE, pairs BIGINT, wordings BIGINT, method VARCHAR, spread DOUBLE, wording_p DOUBLE,
     pair_ci_low DOUBLE, pair_ci_high DOUBLE, verdict VARCHAR
 );
+-- The adverse-impact table (probe/analysis/impact.py; DESIGN.md section 11): per condition, attribute, scope and
+-- category each rate kind's rate and its impact ratio to the highest-rate category, with the ratio's interval and test
+-- over name sets.
+CREATE TABLE IF NOT EXISTS adverse_impact (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, scope VARCHAR, key VARCHAR, category VARCHAR,
+    rate_kind VARCHAR, n BIGINT, rate DOUBLE, impact_ratio DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE,
+    q_value DOUBLE, four_fifths BOOLEAN, unknown BIGINT
+);
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,
