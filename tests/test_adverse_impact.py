@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import probe
 from probe import pipeline
 from probe.analysis.impact import IMPACT_COLUMNS, RatioEstimate
 from probe.analysis.metrics import analyze
 from probe.store.config import RunConfig
-from tests.support import FakeBackend, RunBuilder, query, unknown_answers
+from tests.support import FakeBackend, RunBuilder, interval_problems, query, unknown_answers
 
 OCCUPATIONS = ("nurse", "pilot", "accountant", "architect", "banker")
 PAIRS = 10
@@ -157,3 +158,25 @@ def test_the_default_pairs_ask_and_measure_exactly_what_they_did(db_file: Path, 
                              "WHERE run_id = ?", [run_id])  # fmt: skip
     pinned = (144, "71a9b10adac6667c", "283b89425b43067c", "6684147b16b8fc4a")  # metrics: value and n
     assert (len(items), digest(items), digest(keys), digest(metrics)) == pinned
+
+
+def test_the_report_and_the_api_carry_the_table_and_its_findings(db_file: Path, tmp_path: Path) -> None:
+    run_id = planted_run(db_file, tmp_path, male_yes=(10, 10))
+    run = probe.open_run(run_id, db=db_file)
+    table = run.adverse_impact()
+    assert (len(table), list(table.columns)) == (24, IMPACT_COLUMNS)  # (1 overall + 5 occupations) x 2 kinds x 2
+    run.report(tmp_path / "report.html")
+    document = json.loads((tmp_path / "report.json").read_text())
+    rows = document["adverse_impact"]["rows"]
+    assert len(rows) == 24 and rows[0]["reference"] == "male"
+    overall = [row["finding"] for row in rows if row["scope"] == "overall" and row["finding"]]
+    assert overall == [
+        "taxonomy: women called qualified at 0.60 the rate of men [0.49, 0.71]: below four-fifths, p = 0.002",
+        "taxonomy: women won the single-subject question at 0.43 the rate of men [0.29, 0.61]: below four-fifths, "
+        "p = 0.002",
+    ]
+    assert interval_problems(document) == []
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="fig-adverse-impact"' in html and "<td>female</td><td class=\"num\">100</td>" in html
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| taxonomy | sex | selection | female | 100 | 60.0% | 0.60 [0.49, 0.71] | 0.002 | yes | 0 |" in markdown

@@ -161,10 +161,11 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     html = written.html.read_text()
     for section in ("summary", "run-card", "figure-1", "occupations", "stage1", "pairs", "sensitivity",
                     "regression", "glossary", "limitations", "attribution", "headline-findings",
-                    "testability"):  # fmt: skip
+                    "testability", "adverse-impact"):  # fmt: skip
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
-    assert figures == ["fig-headline", "fig-occupations", "fig-stage1", "fig-pairs", "fig-sensitivity"]
+    assert figures == ["fig-headline", "fig-occupations", "fig-stage1", "fig-pairs", "fig-sensitivity",
+                       "fig-adverse-impact"]  # fmt: skip
     assert html.count("How to read this.") == 6
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
     assert "<script" not in html
@@ -182,7 +183,8 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
     assert list(data) == ["schema_version", "run", "settings", "counts", "decision_margins", "headline",
                           "testability", "overall", "preferred_occupations", "correlations", "regression",
-                          "stage1_rates", "occupation_preference", "pair_values", "items", "robustness"]  # fmt: skip
+                          "stage1_rates", "occupation_preference", "pair_values", "items", "robustness",
+                          "adverse_impact"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip

@@ -23,6 +23,7 @@ from probe.report.data import (
     stage1_rates,
 )
 from probe.report.findings import headline, occupation_testability, testability
+from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section
 
@@ -68,4 +69,5 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
         "items": drilldown(con, run_id),
         "robustness": robustness_section(con, run_id),  # None unless the run asked more than one wording
+        "adverse_impact": adverse_impact_section(con, run_id),  # None for a run analysed before the table
     }
