@@ -27,7 +27,6 @@ from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
-from probe.common.vocabulary import SEX_ATTRIBUTE
 
 FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
 IMPACT_COLUMNS = ["condition", "attribute", "scope", "key", "category", "rate_kind", "n", "rate", "impact_ratio",
@@ -132,12 +131,15 @@ class RatioEstimate:
         return max(float(2 * stats.t.sf(self._statistic(null), self.df)), binomial_min_p(self.sets))
 
 
-def impact_rows(counts: pd.DataFrame, attribute: str = SEX_ATTRIBUTE) -> pd.DataFrame:
-    """The adverse-impact rows of one attribute from metrics.sql `impact_counts` (condition, rate_kind, scope, key,
-    set_id, category, hits, n, unknown): per (condition, rate kind, scope, key) each category's rate and its ratio
-    to the highest-rate category; q = Benjamini-Hochberg over the occupation rows of a condition and rate kind."""
+def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
+    """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
+    category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
+    to the highest-rate category; q = Benjamini-Hochberg over the occupation rows of a condition, attribute and rate
+    kind (occupations x categories)."""
     rows = []
-    for (condition, rate_kind, scope, key), group in counts.groupby(["condition", "rate_kind", "scope", "key"]):
+    for (condition, attribute, rate_kind, scope, key), group in counts.groupby(
+        ["condition", "attribute", "rate_kind", "scope", "key"]
+    ):
         wide = group.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
                                  fill_value=0)  # fmt: skip
         totals = wide.sum()
@@ -151,7 +153,7 @@ def impact_rows(counts: pd.DataFrame, attribute: str = SEX_ATTRIBUTE) -> pd.Data
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
     occupations = table[(table["scope"] == "occupation") & table["p_value"].notna()]
-    for _, group in occupations.groupby(["condition", "rate_kind"]):
+    for _, group in occupations.groupby(["condition", "attribute", "rate_kind"]):
         table.loc[group.index, "q_value"] = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[1]
     table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
     return table[IMPACT_COLUMNS]

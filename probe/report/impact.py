@@ -15,6 +15,7 @@ from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, IMPACT_METHOD
 from probe.common.vocabulary import CONDITIONS, RATE_KINDS, SEX_ATTRIBUTE
 from probe.report.data import order_index, records
 from probe.report.formatting import MISSING, fmt_num, p_phrase
+from probe.taxonomy.name_sets import JOINT
 
 SMALL_CATEGORY = 0.02  # 6 RCNY 5-301: a category under 2% of the data may be left out of the ratios; noted here
 # What each rate kind counts, as a sentence reads it ("... at 0.72 the rate of men").
@@ -58,8 +59,13 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
 
 
 def category_noun(attribute: str, category: str) -> str:
-    """How a sentence names a category's people: women / men for sex, else `names of <category>`."""
-    return CATEGORY_NOUNS[category] if attribute == SEX_ATTRIBUTE else f"people with {category} names"
+    """How a sentence names a category's people: women / men for sex, `Black women` for 'sex x race_ethnicity'
+    (a sex among the values names the people), else `<category> names`."""
+    levels = dict(zip(attribute.split(JOINT), category.split(JOINT), strict=True))
+    sex = levels.pop(SEX_ATTRIBUTE, None)
+    if sex in CATEGORY_NOUNS:
+        return " ".join([*levels.values(), CATEGORY_NOUNS[sex]])
+    return f"{category} names"
 
 
 def finding(row: Mapping[str, Any]) -> str | None:

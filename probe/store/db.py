@@ -65,6 +65,11 @@ CREATE TABLE IF NOT EXISTS run_attributes (
 CREATE TABLE IF NOT EXISTS run_name_pairs (
     run_id VARCHAR, pair_id INTEGER, female VARCHAR, male VARCHAR
 );
+-- A run over name sets (probe/taxonomy/name_sets.py): each contest (a pair_id of run_name_pairs; its female / male
+-- = the first / second person) with its set and each person's (slot female / male) category per attribute.
+CREATE TABLE IF NOT EXISTS run_contests (
+    run_id VARCHAR, pair_id INTEGER, set_id INTEGER, slot VARCHAR, attribute VARCHAR, category VARCHAR
+);
 CREATE TABLE IF NOT EXISTS items (
     run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
