@@ -100,13 +100,14 @@ def _check_complete(sets: pd.DataFrame, path: Path) -> None:
 
 
 def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.DataFrame:
-    """The sets `spec` picks, as `--pairs` picks pairs: N -> the first N set ids, a list -> those ids, None -> all."""
+    """The sets `spec` picks, as `--pairs` picks pairs: N -> the first N set ids (every set where the file has fewer:
+    a preset's pair count reads as "up to"), a list -> those ids, None -> all."""
     ids = sorted(set(sets["set_id"]))
     if spec is None:
         chosen = ids
     elif isinstance(spec, int) and not isinstance(spec, bool):
-        if not 1 <= spec <= len(ids):
-            raise UserError(f"pairs: {spec} is not a number of name sets from 1 to {len(ids)}")
+        if spec < 1:
+            raise UserError(f"pairs: {spec} is not a number of name sets (1 or more)")
         chosen = ids[:spec]
     else:
         unknown = sorted(set(spec) - set(ids))
