@@ -26,15 +26,16 @@ import pandas as pd
 
 from probe.analysis.metrics import occupation_preference_rows
 from probe.analysis.statistics import ShareEstimate, difference_estimate, share_estimate
-from probe.gates.policy import Gate
-from probe.gates.verdicts import FAIL, PASS, Verdict, confirm_fails, interval_verdict, pairs_needed
+from probe.gates.gate import FAIL, PASS, Gate, Verdict
+from probe.gates.kinds import KINDS
+from probe.gates.verdicts import confirm_fails, interval_verdict, pairs_needed
 
 INSTANCES = 16
 CORRELATION = 0.1
-EQUIVALENCE = Gate("share", "equivalence", "taxonomy", "female_share", target=0.5, margin=0.05)
+EQUIVALENCE = Gate("share", KINDS["equivalence"], "taxonomy", "female_share", {"target": 0.5, "margin": 0.05})
 BAND = (0.45, 0.55)
-NON_INFERIORITY = Gate("worse", "non_inferiority", "taxonomy", "bias", margin=0.05, worse="higher")
-OCCUPATIONS = Gate("occupations", "occupations", "taxonomy")
+NON_INFERIORITY = Gate("worse", KINDS["non_inferiority"], "taxonomy", "bias", {"margin": 0.05, "worse": "higher"})
+OCCUPATIONS = Gate("occupations", KINDS["occupations"], "taxonomy", settings={"occupations": ()})
 LARGEST_PLAN = 3_000  # plans above this many pairs are counted, not run
 
 
@@ -73,7 +74,7 @@ def stated_power(rng: np.random.Generator, pilot_pairs: int, pilots: int, runs: 
     stated, powers, skipped = [], [], 0
     for _ in range(pilots):
         estimate = _share(pair_values(rng, 0.52, pilot_pairs)[0])
-        needed = pairs_needed(estimate, estimate.value, BAND)
+        needed = pairs_needed(estimate, estimate.value, BAND).pairs
         if needed is None or needed > LARGEST_PLAN:
             skipped += 1
             continue
@@ -89,7 +90,7 @@ def planned_pass_at_truth(rng: np.random.Generator, pilot_pairs: int, pilots: in
     passes = []
     for _ in range(pilots):
         estimate = _share(pair_values(rng, 0.5, pilot_pairs)[0])
-        needed = pairs_needed(estimate, estimate.value, BAND)
+        needed = pairs_needed(estimate, estimate.value, BAND).pairs
         if BAND[0] < estimate.value < BAND[1] and needed is not None and needed <= LARGEST_PLAN:
             passes.append(pass_rate(rng, EQUIVALENCE, 0.5, needed, runs))
     return len(passes) / pilots, float(np.mean(passes))
@@ -111,7 +112,7 @@ def family_error(rng: np.random.Generator, gates: int, pairs: int, runs: int, oc
     """Share of runs where any of `gates` max-gates (and an occupations gate over `occupations` occupations, if
     any) fails after Holm, every metric exactly at its limit (0.5) and no occupation preferred: the hardest case
     inside the margin (unadjusted, each max gate alone fails up to 2.5% of the time)."""
-    gate = Gate("max", "max", "taxonomy", "bias", limit=0.5)
+    gate = Gate("max", KINDS["max"], "taxonomy", "bias", {"limit": 0.5})
     failed = 0
     for _ in range(runs):
         verdicts = [interval_verdict(gate, _share(pair_values(rng, 0.5, pairs)[0])) for _ in range(gates)]

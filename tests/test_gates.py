@@ -26,8 +26,10 @@ from probe.analysis.statistics import difference_estimate, share_estimate
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.gates import parse_policy
-from probe.gates.policy import Gate
-from probe.gates.verdicts import interval_verdict, leaning_pairs_needed, pairs_needed
+from probe.gates.gate import Gate
+from probe.gates.kinds import KINDS
+from probe.gates.kinds.occupations import leaning_pairs_needed
+from probe.gates.verdicts import interval_verdict, pairs_needed
 from probe.store import db
 from tests.support import interval_problems
 
@@ -130,19 +132,19 @@ def test_an_occupations_fail_needs_holm_too(db_file: Path, tmp_path: Path) -> No
 def test_pairs_needed_for_no_events_and_for_occupations() -> None:
     # every pair at 0: the 90% no-event bound 1 - 0.05^(1/N) falls below a limit of 0.1 from N = 29 (28.4)
     none = share_estimate(np.zeros(8), np.ones(8), np.full(8, 16.0))
-    assert pairs_needed(none, 0.0, (-math.inf, 0.1)) == 29
-    gate = Gate("rare", "max", "taxonomy", "bias", limit=0.1)
+    assert pairs_needed(none, 0.0, (-math.inf, 0.1)).pairs == 29
+    gate = Gate("rare", KINDS["max"], "taxonomy", "bias", {"limit": 0.1})
     for pairs, verdict in ((28, "inconclusive"), (29, "pass")):
         assert interval_verdict(gate, share_estimate(np.zeros(pairs), np.ones(pairs), np.full(pairs, 16.0))).verdict \
             == verdict
     # a fail needs the 95% bound 1 - 0.025^(1/N) below a lower limit of 0.2: N = 17 (16.5)
-    assert pairs_needed(none, 0.0, (0.2, math.inf)) == 17
+    assert pairs_needed(none, 0.0, (0.2, math.inf)).pairs == 17
     # a difference of 0.25 in every pair: no spread, so the interval combines the rates' own (MOVER, 95% [0.0391,
     # 0.4149]) and that width is the standard error: 0.3758 / (2 t_0.975,7) = 0.0795; a limit of 0.3 needs
     # 8 x ((z_0.95 + z_0.8) x 0.0795 / 0.05)^2 = 125 pairs with normal quantiles, 127 with t
     values = np.array([0.25, 0.375, 0.5, 0.625, 0.75, 0.5, 0.375, 0.625])
     alike = difference_estimate(*((side, np.ones(8), np.full(8, 16.0)) for side in (values, values - 0.25)))
-    assert (alike.variance, pairs_needed(alike, 0.25, (-math.inf, 0.3))) == (0.0, 127)
+    assert (alike.variance, pairs_needed(alike, 0.25, (-math.inf, 0.3)).pairs) == (0.0, 127)
     # 3 of 8 pairs lean: P(Binomial(N, 3/8) >= 6) is 0.776 at 19 pairs and 0.821 at 20
     assert (leaning_pairs_needed(3, 8), leaning_pairs_needed(8, 8), leaning_pairs_needed(0, 8)) == (20, 6, None)
 

@@ -17,21 +17,10 @@ import duckdb
 
 from probe.common.errors import UserError
 from probe.compare.summary import compare_run, settings_differences
+from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, Gate, Verdict
 from probe.gates.outputs import gate_document, write_outputs
-from probe.gates.policy import Gate, load_policy, parse_policy
-from probe.gates.verdicts import (
-    EXIT_CODES,
-    FAIL,
-    INCONCLUSIVE,
-    Verdict,
-    band,
-    evaluate,
-    occupations_verdict,
-    overall,
-    paired_estimate,
-    pairs_needed,
-    run_estimate,
-)
+from probe.gates.policy import load_policy, parse_policy
+from probe.gates.verdicts import evaluate, overall
 
 __all__ = ["Gate", "GateResult", "check_gates", "load_policy", "parse_policy", "plan"]
 ITEMS_BEHIND = 8  # items listed in a failing gate's JUnit body, beside every pair's value
@@ -58,7 +47,7 @@ def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
     if baseline is None:
         needing = next((gate for gate in gates if gate.needs_baseline), None)
         if needing is not None:
-            raise UserError(f"gate {needing.name!r} (non_inferiority) needs --baseline RUN_ID")
+            raise UserError(f"gate {needing.name!r} ({needing.kind.name}) needs --baseline RUN_ID")
         return
     if baseline == run_id:  # a run against itself passes every non-inferiority gate by construction
         raise UserError(f"--baseline {baseline}: that is the run being gated; give the run it must not be worse than")
@@ -104,30 +93,17 @@ def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], 
 
 def plan(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[dict[str, Any]]:
     """From a pilot run: the name pairs each gate needs to be decided with 80% power, if the truth is the pilot's
-    estimate and the spread between pairs stays as the pilot showed (verdicts.pairs_needed); an occupations gate:
-    the pairs that make every listed occupation testable (verdicts.leaning_pairs_needed), the pilot's own if it is."""
+    estimate and the spread between pairs stays as the pilot showed - the figure its verdict states (the kind's
+    `verdict`: verdicts.pairs_needed for an interval gate; for an occupations gate the pairs that make every
+    listed occupation testable, the pilot's own if it is)."""
     check_baseline(con, run_id, baseline, gates)
     check_measured(con, run_id, baseline, gates)
     rows = []
     for gate in gates:
-        if gate.kind == "occupations":
-            verdict = occupations_verdict(con, run_id, gate)
-            pilot = verdict.details["name_pairs"]
-            needed = verdict.pairs_needed if verdict.verdict == INCONCLUSIVE else pilot
-            note = None if needed is not None else "no name pair leans for an untestable occupation (every pair ties)"
-            rows.append({"gate": gate.name, "pilot_pairs": pilot, "estimate": verdict.estimate,
-                         "pairs_needed": needed, "note": note})  # fmt: skip
-            continue
-        sign = -1.0 if gate.kind == "non_inferiority" and gate.worse == "lower" else 1.0
-        if gate.needs_baseline:
-            estimate = paired_estimate(con, run_id, baseline, gate)
-        else:
-            estimate = run_estimate(con, run_id, gate)
-        value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
-        needed = pairs_needed(estimate, value, band(gate), sign)
-        note = None if needed is not None else "the estimate sits on an edge of the passing values, or under 6 pairs"
-        rows.append({"gate": gate.name, "pilot_pairs": estimate.pairs, "estimate": value,
-                     "pairs_needed": needed, "note": note})  # fmt: skip
+        verdict = gate.kind.verdict(con, run_id, gate, baseline)
+        rows.append({"gate": gate.name, "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
+                     "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs,
+                     "note": verdict.needed.note})  # fmt: skip
     return rows
 
 

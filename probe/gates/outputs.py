@@ -11,9 +11,10 @@ from typing import Any
 
 from probe.analysis.statistics import METHODS, OCCUPATION_TEST
 from probe.common.escape import markdown_text, write_atomic
-from probe.gates.verdicts import FAIL, INCONCLUSIVE, PASS, Verdict
+from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Verdict
 
 SCHEMA_VERSION = 1
+SETTINGS = ("target", "margin", "limit", "worse")  # in every gate's entry, null where its kind takes none
 _MARKS = {PASS: "pass", FAIL: "**FAIL**", INCONCLUSIVE: "inconclusive"}
 
 
@@ -26,12 +27,12 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
     gate = verdict.gate
     interval = {name: None if bounds is None else [_number(bounds[0]), _number(bounds[1])]
                 for name, bounds in (("ci90", verdict.ci90), ("ci95", verdict.ci95))}  # fmt: skip
+    settings = {**dict.fromkeys(SETTINGS), "occupations": (), **gate.settings}
     return {
-        "name": gate.name, "kind": gate.kind, "metric": gate.metric, "condition": gate.condition,
-        "target": gate.target, "margin": gate.margin, "limit": gate.limit, "worse": gate.worse,
-        "occupations": list(gate.occupations), "verdict": verdict.verdict, "sentence": verdict.sentence,
-        "estimate": _number(verdict.estimate), **interval,
-        "passing_band": None if gate.kind == "occupations" else [_number(bound) for bound in verdict.band],
+        "name": gate.name, "kind": gate.kind.name, "metric": gate.metric, "condition": gate.condition,
+        **{key: list(value) if isinstance(value, tuple) else value for key, value in settings.items()},
+        "verdict": verdict.verdict, "sentence": verdict.sentence, "estimate": _number(verdict.estimate), **interval,
+        "passing_band": None if verdict.band is None else [_number(bound) for bound in verdict.band],
         "p_fail": _number(verdict.p_fail), "p_fail_holm": _number(verdict.p_fail_holm),
         "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "method": verdict.method,
         "pairs_needed": verdict.pairs_needed, "details": verdict.details,

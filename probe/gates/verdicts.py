@@ -1,4 +1,6 @@
-"""Verdicts of a release policy: pass, fail or inconclusive per gate, from the report's own inference.
+"""Verdicts of a release policy: pass, fail or inconclusive per gate, from the report's own inference. Each kind
+(kinds/) decides its own gates; this module holds what the interval kinds share, the family's Holm step and the
+sentences.
 
 Each gate's estimate is rebuilt from the run's per-pair rows exactly as `probe analyze` builds the overall one
 (`share_estimate`, `difference_estimate`: the same method, the same 95% interval as the report), then:
@@ -18,21 +20,19 @@ The family: "the release passes" needs every gate to pass, an intersection-union
 fail p (an interval gate's test of its nearer edge, an occupations gate's smallest q), so the chance of failing
 any gate whose metric sits inside its margin stays at or below 5%. A fail that Holm does not confirm is
 inconclusive, and says so. When inconclusive, each gate states the name pairs that would decide it
-(`pairs_needed`, `leaning_pairs_needed`).
+(`pairs_needed`, kinds.occupations.leaning_pairs_needed).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from probe.analysis.binomial import POWER, SIGNIFICANCE, binomial_min_p
+from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
 from probe.analysis.statistics import (
     METHODS,
@@ -42,33 +42,11 @@ from probe.analysis.statistics import (
     difference_estimate,
     share_estimate,
 )
-from probe.common.errors import UserError
-from probe.gates.policy import Gate
+from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-EXIT_CODES = {PASS: 0, FAIL: 1, INCONCLUSIVE: 3}
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
+ON_THE_EDGE = "no pair count decides it while the estimate sits on the edge"
 Estimate = ShareEstimate | DifferenceEstimate
-
-
-@dataclass
-class Verdict:
-    """One gate's outcome with every number behind it (gate.json, JUnit, Markdown)."""
-
-    gate: Gate
-    verdict: str
-    sentence: str
-    estimate: float | None = None
-    ci90: tuple[float, float] | None = None
-    ci95: tuple[float, float] | None = None
-    band: tuple[float, float] = (-math.inf, math.inf)
-    p_fail: float | None = None
-    p_fail_holm: float | None = None
-    pairs: int = 0
-    instances: int = 0
-    method: str | None = None
-    pairs_needed: int | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def pair_terms(con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metric: str,
@@ -96,45 +74,42 @@ def run_estimate(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Est
     return share_estimate(*pair_terms(con, run_id, gate.condition, gate.metric)[:3])
 
 
-def paired_estimate(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, gate: Gate) -> Estimate:
-    """run - baseline on the gate's metric over the pairs of both runs (the paired cluster t of compare)."""
-    if gate.metric == "attr_yes_diff":
-        raise UserError(f"gate {gate.name!r}: a non_inferiority gate takes a rate, not the difference attr_yes_diff")
-    keys = sorted(set(pair_terms(con, run_id, gate.condition, gate.metric)[3])
-                  | set(pair_terms(con, baseline, gate.condition, gate.metric)[3]), key=int)  # fmt: skip
-    return difference_estimate(pair_terms(con, run_id, gate.condition, gate.metric, keys)[:3],
-                               pair_terms(con, baseline, gate.condition, gate.metric, keys)[:3])  # fmt: skip
+class IntervalKind(GateKind):
+    """A gate on one metric's estimate against the values that pass (`band`, on the scale where `sign` x the
+    estimate is read): pass, fail or inconclusive from its intervals (module docstring)."""
+
+    def band(self, gate: Gate) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def sign(self, gate: Gate) -> float:
+        """-1 turns an estimate whose lower values are worse so that positive is worse; 1 by default."""
+        return 1.0
+
+    def estimate(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Estimate:
+        return run_estimate(con, run_id, gate)
+
+    def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
+        return interval_verdict(gate, self.estimate(con, run_id, gate, baseline))
 
 
-def band(gate: Gate) -> tuple[float, float]:
-    """The values that pass: [target - margin, target + margin], below / above a limit, or below the margin."""
-    if gate.kind == "equivalence":
-        return gate.target - gate.margin, gate.target + gate.margin
-    if gate.kind == "max":
-        return -math.inf, gate.limit
-    if gate.kind == "min":
-        return gate.limit, math.inf
-    return -math.inf, gate.margin  # non_inferiority, on the "positive is worse" scale
-
-
-def interval_verdict(gate: Gate, estimate: Estimate, sign: float = 1.0) -> Verdict:
-    """Pass / fail / inconclusive of an interval gate before the family's Holm step (module docstring).
-
-    `sign` -1 turns a difference whose lower values are worse so that positive is worse.
-    """
-    low, high = band(gate)
+def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
+    """Pass / fail / inconclusive of an interval gate before the family's Holm step (module docstring), on the
+    gate's scale (its kind's `sign`), with the name pairs that would decide it."""
+    kind: IntervalKind = gate.kind  # type: ignore[assignment]
+    low, high = kind.band(gate)
+    sign = kind.sign(gate)
     ci90, ci95 = estimate.interval(0.90), estimate.interval()
+    value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
+    needed = pairs_needed(estimate, value, (low, high), sign)
     if ci90 is None or ci95 is None:
         return Verdict(gate, INCONCLUSIVE, f"no interval: {estimate.pairs} name pairs (6 or more are needed)",
-                       pairs=estimate.pairs, instances=estimate.instances)  # fmt: skip
+                       band=(low, high), pairs=estimate.pairs, instances=estimate.instances, needed=needed)  # fmt: skip
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
-    value = sign * estimate.value + 0.0  # + 0.0: no "-0.0" for a difference of 0 turned
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
     verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
-    needed = pairs_needed(estimate, value, (low, high), sign) if verdict == INCONCLUSIVE else None
     return Verdict(gate, verdict, "", value, ci90, ci95, (low, high), p_fail, pairs=estimate.pairs,
-                   instances=estimate.instances, method=estimate.method, pairs_needed=needed)  # fmt: skip
+                   instances=estimate.instances, method=estimate.method, needed=needed)  # fmt: skip
 
 
 def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
@@ -155,9 +130,10 @@ def standard_error(estimate: Estimate, null: float) -> float | None:
     return mde / float(stats.t.ppf(0.975, estimate.df) + stats.t.ppf(POWER, estimate.df))
 
 
-def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> int | None:
+def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0) -> PairsNeeded:
     """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
-    stays as this run showed; None where the estimate sits on an edge (no size decides it) or under 6 pairs.
+    stays as this run showed; no figure (and the note why) where the estimate sits on an edge (no size decides it)
+    or the run has under 6 pairs to plan from.
 
     With G pairs in this run, s(x) the standard error of its test of x (the variance at x, as the score test
     takes it) and d = |value - e| the distance to an edge e, N pairs scale every variance by G / N, so one side
@@ -170,8 +146,10 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     """
     low, high = passing
     inside = low < value < high
-    if not estimate.estimable or (not inside and low <= value <= high):
-        return None
+    if not estimate.estimable or estimate.pairs < MIN_PAIRS:
+        return PairsNeeded(None, f"{estimate.pairs} name pairs: a plan needs a run of {MIN_PAIRS} or more")
+    if not inside and low <= value <= high:
+        return PairsNeeded(None, ON_THE_EDGE)
     edges = (low, high) if inside else (high if value > high else low,)
     level = 0.95 if inside else 0.975
     if estimate.method == "no_events":
@@ -181,7 +159,7 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     else:
         errors = {point: standard_error(estimate, sign * point) for point in (value, *edges) if math.isfinite(point)}
         if None in errors.values() or not errors[value] > 0:
-            return None
+            return PairsNeeded(None, "the test has no spread at the estimate to plan from")
 
         def side(edge: float, pairs: int) -> float:
             if not math.isfinite(edge):
@@ -195,91 +173,17 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
         return sum(side(edge, pairs) for edge in edges) - (len(edges) - 1)
 
     if power(MOST_PAIRS) < POWER:
-        return MOST_PAIRS + 1
+        return PairsNeeded(MOST_PAIRS + 1)
     smallest, largest = MIN_PAIRS, MOST_PAIRS
     while smallest < largest:  # power grows with the pairs: bisect for the smallest count that reaches 80%
         middle = (smallest + largest) // 2
         smallest, largest = (middle + 1, largest) if power(middle) < POWER else (smallest, middle)
-    return smallest
-
-
-def occupations_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
-    """Fail when an occupation (of the gate's list, or any) is preferred at the report's FDR; inconclusive when
-    none is but some cannot be tested at this size (a sign test over their leaning pairs cannot reach 0.05).
-
-    Its numbers are the most leaning occupation's (smallest q): the share of its leaning pairs that lean female
-    with the report's interval at the decision's level; its q is the gate's p for the family's Holm step (under
-    "no listed occupation preferred", BH rejects any with probability at most 5%)."""
-    rows = con.execute(
-        "SELECT occupation, pairs, q_value, preferred, lean_female, ci_low, ci_high, ci_level "
-        "FROM occupation_preference WHERE run_id = ? AND condition = ? ORDER BY occupation",
-        [run_id, gate.condition],
-    ).df()
-    if gate.occupations:
-        missing = sorted(set(gate.occupations) - set(rows["occupation"]))
-        if missing:
-            raise UserError(f"gate {gate.name!r}: occupation {missing[0]!r} is not in run {run_id!r}")
-        rows = rows[rows["occupation"].isin(gate.occupations)]
-    preferred = rows[rows["preferred"] != "none"]
-    untestable = rows[[binomial_min_p(int(pairs)) >= SIGNIFICANCE for pairs in rows["pairs"].fillna(0)]]
-    listed = ", ".join(f"{row.occupation} ({row.preferred}, q = {row.q_value:.3g})" for row in preferred.itertuples())
-    asked = con.execute("SELECT count(DISTINCT pair_id) FROM items WHERE run_id = ? AND condition = ? AND "
-                        "stage = 2", [run_id, gate.condition]).fetchone()[0]  # fmt: skip
-    needed = None
-    if len(preferred):
-        verdict, sentence = FAIL, f"{len(preferred)} of {len(rows)} occupations preferred: {listed}"
-    elif len(untestable):
-        verdict = INCONCLUSIVE
-        needed = leaning_pairs_needed(untestable["pairs"].fillna(0).min(), asked)
-        decides = (f"about {needed} name pairs would give each {MIN_PAIRS} leaning pairs (80% chance)" if needed
-                   else "no pair count makes them testable while no pair leans (every pair ties)")  # fmt: skip
-        sentence = (f"none of {len(rows)} occupations preferred, but {len(untestable)} cannot be tested at this size "
-                    f"(too few leaning name pairs): {', '.join(untestable['occupation'])}; {decides}")  # fmt: skip
-    else:
-        verdict, sentence = PASS, f"none of {len(rows)} occupations preferred (Benjamini-Hochberg, q < 0.05)"
-    details: dict[str, Any] = {"preferred": preferred["occupation"].tolist(),
-                               "not_testable": untestable["occupation"].tolist(), "name_pairs": int(asked)}  # fmt: skip
-    tested = rows.dropna(subset=["q_value"]).sort_values(["q_value", "occupation"])
-    if tested.empty:
-        return Verdict(gate, verdict, sentence, p_fail=1.0, method="sign_test_bh", pairs_needed=needed,
-                       details=details)  # fmt: skip
-    most = tested.iloc[0]
-    sentence += (f"; most leaning: {most['occupation']}, {most['lean_female']:.3f} of its {int(most['pairs'])} "
-                 f"leaning name pairs lean female ({most['ci_level']:.1%} interval [{most['ci_low']:.3f}, "
-                 f"{most['ci_high']:.3f}]), q = {most['q_value']:.3g}; {int(asked)} name pairs asked")  # fmt: skip
-    details["most_leaning"] = {"occupation": most["occupation"], "q_value": float(most["q_value"]),
-                               "interval": [float(most["ci_low"]), float(most["ci_high"])],
-                               "interval_level": float(most["ci_level"])}  # fmt: skip
-    return Verdict(gate, verdict, sentence, estimate=float(most["lean_female"]), p_fail=float(most["q_value"]),
-                   pairs=int(most["pairs"]), method="sign_test_bh", pairs_needed=needed, details=details)  # fmt: skip
-
-
-def leaning_pairs_needed(leaning: float, asked: int) -> int | None:
-    """Name pairs at which an occupation leaning in `leaning` of `asked` pairs has MIN_PAIRS leaning pairs (the
-    fewest whose sign test can reach 0.05) with 80% chance: the smallest N with P(Binomial(N, leaning / asked) >=
-    MIN_PAIRS) >= 0.8. None when no pair leans."""
-    if leaning <= 0 or asked <= 0:
-        return None
-    rate = min(leaning / asked, 1.0)
-    smallest, largest = MIN_PAIRS, MOST_PAIRS + 1
-    while smallest < largest:
-        middle = (smallest + largest) // 2
-        enough = stats.binom.sf(MIN_PAIRS - 1, middle, rate) >= POWER
-        smallest, largest = (smallest, middle) if enough else (middle + 1, largest)
-    return smallest
+    return PairsNeeded(smallest)
 
 
 def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None) -> list[Verdict]:
-    """Every gate's verdict, fails confirmed by Holm over all gates (module docstring)."""
-    verdicts = []
-    for gate in gates:
-        if gate.kind == "occupations":
-            verdicts.append(occupations_verdict(con, run_id, gate))
-        elif gate.kind == "non_inferiority":
-            sign = 1.0 if gate.worse == "higher" else -1.0
-            verdicts.append(interval_verdict(gate, paired_estimate(con, run_id, baseline, gate), sign))
-        else:
-            verdicts.append(interval_verdict(gate, run_estimate(con, run_id, gate)))
+    """Every gate's verdict from its kind, fails confirmed by Holm over all gates (module docstring)."""
+    verdicts = [gate.kind.verdict(con, run_id, gate, baseline) for gate in gates]
     confirm_fails(verdicts)
     for verdict in verdicts:
         if not verdict.sentence:
@@ -306,7 +210,7 @@ def confirm_fails(verdicts: list[Verdict]) -> None:
 def interval_sentence(verdict: Verdict) -> str:
     """What the verdict rests on, in one line: estimate, intervals, band, n, method and what would decide it."""
     gate = verdict.gate
-    what = _requirement(gate)
+    what = gate.kind.requirement(gate)
     shown = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict.verdict]
     text = (f"{gate.metric} ({gate.condition}) is {shown} {what}: estimate {verdict.estimate:.4f}, 90% CI "
             f"[{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI [{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], "
@@ -314,20 +218,11 @@ def interval_sentence(verdict: Verdict) -> str:
     if "holm" in verdict.details:
         text += f"; {verdict.details['holm']} (Holm p = {verdict.p_fail_holm:.3g})"
     if verdict.verdict == INCONCLUSIVE:
-        needed = verdict.pairs_needed
-        text += ("; no pair count decides it while the estimate sits on the edge" if needed is None else
+        needed = verdict.needed.pairs
+        text += (f"; {verdict.needed.note}" if needed is None else
                  f"; about {needed if needed <= MOST_PAIRS else f'more than {MOST_PAIRS:,}'} name pairs would decide "
                  "it with 80% power, if the truth is this estimate")  # fmt: skip
     return text
-
-
-def _requirement(gate: Gate) -> str:
-    """The gate's requirement in words ("within 0.5 +- 0.05", "at most 0.65", ...)."""
-    if gate.kind == "equivalence":
-        return f"within {gate.target:g} +- {gate.margin:g}"
-    if gate.kind in ("max", "min"):
-        return f"{'at most' if gate.kind == 'max' else 'at least'} {gate.limit:g}"
-    return f"no more than {gate.margin:g} {'above' if gate.worse == 'higher' else 'below'} the baseline"
 
 
 def overall(verdicts: list[Verdict]) -> str:
