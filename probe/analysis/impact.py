@@ -37,6 +37,7 @@ IMPACT_METHOD = (
     "Bell-McCaffrey degrees of freedom; the interval is every r the test keeps, the p-value the same test of r = 1; "
     "q: Benjamini-Hochberg over occupations x categories"
 )
+GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
 _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
 
@@ -131,25 +132,48 @@ class RatioEstimate:
         return max(float(2 * stats.t.sf(self._statistic(null), self.df)), binomial_min_p(self.sets))
 
 
+@dataclass(frozen=True)
+class GroupRatios:
+    """One (condition, attribute, rate kind, scope, key) of the table: each category's answers and rate, the
+    highest-rate category (None where no category has a hit) and the other categories' ratios to it."""
+
+    wide: pd.DataFrame  # per set: hits, n, unknown of each category
+    rates: dict[str, float]
+    reference: str | None
+    ratios: dict[str, RatioEstimate]
+
+
+def group_ratios(counts: pd.DataFrame) -> GroupRatios:
+    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown); a tie for
+    the highest rate goes to the first category in order (the other is tested, at p = 1)."""
+    wide = counts.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
+                              fill_value=0)  # fmt: skip
+    totals = wide.sum()
+    rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
+    reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
+    if reference is None or rates[reference] == 0:
+        return GroupRatios(wide, rates, None, {})
+    ratios = {category: RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, reference)
+                                        for part in ("hits", "n")))
+              for category in rates if category != reference}  # fmt: skip
+    return GroupRatios(wide, rates, reference, ratios)
+
+
 def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
     category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
     to the highest-rate category; q = Benjamini-Hochberg over the occupation rows of a condition, attribute and rate
     kind (occupations x categories)."""
     rows = []
-    for (condition, attribute, rate_kind, scope, key), group in counts.groupby(
-        ["condition", "attribute", "rate_kind", "scope", "key"]
-    ):
-        wide = group.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
-                                 fill_value=0)  # fmt: skip
-        totals = wide.sum()
-        rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
-        reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
-        for category in wide["n"].columns:
+    for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
+        ratios = group_ratios(group)
+        totals = ratios.wide.sum()
+        for category in ratios.wide["n"].columns:
             row = {"condition": condition, "attribute": attribute, "scope": scope, "key": key, "category": category,
-                   "rate_kind": rate_kind, "n": int(totals["n"][category]), "rate": rates.get(category, math.nan),
+                   "rate_kind": rate_kind, "n": int(totals["n"][category]),
+                   "rate": ratios.rates.get(category, math.nan),
                    "unknown": int(totals["unknown"][category])}  # fmt: skip
-            rows.append(row | _ratio_columns(wide, rates, category, reference))
+            rows.append(row | _ratio_columns(ratios, category))
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
     occupations = table[(table["scope"] == "occupation") & table["p_value"].notna()]
@@ -159,14 +183,13 @@ def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     return table[IMPACT_COLUMNS]
 
 
-def _ratio_columns(wide: pd.DataFrame, rates: dict[str, float], category: str, reference: str | None) -> dict:
+def _ratio_columns(ratios: GroupRatios, category: str) -> dict:
     """impact_ratio, its interval and p-value for one category (the reference itself: ratio 1, no test)."""
-    if reference is None or category not in rates or wide["hits"][reference].sum() == 0:
-        return {"impact_ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
-    if category == reference:
+    if category == ratios.reference:
         return {"impact_ratio": 1.0, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
-    estimate = RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, reference)
-                               for part in ("hits", "n")))  # fmt: skip
+    if category not in ratios.ratios:
+        return {"impact_ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
+    estimate = ratios.ratios[category]
     interval = estimate.interval()
     p_value = estimate.p_value()
     return {"impact_ratio": estimate.value, "ci_low": interval[0] if interval else math.nan,

@@ -9,12 +9,14 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
+from probe.analysis.impact import IMPACT_METHOD
 from probe.analysis.statistics import METHODS, OCCUPATION_TEST
 from probe.common.escape import markdown_text, write_atomic
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Verdict
 
 SCHEMA_VERSION = 1
 SETTINGS = ("target", "margin", "limit", "worse")  # in every gate's entry, null where its kind takes none
+GATE_METHODS = {**METHODS, "sign_test_bh": OCCUPATION_TEST, "fieller_sets": IMPACT_METHOD}  # gate.json's methods
 _MARKS = {PASS: "pass", FAIL: "**FAIL**", INCONCLUSIVE: "inconclusive"}
 
 
@@ -49,8 +51,7 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
         "family": "The release passes when every gate passes (intersection-union: no adjustment); a fail is "
         "confirmed by Holm's step-down over all gates (an occupations gate enters with its smallest q), so failing "
         "a gate whose metric is inside its margin happens in at most 5% of runs",
-        "methods": {verdict.method: {**METHODS, "sign_test_bh": OCCUPATION_TEST}[verdict.method]
-                    for verdict in verdicts if verdict.method},
+        "methods": {verdict.method: GATE_METHODS[verdict.method] for verdict in verdicts if verdict.method},
         "gates": [verdict_record(verdict) for verdict in verdicts],
     }
 

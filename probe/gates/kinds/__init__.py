@@ -9,7 +9,7 @@ then add one line below. policy.py, the Holm step, gate.json, gate.md, JUnit and
 from __future__ import annotations
 
 from probe.gates.gate import GateKind
-from probe.gates.kinds import equivalence, limits, non_inferiority, occupations
+from probe.gates.kinds import equivalence, impact_ratio, limits, non_inferiority, occupations
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     equivalence.Equivalence(),
@@ -17,4 +17,5 @@ KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     limits.Min(),
     non_inferiority.NonInferiority(),
     occupations.Occupations(),
+    impact_ratio.ImpactRatio(),
 )}  # fmt: skip
