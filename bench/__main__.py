@@ -7,6 +7,7 @@
                                          # pair-level estimators in worlds of their own (bench/pair_worlds.py)
     .venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
+    .venv/bin/python -m bench --only impact  # the impact ratio's interval coverage over name sets (bench/impact.py)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
 """
@@ -86,6 +87,12 @@ def _gates(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _impact(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.impact import measure
+
+    return measure(quick)
+
+
 def _scan(quick: bool, folder: Path) -> dict[str, float]:
     from bench.scan import measure
 
@@ -136,6 +143,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "gates": _gates,
     "wordings": _wordings,
     "scan": _scan,
+    "impact": _impact,
     "gpu": _gpu,
     "unusable": _unusable,
 }

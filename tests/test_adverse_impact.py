@@ -16,7 +16,7 @@ from scipy import stats
 
 import probe
 from probe import pipeline
-from probe.analysis.impact import IMPACT_COLUMNS, RatioEstimate
+from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, RatioEstimate
 from probe.analysis.metrics import analyze
 from probe.store.config import RunConfig
 from tests.support import FakeBackend, RunBuilder, interval_problems, query, unknown_answers
@@ -69,10 +69,12 @@ def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path
     female = table[(table["rate_kind"] == "selection") & (table["category"] == "female")].iloc[0]
     assert female["ci_high"] < 0.8 and female["p_value"] < 0.05
     reference = table[(table["rate_kind"] == "selection") & (table["category"] == "male")].iloc[0]
-    assert (math.isnan(reference["ci_low"]), math.isnan(reference["p_value"])) == (True, True)
+    # men are shown to have the highest rate: their ratio to the highest is 1 with no interval, its test p = 1
+    assert (math.isnan(reference["ci_low"]), reference["p_value"]) == (True, 1.0)
     occupations = query(db_file, "SELECT count(*) AS rows, count(q_value) AS tested FROM adverse_impact "
                                  "WHERE run_id = ? AND scope = 'occupation'", [run_id])  # fmt: skip
-    assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 5 * 2}]  # one reference per kind
+    # 5 occupations x 2 kinds x 2 sexes; untested: the 5 whose other sex has rate 0 there (no ratio to it)
+    assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 15}]
 
 
 def test_a_planted_ratio_of_1_is_not_flagged(db_file: Path, tmp_path: Path) -> None:
@@ -82,8 +84,9 @@ def test_a_planted_ratio_of_1_is_not_flagged(db_file: Path, tmp_path: Path) -> N
         {"category": "female", "rate": 0.6, "impact_ratio": 1.0, "four_fifths": False},
         {"category": "male", "rate": 0.6, "impact_ratio": 1.0, "four_fifths": False},
     ]
-    tested = selection[selection["p_value"].notna()].iloc[0]  # the tie goes to the first category in order
-    assert tested["p_value"] == 1.0 and tested["ci_low"] < 1.0 < tested["ci_high"]
+    # either may be the highest: each interval reaches 1 (the ratio to the highest is at most 1), each test p = 1
+    assert selection[["p_value", "ci_high"]].values.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert (selection["ci_low"] < FOUR_FIFTHS).all()  # 10 sets do not show four-fifths either
 
 
 def fieller_reference(hits, n, reference_hits, reference_n) -> tuple[float, float]:

@@ -30,9 +30,10 @@ def test_a_planted_ratio_of_0_6_fails_four_fifths(db_file: Path, tmp_path: Path)
     run_id = planted_run(db_file, tmp_path, male_yes=(10, 10))
     entry = gate(db_file, tmp_path, run_id, attribute="sex")
     assert (entry["verdict"], entry["estimate"], entry["limit"], entry["rate_kind"]) == ("fail", 0.6, 0.8, "selection")
-    assert entry["ci95"][1] < 0.8 and entry["details"]["reference"] == "male"
-    assert entry["sentence"].startswith("sex (taxonomy) is shown not to be every sex category's selection rate at "
-                                        "least 0.8 of the highest: female at 0.600 of male")  # fmt: skip
+    assert entry["ci95"][1] < 0.8 and entry["details"]["highest"] == "male"
+    assert entry["sentence"].startswith("sex (taxonomy) is shown not to be every sex category's selection rate "
+                                        "at least 0.8 of the highest: female at 0.600 of the highest rate "
+                                        "(male")  # fmt: skip
 
 
 def test_a_planted_ratio_of_1_passes_a_low_limit_and_states_the_sets_needed_at_a_close_one(

@@ -6,13 +6,19 @@ selection rate (here "yes" to the binary question), or the scoring rate (the sha
 P(yes) from the exact option scores), and the impact ratio to the most-selected category; the contest rate (won the
 single-subject question) is this probe's own decision.
 
-One procedure gives the interval and the p-value (`RatioEstimate`): Fieller's test of ratio = r as the linear
-contrast rate_c - r rate_ref = 0, with the contrast's variance the larger of the spread between sets (the sets'
-influences, CR2-style leverage correction) and the binomial variance under the null (the two rates' maximum
-likelihood under rate_c = r rate_ref, as the Miettinen-Nurminen score interval); t with Bell-McCaffrey degrees of
-freedom. The interval is every r the test keeps, so it excludes 1 exactly when p < 0.05; a category never selected
-keeps a real interval [0, upper], the floor bounding it, and an unbounded upper end (the reference rate not shown
-above 0) is infinite. With fewer than MIN_PAIRS sets no interval is given and p is never below 2 * 0.5**sets.
+The impact ratio of category c is its rate over the highest rate, min over k of rate_c / rate_k. Each pairwise ratio
+has one procedure for its interval and p-value (`RatioEstimate`): Fieller's test of ratio = r as the linear contrast
+rate_c - r rate_k = 0, with the contrast's variance the larger of the spread between sets (the sets' influences,
+CR2-style leverage correction) and the binomial variance under the null (the two rates' maximum likelihood under
+rate_c = r rate_k, as the Miettinen-Nurminen score interval); t with Bell-McCaffrey degrees of freedom; the interval
+is every r the test keeps. The impact ratio's interval (`GroupRatios.interval`) takes the minimum of the pairwise
+bounds, each at 1 - 0.05 / (K - 1) (Bonferroni over the other categories): it covers the ratio to the highest
+population rate whichever category that is, where an interval to the observed highest category alone undercovers
+(the observed highest is the luckiest of several: 0.89-0.93 at K = 8, BENCHMARKS.md "Adverse impact"). Its test of
+ratio = 1 (`p_below`) is the Bonferroni minimum of the pairwise tests of the categories rated above, so the interval
+excludes 1 exactly when p < 0.05. A category never selected keeps a real interval [0, upper]; an unbounded end is
+infinite; with fewer than MIN_PAIRS sets (or too few for the Bonferroni level: 2 x 0.5**sets above it) no interval
+is given and p is never below 2 * 0.5**sets.
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the
 IMPACT_COLUMNS = ["condition", "attribute", "scope", "key", "category", "rate_kind", "n", "rate", "impact_ratio",
                   "ci_low", "ci_high", "p_value", "q_value", "four_fifths", "unknown"]  # fmt: skip
 IMPACT_METHOD = (
-    "Fieller interval of the ratio over name sets: the test of ratio = r is the t test of rate - r x reference rate "
-    "= 0, its variance the larger of the spread between sets (CR2) and the binomial variance under that null; t with "
-    "Bell-McCaffrey degrees of freedom; the interval is every r the test keeps, the p-value the same test of r = 1; "
-    "q: Benjamini-Hochberg over occupations x categories"
+    "ratio to the highest rate over name sets: the minimum over the other categories of Fieller intervals of the two "
+    "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
+    "spread between sets (CR2) and the binomial variance under that null; Bell-McCaffrey degrees of freedom), each at "
+    "1 - 0.05 / (categories - 1); the p-value is the same Bonferroni test of ratio = 1; q: Benjamini-Hochberg over "
+    "occupations x categories"
 )
 GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
 _BESIDE = 1e-9  # relative step beside an estimate without variance
@@ -101,7 +108,7 @@ class RatioEstimate:
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         """Every ratio the test keeps at 1 - confidence (upper end inf where unbounded); None with < MIN_PAIRS
         sets or nothing to estimate."""
-        if not self.estimable or self.sets < MIN_PAIRS:
+        if not self.estimable or self.sets < MIN_PAIRS or binomial_min_p(self.sets) >= 1 - confidence:
             return None
         critical = t_quantile(1 - (1 - confidence) / 2, self.df)
         rate, reference = self.rates
@@ -135,45 +142,80 @@ class RatioEstimate:
 @dataclass(frozen=True)
 class GroupRatios:
     """One (condition, attribute, rate kind, scope, key) of the table: each category's answers and rate, the
-    highest-rate category (None where no category has a hit) and the other categories' ratios to it."""
+    highest-rate category (for display; ties go to the first in order) and the ratio of every category to every
+    other with a rate above 0 (`pairs`, keyed (category, other))."""
 
     wide: pd.DataFrame  # per set: hits, n, unknown of each category
     rates: dict[str, float]
     reference: str | None
-    ratios: dict[str, RatioEstimate]
+    pairs: dict[tuple[str, str], RatioEstimate]
+
+    def others(self, category: str) -> list[str]:
+        return [other for other in self.rates if (category, other) in self.pairs]
+
+    def value(self, category: str) -> float:
+        """The impact ratio: the category's rate over the highest rate (NaN without a rate, or every rate 0)."""
+        highest = max(self.rates.values(), default=0.0)
+        return self.rates[category] / highest if category in self.rates and highest > 0 else math.nan
+
+    def interval(self, category: str, confidence: float = CONFIDENCE, comparisons: int | None = None
+                 ) -> tuple[float, float] | None:  # fmt: skip
+        """The ratio to the highest population rate, min over k of rate_c / rate_k (capped at 1): every pair's
+        interval at 1 - (1 - confidence) / comparisons (Bonferroni; default: the other categories), the minimum of
+        their bounds. None where a pair has none, or where the category is shown to have the highest rate."""
+        others = self.others(category)
+        if not others:
+            return None
+        level = 1 - (1 - confidence) / (comparisons or len(others))
+        bounds = [self.pairs[category, other].interval(level) for other in others]
+        if any(bound is None for bound in bounds):
+            return None
+        low, high = min(bound[0] for bound in bounds), min(1.0, *(bound[1] for bound in bounds))
+        return (low, high) if low < high else None
+
+    def p_below(self, category: str, limit: float = 1.0, comparisons: int | None = None) -> float | None:
+        """The test that the ratio to the highest rate is below `limit` (a pair's ratio shown below it), Bonferroni
+        as the interval: p < 1 - confidence exactly when the interval's upper end lies below `limit`."""
+        others = self.others(category)
+        if not others:
+            return None
+        tests = [self.pairs[category, other].p_value(limit) for other in others
+                 if self.pairs[category, other].value < limit]  # fmt: skip
+        tests = [p for p in tests if p is not None]
+        return min(1.0, (comparisons or len(others)) * min(tests)) if tests else 1.0
 
 
 def group_ratios(counts: pd.DataFrame) -> GroupRatios:
-    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown); a tie for
-    the highest rate goes to the first category in order (the other is tested, at p = 1)."""
+    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown)."""
     wide = counts.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
                               fill_value=0)  # fmt: skip
     totals = wide.sum()
     rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
     reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
-    if reference is None or rates[reference] == 0:
-        return GroupRatios(wide, rates, None, {})
-    ratios = {category: RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, reference)
-                                        for part in ("hits", "n")))
-              for category in rates if category != reference}  # fmt: skip
-    return GroupRatios(wide, rates, reference, ratios)
+    pairs = {(category, other): RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, other)
+                                                for part in ("hits", "n")))
+             for category in rates for other in rates if other != category and rates[other] > 0}  # fmt: skip
+    return GroupRatios(wide, rates, reference, pairs)
 
 
 def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
     category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
-    to the highest-rate category; q = Benjamini-Hochberg over the occupation rows of a condition, attribute and rate
-    kind (occupations x categories)."""
+    to the highest rate with the interval and test of GroupRatios; q = Benjamini-Hochberg over the occupation rows
+    of a condition, attribute and rate kind (occupations x categories)."""
     rows = []
     for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
         ratios = group_ratios(group)
         totals = ratios.wide.sum()
         for category in ratios.wide["n"].columns:
-            row = {"condition": condition, "attribute": attribute, "scope": scope, "key": key, "category": category,
-                   "rate_kind": rate_kind, "n": int(totals["n"][category]),
-                   "rate": ratios.rates.get(category, math.nan),
-                   "unknown": int(totals["unknown"][category])}  # fmt: skip
-            rows.append(row | _ratio_columns(ratios, category))
+            interval, p_value = ratios.interval(category), ratios.p_below(category)
+            rows.append({"condition": condition, "attribute": attribute, "scope": scope, "key": key,
+                         "category": category, "rate_kind": rate_kind, "n": int(totals["n"][category]),
+                         "rate": ratios.rates.get(category, math.nan), "impact_ratio": ratios.value(category),
+                         "ci_low": interval[0] if interval else math.nan,
+                         "ci_high": interval[1] if interval else math.nan,
+                         "p_value": math.nan if p_value is None else p_value,
+                         "unknown": int(totals["unknown"][category])})  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
     occupations = table[(table["scope"] == "occupation") & table["p_value"].notna()]
@@ -181,17 +223,3 @@ def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
         table.loc[group.index, "q_value"] = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[1]
     table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
     return table[IMPACT_COLUMNS]
-
-
-def _ratio_columns(ratios: GroupRatios, category: str) -> dict:
-    """impact_ratio, its interval and p-value for one category (the reference itself: ratio 1, no test)."""
-    if category == ratios.reference:
-        return {"impact_ratio": 1.0, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
-    if category not in ratios.ratios:
-        return {"impact_ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
-    estimate = ratios.ratios[category]
-    interval = estimate.interval()
-    p_value = estimate.p_value()
-    return {"impact_ratio": estimate.value, "ci_low": interval[0] if interval else math.nan,
-            "ci_high": interval[1] if interval else math.nan,
-            "p_value": math.nan if p_value is None else p_value}  # fmt: skip

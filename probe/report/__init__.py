@@ -45,7 +45,7 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   the first items of each condition and occupation in full
 - `adverse_impact`: {method, meaning, rows: [{condition, attribute, scope, key, category, rate_kind, n, rate,
   impact_ratio, ci_low, ci_high, p_value, q_value, four_fifths, unknown, reference, small, finding}]} (the
-  `adverse_impact` table; ci_high null with a ci_low: unbounded; small: under 2% of its group's answers; finding: a
+  `adverse_impact` table; reference: the highest-rate category; small: under 2% of its group's answers; finding: a
   sentence where the ratio's test rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed
   before the table existed
 

@@ -354,13 +354,12 @@ def figure_impact_ratios(rows: Sequence[Mapping[str, Any]]) -> str | None:
         for row in (row for row in ratios if row["condition"] == condition):
             y = labels.index(f"{row['attribute']}: {row['category']} ({row['rate_kind']})")
             if row["ci_low"] is not None:
-                high = row["ci_high"] if row["ci_high"] is not None else max(2.0, row["impact_ratio"])
-                ax.hlines(y, row["ci_low"], min(high, 2.0), color="#888888", linewidth=1.2)
+                ax.hlines(y, row["ci_low"], row["ci_high"], color="#888888", linewidth=1.2)
             below = row["ci_high"] is not None and row["ci_high"] < FOUR_FIFTHS
             ax.scatter([row["impact_ratio"]], [y], s=24, zorder=3, color="#D55E00" if below else "#0072B2")
         ax.axvline(FOUR_FIFTHS, color="#444444", linewidth=0.8, linestyle="--")
         ax.axvline(1.0, color="#bbbbbb", linewidth=0.8)
-        ax.set_xlim(0, 2.0)
+        ax.set_xlim(0, 1.05)
         ax.set_title(condition, fontsize=10)
         ax.set_xlabel("impact ratio (to the highest rate)")
         ax.spines[["top", "right"]].set_visible(False)

@@ -3,7 +3,6 @@ category whose ratio's test rejects, the note on categories under 2%, and the fi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,13 +47,13 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
     table = table.sort_values(order, key=lambda column: column.map(ranks[column.name]) if column.name in ranks
                               else column, ignore_index=True)  # fmt: skip
     group = order[:-1]
-    # the category the ratios are to: ratio 1 without a test of its own (a tie with it is tested, at p = 1)
-    references = table[(table["impact_ratio"] == 1.0) & table["p_value"].isna()].drop_duplicates(group)
+    # the highest-rate category (ties: the first in order), the one the sentences name
+    references = table.dropna(subset=["rate"]).sort_values(["rate", "category"], ascending=[False, True])
+    references = references.drop_duplicates(group).query("rate > 0")
     table = table.merge(references[[*group, "category"]].rename(columns={"category": "reference"}), how="left")
     table["reference"] = table["reference"].astype(object).where(table["reference"].notna(), None)
     table["small"] = table["n"] < SMALL_CATEGORY * table.groupby(group)["n"].transform("sum")
     table["finding"] = [finding(row) for row in table.to_dict("records")]
-    table["ci_high"] = table["ci_high"].where(table["ci_high"] != math.inf)  # unbounded: null, read with ci_low
     return {"method": IMPACT_METHOD, "meaning": MEANING, "rows": records(table[REPORT_COLUMNS])}
 
 
@@ -76,7 +75,6 @@ def finding(row: Mapping[str, Any]) -> str | None:
     decisive = row["q_value"] if occupation else row["p_value"]
     if decisive is None or pd.isna(decisive) or not decisive < SIGNIFICANCE or row["reference"] is None:
         return None
-    high = "unbounded" if row["ci_high"] == math.inf else fmt_num(row["ci_high"], 2)
     if row["ci_high"] < FOUR_FIFTHS:
         verdict = "below four-fifths"
     elif row["ci_low"] > FOUR_FIFTHS:
@@ -85,10 +83,10 @@ def finding(row: Mapping[str, Any]) -> str | None:
         verdict = "lower; four-fifths neither shown nor ruled out"
     where = f" for {row['key']}" if occupation else ""
     test = p_phrase(row["q_value"], "q") if occupation else p_phrase(row["p_value"])
+    interval = f"[{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]"
     return (f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'])} "
             f"{RATE_PHRASES[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
-            f"{category_noun(row['attribute'], row['reference'])} [{fmt_num(row['ci_low'], 2)}, {high}]: {verdict}, "
-            f"{test}")  # fmt: skip
+            f"{category_noun(row['attribute'], row['reference'])} {interval}: {verdict}, {test}")  # fmt: skip
 
 
 def findings(section: Mapping[str, Any] | None) -> list[str]:
@@ -105,13 +103,11 @@ def overall_rows(section: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 
 
 def fmt_ratio_ci(row: Mapping[str, Any]) -> str:
-    """`0.60 [0.45, 0.78]`; the reference category `1 (reference)`; an unbounded upper end `[0.31, inf)`."""
+    """`0.60 [0.45, 0.78]`, the highest-rate category marked `(highest)`; no interval: `(no interval)`."""
     ratio = row.get("impact_ratio")
     if ratio is None:
         return MISSING
-    if row.get("reference") == row.get("category"):
-        return "1 (reference)"
+    highest = " (highest)" if row.get("reference") == row.get("category") else ""
     if row.get("ci_low") is None:
-        return f"{fmt_num(ratio, 2)} (no interval)"
-    high = "inf)" if row.get("ci_high") is None else f"{fmt_num(row['ci_high'], 2)}]"
-    return f"{fmt_num(ratio, 2)} [{fmt_num(row['ci_low'], 2)}, {high}"
+        return f"{fmt_num(ratio, 2)} (no interval){highest}"
+    return f"{fmt_num(ratio, 2)} [{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]{highest}"

@@ -2,12 +2,12 @@
 0.8, the four-fifths rule) of the highest-rate category's rate, by the adverse-impact table's own ratio test over name
 sets (probe/analysis/impact.py).
 
-Pass: every category's one-sided test of ratio <= limit rejects at 5% (its 90% interval lies above the limit; an
-intersection-union test, no adjustment). Fail: a category's 95% interval, Bonferroni over the m categories compared
-(level 1 - 0.05 / m), lies below the limit; p_fail = m x the smallest such test's p (the family's Holm step then
-takes it). Otherwise inconclusive, with the sets that would decide the binding category (normal approximation from
-its interval: N = sets x ((z + z_0.8) se / |ratio - limit|)^2). The numbers shown are the failing category's, else
-the one with the lowest 90% lower bound.
+Pass: every category's ratio to the highest rate shown above the limit: for every other category k, the one-sided
+test of rate_c <= limit x rate_k rejects at 5% (90% intervals, an intersection-union test: no adjustment). Fail: a
+category's ratio shown below it, Bonferroni over the K (K - 1) ordered pairs (its interval at 1 - 0.05 / K over
+its K - 1 others); p_fail = that Bonferroni p (the family's Holm step then takes it). Otherwise inconclusive, with
+the sets that would decide the binding category (normal approximation from its interval: N = sets x ((z + z_0.8)
+se / |ratio - limit|)^2). The numbers shown are the failing category's, else the one with the lowest 90% lower bound.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import duckdb
 from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
-from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, RatioEstimate, group_ratios
+from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, GroupRatios, group_ratios
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
@@ -66,7 +66,7 @@ class ImpactRatio(GateKind):
 
 
 def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
-    """The gate's verdict on the run's overall ratios (module docstring)."""
+    """The gate's verdict on the run's overall ratios to the highest rate (module docstring)."""
     attribute, rate_kind, limit = (gate.settings[key] for key in ("attribute", "rate_kind", "limit"))
     counts = con.execute(metric_queries()["impact_counts"], {"run_id": run_id}).df()
     counts = counts[(counts["condition"] == gate.condition) & (counts["scope"] == "overall")]
@@ -77,35 +77,40 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     ratios = group_ratios(counts[(counts["attribute"] == attribute) & (counts["rate_kind"] == rate_kind)]
                           .drop(columns=GROUP_COLUMNS))  # fmt: skip
     sets = int(counts["set_id"].nunique())
-    estimates = {category: estimate for category, estimate in ratios.ratios.items() if estimate.estimable}
-    details: dict[str, Any] = {"reference": ratios.reference, "categories": {}, "sets": sets}
-    if not estimates or sets < MIN_PAIRS:
-        return Verdict(gate, INCONCLUSIVE, f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed) or no "
-                       "category with a rate to compare", band=(limit, math.inf), pairs=sets,
+    categories = [category for category in ratios.rates if ratios.others(category)]
+    comparisons = len(categories) * (len(categories) - 1)  # every ordered pair: Bonferroni for a fail
+    details: dict[str, Any] = {"highest": ratios.reference, "categories": {}, "sets": sets}
+    shown90 = {c: ratios.interval(c, 0.90, comparisons=1) for c in categories}
+    if not categories or sets < MIN_PAIRS or any(interval is None and ratios.value(c) < 1 for c, interval in
+                                                 shown90.items()):  # fmt: skip
+        return Verdict(gate, INCONCLUSIVE, f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed), or no "
+                       "two categories with rates to compare", band=(limit, math.inf), pairs=sets,
                        needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
                        details=details)  # fmt: skip
-    compared = len(estimates)
-    adjusted = 1 - SIGNIFICANCE / compared
+    adjusted = 1 - SIGNIFICANCE / len(categories)
     rows = {}
-    for category, estimate in estimates.items():
-        below = estimate.value < limit
-        p_value = estimate.p_value(limit) if below else 1.0
-        rows[category] = {"ratio": estimate.value, "ci90": estimate.interval(0.90),
-                          "ci_adjusted": estimate.interval(adjusted), "p_below": p_value}  # fmt: skip
-        details["categories"][category] = {"ratio": estimate.value, "ci90": _bounds(rows[category]["ci90"]),
-                                           "ci95_adjusted": _bounds(rows[category]["ci_adjusted"]), "p_below": p_value}
-    p_fail = min(1.0, compared * min(row["p_below"] for row in rows.values()))
-    passing = all(row["ci90"] is not None and row["ci90"][0] > limit for row in rows.values())
-    failing = [c for c, row in rows.items() if row["ci_adjusted"] is not None and row["ci_adjusted"][1] < limit]
+    for category in categories:
+        # a category shown to have the highest rate has no interval: its ratio is 1, above any limit
+        ci90 = shown90[category] or (1.0, 1.0)
+        ci_adjusted = ratios.interval(category, adjusted, comparisons) or (1.0, 1.0)
+        rows[category] = {"ratio": ratios.value(category), "ci90": ci90, "ci_adjusted": ci_adjusted,
+                          "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
+        details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
+                                           "ci90": _bounds(shown90[category]),
+                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted, comparisons))}
+    p_fail = min(row["p_below"] for row in rows.values())
+    passing = all(row["ci90"][0] > limit for row in rows.values())
+    failing = [c for c, row in rows.items() if row["ci_adjusted"][1] < limit]
     verdict = PASS if passing else FAIL if failing else INCONCLUSIVE
     shown = (min(failing, key=lambda c: rows[c]["p_below"]) if failing else
-             min(rows, key=lambda c: rows[c]["ci90"][0] if rows[c]["ci90"] else -math.inf))  # fmt: skip
-    row, estimate = rows[shown], estimates[shown]
-    needed = _sets_needed(estimate, limit, sets, compared)
+             min(rows, key=lambda c: (rows[c]["ci90"][0], c)))  # fmt: skip
+    row = rows[shown]
+    needed = _sets_needed(ratios, shown, limit, sets, comparisons)
     said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
     sentence = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
-                f"{row['ratio']:.3f} of {ratios.reference} (90% CI {_text(row['ci90'])}, {adjusted:.1%} CI "
-                f"{_text(row['ci_adjusted'])}), {compared} categories compared over {sets} name sets; {IMPACT_METHOD}")
+                f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
+                f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets; "
+                f"{IMPACT_METHOD}")  # fmt: skip
     if verdict == INCONCLUSIVE:
         sentence += (f"; {needed.note}" if needed.pairs is None else
                      f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
@@ -114,15 +119,16 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                    details=details)  # fmt: skip
 
 
-def _sets_needed(estimate: RatioEstimate, limit: float, sets: int, compared: int) -> PairsNeeded:
+def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int) -> PairsNeeded:
     """Sets at which the category's interval excludes the limit with 80% power, its standard error (from its 95%
-    interval) shrinking as 1 / sqrt(sets): a pass needs the one-sided 5% test, a fail the Bonferroni 95% one."""
-    interval = estimate.interval()
-    distance = abs(estimate.value - limit)
-    if interval is None or not math.isfinite(interval[1]) or distance == 0:
+    interval) shrinking as 1 / sqrt(sets): a pass needs the one-sided 5% test, a fail the Bonferroni one."""
+    interval = ratios.interval(category)
+    value = ratios.value(category)
+    distance = abs(value - limit)
+    if interval is None or distance == 0:
         return PairsNeeded(None, "no interval to plan from, or the ratio sits on the limit")
     error = (interval[1] - interval[0]) / (2 * stats.norm.ppf(0.975))
-    level = 0.95 if estimate.value > limit else 1 - SIGNIFICANCE / (2 * compared)
+    level = 0.95 if value > limit else 1 - SIGNIFICANCE / (2 * comparisons)
     needed = math.ceil(sets * ((stats.norm.ppf(level) + stats.norm.ppf(POWER)) * error / distance) ** 2)
     return PairsNeeded(min(max(needed, MIN_PAIRS), MOST_PAIRS + 1))
 
