@@ -43,11 +43,11 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `pair_values`: [{condition, scope, key, metric, value, ci_low, ci_high, n}]: consistency and bias per name pair
 - `items`: [{condition, occupation, anchor, total, counts {qtype: {label: n}}, items [...]}]: the drill-down,
   the first items of each condition and occupation in full
-- `adverse_impact`: {method, meaning, rows: [{condition, attribute, scope, key, category, rate_kind, n, rate,
-  impact_ratio, ci_low, ci_high, p_value, q_value, four_fifths, unknown, reference, small, finding}]} (the
-  `adverse_impact` table; reference: the highest-rate category; small: under 2% of its group's answers; finding: a
-  sentence where the ratio's test rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed
-  before the table existed
+- `adverse_impact`: {method, meaning, contests_note (a run over name sets: how to read the other sections),
+  rows: [{condition, attribute, scope, key, category, rate_kind, n, rate, impact_ratio, ci_low, ci_high, p_value,
+  q_value, four_fifths, unknown, reference, small, finding}]} (the `adverse_impact` table; reference: the
+  highest-rate category; small: under 2% of its group's answers; finding: a sentence where the ratio's test
+  rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed before the table existed
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 

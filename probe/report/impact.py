@@ -29,6 +29,12 @@ MEANING = (
     "for anyone's identity: a ratio says how the model treats names associated with a group, and nothing about "
     "people who carry other names or the names' other associations (age, class, region)."
 )
+CONTESTS_NOTE = (
+    "This run asked name sets: two people of a set meet in each question, so in the metrics outside this section "
+    "'female' and 'male' stand for the first and second person of a contest (the woman and the man where they "
+    "differ in sex; else the two categories in alphabetical order), pooled over contests. Read the rates per "
+    "category here."
+)
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
 
 
@@ -54,7 +60,9 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
     table["reference"] = table["reference"].astype(object).where(table["reference"].notna(), None)
     table["small"] = table["n"] < SMALL_CATEGORY * table.groupby(group)["n"].transform("sum")
     table["finding"] = [finding(row) for row in table.to_dict("records")]
-    return {"method": IMPACT_METHOD, "meaning": MEANING, "rows": records(table[REPORT_COLUMNS])}
+    contests = con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0]
+    return {"method": IMPACT_METHOD, "meaning": MEANING, "contests_note": CONTESTS_NOTE if contests else None,
+            "rows": records(table[REPORT_COLUMNS])}
 
 
 def category_noun(attribute: str, category: str) -> str:
