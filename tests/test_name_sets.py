@@ -4,6 +4,7 @@ sets, a run over sets (calls as --dry-run said) and its adverse-impact rows per 
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -11,13 +12,14 @@ import duckdb
 import pandas as pd
 import pytest
 
+import probe
 from probe import pipeline
 from probe.analysis.statistics import MIN_PAIRS
 from probe.answering.plan import plan
 from probe.common.errors import UserError
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import MIN_NAMES, contests, read_name_sets, rotation
-from tests.support import FakeBackend, query, unknown_answers
+from tests.support import FakeBackend, interval_problems, query, unknown_answers
 
 GROUPS = [("female", "Black"), ("female", "White"), ("male", "Black"), ("male", "White")]
 
@@ -97,6 +99,12 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
     assert stored.to_dict("records") == [{"contests": 12, "sets": 6}]
     attributes = query(db_file, "SELECT DISTINCT attribute FROM adverse_impact WHERE run_id = ? ORDER BY 1", [run_id])
     assert attributes["attribute"].tolist() == ["race_ethnicity", "sex", "sex x race_ethnicity"]
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    section = json.loads((tmp_path / "report.json").read_text())["adverse_impact"]
+    assert section["contests_note"].startswith("This run asked name sets")
+    assert {row["category"] for row in section["rows"] if row["attribute"] == "sex x race_ethnicity"} == {
+        "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
+    assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
 
 
 def test_planted_rates_per_group_are_recovered(db_file: Path, tmp_path: Path) -> None:
