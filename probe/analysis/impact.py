@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -58,11 +59,15 @@ class RatioEstimate:
     reference_hits: np.ndarray
     reference_n: np.ndarray
 
-    @property
-    def sets(self) -> int:
-        return int(np.count_nonzero((self.n > 0) | (self.reference_n > 0)))
+    @cached_property
+    def _used(self) -> np.ndarray:
+        return (self.n > 0) | (self.reference_n > 0)
 
     @property
+    def sets(self) -> int:
+        return int(np.count_nonzero(self._used))
+
+    @cached_property
     def rates(self) -> tuple[float, float]:
         return self.hits.sum() / self.n.sum(), self.reference_hits.sum() / self.reference_n.sum()
 
@@ -75,22 +80,29 @@ class RatioEstimate:
     def estimable(self) -> bool:
         return self.sets >= 2 and np.isfinite(self.value)
 
-    @property
+    @cached_property
     def df(self) -> float:
-        used = (self.n > 0) | (self.reference_n > 0)
-        return bell_mccaffrey_df(self.n[used] / self.n.sum() + self.reference_n[used] / self.reference_n.sum())
+        return bell_mccaffrey_df(self._combined[self._used])
+
+    @cached_property
+    def _combined(self) -> np.ndarray:
+        return self.n / self.n.sum() + self.reference_n / self.reference_n.sum()
+
+    @cached_property
+    def _influences(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per used set: its influence on the rate, on the reference rate, and 1 / (1 - leverage) (CR2-style)."""
+        rate, reference = self.rates
+        used = self._used
+        own = ((self.hits - rate * self.n) / self.n.sum())[used]
+        other = ((self.reference_hits - reference * self.reference_n) / self.reference_n.sum())[used]
+        return own, other, 1 / (1 - self._combined[used] / self._combined[used].sum())
 
     def _variance(self, ratio: float) -> float:
         """Var(rate - ratio x reference rate): the spread between sets, at least the binomial variance under the
         null rate = ratio x reference rate."""
-        rate, reference = self.rates
+        own, other, inflation = self._influences
+        spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
         total, reference_total = self.n.sum(), self.reference_n.sum()
-        used = (self.n > 0) | (self.reference_n > 0)
-        reference_residual = self.reference_hits - reference * self.reference_n
-        influence = (self.hits - rate * self.n) / total - ratio * reference_residual / reference_total
-        combined = self.n / total + self.reference_n / reference_total
-        leverage = combined[used] / combined[used].sum()
-        spread = float(np.sum(influence[used] ** 2 / (1 - leverage))) if self.sets >= 2 else math.nan
         null_reference = min((self.hits.sum() + self.reference_hits.sum()) / (ratio * total + reference_total), 1.0)
         null_rate = min(ratio * null_reference, 1.0)
         floor = null_rate * (1 - null_rate) / total + ratio**2 * null_reference * (1 - null_reference) / reference_total
