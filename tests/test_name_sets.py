@@ -17,6 +17,7 @@ from probe import pipeline
 from probe.analysis.statistics import MIN_PAIRS
 from probe.answering.plan import plan
 from probe.common.errors import UserError
+from probe.report.export import export_run
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import MIN_NAMES, contests, read_name_sets, rotation
 from tests.support import FakeBackend, interval_problems, query, unknown_answers
@@ -105,6 +106,9 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
     assert {row["category"] for row in section["rows"] if row["attribute"] == "sex x race_ethnicity"} == {
         "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
     assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
+    written = export_run(db_file, run_id, "csv", tmp_path / "export")
+    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv"]
+    assert len(pd.read_csv(tmp_path / "export" / "run_contests.csv")) == 12 * 2 * 3  # contests x slots x attributes
 
 
 def test_planted_rates_per_group_are_recovered(db_file: Path, tmp_path: Path) -> None:
