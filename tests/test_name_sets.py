@@ -152,3 +152,14 @@ def test_the_shipped_sets_are_valid_and_balanced() -> None:
     category = dict(zip(sets["name"], sets["category"], strict=True))
     met = Counter(map(tuple, contests(sets)[0][["female", "male"]].map(category.get).values))
     assert set(met.values()) == {1} and len(met) == 28  # one full round-robin: every pair of groups once
+
+
+@pytest.mark.parametrize(
+    ("attribute", "category", "noun"),
+    [("sex", "female", "women"), ("race_ethnicity", "Black", "Black names"),
+     ("sex x race_ethnicity", "male x White", "White men")],
+)  # fmt: skip
+def test_a_finding_names_each_groups_people(attribute: str, category: str, noun: str) -> None:
+    from probe.report.impact import category_noun
+
+    assert category_noun(attribute, category) == noun
