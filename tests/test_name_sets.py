@@ -103,6 +103,7 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
     probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
     section = json.loads((tmp_path / "report.json").read_text())["adverse_impact"]
     assert section["contests_note"].startswith("This run asked name sets")
+    assert (tmp_path / "report.md").read_text().count(section["contests_note"]) == 2  # at the top and in the section
     assert {row["category"] for row in section["rows"] if row["attribute"] == "sex x race_ethnicity"} == {
         "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
     assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
