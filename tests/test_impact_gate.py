@@ -10,6 +10,7 @@ import pytest
 from test_adverse_impact import planted_run
 
 import probe
+from probe import pipeline
 from probe.common.errors import UserError
 from probe.gates import load_policy
 from tests.support import interval_problems
@@ -66,3 +67,14 @@ def test_an_attribute_the_run_lacks_is_named(db_file: Path, tmp_path: Path) -> N
     with pytest.raises(UserError, match=r"has no 'race_ethnicity' categories in condition taxonomy \(its attributes: "
                                         r"sex\)"):  # fmt: skip
         gate(db_file, tmp_path, run_id, attribute="race_ethnicity")
+
+
+def test_probe_compare_sets_the_runs_ratios_side_by_side(db_file: Path, tmp_path: Path) -> None:
+    flagged = planted_run(db_file, tmp_path, male_yes=(10, 10))
+    level = planted_run(db_file, tmp_path, male_yes=(5, 7))
+    pipeline.compare(db_file, [flagged, level], tmp_path / "compare.html")
+    document = json.loads((tmp_path / "compare.json").read_text())
+    women = next(row for row in document["adverse_impact"] if (row["rate_kind"], row["category"]) ==
+                 ("selection", "female"))  # fmt: skip
+    assert (women["runs"][flagged]["impact_ratio"], women["runs"][level]["impact_ratio"]) == (0.6, 1.0)
+    assert "| taxonomy | sex | selection | female | 0.60 [" in (tmp_path / "compare.md").read_text()

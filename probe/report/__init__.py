@@ -69,6 +69,8 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
   `rank_method`: each run's rank among the runs on the shared instances and the central 95% of its ranks
   under the shared name-pair resamples
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
+- `adverse_impact`: [{condition, attribute, rate_kind, category, runs: {run_id: {category, n, rate, impact_ratio,
+  ci_low, ci_high, p_value, four_fifths, reference}}}]: each run's overall impact ratios, as in its report
 """
 
 from probe.report.data import ensure_analysed, run_record, run_settings

@@ -36,6 +36,7 @@ CONTESTS_NOTE = (
     "category here."
 )
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
+COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths", "reference")
 
 
 def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
@@ -119,3 +120,16 @@ def fmt_ratio_ci(row: Mapping[str, Any]) -> str:
     if row.get("ci_low") is None:
         return f"{fmt_num(ratio, 2)} (no interval){highest}"
     return f"{fmt_num(ratio, 2)} [{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]{highest}"
+
+
+def compared_ratios(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
+    """compare.json's `adverse_impact`: per (condition, attribute, rate kind, category) each run's overall rate and
+    impact ratio with its interval and test (`runs`: run id -> row; a run without the row is absent)."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for run_id in run_ids:
+        for row in overall_rows(adverse_impact_section(con, run_id)):
+            key = (row["condition"], row["attribute"], row["rate_kind"], row["category"])
+            entry = rows.setdefault(key, dict(zip(("condition", "attribute", "rate_kind", "category"), key,
+                                                  strict=True)) | {"runs": {}})  # fmt: skip
+            entry["runs"][run_id] = {name: row[name] for name in COMPARED_COLUMNS}
+    return list(rows.values())
