@@ -8,6 +8,7 @@
                                          # and at the rare-event edges (bench/edges.py)
     .venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
     .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
+    .venv/bin/python -m bench --only impact  # the impact ratio's interval coverage over name sets (bench/impact.py)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
     .venv/bin/python -m bench --only workforce  # workforce comparison coverage, 8 and 62 occupations
@@ -107,6 +108,12 @@ def _gates(quick: bool, folder: Path) -> dict[str, float]:
     return measure(quick)
 
 
+def _impact(quick: bool, folder: Path) -> dict[str, float]:
+    from bench.impact import measure
+
+    return measure(quick)
+
+
 def _scan(quick: bool, folder: Path) -> dict[str, float]:
     from bench.scan import measure
 
@@ -158,6 +165,7 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "gates": _gates,
     "wordings": _wordings,
     "scan": _scan,
+    "impact": _impact,
     "gpu": _gpu,
     "unusable": _unusable,
     "workforce": _workforce,

@@ -69,6 +69,16 @@ class Run:
             analysed=True,
         )
 
+    def adverse_impact(self) -> pd.DataFrame:
+        """The adverse-impact table (DESIGN.md section 11): per condition, attribute, scope, key, category and rate
+        kind the rate, the impact ratio to the highest rate with its 95% interval and test over name sets, q (per
+        occupation), the four-fifths flag and the unknown answers (analysed if needed)."""
+        return self._query(
+            "SELECT * EXCLUDE (run_id) FROM adverse_impact WHERE run_id = ? "
+            "ORDER BY condition, attribute, rate_kind, scope DESC, key, category",
+            analysed=True,
+        )
+
     def answers(self) -> pd.DataFrame:
         """Every item of the run with its answer: stage, qtype, condition, names, wording, prompt, options, label,
         scores."""

@@ -193,6 +193,11 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
                 fit["ci_low"] > null or fit["ci_high"] < null
             ):
                 problems.append(f"workforce {condition} {name}: verdict {fit['verdict']} beside its interval")
+    for row in (data.get("adverse_impact") or {}).get("rows", []):  # ratio intervals: null ci_high = unbounded
+        high = math.inf if row["ci_high"] is None else row["ci_high"]
+        if row["ci_low"] is not None and disagree(row["ci_low"], high, 1.0, row["p_value"]):
+            problems.append(f"impact ratio {row['condition']} {row['key']} {row['category']} {row['rate_kind']}: "
+                            f"p = {row['p_value']} disagrees with [{row['ci_low']}, {row['ci_high']}]")  # fmt: skip
     for finding in data["headline"]:
         for printed in re.findall(r"p = ([0-9.]+)", finding["finding"]):  # a printed p never reads across 0.05
             test = finding.get("test") or {}

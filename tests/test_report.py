@@ -162,11 +162,11 @@ def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     for section in ("bottom-line", "carriers", "pair-table", "summary", "run-card", "figure-1", "occupations",
                     "stage1", "pairs", "sensitivity",
                     "regression", "glossary", "limitations", "attribution", "headline-findings",
-                    "testability"):  # fmt: skip
+                    "testability", "adverse-impact"):  # fmt: skip
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
     assert figures == ["fig-pair-shares", "fig-headline", "fig-occupations", "fig-stage1", "fig-pairs",
-                       "fig-sensitivity", "fig-workforce"]  # fmt: skip
+                       "fig-sensitivity", "fig-workforce", "fig-adverse-impact"]  # fmt: skip
     assert html.count("How to read this.") == 7
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
     assert "<script" not in html
@@ -185,7 +185,7 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert list(data) == ["schema_version", "bottom_line", "run", "settings", "counts", "decision_margins", "headline",
                           "testability", "overall", "preferred_occupations", "correlations", "regression",
                           "stage1_rates", "occupation_preference", "pair_values", "items", "robustness",
-                          "workforce"]  # fmt: skip
+                          "workforce", "adverse_impact"]  # fmt: skip
     assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
                                  "template_hash", "package_version", "package_versions", "created_at",
                                  "finished_at", "status"]  # fmt: skip
@@ -244,7 +244,7 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
                           "conditions", "paired_conditions", "shared", "reference", "leaderboard",
                           "leaderboard_method", "overall", "paired_differences", "ranks", "rank_order", "rank_by",
-                          "rank_method", "preference_agreement", "workforce"]  # fmt: skip
+                          "rank_method", "preference_agreement", "workforce", "adverse_impact"]  # fmt: skip
     # Each replay file is its own "model": the only differences, and what the comparison measures.
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
         ("model", "measured"), ("model_identity", "measured")

@@ -1,6 +1,7 @@
 """The analysis step: answers turned into metrics with intervals and tests. It computes; it prints nothing.
 
 Enters: a run's `items` and `answers`.
-Leaves: the `metrics`, `occupation_preference`, `correlations` and `regression` tables (metrics.py with the
-SQL of metrics.sql, statistics.py, regression.py); the metric registry, every metric once (metric_registry.py).
+Leaves: the `metrics`, `occupation_preference`, `correlations`, `regression` and `adverse_impact` tables
+(metrics.py with the SQL of metrics.sql, statistics.py, regression.py, impact.py); the metric registry, every metric
+once (metric_registry.py).
 """

@@ -20,6 +20,7 @@ from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
+from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
     METRICS,
     POOLED_OVERALL_METRICS,
@@ -36,7 +37,7 @@ from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
-                 "workforce_occupations")
+                 "workforce_occupations", "adverse_impact")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -52,7 +53,7 @@ def metric_queries() -> dict[str, str]:
 
 
 def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Compute every metric of a run and replace the run's rows in the four result tables atomically."""
+    """Compute every metric of a run and replace the run's rows in the result tables atomically."""
     if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
         raise UserError(f"run {run_id!r}: no such run in the database")
     queries = metric_queries()
@@ -66,6 +67,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         analyze_wordings(con, run_id, queries)
+        impact_counts = con.execute(queries["impact_counts"], params).df()
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
@@ -79,6 +81,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         "regression": regression_rows(cells),
         "workforce_fit": fit,
         "workforce_occupations": occupations,
+        "adverse_impact": impact_rows(impact_counts),
     }
     _replace_run_rows(con, run_id, results)
 

@@ -44,3 +44,9 @@ RUN_STATUSES = (RUNNING, COMPLETE, FAILED, INTERRUPTED, BATCH)  # what is writte
 # How `probe runs` shows a run still marked running: it could open the database, so no process is writing
 # it, and the run was killed. Shown only, never written.
 STOPPED = "stopped"
+
+# --- groups and adverse impact (DESIGN.md section 11) ---------------------------------------------------
+
+SEX_ATTRIBUTE = "sex"  # the attribute of the default name pairs: its categories are SUBJECTS
+# adverse_impact.rate_kind: "yes" to the binary question; won the single-subject question; P(yes) above the median
+RATE_KINDS = ("selection", "contest", "scoring")

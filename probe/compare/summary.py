@@ -35,6 +35,7 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
+from probe.report.impact import compared_ratios
 
 
 def shared_instances(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -332,4 +333,5 @@ def compare_summary(
             for run_b in run_ids[index + 1 :]
             for row in preference_agreement(con, run_a, run_b)
         ],
+        "adverse_impact": compared_ratios(con, list(run_ids)),  # each run's overall impact ratios (report.json's)
     }

@@ -50,6 +50,11 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `pair_values`: [{condition, scope, key, metric, value, ci_low, ci_high, n}]: consistency and bias per name pair
 - `items`: [{condition, occupation, anchor, total, counts {qtype: {label: n}}, items [...]}]: the drill-down,
   the first items of each condition and occupation in full
+- `adverse_impact`: {method, meaning, contests_note (a run over name sets: how to read the other sections),
+  rows: [{condition, attribute, scope, key, category, rate_kind, n, rate, impact_ratio, ci_low, ci_high, p_value,
+  q_value, four_fifths, unknown, reference, small, finding}]} (the `adverse_impact` table; reference: the
+  highest-rate category; small: under 2% of its group's answers; finding: a sentence where the ratio's test
+  rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed before the table existed
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 
@@ -75,6 +80,8 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
   run's rank among the runs on the shared instances and the central 95% of its ranks under the shared name-pair
   resamples; female_share and stage 1's attr_yes_diff among the metrics
 - `preference_agreement`: [{condition, run_a, run_b, occupations, same_preferred, kappa}]
+- `adverse_impact`: [{condition, attribute, rate_kind, category, runs: {run_id: {category, n, rate, impact_ratio,
+  ci_low, ci_high, p_value, four_fifths, reference}}}]: each run's overall impact ratios, as in its report
 """
 
 from probe.report.data import ensure_analysed, run_record, run_settings

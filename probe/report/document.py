@@ -24,6 +24,7 @@ from probe.report.data import (
     stage1_rates,
 )
 from probe.report.findings import headline, occupation_testability, testability
+from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section, wording_claims
 from probe.report.workforce import workforce_section
@@ -73,5 +74,6 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "items": drilldown(con, run_id),
         "robustness": robustness,
         "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed
+        "adverse_impact": adverse_impact_section(con, run_id),  # None for a run analysed before the table
     }
     return {"schema_version": SCHEMA_VERSION, "bottom_line": bottom_line(con, run_id, document, claims), **document}

@@ -1,4 +1,5 @@
-"""`probe export`: a run's items and answers as Parquet or CSV files (the other formats: probe/integrations/).
+"""`probe export`: a run's items and answers (and its adverse-impact table, its name-set contests) as Parquet or CSV
+files (the other formats: probe/integrations/).
 
 CSV cells that a spreadsheet would run as formulas (=, +, -, @, tab, CR first) get a leading `'`; Parquet
 keeps the stored values exactly.
@@ -14,10 +15,16 @@ from probe.common.escape import atomic_path, csv_safe
 from probe.store import db
 
 EXPORT_FORMATS = ("parquet", "csv")
+# The tables written, each in its order: items and answers always; the adverse-impact table of an analysed run, and
+# for a run over name sets its contests (each item's pair_id and subject slot -> the set and the categories).
+EXPORTED = {"items": "seq", "answers": "item_id",
+            "adverse_impact": "condition, attribute, rate_kind, scope, key, category",
+            "run_contests": "pair_id, slot, attribute"}  # fmt: skip
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
-    """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`."""
+    """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`, and where the run has
+    them adverse_impact.<fmt> and run_contests.<fmt>."""
     if file_format not in EXPORT_FORMATS:
         raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
     con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)
@@ -26,10 +33,11 @@ def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> l
             raise UserError(f"{run_id}: no such run in {db_path}")
         out_dir.mkdir(parents=True, exist_ok=True)
         written = []
-        for table in ("items", "answers"):
+        for table, order in EXPORTED.items():
             path = out_dir / f"{table}.{file_format}"
-            order = "seq" if table == "items" else "item_id"
             frame = con.execute(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id]).df()
+            if frame.empty and table not in ("items", "answers"):
+                continue
             with atomic_path(path) as temporary:  # whole or not at all
                 if file_format == "csv":  # a cell like =HYPERLINK(...) must not run in a spreadsheet
                     csv_safe(frame).to_csv(temporary, index=False)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from probe.analysis.impact import FOUR_FIFTHS
 from probe.analysis.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, METRICS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import order_index
@@ -363,4 +364,32 @@ def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=8)
+    return _figure_uri(fig)
+
+
+def figure_impact_ratios(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The overall impact ratios with their intervals against the four-fifths line, one panel per condition."""
+    ratios = [row for row in rows if row["reference"] is not None and row["category"] != row["reference"]
+              and row["impact_ratio"] is not None]  # fmt: skip
+    if not ratios:
+        return None
+    conditions = list(dict.fromkeys(row["condition"] for row in ratios))
+    labels = list(dict.fromkeys(f"{row['attribute']}: {row['category']} ({row['rate_kind']})" for row in ratios))
+    fig = new_figure(2.6 + 2.6 * len(conditions), 1.2 + 0.22 * len(labels))
+    axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
+    for ax, condition in zip(axes, conditions, strict=True):
+        for row in (row for row in ratios if row["condition"] == condition):
+            y = labels.index(f"{row['attribute']}: {row['category']} ({row['rate_kind']})")
+            if row["ci_low"] is not None:
+                ax.hlines(y, row["ci_low"], row["ci_high"], color="#888888", linewidth=1.2)
+            below = row["ci_high"] is not None and row["ci_high"] < FOUR_FIFTHS
+            ax.scatter([row["impact_ratio"]], [y], s=24, zorder=3, color="#D55E00" if below else "#0072B2")
+        ax.axvline(FOUR_FIFTHS, color="#444444", linewidth=0.8, linestyle="--")
+        ax.axvline(1.0, color="#bbbbbb", linewidth=0.8)
+        ax.set_xlim(0, 1.05)
+        ax.set_title(condition, fontsize=10)
+        ax.set_xlabel("impact ratio (to the highest rate)")
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0].set_yticks(range(len(labels)), labels, fontsize=7.5)
+    axes[0].set_ylim(-0.7, len(labels) - 0.3)
     return _figure_uri(fig)

@@ -31,6 +31,7 @@ from probe.report.document import summary
 from probe.report.figures import (
     figure_differences,
     figure_headline,
+    figure_impact_ratios,
     figure_leaderboard,
     figure_occupations,
     figure_pair_shares,
@@ -41,6 +42,9 @@ from probe.report.figures import (
 )
 from probe.report.findings import method_legend
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+from probe.report.impact import findings as impact_findings
+from probe.report.impact import fmt_ratio_ci
+from probe.report.impact import overall_rows as impact_rows
 from probe.report.items import ITEMS_SHOWN
 from probe.report.workforce import figure_workforce
 
@@ -112,6 +116,7 @@ _TEMPLATES.filters.update(
     signed=fmt_signed,
     estimate=fmt_estimate,
     md=markdown_text,
+    ratio_ci=fmt_ratio_ci,
 )
 
 LIMITATIONS = (
@@ -260,6 +265,8 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "drilldown": sections,
         "items_shown": ITEMS_SHOWN,
         "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},
+        "impact_rows": impact_rows(data["adverse_impact"]),
+        "impact_findings": impact_findings(data["adverse_impact"]),
     }
     figures = {
         "headline": figure_headline(data["overall"]),
@@ -270,6 +277,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "robustness": figure_robustness(data["robustness"]),
         "pair_shares": figure_pair_shares(data["bottom_line"]["pairs"]),
         "workforce": figure_workforce(data.get("workforce")),
+        "adverse_impact": figure_impact_ratios(impact_rows(data["adverse_impact"])),
     }
     html = _TEMPLATES.get_template("report.html.j2").render(**context, figures=figures, css=_STYLE)
     markdown = _TEMPLATES.get_template("report.md.j2").render(**context)

@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS run_attributes (
 CREATE TABLE IF NOT EXISTS run_name_pairs (
     run_id VARCHAR, pair_id INTEGER, female VARCHAR, male VARCHAR
 );
+-- A run over name sets (probe/taxonomy/name_sets.py): each contest (a pair_id of run_name_pairs; its female / male
+-- = the first / second person) with its set and each person's (slot female / male) category per attribute.
+CREATE TABLE IF NOT EXISTS run_contests (
+    run_id VARCHAR, pair_id INTEGER, set_id INTEGER, slot VARCHAR, attribute VARCHAR, category VARCHAR
+);
 CREATE TABLE IF NOT EXISTS items (
     run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
@@ -142,6 +147,14 @@ CREATE TABLE IF NOT EXISTS workforce_fit (
 CREATE TABLE IF NOT EXISTS workforce_occupations (
     run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
     ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR
+);
+-- The adverse-impact table (probe/analysis/impact.py; DESIGN.md section 11): per condition, attribute, scope and
+-- category each rate kind's rate and its impact ratio to the highest-rate category, with the ratio's interval and test
+-- over name sets.
+CREATE TABLE IF NOT EXISTS adverse_impact (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, scope VARCHAR, key VARCHAR, category VARCHAR,
+    rate_kind VARCHAR, n BIGINT, rate DOUBLE, impact_ratio DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE,
+    q_value DOUBLE, four_fifths BOOLEAN, unknown BIGINT
 );
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,

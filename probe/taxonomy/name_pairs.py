@@ -16,6 +16,7 @@ from probe.common.errors import UserError
 from probe.common.staging import ragged_line, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import ANSWER_WORDS
+from probe.taxonomy.name_sets import is_name_sets_file
 
 
 def select_name_pairs(
@@ -27,6 +28,9 @@ def select_name_pairs(
     """
     if names is None:
         every = con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
+    elif is_name_sets_file(Path(names)):
+        raise UserError(f"--names {names}: name sets (set_id, name, ...) are asked by probe run; here give name "
+                        "pairs (columns female, male)")  # fmt: skip
     else:
         every = read_names_csv(con, Path(names))
     total = len(every)

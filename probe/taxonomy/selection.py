@@ -11,6 +11,7 @@ import pandas as pd
 from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
+from probe.taxonomy.name_sets import CONTEST_COLUMNS, contests, is_name_sets_file, read_name_sets, select_sets
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
@@ -18,17 +19,24 @@ from probe.taxonomy.occupations import resolve_occupations, top_attributes
 class Selection:
     """What a run asks about: name pairs, the occupations' top-k attributes, and the wordings it asks them in."""
 
-    pairs: pd.DataFrame  # pair_id, female, male
+    pairs: pd.DataFrame  # pair_id, female, male (with name sets: their contests, probe/taxonomy/name_sets.py)
     attributes: pd.DataFrame  # occupation, soc_code, category, rank, element_name, importance, level
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrase ids (prompts/wordings/), in the order asked
+    # with name sets: each contest's set and its two people's categories (name_sets.CONTEST_COLUMNS); else None
+    contests: pd.DataFrame | None = None
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
     occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
     occupations = resolve_occupations(con, occupations_spec)
+    attributes = top_attributes(con, occupations, k=config.top_k)
+    if config.names is not None and is_name_sets_file(Path(config.names)):
+        sets = select_sets(read_name_sets(con, Path(config.names)), config.pairs)
+        pairs, mapping = contests(sets)
+        return Selection(pairs, attributes, config.wordings, mapping)
     pairs = select_name_pairs(con, config.pairs, config.names)
-    return Selection(pairs, top_attributes(con, occupations, k=config.top_k), config.wordings)
+    return Selection(pairs, attributes, config.wordings)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -41,4 +49,8 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
     ).df()
     if pairs.empty:  # a run recorded before run_name_pairs existed used the shipped pairs
         pairs = select_name_pairs(con, config.pairs)
-    return Selection(pairs, attributes, config.wordings)
+    mapping = con.execute(
+        f"SELECT {', '.join(CONTEST_COLUMNS)} FROM run_contests WHERE run_id = ? ORDER BY pair_id, slot, attribute",
+        [config.run_id],
+    ).df()
+    return Selection(pairs, attributes, config.wordings, None if mapping.empty else mapping)

@@ -9,7 +9,7 @@ then add one line below. policy.py, the Holm step, gate.json, gate.md, JUnit and
 from __future__ import annotations
 
 from probe.gates.gate import GateKind
-from probe.gates.kinds import equivalence, limits, non_inferiority, occupations, workforce_slope
+from probe.gates.kinds import equivalence, impact_ratio, limits, non_inferiority, occupations, workforce_slope
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     equivalence.Equivalence(),
@@ -18,4 +18,5 @@ KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     non_inferiority.NonInferiority(),
     occupations.Occupations(),
     workforce_slope.WorkforceSlope(),
+    impact_ratio.ImpactRatio(),
 )}  # fmt: skip

@@ -1,0 +1,237 @@
+"""The adverse-impact table (DESIGN.md section 11): per category its rate, the impact ratio to the highest-rate
+category, the ratio's 95% interval and its test of ratio = 1, with the name set (a pair is a set of two) as the unit.
+
+The four-fifths rule (29 CFR 1607.4(D)) and New York City's bias audits (6 RCNY 5-301) report, per category, the
+selection rate (here "yes" to the binary question), or the scoring rate (the share above the median score: here
+P(yes) from the exact option scores), and the impact ratio to the most-selected category; the contest rate (won the
+single-subject question) is this probe's own decision.
+
+The impact ratio of category c is its rate over the highest rate, min over k of rate_c / rate_k. Each pairwise ratio
+has one procedure for its interval and p-value (`RatioEstimate`): Fieller's test of ratio = r as the linear contrast
+rate_c - r rate_k = 0, with the contrast's variance the larger of the spread between sets (the sets' influences,
+CR2-style leverage correction) and the binomial variance under the null (the two rates' maximum likelihood under
+rate_c = r rate_k, as the Miettinen-Nurminen score interval); t with Bell-McCaffrey degrees of freedom; the interval
+is every r the test keeps. The impact ratio's interval (`GroupRatios.interval`) takes the minimum of the pairwise
+bounds, each at 1 - 0.05 / (K - 1) (Bonferroni over the other categories): it covers the ratio to the highest
+population rate whichever category that is, where an interval to the observed highest category alone undercovers
+(the observed highest is the luckiest of several: 0.89-0.93 at K = 8, BENCHMARKS.md "Adverse impact"). Its test of
+ratio = 1 (`p_below`) is the Bonferroni minimum of the pairwise tests of the categories rated above, so the interval
+excludes 1 exactly when p < 0.05. A category never selected keeps a real interval [0, upper]; an unbounded end is
+infinite; with fewer than MIN_PAIRS sets (or too few for the Bonferroni level: 2 x 0.5**sets above it) no interval
+is given and p is never below 2 * 0.5**sets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+from statsmodels.stats.multitest import multipletests
+
+from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
+from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
+
+FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
+IMPACT_COLUMNS = ["condition", "attribute", "scope", "key", "category", "rate_kind", "n", "rate", "impact_ratio",
+                  "ci_low", "ci_high", "p_value", "q_value", "four_fifths", "unknown"]  # fmt: skip
+IMPACT_METHOD = (
+    "ratio to the highest rate over name sets: the minimum over the other categories of Fieller intervals of the two "
+    "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
+    "spread between sets (CR2) and the binomial variance under that null; Bell-McCaffrey degrees of freedom), each at "
+    "1 - 0.05 / (categories - 1); the p-value is the same Bonferroni test of ratio = 1; q: Benjamini-Hochberg over "
+    "occupations x categories"
+)
+GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
+_BESIDE = 1e-9  # relative step beside an estimate without variance
+_LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """rate(category) / rate(reference) over name sets: both sides' hits and usable answers per set (aligned)."""
+
+    hits: np.ndarray
+    n: np.ndarray
+    reference_hits: np.ndarray
+    reference_n: np.ndarray
+
+    @cached_property
+    def _used(self) -> np.ndarray:
+        return (self.n > 0) | (self.reference_n > 0)
+
+    @property
+    def sets(self) -> int:
+        return int(np.count_nonzero(self._used))
+
+    @cached_property
+    def rates(self) -> tuple[float, float]:
+        return self.hits.sum() / self.n.sum(), self.reference_hits.sum() / self.reference_n.sum()
+
+    @property
+    def value(self) -> float:
+        rate, reference = self.rates
+        return rate / reference if reference > 0 else math.nan
+
+    @property
+    def estimable(self) -> bool:
+        return self.sets >= 2 and np.isfinite(self.value)
+
+    @cached_property
+    def df(self) -> float:
+        return bell_mccaffrey_df(self._combined[self._used])
+
+    @cached_property
+    def _combined(self) -> np.ndarray:
+        return self.n / self.n.sum() + self.reference_n / self.reference_n.sum()
+
+    @cached_property
+    def _influences(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per used set: its influence on the rate, on the reference rate, and 1 / (1 - leverage) (CR2-style)."""
+        rate, reference = self.rates
+        used = self._used
+        own = ((self.hits - rate * self.n) / self.n.sum())[used]
+        other = ((self.reference_hits - reference * self.reference_n) / self.reference_n.sum())[used]
+        return own, other, 1 / (1 - self._combined[used] / self._combined[used].sum())
+
+    def _variance(self, ratio: float) -> float:
+        """Var(rate - ratio x reference rate): the spread between sets, at least the binomial variance under the
+        null rate = ratio x reference rate."""
+        own, other, inflation = self._influences
+        spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
+        total, reference_total = self.n.sum(), self.reference_n.sum()
+        null_reference = min((self.hits.sum() + self.reference_hits.sum()) / (ratio * total + reference_total), 1.0)
+        null_rate = min(ratio * null_reference, 1.0)
+        floor = null_rate * (1 - null_rate) / total + ratio**2 * null_reference * (1 - null_reference) / reference_total
+        return max(spread, floor)
+
+    def _statistic(self, ratio: float) -> float:
+        """|rate - ratio x reference rate| / its standard error: 0 where the rates agree exactly, inf where they
+        differ without any variance (every set at 0 or 1)."""
+        rate, reference = self.rates
+        distance, variance = abs(rate - ratio * reference), self._variance(ratio)
+        if distance == 0:
+            return 0.0
+        return distance / math.sqrt(variance) if variance > 0 else math.inf
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+        """Every ratio the test keeps at 1 - confidence (upper end inf where unbounded); None with < MIN_PAIRS
+        sets or nothing to estimate."""
+        if not self.estimable or self.sets < MIN_PAIRS or binomial_min_p(self.sets) >= 1 - confidence:
+            return None
+        critical = t_quantile(1 - (1 - confidence) / 2, self.df)
+        rate, reference = self.rates
+        estimate = self.value
+
+        def excess(ratio: float) -> float:
+            return (rate - ratio * reference) ** 2 - critical**2 * self._variance(ratio)
+
+        # a ratio the test keeps strictly: the estimate, or beside it where both rates sit at 0 or 1 (no variance
+        # at the estimate itself, but the null's binomial variance just beside it)
+        step = _BESIDE * max(estimate, 1.0)
+        inside = [r for r in (estimate, estimate + step, estimate - step) if r >= 0 and excess(r) < 0]
+        if not inside:
+            return None
+        inner = inside[0]
+        low = 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, inner, xtol=1e-12)
+        high = max(inner, 1.0)
+        while excess(high) <= 0:
+            high *= 2
+            if high > _LARGEST_RATIO:
+                return low, math.inf
+        return low, optimize.brentq(excess, inner, high, xtol=1e-12)
+
+    def p_value(self, null: float = 1.0) -> float | None:
+        """The interval's own test of ratio = null, never below the sets' exact bound 2 * 0.5**sets."""
+        if not self.estimable:
+            return None
+        return max(float(2 * stats.t.sf(self._statistic(null), self.df)), binomial_min_p(self.sets))
+
+
+@dataclass(frozen=True)
+class GroupRatios:
+    """One (condition, attribute, rate kind, scope, key) of the table: each category's answers and rate, the
+    highest-rate category (for display; ties go to the first in order) and the ratio of every category to every
+    other with a rate above 0 (`pairs`, keyed (category, other))."""
+
+    wide: pd.DataFrame  # per set: hits, n, unknown of each category
+    rates: dict[str, float]
+    reference: str | None
+    pairs: dict[tuple[str, str], RatioEstimate]
+
+    def others(self, category: str) -> list[str]:
+        return [other for other in self.rates if (category, other) in self.pairs]
+
+    def value(self, category: str) -> float:
+        """The impact ratio: the category's rate over the highest rate (NaN without a rate, or every rate 0)."""
+        highest = max(self.rates.values(), default=0.0)
+        return self.rates[category] / highest if category in self.rates and highest > 0 else math.nan
+
+    def interval(self, category: str, confidence: float = CONFIDENCE, comparisons: int | None = None
+                 ) -> tuple[float, float] | None:  # fmt: skip
+        """The ratio to the highest population rate, min over k of rate_c / rate_k (capped at 1): every pair's
+        interval at 1 - (1 - confidence) / comparisons (Bonferroni; default: the other categories), the minimum of
+        their bounds. None where a pair has none, or where the category is shown to have the highest rate."""
+        others = self.others(category)
+        if not others:
+            return None
+        level = 1 - (1 - confidence) / (comparisons or len(others))
+        bounds = [self.pairs[category, other].interval(level) for other in others]
+        if any(bound is None for bound in bounds):
+            return None
+        low, high = min(bound[0] for bound in bounds), min(1.0, *(bound[1] for bound in bounds))
+        return (low, high) if low < high else None
+
+    def p_below(self, category: str, limit: float = 1.0, comparisons: int | None = None) -> float | None:
+        """The test that the ratio to the highest rate is below `limit` (a pair's ratio shown below it), Bonferroni
+        as the interval: p < 1 - confidence exactly when the interval's upper end lies below `limit`."""
+        others = self.others(category)
+        if not others:
+            return None
+        tests = [self.pairs[category, other].p_value(limit) for other in others
+                 if self.pairs[category, other].value < limit]  # fmt: skip
+        tests = [p for p in tests if p is not None]
+        return min(1.0, (comparisons or len(others)) * min(tests)) if tests else 1.0
+
+
+def group_ratios(counts: pd.DataFrame) -> GroupRatios:
+    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown)."""
+    wide = counts.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
+                              fill_value=0)  # fmt: skip
+    totals = wide.sum()
+    rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
+    reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
+    pairs = {(category, other): RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, other)
+                                                for part in ("hits", "n")))
+             for category in rates for other in rates if other != category and rates[other] > 0}  # fmt: skip
+    return GroupRatios(wide, rates, reference, pairs)
+
+
+def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
+    """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
+    category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
+    to the highest rate with the interval and test of GroupRatios; q = Benjamini-Hochberg over the occupation rows
+    of a condition, attribute and rate kind (occupations x categories)."""
+    rows = []
+    for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
+        ratios = group_ratios(group)
+        totals = ratios.wide.sum()
+        for category in ratios.wide["n"].columns:
+            interval, p_value = ratios.interval(category), ratios.p_below(category)
+            rows.append({"condition": condition, "attribute": attribute, "scope": scope, "key": key,
+                         "category": category, "rate_kind": rate_kind, "n": int(totals["n"][category]),
+                         "rate": ratios.rates.get(category, math.nan), "impact_ratio": ratios.value(category),
+                         "ci_low": interval[0] if interval else math.nan,
+                         "ci_high": interval[1] if interval else math.nan,
+                         "p_value": math.nan if p_value is None else p_value,
+                         "unknown": int(totals["unknown"][category])})  # fmt: skip
+    table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
+    table["q_value"] = np.nan
+    occupations = table[(table["scope"] == "occupation") & table["p_value"].notna()]
+    for _, group in occupations.groupby(["condition", "attribute", "rate_kind"]):
+        table.loc[group.index, "q_value"] = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[1]
+    table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
+    return table[IMPACT_COLUMNS]

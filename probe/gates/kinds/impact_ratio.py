@@ -1,0 +1,146 @@
+"""`kind = "impact_ratio"` (DESIGN.md section 11): every category of an attribute shown at or above `limit` (default
+0.8, the four-fifths rule) of the highest-rate category's rate, by the adverse-impact table's own ratio test over name
+sets (probe/analysis/impact.py).
+
+Pass: every category's ratio to the highest rate shown above the limit: for every other category k, the one-sided
+test of rate_c <= limit x rate_k rejects at 5% (90% intervals, an intersection-union test: no adjustment). Fail: a
+category's ratio shown below it, Bonferroni over the K (K - 1) ordered pairs (its interval at 1 - 0.05 / K over
+its K - 1 others); p_fail = that Bonferroni p (the family's Holm step then takes it). Otherwise inconclusive, with
+the sets that would decide the binding category (normal approximation from its interval: N = sets x ((z + z_0.8)
+se / |ratio - limit|)^2). The numbers shown are the failing category's, else the one with the lowest 90% lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import duckdb
+from scipy import stats
+
+from probe.analysis.binomial import POWER, SIGNIFICANCE
+from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, GroupRatios, group_ratios
+from probe.analysis.metrics import metric_queries
+from probe.analysis.statistics import MIN_PAIRS
+from probe.common.errors import UserError
+from probe.common.vocabulary import RATE_KINDS
+from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
+from probe.gates.keys import Key, number
+from probe.gates.verdicts import MOST_PAIRS
+
+METHOD = "fieller_sets"
+
+
+def _attribute(value: Any, metric: str | None, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
+                        "'race_ethnicity', 'sex x race_ethnicity', ...)")  # fmt: skip
+    return value
+
+
+def _rate_kind(value: Any, metric: str | None, where: str) -> str:
+    if value not in RATE_KINDS:
+        raise UserError(f"{where}: key 'rate_kind' must be one of {', '.join(RATE_KINDS)} (got {value!r})")
+    return value
+
+
+def _limit(value: Any, metric: str | None, where: str) -> float:
+    value = number(value, "limit", where)
+    if not 0 < value <= 1:
+        raise UserError(f"{where}: key 'limit' must lie in (0, 1] (got {value:g}; four-fifths is 0.8)")
+    return value
+
+
+class ImpactRatio(GateKind):
+    name = "impact_ratio"
+    keys = (Key("attribute", _attribute), Key("rate_kind", _rate_kind, required=False, default="selection"),
+            Key("limit", _limit, required=False, default=FOUR_FIFTHS))  # fmt: skip
+    takes_metric = False
+    methods: ClassVar[dict[str, str]] = {METHOD: IMPACT_METHOD}
+
+    def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
+        return impact_verdict(con, run_id, gate)
+
+    def requirement(self, gate: Gate) -> str:
+        return (f"every {gate.settings['attribute']} category's {gate.settings['rate_kind']} rate at least "
+                f"{gate.settings['limit']:g} of the highest")  # fmt: skip
+
+
+def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
+    """The gate's verdict on the run's overall ratios to the highest rate (module docstring)."""
+    attribute, rate_kind, limit = (gate.settings[key] for key in ("attribute", "rate_kind", "limit"))
+    counts = con.execute(metric_queries()["impact_counts"], {"run_id": run_id}).df()
+    counts = counts[(counts["condition"] == gate.condition) & (counts["scope"] == "overall")]
+    if attribute not in set(counts["attribute"]):
+        found = ", ".join(sorted(set(counts["attribute"]))) or "none"
+        raise UserError(f"gate {gate.name!r}: run {run_id!r} has no {attribute!r} categories in condition "
+                        f"{gate.condition} (its attributes: {found})")  # fmt: skip
+    ratios = group_ratios(counts[(counts["attribute"] == attribute) & (counts["rate_kind"] == rate_kind)]
+                          .drop(columns=GROUP_COLUMNS))  # fmt: skip
+    sets = int(counts["set_id"].nunique())
+    categories = [category for category in ratios.rates if ratios.others(category)]
+    comparisons = len(categories) * (len(categories) - 1)  # every ordered pair: Bonferroni for a fail
+    details: dict[str, Any] = {"highest": ratios.reference, "categories": {}, "sets": sets}
+    shown90 = {c: ratios.interval(c, 0.90, comparisons=1) for c in categories}
+    if not categories or sets < MIN_PAIRS or any(interval is None and ratios.value(c) < 1 for c, interval in
+                                                 shown90.items()):  # fmt: skip
+        return Verdict(gate, INCONCLUSIVE, f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed), or no "
+                       "two categories with rates to compare", band=(limit, math.inf), pairs=sets,
+                       needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
+                       details=details)  # fmt: skip
+    adjusted = 1 - SIGNIFICANCE / len(categories)
+    rows = {}
+    for category in categories:
+        # a category shown to have the highest rate has no interval: its ratio is 1, above any limit
+        ci90 = shown90[category] or (1.0, 1.0)
+        ci_adjusted = ratios.interval(category, adjusted, comparisons) or (1.0, 1.0)
+        rows[category] = {"ratio": ratios.value(category), "ci90": ci90, "ci_adjusted": ci_adjusted,
+                          "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
+        details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
+                                           "ci90": _bounds(shown90[category]),
+                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted, comparisons))}
+    p_fail = min(row["p_below"] for row in rows.values())
+    passing = all(row["ci90"][0] > limit for row in rows.values())
+    failing = [c for c, row in rows.items() if row["ci_adjusted"][1] < limit]
+    verdict = PASS if passing else FAIL if failing else INCONCLUSIVE
+    shown = (min(failing, key=lambda c: rows[c]["p_below"]) if failing else
+             min(rows, key=lambda c: (rows[c]["ci90"][0], c)))  # fmt: skip
+    row = rows[shown]
+    needed = _sets_needed(ratios, shown, limit, sets, comparisons)
+    said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
+    sentence = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
+                f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
+                f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets; "
+                f"{IMPACT_METHOD}")  # fmt: skip
+    if verdict == INCONCLUSIVE:
+        sentence += (f"; {needed.note}" if needed.pairs is None else
+                     f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
+    return Verdict(gate, verdict, sentence, row["ratio"], row["ci90"], row["ci_adjusted"], (limit, math.inf), p_fail,
+                   pairs=sets, instances=int(ratios.wide["n"][shown].sum()), method=METHOD, needed=needed,
+                   details=details)  # fmt: skip
+
+
+def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int) -> PairsNeeded:
+    """Sets at which the category's interval excludes the limit with 80% power, its standard error (from its 95%
+    interval) shrinking as 1 / sqrt(sets): a pass needs the one-sided 5% test, a fail the Bonferroni one."""
+    interval = ratios.interval(category)
+    value = ratios.value(category)
+    distance = abs(value - limit)
+    if interval is None or distance == 0:
+        return PairsNeeded(None, "no interval to plan from, or the ratio sits on the limit")
+    error = (interval[1] - interval[0]) / (2 * stats.norm.ppf(0.975))
+    level = 0.95 if value > limit else 1 - SIGNIFICANCE / (2 * comparisons)
+    needed = math.ceil(sets * ((stats.norm.ppf(level) + stats.norm.ppf(POWER)) * error / distance) ** 2)
+    return PairsNeeded(min(max(needed, MIN_PAIRS), MOST_PAIRS + 1))
+
+
+def _bounds(interval: tuple[float, float] | None) -> list[float | None] | None:
+    """An interval for gate.json: an unbounded end is null."""
+    return None if interval is None else [bound if math.isfinite(bound) else None for bound in interval]
+
+
+def _text(interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return "none"
+    high = f"{interval[1]:.3f}" if math.isfinite(interval[1]) else "inf"
+    return f"[{interval[0]:.3f}, {high}]"

@@ -1,0 +1,152 @@
+"""Name sets (DESIGN.md section 11): a names CSV with columns `set_id, name` and one column per attribute (`sex`,
+`race_ethnicity`, any other categorical attribute), one name per category in every set; a category is the tuple of
+a name's attribute values.
+
+The set is the unit of independence, as the pair is for sex alone. Within a set two of its people meet in the
+two-person questions of a name pair (a contest: stage 1, then binary / single / multiple, both orders), so a run
+over sets is a run over contests, each stored as a name pair (pair_id, female = the first contestant, male = the
+second; items' subject and labels `female` / `male` then name the contest's first and second person) with the
+contest's set and both contestants' categories in `run_contests`. The contests rotate over sets by the circle
+method: a set asks one round of a round-robin over its K categories (K/2 contests, every person once; for odd K,
+(K-1)/2 and one sits out), so each pair of categories meets once every K-1 sets (K for odd K) instead of K(K-1)/2
+contests per set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from probe.common.errors import UserError
+from probe.common.staging import read_header, stage_file
+from probe.common.user_text import checked_text
+from probe.common.vocabulary import ANSWER_WORDS, SUBJECTS
+
+SET_COLUMNS = ("set_id", "name")
+# The fewest names a category needs (one per set): an interval over sets needs 6 of them (the sign-flip bound of
+# probe/analysis/statistics.py MIN_PAIRS: 6 sets that all agree reach p = 0.031).
+MIN_NAMES = 6
+JOINT = " x "  # the intersection attribute's name and its categories: 'sex x race_ethnicity', 'female x Black'
+CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category"]
+
+
+def is_name_sets_file(path: Path) -> bool:
+    """A names CSV with set_id and name columns (name sets), not female and male (name pairs)."""
+    return set(SET_COLUMNS) <= set(read_header(path, ",", str(path)))
+
+
+def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
+    """The sets of a names CSV: set_id (int), name, one column per attribute, category (the values joined by ' x ').
+
+    Errors name the file and line: an empty or unusable value, a set_id that is no positive whole number, a name an
+    answer word or already in the file, a second name for a category in a set; then the file as a whole: a set
+    without a name for some category, a category with fewer than MIN_NAMES names.
+    """
+    header = read_header(path, ",", str(path))
+    attributes = [column for column in header if column not in SET_COLUMNS]
+    if not attributes:
+        raise UserError(f"{path}: name sets need at least one attribute column besides set_id and name (sex, ...)")
+    columns = {column: f"c{index}" for index, column in enumerate([*SET_COLUMNS, *attributes])}
+    stage_file(con, path, "_staging_sets", columns, delimiter=",", label=str(path))
+    try:
+        rows = con.execute(f"SELECT line, {', '.join(columns.values())} FROM _staging_sets ORDER BY line").fetchall()
+    finally:
+        con.execute("DROP TABLE IF EXISTS _staging_sets")
+    records, names, categories = [], {}, {}
+    for line, set_text, *values in rows:
+        where = f"{path} line {line}"
+        for column, value in zip([*SET_COLUMNS, *attributes], [set_text, *values], strict=True):
+            if value is None or not value.strip():
+                raise UserError(f"{where}: empty {column}")
+        if not set_text.strip().isdigit() or int(set_text) < 1:
+            raise UserError(f"{where}: set_id {set_text.strip()!r} is not a positive whole number")
+        name, *levels = (checked_text(value.strip(), where) for value in values)
+        if name.casefold() in ANSWER_WORDS:
+            raise UserError(f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}); choose "
+                            "another name")  # fmt: skip
+        if name.casefold() in names:
+            raise UserError(f"{where}: the name {name!r} is already on line {names[name.casefold()]} (a name belongs "
+                            "to one set)")  # fmt: skip
+        names[name.casefold()] = line
+        set_id, category = int(set_text), JOINT.join(levels)
+        if (set_id, category) in categories:
+            raise UserError(f"{where}: set {set_id} already has a name for {category!r} (line "
+                            f"{categories[set_id, category]}); a set has one name per category")  # fmt: skip
+        categories[set_id, category] = line
+        records.append({"set_id": set_id, "name": name, **dict(zip(attributes, levels, strict=True)),
+                        "category": category})  # fmt: skip
+    sets = pd.DataFrame(records, columns=["set_id", "name", *attributes, "category"])
+    _check_complete(sets, path)
+    return sets
+
+
+def _check_complete(sets: pd.DataFrame, path: Path) -> None:
+    """Every set names every category, and every category has at least MIN_NAMES names."""
+    every = sorted(set(sets["category"]))
+    for set_id, rows in sets.groupby("set_id", sort=True):
+        missing = sorted(set(every) - set(rows["category"]))
+        if missing:
+            raise UserError(f"{path}: set {set_id} has no name for {missing[0]!r} (every set needs one name per "
+                            f"category: {', '.join(every)})")  # fmt: skip
+    counts = sets["category"].value_counts()
+    if len(every) < 2:
+        raise UserError(f"{path}: one category ({every[0]!r}); name sets need at least two")
+    if counts.min() < MIN_NAMES:
+        raise UserError(f"{path}: category {counts.idxmin()!r} has {counts.min()} names; every category needs at "
+                        f"least {MIN_NAMES} (one per set) for an interval over sets")  # fmt: skip
+
+
+def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.DataFrame:
+    """The sets `spec` picks, as `--pairs` picks pairs: N -> the first N set ids (every set where the file has fewer:
+    a preset's pair count reads as "up to"), a list -> those ids, None -> all."""
+    ids = sorted(set(sets["set_id"]))
+    if spec is None:
+        chosen = ids
+    elif isinstance(spec, int) and not isinstance(spec, bool):
+        if spec < 1:
+            raise UserError(f"pairs: {spec} is not a number of name sets (1 or more)")
+        chosen = ids[:spec]
+    else:
+        unknown = sorted(set(spec) - set(ids))
+        if unknown:
+            raise UserError(f"pairs: no name set with id {unknown[0]} (the file's set ids: {ids[0]} to {ids[-1]})")
+        chosen = sorted(set(spec))
+    return sets[sets["set_id"].isin(chosen)].reset_index(drop=True)
+
+
+def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
+    """Round `index` (mod the number of rounds) of a round-robin over `categories` by the circle method: K/2
+    contests in which every category plays once (odd K: one sits out); over K - 1 rounds (K for odd K) every pair
+    of categories meets exactly once."""
+    circle: list[str | None] = list(categories) + ([None] if len(categories) % 2 else [])
+    rounds = len(circle) - 1
+    turn = index % rounds
+    moving = circle[1:]
+    arranged = [circle[0], *moving[turn:], *moving[:turn]]
+    half = len(arranged) // 2
+    contests = [(arranged[i], arranged[-1 - i]) for i in range(half)]
+    return [tuple(sorted(contest)) for contest in contests if None not in contest]  # type: ignore[misc]
+
+
+def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The contests of the chosen sets as name pairs (pair_id, female = first contestant, male = second), and
+    their map (pair_id, set_id, slot, attribute, category): each slot's category for every attribute and, with more
+    than one attribute, their intersection."""
+    attributes = [column for column in sets.columns if column not in (*SET_COLUMNS, "category")]
+    every = sorted(set(sets["category"]))
+    pairs, mapping = [], []
+    for index, (set_id, rows) in enumerate(sets.groupby("set_id", sort=True)):
+        people = rows.set_index("category")
+        for first, second in rotation(every, index):
+            pair_id = len(pairs) + 1
+            pairs.append((pair_id, people.at[first, "name"], people.at[second, "name"]))
+            for slot, category in zip(SUBJECTS, (first, second), strict=True):
+                person = people.loc[category]
+                mapping += [(pair_id, set_id, slot, attribute, person[attribute]) for attribute in attributes]
+                if len(attributes) > 1:
+                    mapping.append((pair_id, set_id, slot, JOINT.join(attributes), category))
+    return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
+            pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip

@@ -1,0 +1,185 @@
+"""The adverse-impact table (DESIGN.md section 11): planted selection rates recovered exactly, a planted ratio of 0.6
+flagged and 1.0 not, the ratio's interval and test one procedure (checked against a grid written out here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import probe
+from probe import pipeline
+from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, RatioEstimate
+from probe.analysis.metrics import analyze
+from probe.store.config import RunConfig
+from tests.support import FakeBackend, RunBuilder, interval_problems, query, unknown_answers
+
+OCCUPATIONS = ("nurse", "pilot", "accountant", "architect", "banker")
+PAIRS = 10
+
+
+def planted_run(db_file: Path, tmp_path: Path, male_yes: tuple[int, int]) -> str:
+    """A replay run of 10 pairs x 5 occupations x 2 orders: the woman is called qualified in 5 of her 10 binary
+    questions in odd pairs and 7 in even ones (rate 0.6), the man in male_yes[0] / male_yes[1]; the woman wins
+    the single-subject question in 3 of 10 per pair (contest rates 0.3 and 0.7)."""
+    settings = dict(backend="replay", pairs=PAIRS, occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",),
+                    db=str(db_file), quiet=True)  # fmt: skip
+    path = unknown_answers(tmp_path / "answers.csv", **settings)
+    rows = pd.read_csv(path).sort_values(["pair_id", "occupation", "name_order"], kind="stable")
+    rows["label"] = np.where(rows["stage"] == 1, "yes", None)
+    for pair, items in rows[rows["stage"] == 2].groupby("pair_id"):
+        odd = pair % 2
+        for subject, yes in (("female", 5 if odd else 7), ("male", male_yes[0] if odd else male_yes[1])):
+            binary = items[(items["qtype"] == "binary") & (items["subject"] == subject)].index
+            rows.loc[binary, "label"] = ["yes"] * yes + ["no"] * (len(binary) - yes)
+        single = items[items["qtype"] == "single"].index
+        rows.loc[single, "label"] = ["female"] * 3 + ["male"] * (len(single) - 3)
+        rows.loc[items[items["qtype"] == "multiple"].index, "label"] = "both"
+    rows.to_csv(path, index=False)
+    return pipeline.run(RunConfig(**settings, answers=str(path)))
+
+
+def impact(db_file: Path, run_id: str) -> pd.DataFrame:
+    return query(db_file, "SELECT * EXCLUDE (run_id) FROM adverse_impact WHERE run_id = ? AND scope = 'overall' "
+                          "ORDER BY rate_kind, category", [run_id])  # fmt: skip
+
+
+def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path, tmp_path: Path) -> None:
+    run_id = planted_run(db_file, tmp_path, male_yes=(10, 10))
+    table = impact(db_file, run_id)
+    assert list(table.columns) == IMPACT_COLUMNS
+    fixed = table[["rate_kind", "category", "n", "rate", "impact_ratio", "four_fifths", "unknown"]]
+    assert fixed.to_dict("records") == [
+        {"rate_kind": "contest", "category": "female", "n": 100, "rate": 0.3, "impact_ratio": 0.3 / 0.7,
+         "four_fifths": True, "unknown": 0},
+        {"rate_kind": "contest", "category": "male", "n": 100, "rate": 0.7, "impact_ratio": 1.0,
+         "four_fifths": False, "unknown": 0},
+        {"rate_kind": "selection", "category": "female", "n": 100, "rate": 0.6, "impact_ratio": 0.6,
+         "four_fifths": True, "unknown": 0},
+        {"rate_kind": "selection", "category": "male", "n": 100, "rate": 1.0, "impact_ratio": 1.0,
+         "four_fifths": False, "unknown": 0},
+    ]  # fmt: skip
+    female = table[(table["rate_kind"] == "selection") & (table["category"] == "female")].iloc[0]
+    assert female["ci_high"] < 0.8 and female["p_value"] < 0.05
+    reference = table[(table["rate_kind"] == "selection") & (table["category"] == "male")].iloc[0]
+    # men are shown to have the highest rate: their ratio to the highest is 1 with no interval, its test p = 1
+    assert (math.isnan(reference["ci_low"]), reference["p_value"]) == (True, 1.0)
+    occupations = query(db_file, "SELECT count(*) AS rows, count(q_value) AS tested FROM adverse_impact "
+                                 "WHERE run_id = ? AND scope = 'occupation'", [run_id])  # fmt: skip
+    # 5 occupations x 2 kinds x 2 sexes; untested: the 5 whose other sex has rate 0 there (no ratio to it)
+    assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 15}]
+
+
+def test_a_planted_ratio_of_1_is_not_flagged(db_file: Path, tmp_path: Path) -> None:
+    run_id = planted_run(db_file, tmp_path, male_yes=(5, 7))
+    selection = impact(db_file, run_id).query("rate_kind == 'selection'")
+    assert selection[["category", "rate", "impact_ratio", "four_fifths"]].to_dict("records") == [
+        {"category": "female", "rate": 0.6, "impact_ratio": 1.0, "four_fifths": False},
+        {"category": "male", "rate": 0.6, "impact_ratio": 1.0, "four_fifths": False},
+    ]
+    # either may be the highest: each interval reaches 1 (the ratio to the highest is at most 1), each test p = 1
+    assert selection[["p_value", "ci_high"]].values.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert (selection["ci_low"] < FOUR_FIFTHS).all()  # 10 sets do not show four-fifths either
+
+
+def fieller_reference(hits, n, reference_hits, reference_n) -> tuple[float, float]:
+    """The interval written out: every r on a grid whose t statistic (rate - r ref) / sqrt(max(spread, floor)) is
+    within the 97.5% t quantile; spread over sets with leverage, floor the binomial variance at the null's MLE."""
+    hits, n, reference_hits, reference_n = (np.asarray(a, dtype=float) for a in (hits, n, reference_hits, reference_n))
+    rate, reference = hits.sum() / n.sum(), reference_hits.sum() / reference_n.sum()
+    grid = np.linspace(0.0, 3.0, 300_001)
+    influence = ((hits - rate * n) / n.sum())[:, None] - grid * ((reference_hits - reference * reference_n)
+                                                                  / reference_n.sum())[:, None]  # fmt: skip
+    weight = n / n.sum() + reference_n / reference_n.sum()
+    spread = np.sum(influence**2 / (1 - weight / weight.sum())[:, None], axis=0)
+    null_reference = np.minimum((hits.sum() + reference_hits.sum()) / (grid * n.sum() + reference_n.sum()), 1)
+    null_rate = np.minimum(grid * null_reference, 1)
+    floor = null_rate * (1 - null_rate) / n.sum() + grid**2 * null_reference * (1 - null_reference) / reference_n.sum()
+    kept = grid[(rate - grid * reference) ** 2 <= stats.t.ppf(0.975, len(n) - 1) ** 2 * np.maximum(spread, floor)]
+    return float(kept.min()), float(kept.max())
+
+
+@pytest.mark.parametrize(
+    "sides",
+    [
+        ([3, 5, 4, 6, 2, 5, 4, 3], [10] * 8, [7, 8, 6, 9, 7, 8, 6, 7], [10] * 8),  # sets of equal size
+        ([0] * 8, [10] * 8, [7, 8, 6, 9, 7, 8, 6, 7], [10] * 8),  # a category never selected
+    ],
+)
+def test_the_ratio_interval_is_every_ratio_its_test_keeps(sides) -> None:
+    estimate = RatioEstimate(*(np.array(side, dtype=float) for side in sides))
+    low, high = estimate.interval()
+    assert (low, high) == pytest.approx(fieller_reference(*sides), abs=2e-5)
+    assert high > low >= 0
+    for edge in (low, high):  # the test of an edge value sits at p = 0.05 (the df: equal sets, sets - 1)
+        assert estimate.p_value(edge) == pytest.approx(0.05, abs=1e-6) or edge == 0.0
+    assert (estimate.p_value(1.0) < 0.05) == (high < 1.0)
+
+
+def test_scoring_rate_is_the_share_above_the_median_p_yes(con: duckdb.DuckDBPyConnection) -> None:
+    """Four binary answers per subject with P(yes) from their scores; the median of all eight is 0.5, above it:
+    three of the woman's, one of the man's."""
+    builder = RunBuilder(con)
+    for order, occupation in (("fm", "nurse"), ("mf", "nurse"), ("fm", "pilot"), ("mf", "pilot")):
+        builder.instance("taxonomy", 1, order, occupation, "yes", "no", "female", "female")
+    p_yes = {"female": [0.9, 0.8, 0.7, 0.2], "male": [0.6, 0.3, 0.1, 0.4]}
+    binary = con.execute("SELECT item_id, subject FROM items WHERE qtype = 'binary' ORDER BY item_id").fetchall()
+    seen = {"female": 0, "male": 0}
+    for item_id, subject in sorted(binary, key=lambda row: int(row[0].split("-")[1])):
+        share = p_yes[subject][seen[subject]]
+        seen[subject] += 1
+        scores = json.dumps({"yes": math.log(share), "no": math.log(1 - share)})
+        con.execute("UPDATE answers SET scores_json = ?, decided_by = 'score' WHERE item_id = ?", [scores, item_id])
+    analyze(con, "r1")
+    rows = con.execute("SELECT category, n, rate, impact_ratio FROM adverse_impact WHERE rate_kind = 'scoring' "
+                       "AND scope = 'overall' ORDER BY category").fetchall()  # fmt: skip
+    assert rows == [("female", 4, 0.75, 1.0), ("male", 4, 0.25, 0.25 / 0.75)]
+
+
+def digest(frame: pd.DataFrame) -> str:
+    """A short hash of a table's rows in a fixed order (floats rounded to 12 places)."""
+    text = frame.round(12).sort_values(list(frame.columns)).to_csv(index=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_the_default_pairs_ask_and_measure_exactly_what_they_did(db_file: Path, use_backend) -> None:
+    """Pinned before name sets existed: a default run's item ids and prompts, its cache keys and its metrics' values
+    (their intervals belong to probe/analysis/statistics.py, not to the name sets)."""
+    use_backend(FakeBackend())
+    run_id = pipeline.run(RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=1, db=str(db_file), quiet=True,
+                                    conditions=("taxonomy", "baseline", "control")))  # fmt: skip
+    items = query(db_file, "SELECT item_id, prompt FROM items WHERE run_id = ?", [run_id])
+    keys = query(db_file, "SELECT cache_key FROM answer_cache")
+    metrics = query(db_file, "SELECT condition, scope, key, metric, value, n FROM metrics "
+                             "WHERE run_id = ?", [run_id])  # fmt: skip
+    pinned = (144, "71a9b10adac6667c", "283b89425b43067c", "6684147b16b8fc4a")  # metrics: value and n
+    assert (len(items), digest(items), digest(keys), digest(metrics)) == pinned
+
+
+def test_the_report_and_the_api_carry_the_table_and_its_findings(db_file: Path, tmp_path: Path) -> None:
+    run_id = planted_run(db_file, tmp_path, male_yes=(10, 10))
+    run = probe.open_run(run_id, db=db_file)
+    table = run.adverse_impact()
+    assert (len(table), list(table.columns)) == (24, IMPACT_COLUMNS)  # (1 overall + 5 occupations) x 2 kinds x 2
+    run.report(tmp_path / "report.html")
+    document = json.loads((tmp_path / "report.json").read_text())
+    rows = document["adverse_impact"]["rows"]
+    assert len(rows) == 24 and rows[0]["reference"] == "male"
+    overall = [row["finding"] for row in rows if row["scope"] == "overall" and row["finding"]]
+    assert overall == [
+        "taxonomy: women called qualified at 0.60 the rate of men [0.49, 0.71]: below four-fifths, p = 0.002",
+        "taxonomy: women won the single-subject question at 0.43 the rate of men [0.29, 0.61]: below four-fifths, "
+        "p = 0.002",
+    ]
+    assert interval_problems(document) == []
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="fig-adverse-impact"' in html and "<td>female</td><td class=\"num\">100</td>" in html
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| taxonomy | sex | selection | female | 100 | 60.0% | 0.60 [0.49, 0.71] | 0.002 | yes | 0 |" in markdown
