@@ -43,7 +43,7 @@ def planted_run(db_file: Path, tmp_path: Path, male_yes: tuple[int, int]) -> str
         rows.loc[single, "label"] = ["female"] * 3 + ["male"] * (len(single) - 3)
         rows.loc[items[items["qtype"] == "multiple"].index, "label"] = "both"
     rows.to_csv(path, index=False)
-    return pipeline.run(RunConfig(**settings, answers=str(path)))
+    return pipeline.run(RunConfig(**settings, answers=str(path))).run_id
 
 
 def impact(db_file: Path, run_id: str) -> pd.DataFrame:
@@ -154,7 +154,7 @@ def test_the_default_pairs_ask_and_measure_exactly_what_they_did(db_file: Path, 
     (their intervals belong to probe/analysis/statistics.py, not to the name sets)."""
     use_backend(FakeBackend())
     run_id = pipeline.run(RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=1, db=str(db_file), quiet=True,
-                                    conditions=("taxonomy", "baseline", "control")))  # fmt: skip
+                                    conditions=("taxonomy", "baseline", "control"))).run_id  # fmt: skip
     items = query(db_file, "SELECT item_id, prompt FROM items WHERE run_id = ?", [run_id])
     keys = query(db_file, "SELECT cache_key FROM answer_cache")
     metrics = query(db_file, "SELECT condition, scope, key, metric, value, n FROM metrics "

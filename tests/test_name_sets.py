@@ -93,7 +93,7 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
                        db=str(db_file), quiet=True)  # fmt: skip
     expected = plan(config).calls
     backend = use_backend(FakeBackend())
-    run_id = pipeline.run(config)
+    run_id = pipeline.run(config).run_id
     assert backend.asked == expected
     stored = query(db_file, "SELECT count(DISTINCT pair_id) AS contests, count(DISTINCT set_id) AS sets "
                             "FROM run_contests WHERE run_id = ?", [run_id])  # fmt: skip
@@ -131,7 +131,7 @@ def test_planted_rates_per_group_are_recovered(db_file: Path, tmp_path: Path) ->
     rows.loc[rows["qtype"] == "multiple", "label"] = "both"
     rows.loc[rows["stage"] == 1, "label"] = "yes"
     rows.to_csv(answers, index=False)
-    run_id = pipeline.run(RunConfig(**settings, answers=str(answers)))
+    run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
     selection = query(db_file, "SELECT attribute, category, n, rate, impact_ratio FROM adverse_impact WHERE run_id = ? "
                                "AND rate_kind = 'selection' AND scope = 'overall' ORDER BY attribute, category",
                       [run_id])  # fmt: skip
