@@ -216,11 +216,11 @@ def test_a_second_process_on_the_database_gets_one_line_and_changes_nothing(
         process = start_probe(run_args(server, db_file))
         wait_for(lambda: len(server.served) >= 5, "the first run to start")
         in_use = f"{db_file}: the database is in use by another probe process; wait for it to finish"
-        # (`probe runs` and `probe report` read a snapshot instead: tests/test_bad_files.py)
+        # (`probe runs`, `probe report` and `probe export` read a snapshot instead: tests/test_bad_files.py,
+        # tests/test_export_cli.py)
         for args in (
             ["run", "--backend", "replay", "--answers", "x.csv", "--run-id", "other", "--db", str(db_file)],
             ["analyze", RUN_ID, "--db", str(db_file)],
-            ["export", RUN_ID, "--format", "csv", "-o", str(tmp_path / "export"), "--db", str(db_file)],
             ["taxonomy", "show", "nurse", "--db", str(db_file)],
         ):
             result = CliRunner().invoke(app, args)
@@ -232,7 +232,6 @@ def test_a_second_process_on_the_database_gets_one_line_and_changes_nothing(
     for name, frame in reference.items():
         pd.testing.assert_frame_equal(first_run[name], frame, obj=name)
     assert list(query(db_file, "SELECT run_id FROM runs")["run_id"]) == [RUN_ID]
-    assert not (tmp_path / "export").exists()
 
 
 KILLABLE_RUN = """

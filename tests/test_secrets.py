@@ -148,7 +148,7 @@ def test_a_crash_prints_its_traceback_without_the_key(monkeypatch: pytest.Monkey
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError(f"unexpected reply: {{'authorization': 'Bearer {ENV_KEY}'}}")
 
-    monkeypatch.setattr("probe.cli.runs_cmd.connect_or_snapshot", crash)
+    monkeypatch.setattr("probe.pipeline.connect_or_snapshot", crash)
     result = CliRunner().invoke(app, ["runs", "--db", "x.duckdb"])
     assert result.exit_code == 1
     assert "Traceback (most recent call last)" in result.output
