@@ -39,8 +39,10 @@ def test_estimates_match_scipy_and_a_binomial_glm():
 
 
 def test_intervals_hold_the_estimate_are_seeded_and_say_what_they_show():
-    first = fit_rows("baseline", VALUES, WORKFORCE)
-    assert fit_rows("baseline", VALUES, WORKFORCE) == first  # a fixed seed: the same figures every time
+    # intervals need MIN_PAIRS (6) name pairs, as every other interval: two more pairs, the shares' order kept
+    six = np.hstack([VALUES, [[0.0, 0.5], [1.0, 0.5], [0.5, 0.5], [1.0, 1.0], [0.0, 0.0]]])
+    first = fit_rows("baseline", six, WORKFORCE)
+    assert fit_rows("baseline", six, WORKFORCE) == first  # a fixed seed: the same figures every time
     for row in first:
         assert row["ci_low"] < row["estimate"] < row["ci_high"]
         assert "two-way bootstrap" in row["method"]
@@ -51,6 +53,9 @@ def test_too_few_occupations_or_pairs_get_no_estimate():
     for values, share in ((VALUES[:3], WORKFORCE[:3]), (VALUES[:, :1], WORKFORCE)):
         rows = fit_rows("baseline", values, share)
         assert all(np.isnan(row["estimate"]) and row["verdict"] is None for row in rows)
+    # 4 pairs, fewer than the 6 every interval over pairs needs: the estimates, no interval, no verdict
+    rows = fit_rows("baseline", VALUES, WORKFORCE)
+    assert all(np.isfinite(row["estimate"]) and np.isnan(row["ci_low"]) and row["verdict"] is None for row in rows)
 
 
 def test_versus_the_workforce_reads_the_majority_side():

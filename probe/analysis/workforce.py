@@ -30,10 +30,10 @@ import pandas as pd
 from scipy import special, stats
 
 from probe.analysis.resampling import BOOTSTRAP_REPLICATES, SEED, expanded_tail
+from probe.analysis.statistics import MIN_PAIRS
 
 BOUNDS = (0.005, 0.995)
 MIN_OCCUPATIONS = 4
-MIN_PAIRS = 2
 STATISTICS = ("spearman", "pearson", "slope")
 FIT_COLUMNS = ["condition", "statistic", "estimate", "ci_low", "ci_high", "n_occupations", "pairs", "method",
                "verdict"]  # fmt: skip
@@ -89,16 +89,19 @@ def versus_workforce(ci_low: pd.Series, ci_high: pd.Series, share: pd.Series) ->
 
 
 def fit_rows(condition: str, values: np.ndarray, workforce_share: np.ndarray) -> list[dict]:
-    """The three statistics of one condition with their two-way bootstrap intervals (none below MIN_OCCUPATIONS
-    occupations or MIN_PAIRS pairs)."""
+    """The three statistics of one condition with their two-way bootstrap intervals (no estimate below
+    MIN_OCCUPATIONS occupations or 2 pairs; no interval or verdict below MIN_PAIRS pairs)."""
     occupations, pairs = values.shape
     base = {"condition": condition, "n_occupations": occupations, "pairs": pairs, "method": METHOD}
     x = special.logit(np.clip(workforce_share, *BOUNDS))
     model_share = np.nanmean(values, axis=1)
-    if occupations < MIN_OCCUPATIONS or pairs < MIN_PAIRS or np.ptp(x) == 0:
+    if occupations < MIN_OCCUPATIONS or pairs < 2 or np.ptp(x) == 0:
         return [base | {"statistic": name, "estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                         "verdict": None} for name in STATISTICS]  # fmt: skip
     estimates = statistics(model_share[None, :], x[None, :])
+    if pairs < MIN_PAIRS:  # the project's one minimum of pairs for an interval: the estimates alone
+        return [base | {"statistic": name, "estimate": float(estimates[name][0]), "ci_low": np.nan,
+                        "ci_high": np.nan, "verdict": None} for name in STATISTICS]  # fmt: skip
     replicates = two_way_bootstrap(values, x)
     critical = stats.norm.isf(expanded_tail(min(occupations, pairs)) / 100)
     rows = []

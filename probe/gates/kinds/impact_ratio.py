@@ -4,10 +4,12 @@ sets (probe/analysis/impact.py).
 
 Pass: every category's ratio to the highest rate shown above the limit: for every other category k, the one-sided
 test of rate_c <= limit x rate_k rejects at 5% (90% intervals, an intersection-union test: no adjustment). Fail: a
-category's ratio shown below it, Bonferroni over the K (K - 1) ordered pairs (its interval at 1 - 0.05 / K over
-its K - 1 others); p_fail = that Bonferroni p (the family's Holm step then takes it). Otherwise inconclusive, with
-the sets that would decide the binding category (normal approximation from its interval: N = sets x ((z + z_0.8)
-se / |ratio - limit|)^2). The numbers shown are the failing category's, else the one with the lowest 90% lower bound.
+category's ratio shown below it, Bonferroni over the K (K - 1) ordered pairs: its interval at 1 - 0.05 / K, the
+minimum over its K - 1 others of each pair's interval at 1 - 0.05 / (K (K - 1)); p_fail = the same Bonferroni p, so
+the interval lies below the limit exactly where p_fail < 0.05 (the family's Holm step then takes it). Otherwise
+inconclusive, with the sets that would decide the binding category (normal approximation from its interval: N =
+sets x ((z + z_0.8) se / |ratio - limit|)^2). The numbers shown are the failing category's, else the one with the
+lowest 90% lower bound.
 """
 
 from __future__ import annotations
@@ -93,12 +95,12 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     for category in categories:
         # a category shown to have the highest rate has no interval: its ratio is 1, above any limit
         ci90 = shown90[category] or (1.0, 1.0)
-        ci_adjusted = ratios.interval(category, adjusted, comparisons) or (1.0, 1.0)
+        ci_adjusted = ratios.interval(category, adjusted) or (1.0, 1.0)
         rows[category] = {"ratio": ratios.value(category), "ci90": ci90, "ci_adjusted": ci_adjusted,
                           "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
         details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
                                            "ci90": _bounds(shown90[category]),
-                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted, comparisons))}
+                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted))}
     p_fail = min(row["p_below"] for row in rows.values())
     passing = all(row["ci90"][0] > limit for row in rows.values())
     failing = [c for c, row in rows.items() if row["ci_adjusted"][1] < limit]
