@@ -44,8 +44,10 @@ from probe.analysis.resampling import PERMUTATIONS, SEED
 from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, share_estimate
 from probe.store import db
 
-STAGE2_METRICS = ("female_share", "position_first", "consistency", "bias")  # wording_cells' count columns
-STAGE1_METRICS = ("attr_yes_diff",)
+# wording_cells' count columns: per cell the instances that count towards each of these stage-2 metrics (hits, not
+# rates; metric_registry.STAGE2_METRICS is the full list of stage-2 metrics)
+WORDING_COUNT_COLUMNS = ("female_share", "position_first", "consistency", "bias")
+WORDING_DIFFERENCES = ("attr_yes_diff",)  # the stage-1 metric each wording reports: a difference of two rates
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
@@ -177,12 +179,12 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
     frames = []
     if not cells.empty:
         keys = ["condition", "wording", "pair_id"]
-        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *STAGE2_METRICS]].sum()
+        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *WORDING_COUNT_COLUMNS]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             by_order = cells.assign(female_share=cells["female_share"] / cells["n"].where(cells["n"] > 0))
         female = by_order.groupby(keys)["female_share"].mean()
-        sums = cells.groupby(keys)[["n", *STAGE2_METRICS]].sum()
-        for metric in STAGE2_METRICS:
+        sums = cells.groupby(keys)[["n", *WORDING_COUNT_COLUMNS]].sum()
+        for metric in WORDING_COUNT_COLUMNS:
             value = female if metric == "female_share" else sums[metric] / sums["n"].where(sums["n"] > 0)
             hits = np.nan if metric == "female_share" else sums[metric]  # a balanced share has no count of its own
             frame = pd.DataFrame({"metric": metric, "value": value, "hits": hits, "n": sums["n"]})
@@ -193,7 +195,7 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
             with np.errstate(invalid="ignore", divide="ignore"):
                 rates = sides["yes"] / sides["n"].where(sides["n"] > 0)
             frames.append(pd.DataFrame({
-                "metric": STAGE1_METRICS[0], "value": rates["female"] - rates["male"], "hits": sides["yes", "female"],
+                "metric": WORDING_DIFFERENCES[0], "value": rates["female"] - rates["male"], "hits": sides["yes", "female"],
                 "n": sides["n", "female"], "other_hits": sides["yes", "male"], "other_n": sides["n", "male"],
             }).reset_index())  # fmt: skip
     columns = ["condition", "wording", "pair_id", "metric", "value", "hits", "n", "other_hits", "other_n"]
@@ -205,7 +207,7 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
 def wording_estimate(metric: str, pairs: pd.DataFrame) -> ShareEstimate | DifferenceEstimate:
     """The metric under one wording as a run asked in that wording alone reports it, from its pairs' cell_values:
     pooled or a mean of pair values as the metric is, the paired difference for attr_yes_diff."""
-    if metric in STAGE1_METRICS:
+    if metric in WORDING_DIFFERENCES:
         return difference_estimate(pair_terms(pairs["hits"], pairs["n"], True),
                                    pair_terms(pairs["other_hits"], pairs["other_n"], True))  # fmt: skip
     if metric == "female_share":  # each pair's order-balanced value, a mean of pair values; NaN: no valid answer

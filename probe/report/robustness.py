@@ -11,14 +11,14 @@ import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
-from probe.analysis.robustness import METHODS, STAGE1_METRICS, STAGE2_METRICS
+from probe.analysis.robustness import METHODS, WORDING_DIFFERENCES, WORDING_COUNT_COLUMNS
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 from probe.report.findings import DIRECTIONS, TESTS
 from probe.report.formatting import fmt_p, p_phrase
 
-ORDER = ("female_share", "position_first", *STAGE1_METRICS, *STAGE2_METRICS[2:])  # direct measures first
+ORDER = ("female_share", "position_first", *WORDING_DIFFERENCES, *WORDING_COUNT_COLUMNS[2:])  # direct measures first
 TOGETHER_TEST = "the crossed pair x wording test"
 
 
