@@ -11,7 +11,7 @@ import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.metric_registry import METRICS
-from probe.analysis.robustness import METHODS, WORDING_DIFFERENCES, WORDING_COUNT_COLUMNS
+from probe.analysis.robustness import METHODS, WORDING_COUNT_COLUMNS, WORDING_DIFFERENCES
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
