@@ -196,7 +196,8 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
                 rates = sides["yes"] / sides["n"].where(sides["n"] > 0)
             frames.append(pd.DataFrame({
                 "metric": WORDING_DIFFERENCES[0], "value": rates["female"] - rates["male"],
-                "hits": sides["yes", "female"], "n": sides["n", "female"], "other_hits": sides["yes", "male"], "other_n": sides["n", "male"],
+                "hits": sides["yes", "female"], "n": sides["n", "female"], "other_hits": sides["yes", "male"],
+                "other_n": sides["n", "male"],
             }).reset_index())  # fmt: skip
     columns = ["condition", "wording", "pair_id", "metric", "value", "hits", "n", "other_hits", "other_n"]
     if not frames:
