@@ -101,7 +101,8 @@ def planned_pass_at_truth(rng: np.random.Generator, pilot_pairs: int, pilots: in
 def occupations_verdict_of(rng: np.random.Generator, occupations: int, pairs: int) -> Verdict:
     """An occupations gate over `occupations` occupations none of which is preferred: each pair answers each name
     order once, picking the woman half the time; the product's occupation_preference_rows decides (sign tests,
-    BH), and the gate fails where one is preferred, entering Holm with the smallest q (as occupations_verdict)."""
+    BH), and the gate fails where one is preferred, entering Holm with the smallest q (as the occupations kind's
+    verdict does; only its fails are counted here, so its margin / detectable pass rule does not enter)."""
     keys = pd.MultiIndex.from_product([["taxonomy"], range(occupations), range(pairs), ["fm", "mf"]],
                                       names=["condition", "occupation", "pair_id", "name_order"])  # fmt: skip
     cells = pd.DataFrame({"n": 1, "n_female": rng.integers(0, 2, len(keys))}, index=keys).reset_index()

@@ -14,11 +14,9 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.workforce import fit_rows, versus_workforce
-from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, records
-
-CONDITION = CONDITIONS[1]  # the scan asks the baseline question only
-FIELDS = ["occupation", "soc_code", "model_share", "ci_low", "ci_high", "workforce_share", "departure", "versus"]
+from probe.report.workforce import OCCUPATION_FIELDS
+from probe.report.workforce import REPORTED_CONDITION as CONDITION  # the scan asks the baseline question only
 
 
 def scan_workforce(con: duckdb.DuckDBPyConnection, results: pd.DataFrame, observed: np.ndarray) -> dict | None:
@@ -38,7 +36,8 @@ def scan_workforce(con: duckdb.DuckDBPyConnection, results: pd.DataFrame, observ
         "versus": versus_workforce(rows["ci_low"], rows["ci_high"], pd.Series(workforce, index=rows.index)),
     })  # fmt: skip
     fit = {row["statistic"]: row for row in fit_rows(CONDITION, observed[has], workforce)}
-    section = {"condition": CONDITION, "occupations": records(titles[FIELDS]), "n_occupations": int(has.sum())}
+    occupations = records(titles[OCCUPATION_FIELDS])
+    section = {"condition": CONDITION, "occupations": occupations, "n_occupations": int(has.sum())}
     for name, row in fit.items():
         section[name] = {key: clean(row[key]) for key in ("estimate", "ci_low", "ci_high", "method", "verdict")}
     return section
