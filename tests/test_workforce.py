@@ -12,6 +12,7 @@ from scipy import special, stats
 import probe
 from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
 from probe.common.errors import UserError
+from probe.compare.workforce import amplifies_most
 from probe.pipeline import compare
 from tests.support import FakeBackend, query
 
@@ -65,7 +66,7 @@ def test_versus_the_workforce_reads_the_majority_side():
     assert versus_workforce(low, high, share).tolist() == ["more", "less", "as", "more", "less"]
 
 
-def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path, use_backend):
+def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path, use_backend, tmp_path: Path):
     use_backend(FakeBackend())
     occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "athlete"]
     probe.run(pairs=4, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
@@ -87,6 +88,13 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     run = probe.open_run("w", db=db_file)  # the API reads the same rows
     assert run.workforce()["occupation"].tolist() == rows["occupation"].tolist()
     assert run.workforce_fit()["statistic"].tolist() == ["pearson", "slope", "spearman"]
+    # 4 name pairs, under the 6 every interval needs: the report and compare give the estimates, no interval
+    report = json.loads(run.report(tmp_path / "r.html").with_suffix(".json").read_text())["workforce"]
+    assert report["slope"]["ci_low"] is None and report["finding"].endswith(
+        "with no interval and no reading: fewer than 6 name pairs.")  # fmt: skip
+    slopes = [{"run_id": name, "model": "m", "slope": report["slope"]} for name in ("a", "b")]
+    finding = amplifies_most(slopes)["finding"]
+    assert finding == "Fewer than two runs have a slope with an interval (6 or more name pairs)."
 
 
 def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):

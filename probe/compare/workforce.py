@@ -18,6 +18,7 @@ import duckdb
 from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE
+from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, records, run_record
 from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION
@@ -59,10 +60,12 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
 
 def amplifies_most(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the largest slope, its difference from the next largest with an interval, and a sentence."""
-    fitted = sorted((run for run in runs if run["slope"]["estimate"] is not None),
+    # a slope without an interval (fewer than MIN_PAIRS name pairs) cannot be compared
+    fitted = sorted((run for run in runs if run["slope"]["ci_low"] is not None),
                     key=lambda run: -run["slope"]["estimate"])  # fmt: skip
     if len(fitted) < 2:
-        return {"amplifies_most": None, "difference": None, "finding": "Fewer than two runs have a slope."}
+        return {"amplifies_most": None, "difference": None,
+                "finding": f"Fewer than two runs have a slope with an interval ({MIN_PAIRS} or more name pairs)."}
     first, second = fitted[:2]
     z = stats.norm.isf((1 - CONFIDENCE) / 2)
     errors = [(run["slope"]["ci_high"] - run["slope"]["ci_low"]) / (2 * z) for run in (first, second)]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from probe.analysis.statistics import MIN_PAIRS
 from probe.analysis.workforce import BOUNDS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, order_index, records
@@ -35,6 +36,9 @@ def _statistic(rows: pd.DataFrame, name: str) -> dict[str, Any]:
 def _sentence(slope: dict[str, Any], spearman: dict[str, Any], n: int) -> str:
     if slope["estimate"] is None:
         return f"Too few occupations with a workforce share ({n}) or name pairs for the comparison."
+    if slope["ci_low"] is None:
+        return (f"Over {n} occupations the amplification slope is {slope['estimate']:.2f} and the rank correlation "
+                f"{spearman['estimate']:.2f}, with no interval and no reading: fewer than {MIN_PAIRS} name pairs.")
     interval = f"{slope['estimate']:.2f} (95% CI {slope['ci_low']:.2f} to {slope['ci_high']:.2f})"
     reading = {
         "amplifies": "the model exaggerates the workforce's gender segregation",
@@ -93,8 +97,9 @@ def figure_workforce(section: dict[str, Any] | None) -> str | None:
     intercept = _intercept(share, special.logit(np.clip(rows["workforce_share"].to_numpy(float), *BOUNDS)),
                            section["slope"]["estimate"])  # fmt: skip
     slope = section["slope"]
-    band = [special.expit(intercept + b * x) for b in (slope["ci_low"], slope["ci_high"])]
-    ax.fill_between(grid, np.minimum(*band), np.maximum(*band), color="#D55E00", alpha=0.15, linewidth=0)
+    if slope["ci_low"] is not None:  # no band below MIN_PAIRS name pairs
+        band = [special.expit(intercept + b * x) for b in (slope["ci_low"], slope["ci_high"])]
+        ax.fill_between(grid, np.minimum(*band), np.maximum(*band), color="#D55E00", alpha=0.15, linewidth=0)
     ax.plot(grid, special.expit(intercept + slope["estimate"] * x), color="#D55E00", label="fitted slope")
     below = (share - rows["ci_low"].fillna(rows["model_share"])).clip(lower=0)
     above = (rows["ci_high"].fillna(rows["model_share"]) - share).clip(lower=0)

@@ -234,7 +234,7 @@ def markdown(doc: dict[str, object]) -> str:
             f"{group['flagged_female']} | {group['flagged_male']} |"
         )
     workforce = doc["workforce"]
-    if workforce and workforce["slope"]["estimate"] is not None:
+    if workforce and workforce["slope"]["ci_low"] is not None:  # intervals from MIN_PAIRS name pairs
         stats_text = "; ".join(
             f"{name} {workforce[name]['estimate']:.2f} (95% CI {workforce[name]['ci_low']:.2f} "
             f"to {workforce[name]['ci_high']:.2f})"
