@@ -87,6 +87,16 @@ def test_bad_name_sets_are_one_line_errors(tmp_path: Path, rows: str, message: s
     assert "\n" not in str(raised.value)
 
 
+def test_an_attribute_column_with_an_invisible_character_is_refused(tmp_path: Path) -> None:
+    """An attribute's name is printed in every report table: a bidi override in it would reorder the page."""
+    path = tmp_path / "sets.csv"
+    path.write_text("set_id,name,se\u202ex\n1,Ann,female\n", encoding="utf-8")
+    message = r"sets\.csv header: 'se\\u202ex' contains an invisible format character, U\+202E RIGHT-TO-LEFT OVERRIDE"
+    with pytest.raises(UserError, match=message + "; remove it$") as raised:
+        read_name_sets(duckdb.connect(), path)
+    assert "\n" not in str(raised.value)
+
+
 def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path: Path, use_backend) -> None:
     names = sets_file(tmp_path / "sets.csv")
     config = RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),

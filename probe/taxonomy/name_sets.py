@@ -47,6 +47,8 @@ def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
     """
     header = read_header(path, ",", str(path))
     attributes = [column for column in header if column not in SET_COLUMNS]
+    for column in attributes:  # an attribute's name reaches the reports as a category's name does: checked alike
+        checked_text(column, f"{path} header")
     if not attributes:
         raise UserError(f"{path}: name sets need at least one attribute column besides set_id and name (sex, ...)")
     columns = {column: f"c{index}" for index, column in enumerate([*SET_COLUMNS, *attributes])}
