@@ -77,6 +77,14 @@ CREATE TABLE IF NOT EXISTS run_name_pairs (
 CREATE TABLE IF NOT EXISTS run_contests (
     run_id VARCHAR, pair_id INTEGER, set_id INTEGER, slot VARCHAR, attribute VARCHAR, category VARCHAR
 );
+-- A run's people (DESIGN.md section 11), stored once: each person of a name set or imported decisions file with the
+-- set it belongs to, and one row per attribute in run_person_categories (the person's own category, never a slot).
+CREATE TABLE IF NOT EXISTS run_people (
+    run_id VARCHAR, person_id INTEGER, set_id INTEGER, name VARCHAR
+);
+CREATE TABLE IF NOT EXISTS run_person_categories (
+    run_id VARCHAR, person_id INTEGER, attribute VARCHAR, category VARCHAR
+);
 CREATE TABLE IF NOT EXISTS items (
     run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
