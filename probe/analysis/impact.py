@@ -46,6 +46,7 @@ IMPACT_METHOD = (
     "occupations x categories"
 )
 GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
+PER_KEY_SCOPES = ("occupation", "job")  # a probed run's occupations, imported decisions' jobs: q over their rows
 _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
 
@@ -58,6 +59,10 @@ class RatioEstimate:
     n: np.ndarray
     reference_hits: np.ndarray
     reference_n: np.ndarray
+    # where names recur across sets (imported decisions): each side's variance between names beyond that between
+    # single answers (name_excess, never below 0) and the names behind both sides (two-way clustering)
+    name_excess: tuple[float, float] = (0.0, 0.0)
+    names: int | None = None
 
     @cached_property
     def _used(self) -> np.ndarray:
@@ -82,7 +87,9 @@ class RatioEstimate:
 
     @cached_property
     def df(self) -> float:
-        return bell_mccaffrey_df(self._combined[self._used])
+        """Bell-McCaffrey over sets; with recurring names, at most names - 1 (the fewer clusters bind)."""
+        df = bell_mccaffrey_df(self._combined[self._used])
+        return min(df, self.names - 1) if self.names else df
 
     @cached_property
     def _combined(self) -> np.ndarray:
@@ -98,10 +105,12 @@ class RatioEstimate:
         return own, other, 1 / (1 - self._combined[used] / self._combined[used].sum())
 
     def _variance(self, ratio: float) -> float:
-        """Var(rate - ratio x reference rate): the spread between sets, at least the binomial variance under the
+        """Var(rate - ratio x reference rate): the spread between sets (plus, two-way, that between recurring
+        names: V_set + V_name - V_answer, Cameron, Gelbach & Miller 2011), at least the binomial variance under the
         null rate = ratio x reference rate."""
         own, other, inflation = self._influences
         spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
+        spread += self.name_excess[0] + ratio**2 * self.name_excess[1]
         total, reference_total = self.n.sum(), self.reference_n.sum()
         null_reference = min((self.hits.sum() + self.reference_hits.sum()) / (ratio * total + reference_total), 1.0)
         null_rate = min(ratio * null_reference, 1.0)
@@ -198,23 +207,43 @@ class GroupRatios:
 
 
 def group_ratios(counts: pd.DataFrame) -> GroupRatios:
-    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown)."""
+    """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown, and the
+    person's name where names recur: imported decisions)."""
     wide = counts.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
                               fill_value=0)  # fmt: skip
     totals = wide.sum()
     rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
     reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
+    excess, names = _name_terms(counts, rates)
     pairs = {(category, other): RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, other)
-                                                for part in ("hits", "n")))
+                                                for part in ("hits", "n")),
+                                              name_excess=(excess.get(category, 0.0), excess.get(other, 0.0)),
+                                              names=names[category] + names[other] if names else None)
              for category in rates for other in rates if other != category and rates[other] > 0}  # fmt: skip
     return GroupRatios(wide, rates, reference, pairs)
+
+
+def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
+    """Per category, where its names recur across sets: the variance of its rate between names beyond that between
+    single answers (set x name cells), never below 0, and how many names it has; empty without names. A name that
+    never recurs adds nothing (its cluster is its answer)."""
+    named = counts[counts["name"].notna()] if "name" in counts else counts.iloc[:0]
+    named = named[named["category"].isin(list(rates))]
+    if named.empty or not named.duplicated(["category", "name"]).any():
+        return {}, {}
+    totals = named.groupby("category")["n"].sum()
+    residual = (named["hits"] - named["category"].map(rates) * named["n"]) / named["category"].map(totals)
+    by_name = (residual.groupby([named["category"], named["name"]]).sum() ** 2).groupby(level=0).sum()
+    by_cell = (residual.groupby([named["category"], named["set_id"], named["name"]]).sum() ** 2).groupby(level=0).sum()
+    excess = (by_name - by_cell).clip(lower=0.0)
+    return excess.to_dict(), named.groupby("category")["name"].nunique().to_dict()
 
 
 def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
     category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
     to the highest rate with the interval and test of GroupRatios; q = Benjamini-Hochberg over the occupation rows
-    of a condition, attribute and rate kind (occupations x categories)."""
+    of a condition, attribute and rate kind (occupations, or an imported run's jobs, x categories)."""
     rows = []
     for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
         ratios = group_ratios(group)
@@ -230,7 +259,7 @@ def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
                          "unknown": int(totals["unknown"][category])})  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
-    occupations = table[(table["scope"] == "occupation") & table["p_value"].notna()]
+    occupations = table[table["scope"].isin(PER_KEY_SCOPES) & table["p_value"].notna()]
     for _, group in occupations.groupby(["condition", "attribute", "rate_kind"]):
         table.loc[group.index, "q_value"] = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[1]
     table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS

@@ -262,12 +262,57 @@ medians AS (
     SELECT condition, attribute, scope, key, median(p_yes) AS median_p_yes
     FROM scoped WHERE rate_kind = 'scoring' AND p_yes IS NOT NULL
     GROUP BY condition, attribute, scope, key
+),
+probed_counts AS (
+    SELECT s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category, NULL::VARCHAR AS name,
+           count(*) FILTER (WHERE s.usable AND coalesce(s.hit, s.p_yes > m.median_p_yes)) AS hits,
+           count(*) FILTER (WHERE s.usable) AS n,
+           count(*) FILTER (WHERE NOT s.usable) AS unknown
+    FROM scoped AS s
+    LEFT JOIN medians AS m USING (condition, attribute, scope, key)
+    GROUP BY s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category
+),
+-- Imported decisions (probe/answering/decisions.py): condition 'decisions', scope overall and job, one row per set,
+-- category and name (a name may recur across sets: probe/analysis/impact.py clusters by it too). selection =
+-- selected (or ranked first); scoring = the score above the median score of the people in the scope (6 RCNY 5-300).
+people AS (
+    SELECT p.set_id, p.name, c.attribute, c.category, d.job, d.selected, d.score
+    FROM run_decisions AS d
+    JOIN run_people AS p ON p.run_id = d.run_id AND p.person_id = d.person_id
+    JOIN run_person_categories AS c ON c.run_id = d.run_id AND c.person_id = d.person_id
+    WHERE d.run_id = $run_id
+),
+people_scoped AS (
+    SELECT *, 'overall' AS scope, 'all' AS key FROM people
+    UNION ALL
+    SELECT *, 'job' AS scope, job AS key FROM people WHERE job IS NOT NULL
+),
+score_medians AS (
+    SELECT scope, key, median(d.score) AS median_score
+    FROM (SELECT person_id, score, 'overall' AS scope, 'all' AS key FROM run_decisions WHERE run_id = $run_id
+          UNION ALL
+          SELECT person_id, score, 'job', job FROM run_decisions WHERE run_id = $run_id AND job IS NOT NULL) AS d
+    WHERE d.score IS NOT NULL
+    GROUP BY scope, key
+),
+decided AS (
+    SELECT 'decisions' AS condition, attribute, 'selection' AS rate_kind, scope, key, set_id, category, name,
+           selected IS TRUE AS hit, selected IS NOT NULL AS usable
+    FROM people_scoped
+    UNION ALL
+    SELECT 'decisions', p.attribute, 'scoring', p.scope, p.key, p.set_id, p.category, p.name,
+           p.score > m.median_score, p.score IS NOT NULL
+    FROM people_scoped AS p JOIN score_medians AS m USING (scope, key)
+),
+decided_counts AS (
+    SELECT condition, attribute, rate_kind, scope, key, set_id, category, name,
+           count(*) FILTER (WHERE usable AND hit) AS hits,
+           count(*) FILTER (WHERE usable) AS n,
+           count(*) FILTER (WHERE NOT usable) AS unknown
+    FROM decided
+    GROUP BY condition, attribute, rate_kind, scope, key, set_id, category, name
 )
-SELECT s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category,
-       count(*) FILTER (WHERE s.usable AND coalesce(s.hit, s.p_yes > m.median_p_yes)) AS hits,
-       count(*) FILTER (WHERE s.usable) AS n,
-       count(*) FILTER (WHERE NOT s.usable) AS unknown
-FROM scoped AS s
-LEFT JOIN medians AS m USING (condition, attribute, scope, key)
-GROUP BY s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category
-ORDER BY s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.category, s.set_id;
+SELECT * FROM probed_counts
+UNION ALL
+SELECT * FROM decided_counts
+ORDER BY condition, attribute, rate_kind, scope, key, category, set_id, name;

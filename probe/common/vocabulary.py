@@ -50,3 +50,6 @@ STOPPED = "stopped"
 SEX_ATTRIBUTE = "sex"  # the attribute of the default name pairs: its categories are SUBJECTS
 # adverse_impact.rate_kind: "yes" to the binary question; won the single-subject question; P(yes) above the median
 RATE_KINDS = ("selection", "contest", "scoring")
+# The condition of an imported decisions run (probe import decisions): its adverse_impact rows and gates name it.
+DECISIONS_CONDITION = "decisions"
+DECISIONS_BACKEND = "decisions"  # runs.backend of an imported decisions run

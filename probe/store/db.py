@@ -85,6 +85,12 @@ CREATE TABLE IF NOT EXISTS run_people (
 CREATE TABLE IF NOT EXISTS run_person_categories (
     run_id VARCHAR, person_id INTEGER, attribute VARCHAR, category VARCHAR
 );
+-- Imported decisions (probe import decisions / bloomberg): each person's decision in its set, one row per person of
+-- run_people: selected (0/1) or rank (1 = top; selected = rank 1), the score where given, the job and the source.
+-- NULL selected and rank: the decision is missing (an unknown).
+CREATE TABLE IF NOT EXISTS run_decisions (
+    run_id VARCHAR, person_id INTEGER, job VARCHAR, selected BOOLEAN, rank INTEGER, score DOUBLE, source VARCHAR
+);
 CREATE TABLE IF NOT EXISTS items (
     run_id VARCHAR, item_id VARCHAR, stage INTEGER, qtype VARCHAR, condition VARCHAR,
     pair_id INTEGER, name_order VARCHAR, occupation VARCHAR, subject VARCHAR,
