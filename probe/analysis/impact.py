@@ -19,6 +19,11 @@ ratio = 1 (`p_below`) is the Bonferroni minimum of the pairwise tests of the cat
 excludes 1 exactly when p < 0.05. A category never selected keeps a real interval [0, upper]; an unbounded end is
 infinite; with fewer than MIN_PAIRS sets (or too few for the Bonferroni level: 2 x 0.5**sets above it) no interval
 is given and p is never below 2 * 0.5**sets.
+
+Imported decisions (probe import decisions / bloomberg) use the same engine with the set as the unit; where a name
+recurs across sets (the Bloomberg study draws 100 names per group for 1,000 rankings) the contrast's variance adds
+the spread between names beyond that between single answers (V_set + V_name - V_answer, never less than V_set), so
+the interval is two-way clustered by set and by name (bench/bloomberg.py: 0-20% wider on the study's data).
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ IMPACT_METHOD = (
     "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
     "spread between sets (CR2) and the binomial variance under that null; Bell-McCaffrey degrees of freedom), each at "
     "1 - 0.05 / (categories - 1); the p-value is the same Bonferroni test of ratio = 1; q: Benjamini-Hochberg over "
-    "occupations x categories"
+    "occupations x categories; imported decisions whose names recur across sets: also clustered by name (two-way, "
+    "Cameron-Gelbach-Miller), degrees of freedom at most names - 1"
 )
 GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
 PER_KEY_SCOPES = ("occupation", "job")  # a probed run's occupations, imported decisions' jobs: q over their rows

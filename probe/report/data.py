@@ -17,7 +17,7 @@ from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
 from probe.common.redact import scrub
-from probe.common.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
+from probe.common.vocabulary import CATEGORIES, CONDITIONS, DECISIONS_BACKEND, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
@@ -71,16 +71,19 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     saves the user a step without changing what the report says. An analysis stored before intervals and
     tests were computed over name pairs (no `pairs` on its overall rows) is redone the same way.
     """
-    _require_run(con, run_id)
-    stored, current = con.execute(
-        "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') = count(*) FILTER (WHERE scope = 'overall') "
-        "FROM metrics WHERE run_id = ?",
-        [run_id],
-    ).fetchone()
-    if stored and current:
-        return False
-    if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
-        raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
+    if _require_run(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
+        if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
+            return False
+    else:
+        stored, current = con.execute(
+            "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') = count(*) FILTER (WHERE scope = "
+            "'overall') FROM metrics WHERE run_id = ?",
+            [run_id],
+        ).fetchone()
+        if stored and current:
+            return False
+        if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
+            raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
     from probe.analysis.metrics import analyze
 
     analyze(con, run_id)

@@ -7,7 +7,7 @@ from typing import Any
 
 import duckdb
 
-from probe.common.vocabulary import CONDITIONS
+from probe.common.vocabulary import CONDITIONS, DECISIONS_BACKEND
 from probe.report.bottom_line import bottom_line
 from probe.report.data import (
     SCHEMA_VERSION,
@@ -23,6 +23,7 @@ from probe.report.data import (
     run_settings,
     stage1_rates,
 )
+from probe.report.decisions import decisions_summary
 from probe.report.findings import headline, occupation_testability, testability
 from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
@@ -34,6 +35,8 @@ PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consiste
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """The JSON summary of one run (keys documented in the module docstring)."""
+    if run_record(con, run_id)["backend"] == DECISIONS_BACKEND:
+        return decisions_summary(con, run_id)
     metrics = metrics_frame(con, run_id)
     correlations = con.execute(
         "SELECT condition, across, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "

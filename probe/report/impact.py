@@ -10,8 +10,8 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, IMPACT_METHOD
-from probe.common.vocabulary import CONDITIONS, RATE_KINDS, SEX_ATTRIBUTE
+from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, IMPACT_METHOD, PER_KEY_SCOPES
+from probe.common.vocabulary import CONDITIONS, DECISIONS_CONDITION, RATE_KINDS, SEX_ATTRIBUTE
 from probe.report.data import order_index, records
 from probe.report.formatting import MISSING, fmt_num, p_phrase
 from probe.taxonomy.name_sets import JOINT
@@ -23,6 +23,8 @@ RATE_PHRASES = {
     "contest": "won the single-subject question",
     "scoring": "scored above the median P(yes)",
 }
+# An imported decisions run's rate kinds (probe/answering/decisions.py), as its sentences read them.
+DECISION_RATE_PHRASES = {"selection": "were selected", "scoring": "scored above the median score"}
 CATEGORY_NOUNS = {"female": "women", "male": "men"}  # the default pairs' categories, as a sentence names them
 MEANING = (
     "A name stands for the group it signals to a reader (perceived membership, as in correspondence studies), not "
@@ -35,6 +37,18 @@ CONTESTS_NOTE = (
     "differ in sex; else the two categories in alphabetical order), pooled over contests. Read the rates per "
     "category here."
 )
+DECISIONS_MEANING = (
+    "These are imported decisions, not probed answers: each row of the file is a decision someone else made about a "
+    "person (selected, or ranked first; scoring: a score above the median score). The unit is the set (the people "
+    "one decision was about); where a name recurs across sets the interval is clustered by name too."
+)
+# What the section's rates and unit are, per kind of run (the templates' first paragraph).
+RATES_TEXT = {
+    "probed": ("selection: called qualified in the binary question; contest: won the single-subject question; "
+               "scoring: P(yes) above the median", "name sets"),
+    "decisions": ("selection: selected, or ranked first; scoring: a score above the median score of everyone "
+                  "scored", "sets (each a decision over its people), two-way with recurring names"),
+}  # fmt: skip
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
 COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths", "reference")
 
@@ -62,8 +76,11 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
     table["small"] = table["n"] < SMALL_CATEGORY * table.groupby(group)["n"].transform("sum")
     table["finding"] = [finding(row) for row in table.to_dict("records")]
     contests = con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0]
-    return {"method": IMPACT_METHOD, "meaning": MEANING, "contests_note": CONTESTS_NOTE if contests else None,
-            "rows": records(table[REPORT_COLUMNS])}
+    kind = "decisions" if (table["condition"] == DECISIONS_CONDITION).all() else "probed"
+    rates, unit = RATES_TEXT[kind]
+    return {"method": IMPACT_METHOD, "meaning": DECISIONS_MEANING if kind == "decisions" else MEANING,
+            "contests_note": CONTESTS_NOTE if contests else None, "rates": rates, "unit": unit,
+            "rows": records(table[REPORT_COLUMNS])}  # fmt: skip
 
 
 def category_noun(attribute: str, category: str) -> str:
@@ -80,7 +97,7 @@ def finding(row: Mapping[str, Any]) -> str | None:
     """One sentence for a category whose ratio's test rejects (overall: p < 0.05; an occupation: q < 0.05 over
     occupations x categories), else None: "taxonomy: women were called qualified at 0.72 the rate of men [0.61,
     0.85]: below four-fifths, p = 0.003"."""
-    occupation = row["scope"] == "occupation"
+    occupation = row["scope"] in PER_KEY_SCOPES
     decisive = row["q_value"] if occupation else row["p_value"]
     if decisive is None or pd.isna(decisive) or not decisive < SIGNIFICANCE or row["reference"] is None:
         return None
@@ -93,8 +110,9 @@ def finding(row: Mapping[str, Any]) -> str | None:
     where = f" for {row['key']}" if occupation else ""
     test = p_phrase(row["q_value"], "q") if occupation else p_phrase(row["p_value"])
     interval = f"[{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]"
+    phrases = DECISION_RATE_PHRASES if row["condition"] == DECISIONS_CONDITION else RATE_PHRASES
     return (f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'])} "
-            f"{RATE_PHRASES[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
+            f"{phrases[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
             f"{category_noun(row['attribute'], row['reference'])} {interval}: {verdict}, {test}")  # fmt: skip
 
 

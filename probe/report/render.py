@@ -247,6 +247,12 @@ def _status_warning(run: Mapping[str, Any]) -> str | None:
 
 def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
     """HTML page and Markdown summary of a run, rendered from its report.json document alone."""
+    if "decisions" in data:  # an imported decisions run (probe/report/decisions.py): its own, shorter pages
+        rows = impact_rows(data["adverse_impact"])
+        context = {**data, "impact_rows": rows, "impact_findings": impact_findings(data["adverse_impact"])}
+        figures = {"adverse_impact": figure_impact_ratios(rows)}
+        return (_TEMPLATES.get_template("decisions.html.j2").render(**context, figures=figures, css=_STYLE),
+                _TEMPLATES.get_template("decisions.md.j2").render(**context))  # fmt: skip
     sections = data["items"]
     context = {
         **data,
