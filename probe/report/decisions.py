@@ -29,12 +29,13 @@ def decisions_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
     jobs = [row[0] for row in con.execute(
         "SELECT DISTINCT job FROM run_decisions WHERE run_id = ? AND job IS NOT NULL ORDER BY job", [run_id]
     ).fetchall()]  # fmt: skip
+    facts = {"what": WHAT, "source": config.get("decisions"), "period": config.get("period"),
+             "outcome": OUTCOMES.get(config.get("outcome"), config.get("outcome")),
+             "attributes": config.get("attributes", []), "people": people, "sets": sets,
+             "unknown_decisions": missing, "jobs": jobs}  # fmt: skip
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),
-        "decisions": {"what": WHAT, "source": config.get("decisions"), "period": config.get("period"),
-                      "outcome": OUTCOMES.get(config.get("outcome"), config.get("outcome")),
-                      "attributes": config.get("attributes", []), "people": people, "sets": sets,
-                      "unknown_decisions": missing, "jobs": jobs},  # fmt: skip
+        "decisions": facts,
         "adverse_impact": adverse_impact_section(con, run_id),
     }
