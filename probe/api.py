@@ -131,6 +131,15 @@ def import_run(tool: str, files: Sequence[str | Path], run_id: str, db: str | Pa
     return Run(import_answers(tool, [Path(file) for file in files], run_id, db, model).run_id, str(db))
 
 
+def import_decisions(file: str | Path, run_id: str, db: str | Path = DEFAULT_DB, model: str | None = None,
+                     period: str | None = None) -> Run:  # fmt: skip
+    """A run of decisions made elsewhere (a decisions CSV or Parquet file), analysed, as `probe import decisions
+    FILE --run-id ID` makes it; `Run.adverse_impact()` holds its table."""
+    from probe.pipeline.decisions import import_decisions as import_file
+
+    return Run(import_file(Path(file), run_id, db, model, period).run_id, str(db))
+
+
 @dataclass(frozen=True)
 class Scan:
     """A stored scan (`probe scan`): its id and database. Every method reads the database afresh."""

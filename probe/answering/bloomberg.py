@@ -13,6 +13,8 @@ shown as picked; their files hold none).
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -70,7 +72,7 @@ def read_bloomberg(directory: Path, model: str) -> Decisions:
     files = sorted(folder.glob(f"*/{DATE}/*.json"))
     if not files:
         raise UserError(f"{folder}: no JOB/{DATE}/*.json rankings")
-    rows = []
+    rows, created = [], []
     for set_id, path in enumerate(files, start=1):
         where = str(path)
         try:
@@ -78,6 +80,7 @@ def read_bloomberg(directory: Path, model: str) -> Decisions:
             context = record["context"]
             shown, groups, job = list(context["default_order"]), list(context["demo_order"]), str(context["job"])
             reply = record["choices"][0]["message"]["content"] or ""
+            created.append(int(record.get("created") or 0))
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise UserError(f"{where}: not a ranking file of the study ({type(exc).__name__}: {exc})") from None
         if len(shown) != len(groups):
@@ -88,7 +91,16 @@ def read_bloomberg(directory: Path, model: str) -> Decisions:
             sex, race = group_category(code)
             rank = "" if ranks is None else str(ranks[index])
             rows.append((f"{where} (name {index + 1})", [str(set_id), name, sex, race, job, rank, source]))
-    return decisions_from_rows(HEADER, rows, str(folder))
+    return dataclasses.replace(decisions_from_rows(HEADER, rows, str(folder)), period=_period(created))
+
+
+def _period(created: list[int]) -> str | None:
+    """The dates the replies were created (their `created` Unix times, UTC): 'first to last'."""
+    times = [moment for moment in created if moment > 0]
+    if not times:
+        return None
+    first, last = (dt.datetime.fromtimestamp(moment, dt.UTC).date().isoformat() for moment in (min(times), max(times)))
+    return first if first == last else f"{first} to {last}"
 
 
 def published_table(directory: Path) -> pd.DataFrame:

@@ -46,6 +46,7 @@ class Decisions:
     attributes: list[str]
     outcome: str  # 'selected' or 'rank'
     source: str  # the file (or folder) it came from, for the run record and the LL144 summary
+    period: str | None = None  # when the decisions were made, as the LL144 summary states it
 
 
 def read_decisions(path: Path) -> Decisions:
@@ -199,7 +200,7 @@ def store_decisions(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Deci
         raise UserError(f"--run-id {run_id}: a run or scan has this id; choose another")
     settings = {"run_id": run_id, "backend": DECISIONS_BACKEND, "decisions": decisions.source,
                 "attributes": decisions.attributes, "outcome": decisions.outcome,
-                "scored": bool(decisions.people["score"].notna().any())}  # fmt: skip
+                "scored": bool(decisions.people["score"].notna().any()), "period": decisions.period}  # fmt: skip
     people = decisions.people.assign(run_id=run_id)
     with db.transaction(con):
         con.execute("INSERT INTO runs (run_id, created_at, model, backend, config_json, status, package_version, "

@@ -1,5 +1,7 @@
 """`probe import lm-eval SAMPLES.jsonl ... --run-id ID` and `probe import inspect LOG --run-id ID`: the answers
-lm-evaluation-harness or Inspect AI recorded for exported items, as a run (probe/integrations/imports.py)."""
+lm-evaluation-harness or Inspect AI recorded for exported items, as a run (probe/integrations/imports.py);
+`probe import decisions FILE` and `probe import bloomberg DIR`: decisions made elsewhere, as runs
+(probe/pipeline/decisions.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import typer
 
 from probe.cli.analyze_cmd import print_headline
 from probe.cli.app import DbOption, app
+from probe.common.escape import terminal_text
+from probe.pipeline.decisions import DecisionsOutcome, import_bloomberg, import_decisions
 from probe.pipeline.exports import import_run
 from probe.store.db import DEFAULT_DB
 
@@ -50,3 +54,40 @@ def _import(tool: str, files: list[Path], run_id: str, db: Path, model: str | No
     outcome = import_run(tool, files, run_id, db, model)
     typer.echo(outcome.run_id)
     print_headline(outcome)
+
+
+@import_app.command("decisions")
+def decisions_command(
+    file: Annotated[Path, typer.Argument(help="CSV or Parquet: set_id, name, one column per attribute, selected "
+                                              "(0/1) or rank (1 = top); optional job, score, source.")],
+    run_id: RunIdOption,
+    db: DbOption = DEFAULT_DB,
+    model: Annotated[str | None, typer.Option("--model", help="What made the decisions (default: the file's "
+                                                               "name).")] = None,
+    period: Annotated[str | None, typer.Option("--period", help="When the decisions were made (stated in the "
+                                                                 "LL144 summary).")] = None,
+) -> None:
+    """A run of decisions made elsewhere (a screener's picks, a vendor's scores): adverse impact, report, gates."""
+    _print_decisions(import_decisions(file, run_id, db, model, period))
+
+
+@import_app.command("bloomberg")
+def bloomberg_command(
+    directory: Annotated[Path, typer.Argument(help="The study's repository (or its data/intermediary/"
+                                                   "resume_ranking folder).")],
+    db: DbOption = DEFAULT_DB,
+    prefix: Annotated[str, typer.Option("--run-id", help="The runs' prefix: one run PREFIX-MODEL per model.")
+                      ] = "bloomberg",
+) -> None:
+    """Bloomberg's 2024 GPT resume rankings (their raw files) as one decisions run per model."""
+    for outcome in import_bloomberg(directory, db, prefix):
+        _print_decisions(outcome)
+
+
+def _print_decisions(outcome: DecisionsOutcome) -> None:
+    """The run id, its size and its overall impact ratios, one line each."""
+    typer.echo(f"{outcome.run_id}: {outcome.people} people in {outcome.sets} sets")
+    for row in outcome.impact.itertuples():
+        interval = "" if row.ci_low != row.ci_low else f" [{row.ci_low:.2f}, {row.ci_high:.2f}]"
+        typer.echo(terminal_text(f"  {row.attribute} {row.rate_kind} {row.category}: n {row.n}, rate {row.rate:.3f}, "
+                                 f"impact ratio {row.impact_ratio:.2f}{interval}, unknown {row.unknown}"))

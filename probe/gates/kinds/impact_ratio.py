@@ -25,7 +25,7 @@ from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, Gro
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
-from probe.common.vocabulary import RATE_KINDS
+from probe.common.vocabulary import CONDITIONS, DECISIONS_CONDITION, RATE_KINDS
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import Key, number
 from probe.gates.verdicts import MOST_PAIRS
@@ -59,6 +59,10 @@ class ImpactRatio(GateKind):
             Key("limit", _limit, required=False, default=FOUR_FIFTHS))  # fmt: skip
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {METHOD: IMPACT_METHOD}
+
+    def conditions(self, metric: str | None) -> tuple[str, ...]:
+        """The stage-2 conditions of a probed run, and 'decisions' for an imported decisions run."""
+        return (*CONDITIONS, DECISIONS_CONDITION)
 
     def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
         return impact_verdict(con, run_id, gate)
