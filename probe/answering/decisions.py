@@ -89,7 +89,7 @@ def _parquet_rows(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
 
 
 def _cell_text(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):  # None, NaN, pd.NA, NaT
         return ""
     if isinstance(value, bool):
         return "1" if value else "0"

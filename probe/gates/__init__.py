@@ -68,7 +68,9 @@ def check_measured(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
     what a run never asked is a policy mistake (exit 2), not an inconclusive verdict."""
     for gate in gates:
         for run in (run_id, baseline) if gate.needs_baseline else (run_id,):
-            asked = con.execute("SELECT DISTINCT condition FROM items WHERE run_id = ? ORDER BY condition", [run])
+            # a probed run's conditions are its items'; an imported decisions run has only its adverse-impact rows
+            asked = con.execute("SELECT condition FROM items WHERE run_id = ? UNION SELECT condition FROM "
+                                "adverse_impact WHERE run_id = ? ORDER BY condition", [run, run])  # fmt: skip
             conditions = [row[0] for row in asked.fetchall()]
             if gate.condition not in conditions:
                 raise UserError(f"gate {gate.name!r}: key 'condition': run {run!r} has no condition "

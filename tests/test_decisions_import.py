@@ -1,0 +1,152 @@
+"""Imported decisions (DESIGN.md section 11): a planted decisions file's rates come back exactly and the impact_ratio
+gate fails on its one low category only; rank input, Parquet, the report, compare and bad files (one line, exit 2,
+nothing stored)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import probe
+from probe import pipeline
+from probe.cli import app
+from tests.support import assert_one_line_error, fingerprint, interval_problems, query
+
+SEXES = ("female", "male")
+RACES = ("Asian", "Black", "Hispanic", "White")
+LOW = ("female", "Black")  # the planted category: selected at 0.6 the rate of every other
+SETS, PER_CATEGORY = 30, 20  # each set: 20 people of each of the 8 categories
+
+
+def planted_frame(selected_low: int = 6, selected_other: int = 10) -> pd.DataFrame:
+    """30 sets; in every set `selected_low` of LOW's 20 people are selected and `selected_other` of every other
+    category's 20 (rates 0.3 and 0.5: ratio 0.6)."""
+    rows = []
+    for set_id in range(1, SETS + 1):
+        for sex in SEXES:
+            for race in RACES:
+                hits = selected_low if (sex, race) == LOW else selected_other
+                rows += [{"set_id": set_id, "name": f"{sex[0]}{race}{set_id}-{index}", "sex": sex,
+                          "race_ethnicity": race, "selected": int(index < hits), "job": "analyst"}
+                         for index in range(PER_CATEGORY)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def gate(db_file: Path, tmp_path: Path, run_id: str, attribute: str) -> dict:
+    policy = tmp_path / "gates.toml"
+    policy.write_text(f'[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "decisions"\n'
+                      f'attribute = "{attribute}"\n')  # fmt: skip
+    probe.gate(run_id, policy, db=db_file, output=tmp_path / "gate")
+    document = json.loads((tmp_path / "gate" / "gate.json").read_text())
+    assert interval_problems(document) == []
+    return document["gates"][0]
+
+
+def test_a_planted_file_recovers_its_rates_exactly_and_the_gate_fails_on_its_one_low_category(
+    db_file: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "decisions.csv"
+    planted_frame().to_csv(path, index=False)
+    run = probe.import_decisions(path, "planted", db=db_file)
+    table = run.adverse_impact()
+    overall = table[(table["scope"] == "overall")].set_index(["attribute", "category"])
+    joint = overall.loc["sex x race_ethnicity"]
+    assert joint["rate"].to_dict() == {f"{sex} x {race}": 0.3 if (sex, race) == LOW else 0.5
+                                       for sex in SEXES for race in RACES}  # fmt: skip
+    assert joint["impact_ratio"].to_dict() == {f"{sex} x {race}": 0.6 if (sex, race) == LOW else 1.0
+                                               for sex in SEXES for race in RACES}  # fmt: skip
+    assert joint["n"].unique().tolist() == [SETS * PER_CATEGORY]
+    assert overall.loc["sex", "rate"].to_dict() == {"female": 0.45, "male": 0.5}
+    assert overall.loc["race_ethnicity", "rate"].to_dict() == {"Asian": 0.5, "Black": 0.4, "Hispanic": 0.5,
+                                                               "White": 0.5}  # fmt: skip
+    assert set(table["condition"]) == {"decisions"} and set(table["scope"]) == {"overall", "job"}
+    entry = gate(db_file, tmp_path, "planted", "sex x race_ethnicity")
+    assert (entry["verdict"], entry["estimate"]) == ("fail", 0.6)
+    failing = {category for category, detail in entry["details"]["categories"].items()
+               if detail["ci_adjusted"][1] < 0.8}  # fmt: skip
+    assert failing == {"female x Black"}
+
+
+def test_ranks_select_the_top_and_parquet_reads_as_csv(db_file: Path, tmp_path: Path) -> None:
+    frame = planted_frame().drop(columns="selected")
+    # within each set and category the first `hits` people are ranked 1..; a rank of 1 is a selection: give the
+    # selected ones rank 1 (ties allowed) and the rest rank 2, the last person of each set no rank (unknown)
+    frame["rank"] = planted_frame()["selected"].map({1: 1, 0: 2}).astype("Int64")
+    frame.loc[frame.index[PER_CATEGORY * 8 - 1 :: PER_CATEGORY * 8], "rank"] = pd.NA
+    path = tmp_path / "ranks.parquet"
+    frame.to_parquet(path, index=False)
+    table = probe.import_decisions(path, "ranked", db=db_file).adverse_impact()
+    white_men = table[(table["scope"] == "overall") & (table["category"] == "male x White")].iloc[0]
+    # the 30 unranked are unknowns: 570 decided, 300 of them selected
+    assert (white_men["n"], white_men["unknown"], white_men["rate"]) == (570, SETS, 300 / 570)
+    assert query(db_file, "SELECT backend FROM runs WHERE run_id = 'ranked'")["backend"].tolist() == ["decisions"]
+
+
+def test_the_report_says_what_the_data_is_and_compare_sets_runs_side_by_side(db_file: Path, tmp_path: Path) -> None:
+    for run_id, low in (("low", 6), ("level", 10)):
+        path = tmp_path / f"{run_id}.csv"
+        planted_frame(selected_low=low).to_csv(path, index=False)
+        pipeline.decisions.import_decisions(path, run_id, db_file, model="screener", period="2024-01 to 2024-06")
+    files = pipeline.report(db_file, "low", tmp_path / "report.html").files
+    markdown = files.markdown.read_text()
+    assert "**Imported decisions, not probed:" in markdown
+    assert "| Period | 2024-01 to 2024-06 |" in markdown
+    assert "| People / sets | 4800 / 30 (unknown decisions: 0) |" in markdown
+    assert "The unit is the set" in markdown and "female x Black" in files.html.read_text()
+    pipeline.compare(db_file, ["low", "level"], tmp_path / "compare.html")
+    compared = json.loads((tmp_path / "compare.json").read_text())["adverse_impact"]
+    black_women = next(row for row in compared if (row["attribute"], row["rate_kind"], row["category"]) ==
+                       ("sex x race_ethnicity", "selection", "female x Black"))  # fmt: skip
+    assert (black_women["runs"]["low"]["impact_ratio"], black_women["runs"]["level"]["impact_ratio"]) == (0.6, 1.0)
+
+
+GOOD = "set_id,name,sex,selected\n1,Ann,female,1\n1,Bob,male,0\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("set_id,name,sex\n1,Ann,female\n", "{file} line 1 (header): give exactly one of the columns selected"),
+        ("set_id,name,sex,selected,rank\n1,Ann,female,1,1\n", "{file} line 1 (header): give exactly one"),
+        ("name,sex,selected\nAnn,female,1\n", "{file} line 1 (header): missing column 'set_id'"),
+        ("set_id,name,selected\n1,Ann,1\n", "{file} line 1 (header): no attribute column"),
+        (GOOD + "2,Cy,female,yes please\n", "{file} line 4, column selected: 'yes please' is not 0 or 1"),
+        (GOOD + "x,Cy,female,1\n", "{file} line 4, column set_id: 'x' is not a positive whole number"),
+        (GOOD + "2,,female,1\n", "{file} line 4, column name: empty"),
+        (GOOD + "1,ann,male,1\n", "{file} line 4, column name: 'ann' is already in set 1"),
+        (GOOD + "2,Cy,female\n", "{file} line 4: 3 fields, the header has 4"),
+        ("set_id,name,sex,rank\n1,Ann,female,0\n", "{file} line 2, column rank: '0' is not a whole number"),
+        ("set_id,name,sex,selected,score\n1,Ann,female,1,nan\n", "{file} line 2, column score: 'nan' is not a finite"),
+        ("set_id,name,sex,selected,job\n1,Ann,female,1,a\n1,Bob,male,0,b\n", "{file} line 3, column job: set 1 is "
+         "already for job 'a'"),
+        ("set_id,name,sex,selected\n1,Ann,fe\u202emale,1\n", "{file} line 2, column sex: "),
+        ("set_id,name,sex,selected\n", "{file}: no data rows"),
+    ],
+)
+def test_a_bad_decisions_file_is_one_line_exit_2_and_stores_nothing(
+    db_file: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "bad", "--db", str(db_file)])
+    assert_one_line_error(result.exit_code, result.output, message.format(file=path))
+    assert fingerprint(db_file) == before
+
+
+def test_a_taken_run_id_and_a_missing_file_are_refused(db_file: Path, tmp_path: Path) -> None:
+    path = tmp_path / "good.csv"
+    path.write_text(GOOD)
+    runner = CliRunner()
+    assert runner.invoke(app, ["import", "decisions", str(path), "--run-id", "g", "--db", str(db_file)]).exit_code == 0
+    before = fingerprint(db_file)
+    taken = runner.invoke(app, ["import", "decisions", str(path), "--run-id", "g", "--db", str(db_file)])
+    assert_one_line_error(taken.exit_code, taken.output, "--run-id g: a run or scan has this id")
+    missing = runner.invoke(app, ["import", "decisions", str(tmp_path / "none.csv"), "--run-id", "h", "--db",
+                                  str(db_file)])  # fmt: skip
+    assert_one_line_error(missing.exit_code, missing.output, f"{tmp_path / 'none.csv'}: no such file")
+    assert fingerprint(db_file) == before
