@@ -87,7 +87,7 @@ def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFram
         condition = found[0]
         kind = "sets" if con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0] \
             else "pairs"
-        source = f"probe of {model or 'an unnamed model'} (run {run_id})"
+        source = f"probe of {model or 'an unnamed model'} ({backend} backend, run {run_id})"
         period = f"{created:%Y-%m-%d} to {(finished or created):%Y-%m-%d}"
         definitions = PROBED_DEFINITIONS.format(condition=condition)
     people = con.execute(_PEOPLE[kind], {"run_id": run_id}).df()
