@@ -65,8 +65,9 @@ def reproduce(directory: Path, db: Path) -> pd.DataFrame:
 
 
 def verdict(row: pd.Series) -> str:
-    """The four-fifths reading with the interval: below / not below 0.8 as shown, or not shown either way."""
-    if row["impact_ratio"] >= FOUR_FIFTHS and not row["ci_low"] < FOUR_FIFTHS:
+    """The four-fifths reading with the interval: below / not below 0.8 as shown, or not shown either way (no
+    interval: the category is shown to have the highest rate, its ratio 1)."""
+    if math.isnan(row["ci_low"]) or (row["impact_ratio"] >= FOUR_FIFTHS and row["ci_low"] >= FOUR_FIFTHS):
         return "at or above 0.8, shown"
     if row["ci_high"] < FOUR_FIFTHS:
         return "below 0.8, shown"
@@ -82,9 +83,9 @@ def markdown(rows: pd.DataFrame, published: bool) -> str:
         cells = [row["model"], row["job"], row.get("demo", row["category"])]
         if published:
             cells += [str(row["top_published"]), f"{row['selection_rate']:.3f}", f"{row['disparate_impact_ratio']:.3f}"]
-        high = f"{row['ci_high']:.2f}" if math.isfinite(row["ci_high"]) else "inf"
-        cells += [f"{row['top']} / {row['n']}", f"{row['rate']:.3f}", f"{row['impact_ratio']:.3f}",
-                  f"[{row['ci_low']:.2f}, {high}]", f"{row['p_value']:.2g}", verdict(row)]  # fmt: skip
+        interval = ("shown highest" if math.isnan(row["ci_low"]) else f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]")
+        cells += [f"{row['top']} / {row['n']}", f"{row['rate']:.3f}", f"{row['impact_ratio']:.3f}", interval,
+                  f"{row['p_value']:.2g}", verdict(row)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
