@@ -1,5 +1,6 @@
 """Coverage of the impact ratio's interval when names recur across sets, as in Bloomberg's study (100 names per
-group, each in about 10 of 1,000 rankings): `python -m bench.recurring_names [replicates]` (about 3 minutes at 200).
+group, each in about 10 of 1,000 rankings): `python -m bench.recurring_names [replicates]` (about 2.5 minutes of
+CPU at 100 replicates).
 
 A world like theirs, smaller: 300 rankings of 8 people, one per category, each drawn from the category's 30 names
 (each name in about 10 rankings); the top pick is a multinomial logit of a category effect plus the name's own

@@ -150,3 +150,21 @@ def test_a_taken_run_id_and_a_missing_file_are_refused(db_file: Path, tmp_path: 
                                   str(db_file)])  # fmt: skip
     assert_one_line_error(missing.exit_code, missing.output, f"{tmp_path / 'none.csv'}: no such file")
     assert fingerprint(db_file) == before
+
+
+def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -> None:
+    """Category a: 4 sets, hits 1, 1, 0, 0 (rate 0.5, residuals +-1/8 over n = 4). Its names x, x, y, y put the
+    residuals of a name together: V_name = 2 (1/4)^2 = 1/8, V_answer = 4 (1/8)^2 = 1/16, excess 1/16; names x, y,
+    x, y cancel (V_name 0): excess clipped at 0; without names (a probed run) nothing changes."""
+    from probe.analysis.impact import group_ratios
+
+    def counts(names: list[str] | None) -> pd.DataFrame:
+        frame = pd.DataFrame({"set_id": [1, 2, 3, 4] * 2, "category": ["a"] * 4 + ["b"] * 4,
+                              "hits": [1, 1, 0, 0, 1, 0, 1, 0], "n": 1, "unknown": 0})  # fmt: skip
+        return frame if names is None else frame.assign(name=[*names, "u", "v", "w", "z"])
+
+    together = group_ratios(counts(["x", "x", "y", "y"])).pairs["a", "b"]
+    assert (together.name_excess, together.names) == ((0.0625, 0.0), 6)
+    assert group_ratios(counts(["x", "y", "x", "y"])).pairs["a", "b"].name_excess == (0.0, 0.0)
+    assert (group_ratios(counts(None)).pairs["a", "b"].name_excess, group_ratios(counts(None)).pairs["a", "b"].names
+            ) == ((0.0, 0.0), None)  # fmt: skip
