@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 from test_adverse_impact import planted_run
+from test_name_sets import sets_file
 from typer.testing import CliRunner
 
+from probe import pipeline
 from probe.cli import app
+from probe.store.config import RunConfig
+from tests.support import unknown_answers
 
 HOSTILE = "=HYPERLINK(\"http://x\")<script>alert(1)</script>"
 
@@ -68,3 +72,24 @@ def test_a_probed_run_states_the_probes_definitions_and_counts_names(db_file: Pa
     assert "This summary is of a probe of a language model, not of hiring decisions." in files["md"]
     assert "names the probe showed" in files["html"] and "Condition: taxonomy." in files["md"]
     assert set(table["source"]) == {f"probe of {tmp_path / 'answers.csv'} (replay backend, run {run_id})"}
+
+
+def test_a_run_over_name_sets_counts_each_name_once_per_category(db_file: Path, tmp_path: Path) -> None:
+    """6 sets of 4 names (sex x race): every binary answer yes; each name is asked in several contests but is one
+    applicant."""
+    settings = dict(backend="replay", names=str(sets_file(tmp_path / "sets.csv")), occupations=("nurse",), top_k=1,
+                    conditions=("taxonomy",), db=str(db_file), quiet=True)  # fmt: skip
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)
+    rows = pd.read_csv(answers, dtype={"label": object})
+    rows.loc[rows["qtype"].isin(["binary", "attr"]), "label"] = "yes"
+    rows.to_csv(answers, index=False)
+    run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
+    export(db_file, run_id, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out" / "ll144.csv")
+    selection = table[table["rate_kind"] == "selection"]
+    assert selection[["attribute", "category", "applicants", "rate"]].values.tolist() == [
+        ["race_ethnicity", "Black", 12, 1.0], ["race_ethnicity", "White", 12, 1.0],
+        ["sex", "female", 12, 1.0], ["sex", "male", 12, 1.0],
+        ["sex x race_ethnicity", "female x Black", 6, 1.0], ["sex x race_ethnicity", "female x White", 6, 1.0],
+        ["sex x race_ethnicity", "male x Black", 6, 1.0], ["sex x race_ethnicity", "male x White", 6, 1.0],
+    ]  # fmt: skip
