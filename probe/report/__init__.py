@@ -51,10 +51,17 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
 - `items`: [{condition, occupation, anchor, total, counts {qtype: {label: n}}, items [...]}]: the drill-down,
   the first items of each condition and occupation in full
 - `adverse_impact`: {method, meaning, contests_note (a run over name sets: how to read the other sections),
-  rows: [{condition, attribute, scope, key, category, rate_kind, n, rate, impact_ratio, ci_low, ci_high, p_value,
-  q_value, four_fifths, unknown, reference, small, finding}]} (the `adverse_impact` table; reference: the
-  highest-rate category; small: under 2% of its group's answers; finding: a sentence where the ratio's test
-  rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed before the table existed
+  rates, unit, per_key (what the rates count, the interval's unit, occupation or job: a probed run's or imported
+  decisions'), rows: [{condition, attribute, scope, key, category, rate_kind, n, rate, impact_ratio, ci_low,
+  ci_high, p_value, q_value, four_fifths, unknown, reference, small, finding}]} (the `adverse_impact` table;
+  reference: the highest-rate category; small: under 2% of its group's answers; finding: a sentence where the
+  ratio's test rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed before the table
+  existed
+
+An imported decisions run (`runs.backend = 'decisions'`, probe import decisions) has a shorter `report.json`
+(decisions.py): `schema_version`, `run`, `decisions` {what (imported, not probed), source, period, outcome,
+attributes, people, sets, unknown_decisions, jobs} and `adverse_impact` as above; its pages are
+templates/decisions.*.j2. `probe export --format ll144` writes the 6 RCNY 5-301 summary (ll144.py).
 
 JSON summary of a comparison (`compare.json`, `schema_version` 1):
 

@@ -42,12 +42,12 @@ DECISIONS_MEANING = (
     "person (selected, or ranked first; scoring: a score above the median score). The unit is the set (the people "
     "one decision was about); where a name recurs across sets the interval is clustered by name too."
 )
-# What the section's rates and unit are, per kind of run (the templates' first paragraph).
+# What the section's rates, unit and per-key rows are, per kind of run (the templates' first paragraph).
 RATES_TEXT = {
     "probed": ("selection: called qualified in the binary question; contest: won the single-subject question; "
-               "scoring: P(yes) above the median", "name sets"),
+               "scoring: P(yes) above the median", "name sets", "occupation"),
     "decisions": ("selection: selected, or ranked first; scoring: a score above the median score of everyone "
-                  "scored", "sets (each a decision over its people), two-way with recurring names"),
+                  "scored", "sets (each a decision over its people), two-way with recurring names", "job"),
 }  # fmt: skip
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
 COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths", "reference")
@@ -77,9 +77,9 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
     table["finding"] = [finding(row) for row in table.to_dict("records")]
     contests = con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0]
     kind = "decisions" if (table["condition"] == DECISIONS_CONDITION).all() else "probed"
-    rates, unit = RATES_TEXT[kind]
+    rates, unit, per_key = RATES_TEXT[kind]
     return {"method": IMPACT_METHOD, "meaning": DECISIONS_MEANING if kind == "decisions" else MEANING,
-            "contests_note": CONTESTS_NOTE if contests else None, "rates": rates, "unit": unit,
+            "contests_note": CONTESTS_NOTE if contests else None, "rates": rates, "unit": unit, "per_key": per_key,
             "rows": records(table[REPORT_COLUMNS])}  # fmt: skip
 
 
