@@ -97,6 +97,8 @@ def test_the_report_says_what_the_data_is_and_compare_sets_runs_side_by_side(db_
     assert "| Period | 2024-01 to 2024-06 |" in markdown
     assert "| People / sets | 4800 / 30 (unknown decisions: 0) |" in markdown
     assert "The unit is the set" in markdown and "female x Black" in files.html.read_text()
+    assert "- decisions: Black women were selected at 0.60 the rate of Asian women [" in markdown
+    assert "- decisions: Black people were selected at 0.80 the rate of Asian people [" in markdown
     pipeline.compare(db_file, ["low", "level"], tmp_path / "compare.html")
     compared = json.loads((tmp_path / "compare.json").read_text())["adverse_impact"]
     black_women = next(row for row in compared if (row["attribute"], row["rate_kind"], row["category"]) ==

@@ -83,14 +83,14 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
             "rows": records(table[REPORT_COLUMNS])}  # fmt: skip
 
 
-def category_noun(attribute: str, category: str) -> str:
+def category_noun(attribute: str, category: str, people: str = "names") -> str:
     """How a sentence names a category's people: women / men for sex, `Black women` for 'sex x race_ethnicity'
-    (a sex among the values names the people), else `<category> names`."""
+    (a sex among the values names the people), else `<category> names` (imported decisions: `<category> people`)."""
     levels = dict(zip(attribute.split(JOINT), category.split(JOINT), strict=True))
     sex = levels.pop(SEX_ATTRIBUTE, None)
     if sex in CATEGORY_NOUNS:
         return " ".join([*levels.values(), CATEGORY_NOUNS[sex]])
-    return f"{category} names"
+    return f"{category} {people}"
 
 
 def finding(row: Mapping[str, Any]) -> str | None:
@@ -110,10 +110,11 @@ def finding(row: Mapping[str, Any]) -> str | None:
     where = f" for {row['key']}" if occupation else ""
     test = p_phrase(row["q_value"], "q") if occupation else p_phrase(row["p_value"])
     interval = f"[{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]"
-    phrases = DECISION_RATE_PHRASES if row["condition"] == DECISIONS_CONDITION else RATE_PHRASES
-    return (f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'])} "
+    decided = row["condition"] == DECISIONS_CONDITION
+    phrases, people = (DECISION_RATE_PHRASES, "people") if decided else (RATE_PHRASES, "names")
+    return (f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'], people)} "
             f"{phrases[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
-            f"{category_noun(row['attribute'], row['reference'])} {interval}: {verdict}, {test}")  # fmt: skip
+            f"{category_noun(row['attribute'], row['reference'], people)} {interval}: {verdict}, {test}")  # fmt: skip
 
 
 def findings(section: Mapping[str, Any] | None) -> list[str]:
