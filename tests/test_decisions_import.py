@@ -86,6 +86,19 @@ def test_ranks_select_the_top_and_parquet_reads_as_csv(db_file: Path, tmp_path: 
     assert query(db_file, "SELECT backend FROM runs WHERE run_id = 'ranked'")["backend"].tolist() == ["decisions"]
 
 
+def test_csv_export_carries_the_people_and_their_decisions(db_file: Path, tmp_path: Path) -> None:
+    path = tmp_path / "good.csv"
+    path.write_text("set_id,name,sex,selected\n1,Ann,female,1\n1,Bob,male,\n")
+    probe.import_decisions(path, "e", db=db_file)
+    result = CliRunner().invoke(app, ["export", "e", "--format", "csv", "-o", str(tmp_path / "out"), "--db",
+                                      str(db_file)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    decisions = pd.read_csv(tmp_path / "out" / "run_decisions.csv", keep_default_na=False)
+    assert decisions[["person_id", "selected"]].values.tolist() == [[1, "True"], [2, ""]]
+    people = pd.read_csv(tmp_path / "out" / "run_people.csv")
+    assert people[["person_id", "set_id", "name"]].values.tolist() == [[1, 1, "Ann"], [2, 1, "Bob"]]
+
+
 def test_the_report_says_what_the_data_is_and_compare_sets_runs_side_by_side(db_file: Path, tmp_path: Path) -> None:
     for run_id, low in (("low", 6), ("level", 10)):
         path = tmp_path / f"{run_id}.csv"

@@ -15,16 +15,19 @@ from probe.common.escape import atomic_path, csv_safe
 from probe.store import db
 
 EXPORT_FORMATS = ("parquet", "csv")
-# The tables written, each in its order: items and answers always; the adverse-impact table of an analysed run, and
-# for a run over name sets its contests (each item's pair_id and subject slot -> the set and the categories).
+# The tables written, each in its order: items and answers always; the adverse-impact table of an analysed run, for
+# a run over name sets its contests (each item's pair_id and subject slot -> the set and the categories), and a
+# run's people, their categories and (imported decisions) their decisions where it has them.
 EXPORTED = {"items": "seq", "answers": "item_id",
             "adverse_impact": "condition, attribute, rate_kind, scope, key, category",
-            "run_contests": "pair_id, slot, attribute"}  # fmt: skip
+            "run_contests": "pair_id, slot, attribute", "run_people": "person_id",
+            "run_person_categories": "person_id, attribute", "run_decisions": "person_id"}  # fmt: skip
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
     """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`, and where the run has
-    them adverse_impact.<fmt> and run_contests.<fmt>."""
+    them adverse_impact.<fmt>, run_contests.<fmt>, run_people.<fmt>, run_person_categories.<fmt> and
+    run_decisions.<fmt>."""
     if file_format not in EXPORT_FORMATS:
         raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
     con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)
