@@ -15,7 +15,7 @@ import pandas as pd
 
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
-from probe.common.staging import read_header, sql_string, stage_file
+from probe.common.staging import sql_string, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import CATEGORIES
 
@@ -66,20 +66,9 @@ def read_occupations_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataF
     code must exist and have ratings. Errors name the file and line.
     """
     path = Path(path)
-    wanted = {"occupation": "occupation", "soc_code": "soc_code"}
-    has_note = "note" in read_header(path, ",", str(path))
-    if has_note:
-        wanted["note"] = "note"
+    wanted = {"occupation": "occupation", "soc_code": "soc_code", "note": "note"}
     try:
-        stage_file(
-            con,
-            path,
-            "_staging_occupations_csv",
-            wanted,
-            delimiter=",",
-            label=str(path),
-            extra_columns="" if has_note else "NULL AS note,",
-        )
+        stage_file(con, path, "_staging_occupations_csv", wanted, delimiter=",", label=str(path), optional=["note"])
         rows = con.execute(
             """SELECT s.line, trim(s.occupation) AS occupation, trim(s.soc_code) AS soc_code,
                        o.title AS onet_title, s.note,
