@@ -77,8 +77,14 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
         found = ", ".join(sorted(set(counts["attribute"]))) or "none"
         raise UserError(f"gate {gate.name!r}: run {run_id!r} has no {attribute!r} categories in condition "
                         f"{gate.condition} (its attributes: {found})")  # fmt: skip
-    ratios = group_ratios(counts[(counts["attribute"] == attribute) & (counts["rate_kind"] == rate_kind)]
-                          .drop(columns=GROUP_COLUMNS))  # fmt: skip
+    counts = counts[counts["attribute"] == attribute]
+    if rate_kind not in set(counts["rate_kind"]):  # scoring rates exist only where answers were decided by score
+        raise UserError(
+            f"gate {gate.name!r}: run {run_id!r} has no {rate_kind} rates of {attribute!r} in condition "
+            f"{gate.condition} (its rate kinds: {', '.join(sorted(set(counts['rate_kind'])))}; the scoring rate "
+            "needs a run whose answers were decided by option scores)"
+        )
+    ratios = group_ratios(counts[counts["rate_kind"] == rate_kind].drop(columns=GROUP_COLUMNS))
     sets = int(counts["set_id"].nunique())
     categories = [category for category in ratios.rates if ratios.others(category)]
     comparisons = len(categories) * (len(categories) - 1)  # every ordered pair: Bonferroni for a fail
