@@ -25,7 +25,7 @@ def read_toml_file(path: Path) -> dict[str, object]:
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
+        raise UserError(f"{path}: {exc.strerror}") from None
     if len(data) > MAX_TOML_BYTES:
         raise UserError(f"{path}: larger than {MAX_TOML_BYTES >> 20} MiB; a settings or policy file is a few lines")
     try:
