@@ -25,6 +25,7 @@ from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, Gro
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
+from probe.common.user_text import checked_text
 from probe.common.vocabulary import RATE_KINDS
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import Key, number
@@ -37,7 +38,7 @@ def _attribute(value: Any, metric: str | None, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
                         "'race_ethnicity', 'sex x race_ethnicity', ...)")  # fmt: skip
-    return value
+    return checked_text(value, f"{where}: key 'attribute'")  # printed in gate.md and JUnit as a name is
 
 
 def _rate_kind(value: Any, metric: str | None, where: str) -> str:
