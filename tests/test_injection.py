@@ -36,7 +36,7 @@ ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs 
 ]
 PLAIN = ["it's; -- /* x */", "line\nbreak", "a\"b'c"]  # quotes, comments and a newline with no statement
 INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "pairs.csv", "occupations.csv", "codes.csv", "answers.csv",
-          "policy.toml", "RUN.toml", "probe.duckdb"}  # fmt: skip
+          "policy.toml", "RUN.toml", "probe.duckdb"}
 VALUES = ["O'Brien'); DROP TABLE items; --", "Bo /* c */ \"x\"", "=read_text('/etc/passwd')"]
 
 
@@ -120,7 +120,7 @@ def toml_text(value: str) -> str:
 def read_policy(tmp: Path, column: str) -> object:
     path = tmp / "policy.toml"
     path.write_text(f'[[gates]]\nname = {toml_text(column)}\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
-                    f"attribute = {toml_text(column)}\n")  # fmt: skip
+                    f"attribute = {toml_text(column)}\n")
     return load_policy(path)
 
 
@@ -133,7 +133,7 @@ def read_config(tmp: Path, column: str) -> object:
 READERS: dict[str, Callable[..., object]] = {
     "name sets": read_sets, "name pairs": read_pairs, "staging": read_staged, "replay answers": read_replay,
     "policy": read_policy, "config": read_config,
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("reader", [*READERS, "occupations"])
@@ -154,6 +154,6 @@ def test_a_names_header_runs_nothing_through_the_cli(scene: Path, db_file: Path)
     """The reported case: `probe run --names FILE --dry-run` with a header that wrote a file."""
     path = names_sets(scene / "sets.csv", ESCAPES[0].format(tmp=scene))
     result = CliRunner().invoke(app, ["run", "--names", str(path), "--occupations", "nurse", "--top-k", "1",
-                                      "--db", str(db_file), "--dry-run"])  # fmt: skip
+                                      "--db", str(db_file), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert not (scene / "pwned.csv").exists()
