@@ -26,7 +26,7 @@ from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, UNKNOWN, WORDINGS
-from probe.dataset.items import KEY_FIELDS
+from probe.dataset.items import KEY_FIELDS, gender_of_first
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import is_name_sets_file
 
@@ -134,21 +134,26 @@ class ReplayBackend(BackendDefaults):
         replies = []
         for query in queries:
             found = self.labels.get(_key(dict(query.item)))
-            if found is not None and found.people is not None:
-                self._check_people(found, query)
             label = found.label if found is not None else None
             self.matched += label is not None
             replies.append(Reply(label=label or UNKNOWN, raw=label or UNKNOWN, decided_by="replay"))
         self.asked += len(queries)
         return replies
 
-    def _check_people(self, found: Answer, query: Query) -> None:
-        """A matched row answers for the item's own people (the same pair_id in another run names others)."""
-        asked = (query.item["first_name"], query.item["second_name"])
-        if found.people != asked:
-            shown = "/".join(str(name) for name in found.people or ())
-            raise UserError(f"{self.path}, row {found.row}: names {shown}, but this run's item with its keys asks "
-                            f"about {asked[0]}/{asked[1]}; a replay file answers only for the people it names")
+    def check_pairs(self, pairs: pd.DataFrame) -> None:
+        """Every row that names people names the run's own for its pair_id and name order (the same pair_id in
+        another run, a pairs run's file on a sets run, names others): checked before the run writes anything."""
+        people = {int(pair.pair_id): (pair.female, pair.male) for pair in pairs.itertuples()}
+        for key, found in sorted(self.labels.items(), key=lambda entry: entry[1].row):
+            pair_id, name_order = key[KEY_FIELDS.index("pair_id")], key[KEY_FIELDS.index("name_order")]
+            if found.people is None or pair_id not in people:
+                continue
+            female, male = people[pair_id]
+            asked = (female, male) if gender_of_first(str(name_order)) == "female" else (male, female)
+            if found.people != asked:
+                raise UserError(f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but pair "
+                                f"{pair_id} ({name_order}) of this run asks about {asked[0]}/{asked[1]}; a replay "
+                                "file answers only for the people it names")
 
     def finish(self) -> None:
         """Called after the run's items were asked: no match is an error, fewer than half a warning."""
