@@ -67,7 +67,7 @@ def ragged_line(path: Path, delimiter: str, label: str) -> None:
 
 def sql_identifier(name: str) -> str:
     """`name` as a DuckDB identifier: quoted, every `"` doubled, so that no text can end it and become SQL (the one
-    way an identifier that is not a constant of the code enters SQL; tests/test_structure.py holds it)."""
+    way an identifier that is not a constant of the code enters SQL; tests/test_sql_text.py holds it)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -98,7 +98,7 @@ def stage_file(
         f"c{header.index(source)} AS {sql_identifier(target)}" if source in header
         else f"NULL::VARCHAR AS {sql_identifier(target)}"
         for source, target in wanted.items()
-    )  # fmt: skip
+    )
     quote = "" if delimiter == "\t" else '"'
     try:
         con.execute(
