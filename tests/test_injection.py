@@ -8,6 +8,7 @@ read into what the reader returns. Before the fix, a names file's header was spl
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from probe.common.errors import UserError
 from probe.common.staging import stage_file
 from probe.dataset.items import KEY_FIELDS
 from probe.gates.policy import load_policy
+from probe.integrations.imports import read_lm_eval_samples
 from probe.store.config import read_toml
 from probe.store.snapshot import read_occupations_csv
 from probe.taxonomy.name_pairs import read_names_csv
@@ -36,7 +38,7 @@ ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs 
 ]
 PLAIN = ["it's; -- /* x */", "line\nbreak", "a\"b'c"]  # quotes, comments and a newline with no statement
 INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "pairs.csv", "occupations.csv", "codes.csv", "answers.csv",
-          "policy.toml", "RUN.toml", "probe.duckdb"}
+          "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb"}
 VALUES = ["O'Brien'); DROP TABLE items; --", "Bo /* c */ \"x\"", "=read_text('/etc/passwd')"]
 
 
@@ -130,9 +132,19 @@ def read_config(tmp: Path, column: str) -> object:
     return read_toml(path)
 
 
+def read_imported(tmp: Path, column: str) -> object:
+    """`probe import lm-eval`: a sample's exported item carries the text as its id and prompt."""
+    doc = {"item_id": column, "prompt": column, "qtype": "binary", "choice_labels": ["yes", "no"]}
+    path = tmp / "samples.jsonl"
+    path.write_text(json.dumps({"doc": doc, "filtered_resps": [[-1.0, True], [-2.0, False]]}) + "\n")
+    answers, _ = read_lm_eval_samples([path])
+    assert [(answer.item_id, answer.prompt) for answer in answers] == [(column, column)]
+    return answers
+
+
 READERS: dict[str, Callable[..., object]] = {
     "name sets": read_sets, "name pairs": read_pairs, "staging": read_staged, "replay answers": read_replay,
-    "policy": read_policy, "config": read_config,
+    "imports": read_imported, "policy": read_policy, "config": read_config,
 }
 
 

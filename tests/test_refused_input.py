@@ -92,6 +92,16 @@ def test_toml_nested_900_deep_or_endless_is_one_line(tmp_path: Path, db_file: Pa
     assert (code, output) == (2, "error: /dev/zero: larger than 1 MiB; a settings or policy file is a few lines\n")
 
 
+def test_an_imported_sample_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    from probe.integrations.imports import read_lm_eval_samples
+
+    path = tmp_path / "samples.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(UserError) as raised:
+        read_lm_eval_samples([path])
+    assert str(raised.value) == f"{path}, line 1: JSON nested too deeply for a sample"
+
+
 def test_a_scoring_gate_on_a_run_without_option_scores_is_one_line(tmp_path: Path, db_file: Path,
                                                                    use_backend) -> None:
     use_backend(FakeBackend())  # labels only, no option scores
