@@ -16,6 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from probe import pipeline
 from probe.backends.replay import load_answers
 from probe.cli import app
 from probe.common.errors import UserError
@@ -23,10 +24,11 @@ from probe.common.staging import stage_file
 from probe.dataset.items import KEY_FIELDS
 from probe.gates.policy import load_policy
 from probe.integrations.imports import read_lm_eval_samples
-from probe.store.config import read_toml
+from probe.store.config import RunConfig, read_toml
 from probe.store.snapshot import read_occupations_csv
 from probe.taxonomy.name_pairs import read_names_csv
 from probe.taxonomy.name_sets import read_name_sets
+from tests.support import FakeBackend
 
 SECRET = "TOPSECRET-44"
 ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs statements of its own
@@ -38,7 +40,7 @@ ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs 
 ]
 PLAIN = ["it's; -- /* x */", "line\nbreak", "a\"b'c"]  # quotes, comments and a newline with no statement
 INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "pairs.csv", "occupations.csv", "codes.csv", "answers.csv",
-          "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb"}
+          "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb", "out"}
 VALUES = ["O'Brien'); DROP TABLE items; --", "Bo /* c */ \"x\"", "=read_text('/etc/passwd')"]
 
 
@@ -169,3 +171,18 @@ def test_a_names_header_runs_nothing_through_the_cli(scene: Path, db_file: Path)
                                       "--db", str(db_file), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert not (scene / "pwned.csv").exists()
+
+
+def test_a_names_header_reads_no_file_into_the_reports(scene: Path, db_file: Path, use_backend) -> None:
+    """The reported case: a header calling read_text() copied a local file into report.html, .md and .json."""
+    header = ESCAPES[1].format(tmp=scene)
+    names = names_sets(scene / "sets.csv", header)
+    use_backend(FakeBackend())
+    pipeline.run(RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),
+                           db=str(db_file), quiet=True, run_id="sets"))
+    pipeline.report(db_file, "sets", scene / "out" / "report.html")
+    pages = {path.name: path.read_text() for path in (scene / "out").iterdir()}
+    assert sorted(pages) == ["report.html", "report.json", "report.md"]
+    assert [name for name, text in pages.items() if SECRET in text] == []
+    attributes = {row["attribute"] for row in json.loads(pages["report.json"])["adverse_impact"]["rows"]}
+    assert header in attributes  # the header is a literal attribute name
