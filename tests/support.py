@@ -80,15 +80,16 @@ class FakeBackend(BackendDefaults):
 
 
 def unknown_answers(path: Path, **settings: object) -> Path:
-    """A replay file listing every item `probe run` would ask with these RunConfig settings (db included), each
-    with an empty label: a run whose every answer is unknown, without a model."""
+    """A replay file listing every item `probe run` would ask with these RunConfig settings (db included), with its
+    people and an empty label: a run whose every answer is unknown, without a model."""
     from probe.dataset.items import KEY_FIELDS
     from probe.dataset.preview import preview
     from probe.store.config import RunConfig
 
     items = preview(RunConfig(**settings), "chat")
-    rows = [{field: getattr(item, field) for field in KEY_FIELDS} | {"label": None} for item in items]
-    pd.DataFrame(rows, columns=[*KEY_FIELDS, "label"]).to_csv(path, index=False)
+    people = ("first_name", "second_name")  # a run over name sets needs them
+    rows = [{field: getattr(item, field) for field in (*KEY_FIELDS, *people)} | {"label": None} for item in items]
+    pd.DataFrame(rows, columns=[*KEY_FIELDS, *people, "label"]).to_csv(path, index=False)
     return path
 
 

@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from probe.common.vocabulary import DECIDED_BY, LABELS_BY_QTYPE, UNKNOWN
 from probe.dataset.questions import Option, Query
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class Backend(Protocol):
         """Answer `queries`, one Reply each, in order. Must not raise for a single bad item."""
         ...
 
+    def check_pairs(self, pairs: pd.DataFrame) -> None:
+        """Called with the run's name pairs (pair_id, female, male) before it writes anything: check what they show
+        (replay: a file naming other people). Raises UserError."""
+        ...
+
     def finish(self) -> None:
         """Called once every item of the run was asked: check what only the whole run shows (replay: a file
         that matched no item is an error). Raises UserError or RunFailed."""
@@ -118,6 +126,9 @@ class BackendDefaults:
 
     cacheable = True
     labels_are_data = False
+
+    def check_pairs(self, pairs: pd.DataFrame) -> None:
+        """Nothing to check in the run's name pairs."""
 
     def finish(self) -> None:
         """Nothing to check after the run."""

@@ -2,7 +2,10 @@
 
 The file is keyed by the item fields (stage, qtype, condition, pair_id, name_order, occupation, subject,
 category, attribute; empty = NULL) and holds a canonical `label`; an optional `wording` column (a paraphrase id of
-prompts/wordings/, empty = the paper's) answers runs asked with --wordings. Items absent from the file are unknown.
+prompts/wordings/, empty = the paper's) answers runs asked with --wordings; optional `first_name` and `second_name`
+columns (as `probe export` writes items) name the item's people, and a matched row must name the same people. A run
+over name sets needs them: its pair ids number contests of other people than a pairs run's (a pairs run's file
+matched hundreds of a sets run's items, silently answering for other people). Items absent from the file are unknown.
 The whole file is checked when the backend is created, before the run writes anything. After the run, a
 file that matched no item asked is an error (it was made for other settings), one that matched fewer than
 half a warning with the count (`finish`).
@@ -11,6 +14,7 @@ half a warning with the count (`finish`).
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,13 +26,25 @@ from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, UNKNOWN, WORDINGS
-from probe.dataset.items import KEY_FIELDS
+from probe.dataset.items import KEY_FIELDS, gender_of_first
 from probe.store.config import RunConfig
+from probe.taxonomy.name_sets import is_name_sets_file
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
 INTEGER_FIELDS = ("stage", "pair_id")
+PEOPLE_COLUMNS = ("first_name", "second_name")
+WHOLE_NUMBER = re.compile(r"[0-9]+")  # int() would also take '1_0' and full-width or other scripts' digits
 
 ItemKey = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A file row's label, the people it names (None where the file has no name columns) and its row number."""
+
+    label: str
+    people: tuple[str | None, str | None] | None
+    row: int
 
 
 def _cell(value: object) -> str | None:
@@ -56,24 +72,31 @@ def _read_table(path: Path) -> pd.DataFrame:
         raise UserError(f"{path}: cannot read answers ({exc})") from None
 
 
-def load_answers(path: Path) -> dict[ItemKey, str]:
-    """Map item key -> canonical label; every row is checked (row numbers count data rows from 1)."""
+def load_answers(path: Path, people_required: bool = False) -> dict[ItemKey, Answer]:
+    """Map item key -> its answer; every row is checked (row numbers count data rows from 1). `people_required`
+    (a run over name sets): the file must name each item's people."""
     table = _read_table(path)
     missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
     if missing:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
-    columns = [*REQUIRED_COLUMNS, "wording"] if "wording" in table.columns else list(REQUIRED_COLUMNS)
-    labels: dict[ItemKey, str] = {}
+    has_people = all(column in table.columns for column in PEOPLE_COLUMNS)
+    if people_required and not has_people:
+        raise UserError(
+            f"{path}: a run over name sets needs the columns first_name and second_name (the people each row answers "
+            "for, as `probe export` writes items), so that a file made for other people is not matched by pair_id alone"
+        )
+    columns = [*REQUIRED_COLUMNS, *(["wording"] if "wording" in table.columns else []),
+               *(PEOPLE_COLUMNS if has_people else ())]
+    labels: dict[ItemKey, Answer] = {}
     for row_number, row in enumerate(table[columns].itertuples(index=False), start=1):
         where = f"{path}, row {row_number}"
         fields: dict[str, object] = {name: _cell(value) for name, value in zip(columns, row, strict=True)}
         if fields.get("wording") not in (None, *WORDINGS):
             raise UserError(f"{where}: wording {fields['wording']!r} is not one of {', '.join(WORDINGS)}")
         for name in INTEGER_FIELDS:
-            try:
-                fields[name] = int(str(fields[name]))
-            except ValueError:
-                raise UserError(f"{where}: {name} {fields[name]!r} is not an integer") from None
+            if not WHOLE_NUMBER.fullmatch(str(fields[name])):
+                raise UserError(f"{where}: {name} {fields[name]!r} is not an integer")
+            fields[name] = int(str(fields[name]))
         qtype = fields["qtype"]
         if qtype not in LABELS_BY_QTYPE:
             raise UserError(f"{where}: qtype {qtype!r} is not one of {', '.join(LABELS_BY_QTYPE)}")
@@ -81,8 +104,9 @@ def load_answers(path: Path) -> dict[ItemKey, str]:
         if label not in LABELS_BY_QTYPE[qtype]:
             allowed = ", ".join(LABELS_BY_QTYPE[qtype])
             raise UserError(f"{where}: label {label!r} is not valid for qtype {qtype} ({allowed})")
+        people = (fields.pop("first_name", None), fields.pop("second_name", None)) if has_people else None
         key = _key(fields)
-        if labels.setdefault(key, label) != label:
+        if labels.setdefault(key, Answer(label, people, row_number)).label != label:
             raise UserError(f"{where}: a second, different label for the same item")
     return labels
 
@@ -93,9 +117,9 @@ class ReplayBackend(BackendDefaults):
     cacheable = False  # answers depend on the file, not on the prompt
     labels_are_data = True
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, people_required: bool = False):
         self.path = path
-        self.labels = load_answers(path)
+        self.labels = load_answers(path, people_required)
         self.file_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
         self.asked = 0
         self.matched = 0
@@ -109,11 +133,27 @@ class ReplayBackend(BackendDefaults):
     def answer(self, queries: Sequence[Query]) -> list[Reply]:
         replies = []
         for query in queries:
-            label = self.labels.get(_key(dict(query.item)))
+            found = self.labels.get(_key(dict(query.item)))
+            label = found.label if found is not None else None
             self.matched += label is not None
             replies.append(Reply(label=label or UNKNOWN, raw=label or UNKNOWN, decided_by="replay"))
         self.asked += len(queries)
         return replies
+
+    def check_pairs(self, pairs: pd.DataFrame) -> None:
+        """Every row that names people names the run's own for its pair_id and name order (the same pair_id in
+        another run, a pairs run's file on a sets run, names others): checked before the run writes anything."""
+        people = {int(pair.pair_id): (pair.female, pair.male) for pair in pairs.itertuples()}
+        for key, found in sorted(self.labels.items(), key=lambda entry: entry[1].row):
+            pair_id, name_order = key[KEY_FIELDS.index("pair_id")], key[KEY_FIELDS.index("name_order")]
+            if found.people is None or pair_id not in people:
+                continue
+            female, male = people[pair_id]
+            asked = (female, male) if gender_of_first(str(name_order)) == "female" else (male, female)
+            if found.people != asked:
+                raise UserError(f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but pair "
+                                f"{pair_id} ({name_order}) of this run asks about {asked[0]}/{asked[1]}; a replay "
+                                "file answers only for the people it names")
 
     def finish(self) -> None:
         """Called after the run's items were asked: no match is an error, fewer than half a warning."""
@@ -137,13 +177,14 @@ class ReplayBackend(BackendDefaults):
 @dataclass(frozen=True)
 class ReplaySettings:
     answers: Path  # CSV or Parquet of labels
+    people_required: bool = False  # a run over name sets: the file must name each item's people
 
 
 def settings_from(config: RunConfig) -> ReplaySettings:
     if not config.answers:
         raise UserError("--answers: the replay backend needs a CSV or Parquet file of answers")
-    return ReplaySettings(Path(config.answers))
+    return ReplaySettings(Path(config.answers), bool(config.names) and is_name_sets_file(Path(config.names)))
 
 
 def create(settings: ReplaySettings) -> ReplayBackend:
-    return ReplayBackend(settings.answers)
+    return ReplayBackend(settings.answers, settings.people_required)

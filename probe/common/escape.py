@@ -3,12 +3,15 @@
 Names, occupations, model ids, run ids and server error texts come from users or from servers we do not
 control, so each output escapes them for its own syntax: HTML through Jinja autoescape (report
 templates), Markdown with `markdown_text`, CSV with `csv_cell`, the terminal through a `literal_console`.
-Files are written whole or not at all (`atomic_path`), so a crash never leaves half a report or export.
+JSON documents are standard JSON (`strict_json`: no NaN or Infinity). Files are written whole or not at all
+(`atomic_path`), so a crash never leaves half a report or export.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import re
 import tempfile
@@ -60,6 +63,22 @@ def valid_unicode(text: str) -> str:
     A server's reply goes into DuckDB, which stores UTF-8: one unpaired surrogate would fail the write.
     """
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def strict_json(document: object, **options: object) -> str:
+    """`document` as standard JSON: a NaN or infinite number (a missing value, an unbounded interval end) is null,
+    since `NaN` and `Infinity` are not JSON and strict parsers reject the whole file."""
+    return json.dumps(_finite(document), allow_nan=False, **options)  # type: ignore[arg-type]
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def csv_cell(value: object) -> object:

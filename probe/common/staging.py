@@ -65,6 +65,12 @@ def ragged_line(path: Path, delimiter: str, label: str) -> None:
                                 f"({', '.join(header)})")  # fmt: skip
 
 
+def sql_identifier(name: str) -> str:
+    """`name` as a DuckDB identifier: quoted, every `"` doubled, so that no text can end it and become SQL (the one
+    way an identifier that is not a constant of the code enters SQL; tests/test_sql_text.py holds it)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def stage_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -73,36 +79,42 @@ def stage_file(
     *,
     delimiter: str,
     label: str,
-    extra_columns: str = "",
+    optional: Sequence[str] = (),
 ) -> None:
-    """Load the `wanted` columns of a delimited file into temp table `table` as text, with its line number.
+    """Load the `wanted` columns of a delimited file (header name -> the project's own column name) into temp table
+    `table` as text, with its line number; an `optional` column the file lacks is NULL.
 
-    Columns are read as VARCHAR so that a bad value becomes a validation error naming its line and column
-    rather than a parse failure; `line` is the 1-based line in the file (the header is line 1). Errors
-    start with `label` (the file as the user knows it).
+    The file's header is data, never SQL: its columns are read by position under internal names (c0, c1, ...) and
+    picked by the position of each wanted header name. Columns are read as VARCHAR so that a bad value becomes a
+    validation error naming its line and column rather than a parse failure; `line` is the 1-based line in the
+    file (the header is line 1). Errors start with `label` (the file as the user knows it).
     """
     header = read_header(path, delimiter, label)
-    missing = [name for name in wanted if name not in header]
+    missing = [name for name in wanted if name not in header and name not in optional]
     if missing:
         raise UserError(f"{label}: missing column {missing[0]!r} (the header has {', '.join(header)})")
-    columns = "{" + ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header) + "}"
-    quote = "''" if delimiter == "\t" else "'\"'"
-    select = ", ".join(f'"{source}" AS {target}' for source, target in wanted.items())
+    columns = "{" + ", ".join(f"'c{index}': 'VARCHAR'" for index in range(len(header))) + "}"
+    select = ", ".join(
+        f"c{header.index(source)} AS {sql_identifier(target)}" if source in header
+        else f"NULL::VARCHAR AS {sql_identifier(target)}"
+        for source, target in wanted.items()
+    )
+    quote = "" if delimiter == "\t" else '"'
     try:
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {table} AS
-            SELECT {extra_columns} {select}
-            FROM read_csv({sql_string(str(path))}, delim={sql_string(delimiter)}, header=true,
-                          quote={quote}, escape={quote}, columns={columns}, strict_mode=true)"""
+            f"""CREATE OR REPLACE TEMP TABLE {sql_identifier(table)} AS SELECT {select}
+            FROM read_csv($path, delim=$delimiter, header=true, quote=$quote, escape=$quote, columns={columns},
+                          strict_mode=true)""",
+            {"path": str(path), "delimiter": delimiter, "quote": quote},
         )
     except duckdb.Error as exc:
         first_line = str(exc).strip().splitlines()[0]
         kind = "tab" if delimiter == "\t" else "comma"
         raise UserError(f"{label}: cannot read it as a {kind}-separated file ({first_line})") from exc
     # CREATE TABLE AS keeps the file order, so rowid + 2 is the line number (line 1 is the header).
-    con.execute(f"ALTER TABLE {table} ADD COLUMN line BIGINT")
-    con.execute(f"UPDATE {table} SET line = rowid + 2")
-    if con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0:
+    con.execute(f"ALTER TABLE {sql_identifier(table)} ADD COLUMN line BIGINT")
+    con.execute(f"UPDATE {sql_identifier(table)} SET line = rowid + 2")
+    if con.execute(f"SELECT count(*) FROM {sql_identifier(table)}").fetchall()[0][0] == 0:
         raise UserError(f"{label}: no data rows, only a header")
 
 

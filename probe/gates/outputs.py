@@ -3,14 +3,13 @@ for a job summary or a pull-request comment. All three are written from the same
 
 from __future__ import annotations
 
-import json
 import math
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
 from probe.analysis.statistics import METHODS
-from probe.common.escape import markdown_text, write_atomic
+from probe.common.escape import markdown_text, strict_json, write_atomic
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Verdict
 
 SCHEMA_VERSION = 1
@@ -136,7 +135,7 @@ def write_outputs(document: dict[str, Any], folder: Path, junit: Path | None, be
     """gate.json and gate.md in `folder`, and the JUnit file where asked for; returns the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "gate.json", folder / "gate.md"]
-    write_atomic(written[0], json.dumps(document, indent=2) + "\n")
+    write_atomic(written[0], strict_json(document, indent=2) + "\n")
     write_atomic(written[1], markdown_summary(document))
     if junit is not None:
         write_atomic(junit, junit_xml(document, behind))

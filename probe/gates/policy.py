@@ -6,13 +6,13 @@ its policy learns what is wrong without reading a traceback.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probe.analysis.metric_registry import METRICS
 from probe.common.errors import UserError
+from probe.common.toml_file import read_toml_file
 from probe.common.user_text import checked_text
 from probe.gates.gate import Gate
 from probe.gates.kinds import KINDS
@@ -24,13 +24,7 @@ FAMILIES = ("holm",)
 def load_policy(path: Path | str) -> Policy:
     """The policy of a TOML file, checked; a UserError naming the file and key for the first mistake."""
     path = Path(path)
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such policy file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: not a TOML file ({error})") from None
-    return parse_policy(document, str(path))
+    return parse_policy(read_toml_file(path), str(path))
 
 
 @dataclass(frozen=True)

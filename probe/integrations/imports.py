@@ -83,6 +83,8 @@ def read_lm_eval_samples(paths: Sequence[Path]) -> tuple[list[ImportedAnswer], N
                     line = json.loads(text)
                 except json.JSONDecodeError as error:
                     raise UserError(f"{where}: not JSON ({error.msg})") from None
+                except RecursionError:  # json.loads recurses into arrays and objects
+                    raise UserError(f"{where}: JSON nested too deeply for a sample") from None
                 responses = line.get("filtered_resps") if isinstance(line, dict) else None
                 if not isinstance(responses, list) or not all(
                     isinstance(pair, list | tuple) and pair for pair in responses

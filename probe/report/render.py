@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from probe.analysis.regression import CLUSTERED_METHOD
 from probe.analysis.statistics import METHODS as INTERVAL_METHODS
 from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
-from probe.common.escape import markdown_text, page_text, write_atomic
+from probe.common.escape import markdown_text, page_text, strict_json, write_atomic
 from probe.common.vocabulary import COMPLETE, CONDITIONS, STAGE1_CONDITION
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
@@ -319,7 +318,7 @@ def write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str,
     """Each file whole or not at all: a crash never leaves half a report."""
     write_atomic(files.html, html)
     write_atomic(files.markdown, markdown)
-    write_atomic(files.json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(files.json, strict_json(data, indent=2, ensure_ascii=False) + "\n")
     return files
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.scan_rules import ALPHA
-from probe.common.escape import atomic_path, csv_safe, markdown_text, write_atomic
+from probe.common.escape import atomic_path, csv_safe, markdown_text, strict_json, write_atomic
 from probe.report.figures import GENDER_COLOURS, new_figure, svg_bytes
 from probe.scanning.record import stored_scan
 from probe.scanning.rounds import load_state
@@ -273,7 +273,7 @@ def write_scan_report(con: duckdb.DuckDBPyConnection, scan_id: str, folder: Path
     folder.mkdir(parents=True, exist_ok=True)
     doc = document(con, scan_id)
     paths = {name: folder / name for name in ("scan.json", "scan.md", "scan_groups.svg", "flagged_occupations.csv")}
-    write_atomic(paths["scan.json"], json.dumps(doc, indent=1))
+    write_atomic(paths["scan.json"], strict_json(doc, indent=1))
     write_atomic(paths["scan.md"], markdown(doc))
     with atomic_path(paths["scan_groups.svg"]) as temporary:
         temporary.write_bytes(svg_bytes(hierarchy_figure(pd.DataFrame(doc["titles"]))))

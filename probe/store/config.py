@@ -12,13 +12,13 @@ import dataclasses
 import json
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from probe.common.errors import UserError
 from probe.common.redact import safe_url
+from probe.common.toml_file import read_toml_file
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING, WORDINGS
 from probe.store.db import DEFAULT_DB
 
@@ -333,28 +333,17 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
     return parsed
 
 
-def _toml(path: Path) -> dict[str, object]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); TOML files are UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML ({exc})") from None
-
-
 def read_toml(path: Path) -> dict[str, object]:
     """Settings from a RUN.toml file (keys = RunConfig field names; the [study] table: read_study; its [[gates]] and
     gate_family: `probe gate --policy RUN.toml`, probe/gates/policy.py)."""
-    raw = {key: value for key, value in _toml(path).items() if key not in ("study", "gates", "gate_family")}
+    raw = {key: value for key, value in read_toml_file(path).items() if key not in ("study", "gates", "gate_family")}
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
 
 
 def read_study(path: Path) -> tuple[str | None, list[tuple[str | None, dict[str, object]]]]:
     """RUN.toml's [study]: its id (or None) and, per [[study.models]] entry, its name (or None) and the settings
     it overrides (RunConfig field names, e.g. backend, model, system_prompt)."""
-    study = _toml(path).get("study")
+    study = read_toml_file(path).get("study")
     if study is None:
         return None, []
     if not isinstance(study, dict) or set(study) - {"id", "models"}:

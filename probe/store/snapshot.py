@@ -15,7 +15,7 @@ import pandas as pd
 
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
-from probe.common.staging import read_header, sql_string, stage_file
+from probe.common.staging import first_row, sql_string, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import CATEGORIES
 
@@ -66,20 +66,9 @@ def read_occupations_csv(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataF
     code must exist and have ratings. Errors name the file and line.
     """
     path = Path(path)
-    wanted = {"occupation": "occupation", "soc_code": "soc_code"}
-    has_note = "note" in read_header(path, ",", str(path))
-    if has_note:
-        wanted["note"] = "note"
+    wanted = {"occupation": "occupation", "soc_code": "soc_code", "note": "note"}
     try:
-        stage_file(
-            con,
-            path,
-            "_staging_occupations_csv",
-            wanted,
-            delimiter=",",
-            label=str(path),
-            extra_columns="" if has_note else "NULL AS note,",
-        )
+        stage_file(con, path, "_staging_occupations_csv", wanted, delimiter=",", label=str(path), optional=["note"])
         rows = con.execute(
             """SELECT s.line, trim(s.occupation) AS occupation, trim(s.soc_code) AS soc_code,
                        o.title AS onet_title, s.note,
@@ -159,6 +148,27 @@ def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
             f"INSERT INTO workforce SELECT * FROM read_csv(?, header=true, columns={{{types}}})",
             [str(folder / "workforce.csv")],
         )
+        _check_workforce(con, folder / "workforce.csv")
+
+
+def _check_workforce(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Every share a percentage from 0 to 100 and every count a finite number: DuckDB reads 'inf' and 'nan' as
+    numbers, and an infinite share went on into the fit and report.json. Inside the seeding transaction: nothing
+    is kept."""
+    share = first_row(
+        con,
+        """SELECT soc_code, share, percent FROM (UNPIVOT workforce ON COLUMNS('^pct_') INTO NAME share VALUE percent)
+           WHERE NOT (isfinite(percent) AND percent BETWEEN 0 AND 100) ORDER BY soc_code, share LIMIT 1""",
+    )
+    if share is not None:
+        raise UserError(f"{path}: {share[0]} {share[1]} is {share[2]}, not a share from 0 to 100 (percent)")
+    count = first_row(
+        con,
+        "SELECT soc_code, employed_thousands FROM workforce WHERE NOT isfinite(employed_thousands) "
+        "OR employed_thousands < 0 ORDER BY soc_code LIMIT 1",
+    )
+    if count is not None:
+        raise UserError(f"{path}: {count[0]} employed_thousands is {count[1]}, not a count of people (thousands)")
 
 
 def write_snapshot(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:

@@ -14,6 +14,7 @@ contests per set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from probe.common.errors import UserError
-from probe.common.staging import read_header, stage_file
+from probe.common.staging import ragged_line, read_header, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import ANSWER_WORDS, SUBJECTS
 
@@ -31,6 +32,8 @@ SET_COLUMNS = ("set_id", "name")
 MIN_NAMES = 6
 JOINT = " x "  # the intersection attribute's name and its categories: 'sex x race_ethnicity', 'female x Black'
 CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category"]
+ASCII_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() also takes '²' and other scripts' digits, which int() refuses
+MAX_SET_ID = 2**31 - 1  # set_id is an INTEGER column
 
 
 def is_name_sets_file(path: Path) -> bool:
@@ -47,10 +50,8 @@ def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
     """
     header = read_header(path, ",", str(path))
     attributes = [column for column in header if column not in SET_COLUMNS]
-    for column in attributes:  # an attribute's name reaches the reports as a category's name does: checked alike
-        checked_text(column, f"{path} header")
-    if not attributes:
-        raise UserError(f"{path}: name sets need at least one attribute column besides set_id and name (sex, ...)")
+    _check_attribute_columns(header, attributes, path)
+    ragged_line(path, ",", str(path))  # a short row or a trailing comma: its line, not DuckDB's sniffing failure
     columns = {column: f"c{index}" for index, column in enumerate([*SET_COLUMNS, *attributes])}
     stage_file(con, path, "_staging_sets", columns, delimiter=",", label=str(path))
     try:
@@ -63,9 +64,17 @@ def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
         for column, value in zip([*SET_COLUMNS, *attributes], [set_text, *values], strict=True):
             if value is None or not value.strip():
                 raise UserError(f"{where}: empty {column}")
-        if not set_text.strip().isdigit() or int(set_text) < 1:
+        if not ASCII_DIGITS.fullmatch(set_text.strip()) or int(set_text) < 1:
             raise UserError(f"{where}: set_id {set_text.strip()!r} is not a positive whole number")
+        if int(set_text) > MAX_SET_ID:
+            raise UserError(f"{where}: set_id {set_text.strip()} is larger than {MAX_SET_ID}")
         name, *levels = (checked_text(value.strip(), where) for value in values)
+        for attribute, level in zip(attributes, levels, strict=True):
+            if JOINT in level:
+                raise UserError(
+                    f"{where}: {attribute} {level!r} contains {JOINT!r}, which joins the categories of an "
+                    "intersection; use another word"
+                )
         if name.casefold() in ANSWER_WORDS:
             raise UserError(f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}); choose "
                             "another name")  # fmt: skip
@@ -83,6 +92,24 @@ def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
     sets = pd.DataFrame(records, columns=["set_id", "name", *attributes, "category"])
     _check_complete(sets, path)
     return sets
+
+
+def _check_attribute_columns(header: Sequence[str], attributes: Sequence[str], path: Path) -> None:
+    """An attribute column is a name the reports print (checked as every name is), once in the header, and not
+    the name of a column computed from the others: `category` (a name's attribute values joined), or one with ' x '
+    (an intersection, `sex x race_ethnicity`, which the impact tables and gates would read in its place)."""
+    if not attributes:
+        raise UserError(f"{path}: name sets need at least one attribute column besides set_id and name (sex, ...)")
+    for index, column in enumerate(header):
+        checked_text(column, f"{path} header")
+        if column in header[:index]:
+            raise UserError(f"{path} header: column {column!r} twice")
+    for column in attributes:
+        if column == "category" or JOINT in column:
+            raise UserError(
+                f"{path} header: an attribute column may not be named {column!r} (the name of a column computed "
+                "from the others: 'category', or an intersection 'a x b')"
+            )
 
 
 def _check_complete(sets: pd.DataFrame, path: Path) -> None:

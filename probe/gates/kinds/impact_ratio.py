@@ -25,6 +25,7 @@ from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, Gro
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
+from probe.common.user_text import checked_text
 from probe.common.vocabulary import CONDITIONS, DECISIONS_CONDITION, RATE_KINDS
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import Key, number
@@ -37,7 +38,7 @@ def _attribute(value: Any, metric: str | None, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
                         "'race_ethnicity', 'sex x race_ethnicity', ...)")  # fmt: skip
-    return value
+    return checked_text(value, f"{where}: key 'attribute'")  # printed in gate.md and JUnit as a name is
 
 
 def _rate_kind(value: Any, metric: str | None, where: str) -> str:
@@ -81,8 +82,14 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
         found = ", ".join(sorted(set(counts["attribute"]))) or "none"
         raise UserError(f"gate {gate.name!r}: run {run_id!r} has no {attribute!r} categories in condition "
                         f"{gate.condition} (its attributes: {found})")  # fmt: skip
-    ratios = group_ratios(counts[(counts["attribute"] == attribute) & (counts["rate_kind"] == rate_kind)]
-                          .drop(columns=GROUP_COLUMNS))  # fmt: skip
+    counts = counts[counts["attribute"] == attribute]
+    if rate_kind not in set(counts["rate_kind"]):  # scoring rates exist only where answers were decided by score
+        raise UserError(
+            f"gate {gate.name!r}: run {run_id!r} has no {rate_kind} rates of {attribute!r} in condition "
+            f"{gate.condition} (its rate kinds: {', '.join(sorted(set(counts['rate_kind'])))}; the scoring rate "
+            "needs a run whose answers were decided by option scores)"
+        )
+    ratios = group_ratios(counts[counts["rate_kind"] == rate_kind].drop(columns=GROUP_COLUMNS))
     sets = int(counts["set_id"].nunique())
     categories = [category for category in ratios.rates if ratios.others(category)]
     comparisons = len(categories) * (len(categories) - 1)  # every ordered pair: Bonferroni for a fail
