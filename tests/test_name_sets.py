@@ -52,7 +52,8 @@ def test_contests_map_each_slot_to_its_categories(tmp_path: Path) -> None:
     pairs, mapping = contests(sets)
     assert len(pairs) == 6 * 2  # 4 categories: 2 contests per set, 3 rounds
     assert pairs.iloc[0].tolist() == [1, "Fbname1", "Mwname1"]  # round 0: female x Black vs male x White
-    first = mapping[mapping["pair_id"] == 1].drop(columns=["pair_id", "set_id"])
+    first = mapping[mapping["pair_id"] == 1].drop(columns=["pair_id", "set_id", "person_id"])
+    assert mapping[mapping["pair_id"] == 1]["person_id"].tolist() == [1, 1, 1, 4, 4, 4]  # set 1's people in order
     assert first.values.tolist() == [
         ["female", "sex", "female"], ["female", "race_ethnicity", "Black"], ["female", "sex x race_ethnicity",
                                                                              "female x Black"],

@@ -6,10 +6,11 @@ The set is the unit of independence, as the pair is for sex alone. Within a set 
 two-person questions of a name pair (a contest: stage 1, then binary / single / multiple, both orders), so a run
 over sets is a run over contests, each stored as a name pair (pair_id, female = the first contestant, male = the
 second; items' subject and labels `female` / `male` then name the contest's first and second person) with the
-contest's set and both contestants' categories in `run_contests`. The contests rotate over sets by the circle
-method: a set asks one round of a round-robin over its K categories (K/2 contests, every person once; for odd K,
-(K-1)/2 and one sits out), so each pair of categories meets once every K-1 sets (K for odd K) instead of K(K-1)/2
-contests per set.
+contest's set, both contestants (person ids of `run_people`) and their categories in `run_contests`. The slots are
+positions only: every finding by a category reads the people's categories, never a slot. The contests rotate over
+sets by the circle method: a set asks one round of a round-robin over its K categories (K/2 contests, every person
+once; for odd K, (K-1)/2 and one sits out), so each pair of categories meets once every K-1 sets (K for odd K)
+instead of K(K-1)/2 contests per set.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ SET_COLUMNS = ("set_id", "name")
 # probe/analysis/statistics.py MIN_PAIRS: 6 sets that all agree reach p = 0.031).
 MIN_NAMES = 6
 JOINT = " x "  # the intersection attribute's name and its categories: 'sex x race_ethnicity', 'female x Black'
-CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category"]
+CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category", "person_id"]
+PEOPLE_COLUMNS = ["person_id", "set_id", "name"]
+PERSON_CATEGORY_COLUMNS = ["person_id", "attribute", "category"]
 
 
 def is_name_sets_file(path: Path) -> bool:
@@ -133,22 +136,53 @@ def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
     return [tuple(sorted(contest)) for contest in contests if None not in contest]  # type: ignore[misc]
 
 
+def attributes_of(sets: pd.DataFrame) -> list[str]:
+    """The attribute columns of `read_name_sets`' frame, in the file's order."""
+    return [column for column in sets.columns if column not in (*SET_COLUMNS, "category")]
+
+
+def joint_attribute(attributes: Sequence[str]) -> str | None:
+    """The intersection attribute's name ('sex x race_ethnicity'), None for a file with one attribute."""
+    return JOINT.join(attributes) if len(attributes) > 1 else None
+
+
+def people(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's people, stored once (DESIGN.md section 11): (person_id, set_id, name), numbered in set and category
+    order, and each person's own category per attribute (person_id, attribute, category), the intersection's
+    included where the file has more than one attribute."""
+    attributes = attributes_of(sets)
+    joint = joint_attribute(attributes)
+    ordered = sets.sort_values(["set_id", "category"], ignore_index=True)
+    ordered.insert(0, "person_id", range(1, len(ordered) + 1))
+    categories = [(person, attribute, row[attribute]) for person, row in zip(ordered["person_id"],
+                  ordered.to_dict("records"), strict=True) for attribute in attributes]  # fmt: skip
+    if joint:
+        categories += list(zip(ordered["person_id"], [joint] * len(ordered), ordered["category"], strict=True))
+    return (ordered[PEOPLE_COLUMNS].copy(),
+            pd.DataFrame(categories, columns=PERSON_CATEGORY_COLUMNS).sort_values(["person_id", "attribute"],
+                                                                                   ignore_index=True))  # fmt: skip
+
+
 def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The contests of the chosen sets as name pairs (pair_id, female = first contestant, male = second), and
-    their map (pair_id, set_id, slot, attribute, category): each slot's category for every attribute and, with more
-    than one attribute, their intersection."""
-    attributes = [column for column in sets.columns if column not in (*SET_COLUMNS, "category")]
+    their map (pair_id, set_id, slot, attribute, category, person_id): each slot's person and category for every
+    attribute and, with more than one attribute, their intersection."""
+    attributes = attributes_of(sets)
+    joint = joint_attribute(attributes)
     every = sorted(set(sets["category"]))
+    person_ids = people(sets)[0].set_index(["set_id", "name"])["person_id"]
     pairs, mapping = [], []
     for index, (set_id, rows) in enumerate(sets.groupby("set_id", sort=True)):
-        people = rows.set_index("category")
+        members = rows.set_index("category")
         for first, second in rotation(every, index):
             pair_id = len(pairs) + 1
-            pairs.append((pair_id, people.at[first, "name"], people.at[second, "name"]))
+            pairs.append((pair_id, members.at[first, "name"], members.at[second, "name"]))
             for slot, category in zip(SUBJECTS, (first, second), strict=True):
-                person = people.loc[category]
-                mapping += [(pair_id, set_id, slot, attribute, person[attribute]) for attribute in attributes]
-                if len(attributes) > 1:
-                    mapping.append((pair_id, set_id, slot, JOINT.join(attributes), category))
+                person = members.loc[category]
+                person_id = int(person_ids[set_id, person["name"]])
+                mapping += [(pair_id, set_id, slot, attribute, person[attribute], person_id)
+                            for attribute in attributes]  # fmt: skip
+                if joint:
+                    mapping.append((pair_id, set_id, slot, joint, category, person_id))
     return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
             pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip

@@ -11,7 +11,16 @@ import pandas as pd
 from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
-from probe.taxonomy.name_sets import CONTEST_COLUMNS, contests, is_name_sets_file, read_name_sets, select_sets
+from probe.taxonomy.name_sets import (
+    CONTEST_COLUMNS,
+    PEOPLE_COLUMNS,
+    PERSON_CATEGORY_COLUMNS,
+    contests,
+    is_name_sets_file,
+    people,
+    read_name_sets,
+    select_sets,
+)
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
@@ -24,6 +33,9 @@ class Selection:
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrase ids (prompts/wordings/), in the order asked
     # with name sets: each contest's set and its two people's categories (name_sets.CONTEST_COLUMNS); else None
     contests: pd.DataFrame | None = None
+    # with name sets: the people, once (name_sets.PEOPLE_COLUMNS), and each one's categories; else None
+    people: pd.DataFrame | None = None
+    person_categories: pd.DataFrame | None = None
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -34,7 +46,7 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     if config.names is not None and is_name_sets_file(Path(config.names)):
         sets = select_sets(read_name_sets(con, Path(config.names)), config.pairs)
         pairs, mapping = contests(sets)
-        return Selection(pairs, attributes, config.wordings, mapping)
+        return Selection(pairs, attributes, config.wordings, mapping, *people(sets))
     pairs = select_name_pairs(con, config.pairs, config.names)
     return Selection(pairs, attributes, config.wordings)
 
@@ -53,4 +65,13 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
         f"SELECT {', '.join(CONTEST_COLUMNS)} FROM run_contests WHERE run_id = ? ORDER BY pair_id, slot, attribute",
         [config.run_id],
     ).df()
-    return Selection(pairs, attributes, config.wordings, None if mapping.empty else mapping)
+    if mapping.empty:
+        return Selection(pairs, attributes, config.wordings)
+    return Selection(pairs, attributes, config.wordings, mapping, _stored(con, config.run_id, "run_people",
+                     PEOPLE_COLUMNS), _stored(con, config.run_id, "run_person_categories",
+                     PERSON_CATEGORY_COLUMNS))  # fmt: skip
+
+
+def _stored(con: duckdb.DuckDBPyConnection, run_id: str | None, table: str, columns: list[str]) -> pd.DataFrame:
+    """A run's rows of one of its frozen tables, in the columns' order (table and columns are the code's own)."""
+    return con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).df()
