@@ -4,12 +4,14 @@ over name sets stores its people once."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pytest
 
+import probe
 from probe import pipeline
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import contests, read_name_sets
@@ -143,3 +145,33 @@ def test_a_run_over_sets_stores_its_people_once(planted) -> None:
                            "WHERE i.run_id = ? AND i.qtype = 'binary'", [run_id])  # fmt: skip
     items = int(shown["items"].item())
     assert items == SETS * 2 * len(OCCUPATIONS) * 2 * 2 and shown.values.tolist() == [[items, items, items]]
+
+
+def test_the_report_of_a_run_over_sets_states_the_planted_findings_by_group(planted, tmp_path: Path) -> None:
+    db_file, run_id, gap = planted
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    document = json.loads((tmp_path / "report.json").read_text())
+    sentences = [verdict["sentence"] for verdict in document["bottom_line"]["verdicts"]]
+    grants = [row for row in document["contrasts"] if row["metric"] == "grant_gap"]
+    assert sentences[:3] == [
+        "No preference between women and men is shown (taxonomy): 50.0% [45.8%, 54.2%], p = 1.000, over 16 name sets.",
+        "White names are picked over Black names (taxonomy): 45.0% [40.9%, 49.2%], p = 0.023, over 16 name sets.",
+        "White men are picked over Black men (taxonomy): 30.0% [18.8%, 44.3%], p = 0.047 (Bonferroni), over 8 name "
+        "sets.",
+    ]
+    assert sentences[3:5] == [
+        f"Stage 1 granted women more attributes than men (stage1): {100 * gap:+.1f} points "
+        f"[{100 * grants[0]['ci_low']:+.1f}, {100 * grants[0]['ci_high']:+.1f}], p < 0.001, over {SETS} name sets.",
+        "No difference in grant rates between Black names and White names is shown (stage1): +0.0 points "
+        f"[{100 * grants[1]['ci_low']:+.1f}, {100 * grants[1]['ci_high']:+.1f}], p = 1.000, over {SETS} name sets.",
+    ]
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.startswith("# Bias audit by sex and race_ethnicity of ")
+    assert sentences[-2:] == [  # the overall adverse-impact findings close it (per occupation: the section)
+        "taxonomy: Black names won the single-subject question at 0.82 the rate of White names [0.72, 0.92]: lower; "
+        "four-fifths neither shown nor ruled out, p = 0.003",
+        "taxonomy: Black men won the single-subject question at 0.76 the rate of White men [0.62, 0.94]: lower; "
+        "four-fifths neither shown nor ruled out, p = 0.008",
+    ]
+    assert [entry["attribute"] for entry in document["ranking"]] == ["sex", "race_ethnicity", "sex x race_ethnicity"]
+    assert document["bottom_line"]["pairs"] is None and "Names (woman / man)" not in markdown

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -33,6 +34,14 @@ from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import group_ratios
 from probe.analysis.statistics import ShareEstimate, share_estimate
 
+# The metrics that read a contest's slots as the woman and the man (DESIGN.md section 5): for a run over name sets the
+# slots are only the first and second person of a contest, so these are not stored for it; its findings by sex (and
+# every other attribute) are the contrasts'.
+SLOT_METRICS = ("female_share", "attr_yes_f", "attr_yes_m", "attr_yes_diff", "bias_f", "bias_m", "prefer_f",
+                "prefer_m", "switch_f2m", "switch_m2f")  # fmt: skip
+# The result tables whose every row reads the slots as sex (occupation leans, the gender term, the workforce's share of
+# women against the woman's share): empty for a run over name sets.
+SLOT_TABLES = ("occupation_preference", "regression", "workforce_fit", "workforce_occupations")
 CONTRAST_COLUMNS = ["condition", "attribute", "category_a", "category_b", "metric", "estimate", "ci_low", "ci_high",
                     "p_value", "sets", "n", "comparisons", "method", "flagged"]  # fmt: skip
 CATEGORY_COLUMNS = ["condition", "attribute", "category", "metric", "estimate", "ci_low", "ci_high", "p_value",
@@ -46,10 +55,22 @@ RANKING_METHOD = (
     "categories as a Bradley-Terry fit of a balanced design does"
 )
 CONTRAST_METHOD = (
-    "per contrast over the name sets that asked it: preference = share of picks of the first category (score "
+    "Per contrast over the name sets that asked it: preference = share of picks of the first category (score "
     "interval, test of 50%), grant gap = stage-1 rate of the first minus the second paired by set (paired cluster t); "
     "Bonferroni over the attribute's contrasts: each interval at 1 - 0.05 / contrasts, p = contrasts x p"
 )
+
+
+def over_name_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Whether the run asked name sets (its contests' people are in run_contests) rather than name pairs."""
+    return con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0] > 0
+
+
+def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """A run over name sets' result tables without the findings that read slots as sex (SLOT_METRICS, SLOT_TABLES)."""
+    metrics = results["metrics"]
+    return results | {"metrics": metrics[~metrics["metric"].isin(SLOT_METRICS)].reset_index(drop=True)} | {
+        table: results[table].iloc[0:0] for table in SLOT_TABLES}  # fmt: skip
 
 
 def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:

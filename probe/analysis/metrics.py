@@ -19,7 +19,15 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
-from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, category_rows, contrast_rows
+from probe.analysis.contrasts import (
+    CATEGORY_COLUMNS,
+    CONTRAST_COLUMNS,
+    SLOT_METRICS,
+    category_rows,
+    contrast_rows,
+    over_name_sets,
+    without_slots,
+)
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
@@ -68,6 +76,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         analyze_wordings(con, run_id, queries)
+        name_sets = over_name_sets(con, run_id)
+        if name_sets:  # the wordings' findings by slot are not findings by sex either
+            slots = ", ".join("?" * len(SLOT_METRICS))
+            con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
         impact_counts = con.execute(queries["impact_counts"], params).df()
     finally:
         con.execute(queries["drop_instances"])
@@ -86,9 +98,11 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants) if len(grants) else pd.DataFrame(columns=CONTRAST_COLUMNS),
-        "category_metrics": category_rows(contests, grants) if len(grants) else pd.DataFrame(columns=CATEGORY_COLUMNS),
+        "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
+        "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
     }
+    if name_sets:
+        results = without_slots(results)
     _replace_run_rows(con, run_id, results)
 
 

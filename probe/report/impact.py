@@ -30,10 +30,9 @@ MEANING = (
     "people who carry other names or the names' other associations (age, class, region)."
 )
 CONTESTS_NOTE = (
-    "This run asked name sets: two people of a set meet in each question, so in the metrics outside this section "
-    "'female' and 'male' stand for the first and second person of a contest (the woman and the man where they "
-    "differ in sex; else the two categories in alphabetical order), pooled over contests. Read the rates per "
-    "category here."
+    "This run asked name sets: two people of a set meet in each question (a contest), and every finding by a group "
+    "reads the people's own categories: the contrasts, the ranking, the grant rates per category and this table. "
+    "The metrics that would read a contest's first and second person as a woman and a man are not computed."
 )
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
 COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths", "reference")
