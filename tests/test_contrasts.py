@@ -13,9 +13,10 @@ import pytest
 
 import probe
 from probe import pipeline
+from probe.analysis.contrasts import SLOT_METRICS
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import contests, read_name_sets
-from tests.support import query, unknown_answers
+from tests.support import FakeBackend, query, unknown_answers
 from tests.test_name_sets import sets_file
 
 OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "astronaut", "athlete", "lawyer", "teacher",
@@ -175,3 +176,37 @@ def test_the_report_of_a_run_over_sets_states_the_planted_findings_by_group(plan
     ]
     assert [entry["attribute"] for entry in document["ranking"]] == ["sex", "race_ethnicity", "sex x race_ethnicity"]
     assert document["bottom_line"]["pairs"] is None and "Names (woman / man)" not in markdown
+
+
+def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path, tmp_path: Path, use_backend) -> None:
+    """The sex column last and spelled Woman / Man: the first slot of a contest holds a man or a woman by the
+    categories' alphabetical order, never by sex; every finding by sex is the contrast's, by the people's sex."""
+    rows = [(s, f"{race[0]}{sex[0]}name{s}", race, sex) for s in range(1, 7) for race in ("Black", "White")
+            for sex in ("Woman", "Man")]  # fmt: skip
+    names = tmp_path / "sets.csv"
+    pd.DataFrame(rows, columns=["set_id", "name", "race_ethnicity", "sex"]).to_csv(names, index=False)
+    use_backend(FakeBackend())
+    config = RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file),
+                       quiet=True)  # fmt: skip
+    run_id = pipeline.run(config).run_id
+    stored = query(db_file, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"]
+    assert not set(stored) & set(SLOT_METRICS)
+    for table in ("occupation_preference", "regression", "workforce_fit"):
+        assert query(db_file, f"SELECT count(*) AS n FROM {table} WHERE run_id = ?", [run_id])["n"].item() == 0
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    document = json.loads((tmp_path / "report.json").read_text())
+    markdown, html = (tmp_path / "report.md").read_text(), (tmp_path / "report.html").read_text()
+    for page in (markdown, html):
+        assert "Bias audit by race_ethnicity and sex of" in page and "Gender-bias audit" not in page
+        for slot_words in ("Names (woman / man)", "woman's share", "woman picked", "prefer women", "Woman picked"):
+            assert slot_words not in page
+    sex = [verdict for verdict in document["bottom_line"]["verdicts"] if verdict["attribute"] == "sex"]
+    preference = next(row for row in document["contrasts"] if row["attribute"] == "sex"
+                      and row["metric"] == "preference")  # fmt: skip
+    assert (preference["category_a"], preference["category_b"]) == ("Man", "Woman")
+    assert [verdict["metric"] for verdict in sex] == ["preference", "grant_gap"]
+    # 6 sets of 4: the mixed-sex contests fall in 4 of them (the rotation), too few for an interval
+    assert sex[0]["sentence"] == ("The preference between men and women (taxonomy) is not testable at this size: "
+                                  "31.2%, p = 0.256, over 4 name sets.")  # fmt: skip
+    assert sex[1]["sentence"].startswith("No difference in grant rates between men and women is shown (stage1): ")
+    assert document["headline"] and all(f["metric"] not in SLOT_METRICS for f in document["headline"])

@@ -23,7 +23,8 @@ RATE_PHRASES = {
     "contest": "won the single-subject question",
     "scoring": "scored above the median P(yes)",
 }
-CATEGORY_NOUNS = {"female": "women", "male": "men"}  # the default pairs' categories, as a sentence names them
+# the default pairs' categories (and a names file's Woman / Man), as a sentence names them
+CATEGORY_NOUNS = {"female": "women", "male": "men", "woman": "women", "man": "men"}
 MEANING = (
     "A name stands for the group it signals to a reader (perceived membership, as in correspondence studies), not "
     "for anyone's identity: a ratio says how the model treats names associated with a group, and nothing about "
@@ -70,8 +71,8 @@ def category_noun(attribute: str, category: str) -> str:
     (a sex among the values names the people), else `<category> names`."""
     levels = dict(zip(attribute.split(JOINT), category.split(JOINT), strict=True))
     sex = levels.pop(SEX_ATTRIBUTE, None)
-    if sex in CATEGORY_NOUNS:
-        return " ".join([*levels.values(), CATEGORY_NOUNS[sex]])
+    if sex is not None and sex.casefold() in CATEGORY_NOUNS:
+        return " ".join([*levels.values(), CATEGORY_NOUNS[sex.casefold()]])
     return f"{category} names"
 
 
