@@ -15,6 +15,7 @@ instead of K(K-1)/2 contests per set.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -119,7 +120,68 @@ def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.Data
         if unknown:
             raise UserError(f"pairs: no name set with id {unknown[0]} (the file's set ids: {ids[0]} to {ids[-1]})")
         chosen = sorted(set(spec))
+    if len(chosen) < MIN_NAMES:  # refused as a file with fewer names per category is
+        raise UserError(f"pairs: {len(chosen)} name sets chosen; a run over name sets needs at least {MIN_NAMES} (one "
+                        f"name per category in each) for an interval over sets; the file has {len(ids)}")  # fmt: skip
     return sets[sets["set_id"].isin(chosen)].reset_index(drop=True)
+
+
+def found_lines(sets: pd.DataFrame, chosen: pd.DataFrame, path: Path) -> list[str]:
+    """What a run over name sets found in its file, as `--dry-run` and `probe run` print it before any model call:
+    the attributes with their categories, the sets (chosen of all) and the contests the rotation asks."""
+    attributes = attributes_of(sets)
+    every = sorted(set(sets["category"]))
+    pairs = contests(chosen)[0]
+    cycle = len(every) - 1 if len(every) % 2 == 0 else len(every)
+    described = "; ".join(f"{attribute} ({', '.join(sorted(set(sets[attribute])))})" for attribute in attributes)
+    joint = joint_attribute(attributes)
+    lines = [f"name sets in {path}: attributes {described}" + (f", and their intersection {joint}" if joint else ""),
+             f"{len(every)} categories; {chosen['set_id'].nunique()} of the file's {sets['set_id'].nunique()} sets "
+             f"asked ({len(chosen)} people)",
+             f"{len(pairs)} contests: {len(rotation(every, 0))} per set (the rotation: every two categories meet once "
+             f"every {cycle} sets)"]  # fmt: skip
+    return lines
+
+
+def spelling_warnings(sets: pd.DataFrame, shipped: pd.DataFrame, path: Path) -> list[str]:
+    """A warning for each attribute (header) or category of the file that differs from a shipped one only by its
+    spelling (case, a typo: `race_ethnicty`, `Female`) or is a usual synonym of a shipped sex (`Woman`, `M`): the
+    run reads it as a category of its own, so its findings are not the shipped categories'."""
+    warnings = []
+    shipped_attributes = attributes_of(shipped)
+    for attribute in attributes_of(sets):
+        near = _near(attribute, shipped_attributes)
+        if near:
+            warnings.append(f"{path}: column {attribute!r} looks like the shipped attribute {near!r}; it is read as an "
+                            f"attribute of its own")  # fmt: skip
+        target = attribute if attribute in shipped_attributes else near
+        known = sorted(set(shipped[target] if target else shipped[shipped_attributes].stack()))
+        for category in sorted(set(sets[attribute])):
+            match = _near(category, known, SEX_SYNONYMS)
+            if match:
+                warnings.append(f"{path}: {attribute} category {category!r} looks like the shipped category {match!r}; "
+                                "it is read as a category of its own (spell it as shipped to compare with shipped "
+                                "runs)")  # fmt: skip
+    return warnings
+
+
+# Words a names file may use for the shipped sex categories (a category so spelled is warned about, not changed).
+SEX_SYNONYMS = {"woman": "female", "women": "female", "f": "female", "man": "male", "men": "male", "m": "male"}
+
+
+def _near(word: str, known: Sequence[str], synonyms: dict[str, str] | None = None) -> str | None:
+    """The shipped word `word` differs from only in spelling (case, a close typo) or as a synonym; None where `word`
+    is one of them exactly or like none."""
+    if word in known:
+        return None
+    folded = {entry.casefold(): entry for entry in known}
+    if word.casefold() in folded:
+        return folded[word.casefold()]
+    synonym = (synonyms or {}).get(word.casefold())
+    if synonym in known:
+        return synonym
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.85)
+    return folded[close[0]] if close else None
 
 
 def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from probe.common.resources import resource_dir
 from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
@@ -16,10 +17,12 @@ from probe.taxonomy.name_sets import (
     PEOPLE_COLUMNS,
     PERSON_CATEGORY_COLUMNS,
     contests,
+    found_lines,
     is_name_sets_file,
     people,
     read_name_sets,
     select_sets,
+    spelling_warnings,
 )
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
@@ -36,6 +39,9 @@ class Selection:
     # with name sets: the people, once (name_sets.PEOPLE_COLUMNS), and each one's categories; else None
     people: pd.DataFrame | None = None
     person_categories: pd.DataFrame | None = None
+    # with name sets: what the file was found to hold, and its spellings that differ from the shipped list's
+    found: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -44,9 +50,13 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     occupations = resolve_occupations(con, occupations_spec)
     attributes = top_attributes(con, occupations, k=config.top_k)
     if config.names is not None and is_name_sets_file(Path(config.names)):
-        sets = select_sets(read_name_sets(con, Path(config.names)), config.pairs)
+        path = Path(config.names)
+        every = read_name_sets(con, path)
+        sets = select_sets(every, config.pairs)
         pairs, mapping = contests(sets)
-        return Selection(pairs, attributes, config.wordings, mapping, *people(sets))
+        shipped = read_name_sets(con, resource_dir("taxonomy") / "name_sets.csv")
+        return Selection(pairs, attributes, config.wordings, mapping, *people(sets),
+                         tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path)))
     pairs = select_name_pairs(con, config.pairs, config.names)
     return Selection(pairs, attributes, config.wordings)
 
