@@ -14,6 +14,7 @@ import pytest
 import probe
 from probe import pipeline
 from probe.analysis.contrasts import SLOT_METRICS
+from probe.common.errors import UserError
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import contests, read_name_sets
 from tests.support import FakeBackend, query, unknown_answers
@@ -210,3 +211,15 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
                                   "31.2%, p = 0.256, over 4 name sets.")  # fmt: skip
     assert sex[1]["sentence"].startswith("No difference in grant rates between men and women is shown (stage1): ")
     assert document["headline"] and all(f["metric"] not in SLOT_METRICS for f in document["headline"])
+
+
+def test_the_api_gives_a_contrasts_rows(planted) -> None:
+    db_file, run_id, _ = planted
+    run = probe.open_run(run_id, db=db_file)
+    pair = run.metrics(contrast=["male x White", "male x Black"])
+    assert pair[["condition", "metric", "flagged"]].values.tolist() == [["stage1", "grant_gap", False],
+                                                                        ["taxonomy", "preference", True]]
+    assert pair["estimate"].round(12).tolist() == [0.0, 0.3]
+    assert len(run.metrics(contrast="race_ethnicity")) == 2  # its one contrast: preference and grant gap
+    with pytest.raises(UserError, match=r"^contrast: run \S+ has no contrast 'region'"):
+        run.metrics(contrast="region")
