@@ -223,3 +223,25 @@ def test_the_api_gives_a_contrasts_rows(planted) -> None:
     assert len(run.metrics(contrast="race_ethnicity")) == 2  # its one contrast: preference and grant gap
     with pytest.raises(UserError, match=r"^contrast: run \S+ has no contrast 'region'"):
         run.metrics(contrast="region")
+
+
+def test_a_gate_on_the_planted_contrast_fails_and_on_an_unplanted_one_passes(planted, tmp_path: Path) -> None:
+    db_file, run_id, _ = planted
+    policy = tmp_path / "gates.toml"
+    policy.write_text(
+        '[[gates]]\nname = "men by race"\nkind = "contrast"\ncondition = "taxonomy"\n'
+        'contrast = ["male x White", "male x Black"]\nmargin = 0.05\n'
+        '[[gates]]\nname = "sex picks"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n'
+        '[[gates]]\nname = "sex grants"\nkind = "contrast"\ncondition = "stage1"\nattribute = "sex"\n'
+    )  # fmt: skip
+    result = probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
+    assert [(v.gate.name, v.verdict) for v in result.verdicts] == [("men by race", "fail"), ("sex picks", "pass"),
+                                                                   ("sex grants", "fail")]  # fmt: skip
+    men = result.verdicts[0]
+    assert (round(men.estimate, 12), men.band, men.ci95[1] < 0.45) == (0.3, (0.45, 0.55), True)
+    assert men.sentence.startswith("preference male x Black vs male x White (sex x race_ethnicity, taxonomy) is "
+                                   "shown not to be a preference within 0.5 +- 0.05: estimate 0.3000")
+    policy.write_text('[[gates]]\nname = "both"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n'
+                      'contrast = ["female", "male"]\n')  # fmt: skip
+    with pytest.raises(UserError, match="a contrast gate takes one of the keys 'contrast'"):
+        probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")

@@ -73,21 +73,31 @@ def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         table: results[table].iloc[0:0] for table in SLOT_TABLES}  # fmt: skip
 
 
-def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
-    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts`."""
-    rows = []
+Contrast = tuple[str, str, str, str, str]  # condition, attribute, category_a, category_b, metric
+
+
+def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame
+                       ) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:  # fmt: skip
+    """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts`: the preference
+    of every stage-2 condition, the grant gap of stage 1 (analyze's rows and the contrast gate read these)."""
+    estimates: dict[Contrast, ShareEstimate | DifferenceEstimate] = {}
     for (condition, attribute, a, b), group in contests.groupby(["condition", "attribute", "category_a",
                                                                  "category_b"]):  # fmt: skip
         used = group[group["n"] > 0]
-        estimate = share_estimate(used["hits"], used["n"], used["n"])
-        rows.append(_contrast(condition, attribute, a, b, "preference", estimate))
+        estimates[condition, attribute, a, b, "preference"] = share_estimate(used["hits"], used["n"], used["n"])
     for (condition, attribute), group in grants.groupby(["condition", "attribute"]):
         wide = group.pivot_table(index="set_id", columns="category", values=["hits", "n"], aggfunc="sum",
                                  fill_value=0)  # fmt: skip
         for a, b in combinations(sorted(wide["n"].columns), 2):
             sides = [(wide["hits"][c].to_numpy(float), wide["n"][c].to_numpy(float), wide["n"][c].to_numpy(float))
                      for c in (a, b)]  # fmt: skip
-            rows.append(_contrast(condition, attribute, a, b, "grant_gap", difference_estimate(*sides)))
+            estimates[condition, attribute, a, b, "grant_gap"] = difference_estimate(*sides)
+    return estimates
+
+
+def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
+    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts`."""
+    rows = [_contrast(*key, estimate) for key, estimate in contrast_estimates(contests, grants).items()]
     families: dict[tuple[str, str, str], int] = {}
     for row in rows:
         key = (row["condition"], row["attribute"], row["metric"])
