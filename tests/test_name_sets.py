@@ -119,7 +119,9 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
         "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
     assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
     written = export_run(db_file, run_id, "csv", tmp_path / "export")
-    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv"]
+    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv",
+                                                "run_people.csv", "run_person_categories.csv", "contrast_metrics.csv",
+                                                "category_metrics.csv"]  # fmt: skip
     assert len(pd.read_csv(tmp_path / "export" / "run_contests.csv")) == 12 * 2 * 3  # contests x slots x attributes
 
 

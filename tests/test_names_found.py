@@ -71,3 +71,15 @@ def test_fewer_sets_than_an_interval_needs_are_refused(tmp_path: Path, pairs: st
     code, output = invoke("run", "--names", str(path), "--pairs", pairs, "--occupations", "nurse", "--dry-run",
                           "--db", str(tmp_path / "probe.duckdb"))  # fmt: skip
     assert_one_line_error(code, output, "pairs: ")
+
+
+def test_a_run_over_sets_ends_with_its_contrasts(tmp_path: Path, db_file: Path, use_backend) -> None:
+    from tests.support import FakeBackend
+
+    path = misspelled_file(tmp_path / "sets.csv", sets=6)
+    use_backend(FakeBackend())
+    code, output = invoke("run", "--names", str(path), "--occupations", "nurse", "--top-k", "1", "--conditions",
+                          "taxonomy", "--yes", "--db", str(db_file))  # fmt: skip
+    assert code == 0, output
+    assert output.index("warning: ") < output.index("contrasts by the")
+    assert output.count("Man vs") == 2 and "preferred gender" not in output  # sex: preference and grant gap
