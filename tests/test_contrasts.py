@@ -245,3 +245,14 @@ def test_a_gate_on_the_planted_contrast_fails_and_on_an_unplanted_one_passes(pla
                       'contrast = ["female", "male"]\n')  # fmt: skip
     with pytest.raises(UserError, match="a contrast gate takes one of the keys 'contrast'"):
         probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
+
+
+def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(planted, tmp_path: Path) -> None:
+    db_file, run_id, _ = planted
+    copy = tmp_path / "old.duckdb"
+    copy.write_bytes(db_file.read_bytes())
+    con = duckdb.connect(str(copy))
+    con.execute("DELETE FROM contrast_metrics WHERE run_id = ?", [run_id])
+    con.close()
+    probe.open_run(run_id, db=copy).report(tmp_path / "report.html")
+    assert json.loads((tmp_path / "report.json").read_text())["contrasts"]
