@@ -98,14 +98,20 @@ def _matrices(contrasts: pd.DataFrame, wins: pd.DataFrame) -> list[dict[str, Any
     return matrices
 
 
-def _cell(row: Mapping[str, Any] | None) -> str | None:
-    """`45.0% [40.1, 49.9]` (a flagged contrast marked `*`), `45.0% (1 set)` without an interval."""
+def _cell(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A matrix cell: its text, `45.0% [40.1, 49.9]` (a flagged contrast marked `*`; `45.0% (1 sets, no interval)`
+    without an interval), and its heatmap shade (report.html): blue where the row's people are picked more, orange
+    where less, as strong as the share's distance from 50%."""
     if row is None or pd.isna(row["estimate"]):
         return None
+    share = float(row["estimate"])
     if pd.isna(row["ci_low"]):
-        return f"{fmt_pct(row['estimate'])} ({row['sets']} sets, no interval)"
-    mark = " *" if row["flagged"] else ""
-    return f"{fmt_pct(row['estimate'])} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]{mark}"
+        text = f"{fmt_pct(share)} ({row['sets']} sets, no interval)"
+    else:
+        mark = " *" if row["flagged"] else ""
+        text = f"{fmt_pct(share)} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]{mark}"
+    red, green, blue = (49, 130, 189) if share >= 0.5 else (230, 85, 13)
+    return {"text": text, "share": share, "shade": f"rgba({red}, {green}, {blue}, {min(abs(share - 0.5) * 2, 1):.2f})"}
 
 
 def _grant_rates(categories: pd.DataFrame) -> list[dict[str, Any]]:
