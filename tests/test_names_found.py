@@ -4,6 +4,7 @@ file holds and warns, before any model call, about a header or category spelled 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -83,3 +84,22 @@ def test_a_run_over_sets_ends_with_its_contrasts(tmp_path: Path, db_file: Path, 
     assert code == 0, output
     assert output.index("warning: ") < output.index("contrasts by the")
     assert output.count("Man vs") == 2 and "preferred gender" not in output  # sex: preference and grant gap
+
+
+def test_a_categorys_markup_is_printed_as_typed_in_the_groups_section(tmp_path: Path, db_file: Path,
+                                                                      use_backend) -> None:  # fmt: skip
+    import json
+
+    import probe
+    from tests.support import FakeBackend
+
+    rows = [f"{s},N{s}{g},{g}" for s in range(1, 7) for g in ("<script>x</script>", "a|b*c*")]
+    path = tmp_path / "sets.csv"
+    path.write_text("set_id,name,group\n" + "\n".join(rows) + "\n")
+    use_backend(FakeBackend())
+    run_id = probe.run(names=str(path), occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=db_file).run_id
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    html, markdown = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()
+    assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    assert re.search(r"(?<!\\)<script>", markdown) is None and "| a\\|b\\*c\\* |" in markdown  # escaped
+    assert json.loads((tmp_path / "report.json").read_text())["groups"]["attributes"] == ["group"]
