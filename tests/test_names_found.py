@@ -103,3 +103,18 @@ def test_a_categorys_markup_is_printed_as_typed_in_the_groups_section(tmp_path: 
     assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
     assert re.search(r"(?<!\\)<script>", markdown) is None and "| a\\|b\\*c\\* |" in markdown  # escaped
     assert json.loads((tmp_path / "report.json").read_text())["groups"]["attributes"] == ["group"]
+
+
+def test_a_held_out_check_of_the_womans_share_is_refused_for_runs_over_sets(tmp_path: Path, db_file: Path,
+                                                                           use_backend) -> None:  # fmt: skip
+    from tests.support import FakeBackend
+
+    path = misspelled_file(tmp_path / "sets.csv", sets=6)
+    use_backend(FakeBackend())
+    for run_id in ("base", "mitigated"):
+        code, _ = invoke("run", "--names", str(path), "--occupations", "nurse", "--top-k", "1", "--conditions",
+                         "taxonomy", "--yes", "--quiet", "--run-id", run_id, "--db", str(db_file))  # fmt: skip
+        assert code == 0
+    code, output = invoke("compare", "base", "mitigated", "--heldout-seed", "0", "--db", str(db_file), "--output",
+                          str(tmp_path / "compare.html"))  # fmt: skip
+    assert_one_line_error(code, output, "--heldout-metric female_share: run base asked name sets")
