@@ -211,6 +211,8 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
                                   "31.2%, p = 0.256, over 4 name sets.")  # fmt: skip
     assert sex[1]["sentence"].startswith("No difference in grant rates between men and women is shown (stage1): ")
     assert document["headline"] and all(f["metric"] not in SLOT_METRICS for f in document["headline"])
+    assert [f["finding"].split(":")[0] for f in document["headline"] if f["metric"] == "bias"] == [
+        "Bias (taxonomy; not a group measure"]  # its people differ in any attribute, not in gender
 
 
 def test_the_api_gives_a_contrasts_rows(planted) -> None:
