@@ -27,6 +27,7 @@ from probe.dataset.items import Item
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.store.config import RunConfig
+from probe.taxonomy.name_sets import is_name_sets_file
 from probe.taxonomy.selection import select
 
 CONFIRM_OVER_S = 30 * 60
@@ -108,6 +109,8 @@ def plan(config: RunConfig) -> Plan:
 def names_found(config: RunConfig) -> list[str]:
     """What a run over name sets found in its file and the spellings it warns about, one line each (nothing for a
     run over name pairs): `probe run` prints them before any model call. Reads, writes nothing."""
+    if config.names is None or not is_name_sets_file(Path(config.names)):
+        return []
     existing = Path(config.db).exists()
     con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
     try:
