@@ -44,13 +44,35 @@ class Run:
     run_id: str
     db: str = str(DEFAULT_DB)
 
-    def metrics(self) -> pd.DataFrame:
-        """The run's metrics: condition, scope, key, metric, value, ci_low, ci_high, n (analysed if needed)."""
-        return self._query(
-            "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? "
-            "ORDER BY condition, scope, key, metric",
-            analysed=True,
-        )
+    def metrics(self, contrast: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """The run's metrics: condition, scope, key, metric, value, ci_low, ci_high, n (analysed if needed).
+
+        A run over name sets has findings per contrast (DESIGN.md section 11): `contrast` = an attribute
+        ("race_ethnicity", "sex x race_ethnicity") gives every contrast of it, two categories (["male x Black",
+        "male x White"], in either order) that contrast: its rows of contrast_metrics (condition, attribute,
+        category_a, category_b, metric, estimate, ci_low, ci_high, p_value, sets, n, comparisons, method, flagged;
+        category_a is the first in alphabetical order, a preference is its share)."""
+        if contrast is None:
+            return self._query(
+                "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? "
+                "ORDER BY condition, scope, key, metric",
+                analysed=True,
+            )
+        rows = self._query("SELECT * EXCLUDE (run_id) FROM contrast_metrics WHERE run_id = ? ORDER BY condition, "
+                           "attribute, category_a, category_b, metric", analysed=True)  # fmt: skip
+        if isinstance(contrast, str):
+            chosen = rows[rows["attribute"] == contrast]
+            known = sorted(set(rows["attribute"]))
+        else:
+            pair = sorted(contrast)
+            if len(pair) != 2:
+                raise UserError(f"contrast: {list(contrast)!r} is not two categories")
+            chosen = rows[(rows["category_a"] == pair[0]) & (rows["category_b"] == pair[1])]
+            known = sorted(set(rows["category_a"]) | set(rows["category_b"]))
+        if chosen.empty:
+            raise UserError(f"contrast: run {self.run_id} has no contrast {contrast!r} (its attributes and categories: "
+                            f"{', '.join(known) or 'none: not a run over name sets'})")  # fmt: skip
+        return chosen.reset_index(drop=True)
 
     def workforce(self) -> pd.DataFrame:
         """Each occupation's woman's share of single-subject picks beside the BLS workforce's share of women, per

@@ -95,7 +95,7 @@ def test_no_module_outside_a_kinds_own_compares_its_name() -> None:
     assert {name: kind.name for name, kind in KINDS.items()} == {
         "equivalence": "equivalence", "max": "max", "min": "min", "non_inferiority": "non_inferiority",
         "occupations": "occupations", "workforce_slope": "workforce_slope",
-        "impact_ratio": "impact_ratio"}  # fmt: skip
+        "impact_ratio": "impact_ratio", "contrast": "contrast"}  # fmt: skip
     # the non-inferiority sign is written once, by its kind
     worse_lower = Gate("w", KINDS["non_inferiority"], "taxonomy", "bias", {"margin": 0.05, "worse": "lower"})
     assert (KINDS["non_inferiority"].sign(worse_lower), KINDS["non_inferiority"].band(worse_lower)) == (

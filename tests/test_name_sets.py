@@ -52,7 +52,8 @@ def test_contests_map_each_slot_to_its_categories(tmp_path: Path) -> None:
     pairs, mapping = contests(sets)
     assert len(pairs) == 6 * 2  # 4 categories: 2 contests per set, 3 rounds
     assert pairs.iloc[0].tolist() == [1, "Fbname1", "Mwname1"]  # round 0: female x Black vs male x White
-    first = mapping[mapping["pair_id"] == 1].drop(columns=["pair_id", "set_id"])
+    first = mapping[mapping["pair_id"] == 1].drop(columns=["pair_id", "set_id", "person_id"])
+    assert mapping[mapping["pair_id"] == 1]["person_id"].tolist() == [1, 1, 1, 4, 4, 4]  # set 1's people in order
     assert first.values.tolist() == [
         ["female", "sex", "female"], ["female", "race_ethnicity", "Black"], ["female", "sex x race_ethnicity",
                                                                              "female x Black"],
@@ -118,7 +119,9 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
         "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
     assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
     written = export_run(db_file, run_id, "csv", tmp_path / "export")
-    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv"]
+    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv",
+                                                "run_people.csv", "run_person_categories.csv", "contrast_metrics.csv",
+                                                "category_metrics.csv"]  # fmt: skip
     assert len(pd.read_csv(tmp_path / "export" / "run_contests.csv")) == 12 * 2 * 3  # contests x slots x attributes
 
 

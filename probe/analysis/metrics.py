@@ -19,6 +19,15 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
+from probe.analysis.contrasts import (
+    CATEGORY_COLUMNS,
+    CONTRAST_COLUMNS,
+    SLOT_METRICS,
+    category_rows,
+    contrast_rows,
+    over_name_sets,
+    without_slots,
+)
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
@@ -37,7 +46,7 @@ from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
-                 "workforce_occupations", "adverse_impact")
+                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -67,12 +76,18 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         analyze_wordings(con, run_id, queries)
+        name_sets = over_name_sets(con, run_id)
+        if name_sets:  # the wordings' findings by slot are not findings by sex either
+            slots = ", ".join("?" * len(SLOT_METRICS))
+            con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
         impact_counts = con.execute(queries["impact_counts"], params).df()
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
     workforce = con.execute(queries["workforce_shares"], params).df()
+    contests = con.execute(queries["contrast_counts"], params).df()
+    grants = con.execute(queries["grant_counts"], params).df()
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     results = {
         "metrics": metrics,
@@ -82,7 +97,12 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         "workforce_fit": fit,
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
+        # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
+        "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
+        "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
     }
+    if name_sets:
+        results = without_slots(results)
     _replace_run_rows(con, run_id, results)
 
 

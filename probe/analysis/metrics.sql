@@ -316,3 +316,46 @@ SELECT * FROM probed_counts
 UNION ALL
 SELECT * FROM decided_counts
 ORDER BY condition, attribute, rate_kind, scope, key, category, set_id, name;
+
+-- name: contrast_counts
+-- Runs over name sets (DESIGN.md section 11): per (condition, attribute, set, contrast) the single-subject answers of
+-- the contests between two people of different categories of the attribute, read by the people's own categories
+-- (run_contests), never by slot: category_a / category_b in alphabetical order, hits = picks of category_a's person,
+-- n = answers naming either person, both name orders together.
+WITH sides AS (
+    SELECT pair_id, set_id, attribute,
+           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
+           any_value(category) FILTER (WHERE slot = 'male') AS second_category
+    FROM run_contests WHERE run_id = $run_id
+    GROUP BY pair_id, set_id, attribute
+),
+picks AS (
+    SELECT i.condition, i.pair_id, coalesce(a.label, 'unknown') AS label
+    FROM items AS i
+    LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+    WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype = 'single'
+)
+SELECT p.condition, s.attribute, s.set_id,
+       least(s.first_category, s.second_category) AS category_a,
+       greatest(s.first_category, s.second_category) AS category_b,
+       count(*) FILTER (WHERE CASE p.label WHEN 'female' THEN s.first_category WHEN 'male' THEN s.second_category END
+                              = least(s.first_category, s.second_category)) AS hits,
+       count(*) FILTER (WHERE p.label IN ('female', 'male')) AS n
+FROM picks AS p JOIN sides AS s USING (pair_id)
+WHERE s.first_category <> s.second_category
+GROUP BY ALL
+ORDER BY ALL;
+
+-- name: grant_counts
+-- Runs over name sets: stage-1 answers per (attribute, set, category) of the person asked about (the subject's
+-- slot read through run_contests as that person's category): yes, yes or no, neither.
+SELECT i.condition, s.attribute, s.set_id, s.category,
+       count(*) FILTER (WHERE a.label = 'yes') AS hits,
+       count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n,
+       count(*) FILTER (WHERE coalesce(a.label, 'unknown') NOT IN ('yes', 'no')) AS unknown
+FROM items AS i
+LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+JOIN run_contests AS s ON s.run_id = i.run_id AND s.pair_id = i.pair_id AND s.slot = i.subject
+WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
+GROUP BY ALL
+ORDER BY ALL;

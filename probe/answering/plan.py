@@ -27,6 +27,7 @@ from probe.dataset.items import Item
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.store.config import RunConfig
+from probe.taxonomy.name_sets import is_name_sets_file
 from probe.taxonomy.selection import select
 
 CONFIRM_OVER_S = 30 * 60
@@ -44,6 +45,8 @@ class Plan:
     seconds: float
     rates: tuple[float, float]  # calls per second, stage 1 and stage 2
     rate_source: str
+    found: tuple[str, ...] = ()  # a run over name sets: what its file holds (Selection.found), then its warnings
+    warnings: tuple[str, ...] = ()
 
     @property
     def calls(self) -> int:
@@ -98,7 +101,23 @@ def plan(config: RunConfig) -> Plan:
         seconds=left1 / rates[0] + left2 / rates[1],
         rates=rates,
         rate_source=source,
+        found=selection.found,
+        warnings=selection.warnings,
     )
+
+
+def names_found(config: RunConfig) -> list[str]:
+    """What a run over name sets found in its file and the spellings it warns about, one line each (nothing for a
+    run over name pairs): `probe run` prints them before any model call. Reads, writes nothing."""
+    if config.names is None or not is_name_sets_file(Path(config.names)):
+        return []
+    existing = Path(config.db).exists()
+    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
+    try:
+        selection = select(con, config)
+    finally:
+        con.close()
+    return [*selection.found, *(f"warning: {warning}" for warning in selection.warnings)]
 
 
 def _answered(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
@@ -150,6 +169,8 @@ def describe(plan_: Plan, config: RunConfig) -> list[str]:
     """The dry-run report, one statement a line."""
     conditions = ", ".join(f"{condition} {count:,}" for condition, count in plan_.stage2_items.items())
     lines = [
+        *plan_.found,
+        *(f"warning: {warning}" for warning in plan_.warnings),
         f"stage 1: {plan_.stage1_items:,} items (yes/no: is this person skilled in ...)",
         f"stage 2: {sum(plan_.stage2_items.values()):,} items ({conditions}); taxonomy prompts depend on "
         "stage 1's answers: counted with half the attributes granted",

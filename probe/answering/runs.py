@@ -122,8 +122,10 @@ def record_run(
         )
         db.insert_frame(con, "run_attributes", selection.attributes.assign(run_id=run_id))
         db.insert_frame(con, "run_name_pairs", selection.pairs[["pair_id", "female", "male"]].assign(run_id=run_id))
-        if selection.contests is not None:
-            db.insert_frame(con, "run_contests", selection.contests.assign(run_id=run_id))
+        for table, frame in (("run_contests", selection.contests), ("run_people", selection.people),
+                             ("run_person_categories", selection.person_categories)):  # fmt: skip
+            if frame is not None:
+                db.insert_frame(con, table, frame.assign(run_id=run_id))
 
 
 def record_served_models(con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend) -> None:

@@ -13,11 +13,14 @@ from probe.store.db import DEFAULT_DB
 
 def print_headline(outcome: RunOutcome) -> None:
     """Print an analysed run's headline metrics and preferred occupations (`probe run` ends with this)."""
-    from probe.cli.tables import headline_table, preference_table  # statistics stack: load on use
+    from probe.cli.tables import contrast_table, headline_table, preference_table  # statistics stack: load on use
 
     console = literal_console()
     console.print(headline_table(outcome))
-    console.print(preference_table(outcome))  # a table, or one line where no occupation is preferred
+    if outcome.contrasts is not None and not outcome.contrasts.empty:  # a run over name sets: findings by group
+        console.print(contrast_table(outcome))
+    else:
+        console.print(preference_table(outcome))  # a table, or one line where no occupation is preferred
 
 
 @app.command("analyze")

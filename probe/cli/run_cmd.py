@@ -158,6 +158,9 @@ def run_command(
         for line in plan.describe(plan.plan(settings), settings):
             typer.echo(terminal_text(line))
         return
+    for line in plan.names_found(settings):  # before any model call; warnings even with --quiet
+        if not settings.quiet or line.startswith("warning: "):
+            typer.echo(terminal_text(line), err=True)
     if not yes:
         _confirm_long_run(settings)
     outcome = _run_telling_how_to_resume(settings)

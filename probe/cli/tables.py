@@ -5,6 +5,7 @@ with a significant gender preference, read from an analysed run's tables (analys
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,7 @@ from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.pipeline.outcome import RunOutcome
 from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_p, fmt_signed
+from probe.taxonomy.name_sets import JOINT
 
 
 def headline_table(outcome: RunOutcome) -> Table:
@@ -69,6 +71,25 @@ def preference_table(outcome: RunOutcome) -> Table | str:
     if prefs.empty:
         return f"Run {run_id}: no occupation preferred at BH q < 0.05" + (f" ({testable})" if testable else "")
     table.caption = testable
+    return table
+
+
+def contrast_table(outcome: RunOutcome) -> Table:
+    """A run over name sets' findings by the people's own categories: each attribute's contrasts (preference per
+    stage-2 condition, grant gap in stage 1) with the interval at the attribute's Bonferroni level and p, `*` where
+    shown; of the intersection only those shown (all of them: the report)."""
+    table = Table(title=f"Run {outcome.run_id}: contrasts by the people's own categories (preference: share of "
+                  "picks of the first; grant gap: stage 1, first minus second; Bonferroni over an attribute's "
+                  "contrasts; * shown)", box=box.SIMPLE_HEAD)  # fmt: skip
+    for column in ("condition", "attribute", "contrast", "metric", "estimate", "name sets"):
+        table.add_column(column, justify="right" if column in ("estimate", "name sets") else "left")
+    contrasts = outcome.contrasts
+    for row in contrasts[~contrasts["attribute"].str.contains(JOINT, regex=False) | contrasts["flagged"]].itertuples():
+        estimate = SimpleNamespace(value=row.estimate, ci_low=row.ci_low, ci_high=row.ci_high, p_value=row.p_value)
+        cell = _format_cell(estimate, signed=row.metric == "grant_gap")
+        table.add_row(row.condition, terminal_text(row.attribute),
+                      f"{terminal_text(row.category_a)} vs {terminal_text(row.category_b)}", row.metric,
+                      cell + (" *" if row.flagged else ""), str(row.sets))  # fmt: skip
     return table
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import SIGNIFICANCE
+from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.pairs import wording_cells
 from probe.analysis.statistics import METHODS
@@ -105,6 +106,10 @@ def heldout_section(
     """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict."""
     if metric not in MEASURES:
         raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
+    over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
+    if metric in SLOT_METRICS and over_sets:  # its per-cell share reads a contest's first person as the woman
+        raise UserError(f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
+                        "and man slot; choose position_first, bias or consistency")  # fmt: skip
     base_cells, mitigated_cells = _cells(con, base), _cells(con, mitigated)
     shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]
     if not shared:

@@ -20,6 +20,8 @@ class RunOutcome:
     overall: pd.DataFrame  # scope overall: condition, metric, value, ci_low, ci_high, n, p_value
     preferred: pd.DataFrame  # occupations preferred at BH q < 0.05: condition, preferred, occupation, share_female
     occupation_pairs: list[int]  # the name pairs behind each occupation_preference row (what it could test)
+    # a run over name sets: its findings per contrast (contrast_metrics rows; empty for a run over name pairs)
+    contrasts: pd.DataFrame | None = None
 
 
 def read_outcome(con: duckdb.DuckDBPyConnection, run_id: str, db: str) -> RunOutcome:
@@ -39,4 +41,10 @@ def read_outcome(con: duckdb.DuckDBPyConnection, run_id: str, db: str) -> RunOut
     ).df()
     pairs = [row[0] for row in con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id])
              .fetchall()]  # fmt: skip
-    return RunOutcome(run_id, db, int(items), int(failed), overall, preferred, pairs)
+    contrasts = con.execute(
+        "SELECT condition, attribute, category_a, category_b, metric, estimate, ci_low, ci_high, p_value, sets, "
+        "comparisons, flagged FROM contrast_metrics WHERE run_id = ? ORDER BY condition, attribute, metric, "
+        "category_a, category_b",
+        [run_id],
+    ).df()
+    return RunOutcome(run_id, db, int(items), int(failed), overall, preferred, pairs, contrasts)

@@ -9,6 +9,7 @@ import duckdb
 
 from probe.common.vocabulary import CONDITIONS, DECISIONS_BACKEND
 from probe.report.bottom_line import bottom_line
+from probe.report.contrasts import group_bottom_line, groups_sections
 from probe.report.data import (
     SCHEMA_VERSION,
     decision_margins,
@@ -55,7 +56,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     preferences = preference_frame(con, run_id)
     robustness = robustness_section(con, run_id, overall)  # None unless the run asked more than one wording
     claims = wording_claims(robustness)
-    findings = headline(overall, correlation_records, claims)
+    groups = groups_sections(con, run_id)  # a run over name sets: its findings by the people's own categories
+    findings = headline(overall, correlation_records, claims, over_name_sets=groups is not None)
     document = {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),
@@ -79,4 +81,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed
         "adverse_impact": adverse_impact_section(con, run_id),  # None for a run analysed before the table
     }
+    if groups:
+        document |= groups
+        return {"schema_version": SCHEMA_VERSION, "bottom_line": group_bottom_line(document), **document}
     return {"schema_version": SCHEMA_VERSION, "bottom_line": bottom_line(con, run_id, document, claims), **document}

@@ -1,5 +1,5 @@
-"""`probe export`: a run's items and answers (and its adverse-impact table, its name-set contests) as Parquet or CSV
-files (the other formats: probe/integrations/).
+"""`probe export`: a run's items and answers (and its adverse-impact table; a run over name sets' contests, people and
+findings per contrast) as Parquet or CSV files (the other formats: probe/integrations/).
 
 CSV cells that a spreadsheet would run as formulas (=, +, -, @, tab, CR first) get a leading `'`; Parquet
 keeps the stored values exactly.
@@ -16,18 +16,21 @@ from probe.store import db
 
 EXPORT_FORMATS = ("parquet", "csv")
 # The tables written, each in its order: items and answers always; the adverse-impact table of an analysed run, for
-# a run over name sets its contests (each item's pair_id and subject slot -> the set and the categories), and a
-# run's people, their categories and (imported decisions) their decisions where it has them.
+# a run over name sets its contests (each item's pair_id and subject slot -> the set, the person and the categories),
+# a run's people once with their categories and (imported decisions) their decisions where it has them, and its
+# findings per contrast and per category.
 EXPORTED = {"items": "seq", "answers": "item_id",
             "adverse_impact": "condition, attribute, rate_kind, scope, key, category",
             "run_contests": "pair_id, slot, attribute", "run_people": "person_id",
-            "run_person_categories": "person_id, attribute", "run_decisions": "person_id"}  # fmt: skip
+            "run_person_categories": "person_id, attribute", "run_decisions": "person_id",
+            "contrast_metrics": "condition, attribute, category_a, category_b, metric",
+            "category_metrics": "condition, attribute, metric, category"}  # fmt: skip
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
     """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`, and where the run has
-    them adverse_impact.<fmt>, run_contests.<fmt>, run_people.<fmt>, run_person_categories.<fmt> and
-    run_decisions.<fmt>."""
+    them adverse_impact.<fmt>, run_contests, run_people, run_person_categories and run_decisions.<fmt> where the run
+    has them, and for a run over name sets contrast_metrics and category_metrics.<fmt>."""
     if file_format not in EXPORT_FORMATS:
         raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
     con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)

@@ -109,6 +109,13 @@ _SENTENCES = {
     "bias": "Bias ({condition}; not a gender measure: either gender counts): the same gender was picked as more "
     "qualified and for the job in {value} of valid instances{interval}.",
 }
+# A run over name sets: its two people differ in any attribute, not in gender (probe/report/contrasts.py).
+_SET_SENTENCES = _SENTENCES | {
+    "consistency": "Consistency ({condition}; not a group measure): the person picked as more qualified was also "
+    "called qualified in {value} of valid instances{interval}.",
+    "bias": "Bias ({condition}; not a group measure: either person counts): the same person was picked as more "
+    "qualified and for the job in {value} of valid instances{interval}.",
+}
 # What a reader must know when an interval is not the usual score interval (statistics.METHODS has the details).
 _METHOD_NOTES = {
     "no_events": " No name pair showed otherwise, so the interval counts pairs, not instances (no-event bound).",
@@ -127,17 +134,18 @@ DIRECTIONS = {
 
 
 def metric_finding(
-    overall: Mapping[str, Any], condition: str, name: str, over_wordings: Mapping[str, str] | None = None
+    overall: Mapping[str, Any], condition: str, name: str, over_wordings: Mapping[str, str] | None = None,
+    over_name_sets: bool = False,
 ) -> dict[str, Any] | None:
     """A metric's headline finding; `over_wordings` (a run in several wordings): the claim the robustness section
     makes (robustness.wording_claims), stated in place of the test's verdict, whose p it quotes beside the crossed
-    test's."""
+    test's; `over_name_sets`: a run over name sets, whose sentences name people, not genders."""
     entry = overall.get(condition, {}).get(name)
     if not entry or entry.get("value") is None:
         return None
     metric = METRICS[name]
     value = _points(entry["value"]) if metric.kind == "difference" else fmt_pct(entry["value"])
-    sentence = _SENTENCES[name].format(
+    sentence = (_SET_SENTENCES if over_name_sets else _SENTENCES)[name].format(
         condition=condition, value=value, interval=_interval_text(entry, metric.kind)
     ) + _METHOD_NOTES.get(entry.get("method") if entry.get("ci_low") is not None else None, "")
     finding = {
@@ -203,9 +211,11 @@ def headline(
     overall: Mapping[str, Any],
     correlations: Sequence[Mapping[str, Any]],
     over_wordings: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    over_name_sets: bool = False,
 ) -> list[dict[str, Any]]:
     """The headline findings, direct measures first (report.json `headline`); `over_wordings`: the robustness
-    section's claim per (condition, metric) of a run in several wordings (robustness.wording_claims)."""
+    section's claim per (condition, metric) of a run in several wordings (robustness.wording_claims);
+    `over_name_sets`: a run over name sets (its sentences name people, not genders)."""
     lead = lead_condition(overall)
     findings = []
     stage1 = STAGE1_CONDITION
@@ -213,7 +223,8 @@ def headline(
              (lead, "position_first"), (lead, "consistency"), (lead, "bias")]  # fmt: skip
     for condition, name in order:
         if condition is not None:
-            findings.append(metric_finding(overall, condition, name, (over_wordings or {}).get((condition, name))))
+            findings.append(metric_finding(overall, condition, name, (over_wordings or {}).get((condition, name)),
+                                           over_name_sets))
     if lead is not None:
         findings.append(_correlation_finding(correlations, lead))
     return [finding for finding in findings if finding is not None]

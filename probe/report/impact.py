@@ -25,17 +25,17 @@ RATE_PHRASES = {
 }
 # An imported decisions run's rate kinds (probe/answering/decisions.py), as its sentences read them.
 DECISION_RATE_PHRASES = {"selection": "were selected", "scoring": "scored above the median score"}
-CATEGORY_NOUNS = {"female": "women", "male": "men"}  # the default pairs' categories, as a sentence names them
+# the default pairs' categories (and a names file's Woman / Man), as a sentence names them
+CATEGORY_NOUNS = {"female": "women", "male": "men", "woman": "women", "man": "men"}
 MEANING = (
     "A name stands for the group it signals to a reader (perceived membership, as in correspondence studies), not "
     "for anyone's identity: a ratio says how the model treats names associated with a group, and nothing about "
     "people who carry other names or the names' other associations (age, class, region)."
 )
 CONTESTS_NOTE = (
-    "This run asked name sets: two people of a set meet in each question, so in the metrics outside this section "
-    "'female' and 'male' stand for the first and second person of a contest (the woman and the man where they "
-    "differ in sex; else the two categories in alphabetical order), pooled over contests. Read the rates per "
-    "category here."
+    "This run asked name sets: two people of a set meet in each question (a contest), and every finding by a group "
+    "reads the people's own categories: the contrasts, the ranking, the grant rates per category and this table. "
+    "The metrics that would read a contest's first and second person as a woman and a man are not computed."
 )
 DECISIONS_MEANING = (
     "These are imported decisions, not probed answers: each row of the file is a decision someone else made about a "
@@ -88,8 +88,8 @@ def category_noun(attribute: str, category: str, people: str = "names") -> str:
     (a sex among the values names the people), else `<category> names` (imported decisions: `<category> people`)."""
     levels = dict(zip(attribute.split(JOINT), category.split(JOINT), strict=True))
     sex = levels.pop(SEX_ATTRIBUTE, None)
-    if sex in CATEGORY_NOUNS:
-        return " ".join([*levels.values(), CATEGORY_NOUNS[sex]])
+    if sex is not None and sex.casefold() in CATEGORY_NOUNS:
+        return " ".join([*levels.values(), CATEGORY_NOUNS[sex.casefold()]])
     return f"{category} {people}"
 
 

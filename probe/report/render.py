@@ -12,6 +12,7 @@ import jinja2
 import markupsafe
 import pandas as pd
 
+from probe.analysis.contrasts import SLOT_METRICS
 from probe.analysis.metric_registry import (
     COMPARED_METRICS,
     FIGURE1_METRICS,
@@ -142,12 +143,13 @@ LIMITATIONS = (
 # ---------------------------------------------------------------------------------------------- report
 
 
-def _metric_table(overall: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Overall metrics per condition: the paper's Figure 1 six, then the others, then pairs and instances."""
+def _metric_table(overall: Mapping[str, Mapping[str, Any]], hidden: Sequence[str] = ()) -> dict[str, Any]:
+    """Overall metrics per condition: the paper's Figure 1 six, then the others, then pairs and instances (less the
+    `hidden` ones: a run over name sets has no metric that reads its slots as a woman and a man)."""
     conditions = [c for c in overall if c in CONDITIONS]
 
     def rows(metrics: Sequence[str]) -> list[tuple[str, list[str]]]:
-        return [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in metrics]
+        return [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in metrics if m not in hidden]
 
     def count(condition: str) -> str:
         entry = overall[condition].get("consistency") or {}
@@ -255,7 +257,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
     sections = data["items"]
     context = {
         **data,
-        "metric_table": _metric_table(data["overall"]),
+        "metric_table": _metric_table(data["overall"], SLOT_METRICS if data.get("groups") else ()),
         "preferred": data["preferred_occupations"],
         "occupation_level": occupation_levels(data["occupation_preference"]),
         "stage1_rows": data["stage1_rates"],
@@ -266,7 +268,8 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
         "methods": METHODS,
-        "glossary": [METRICS[name] for name in GLOSSARY if name in METRICS],
+        "glossary": [METRICS[name] for name in GLOSSARY if name in METRICS
+                     and not (data.get("groups") and name in SLOT_METRICS)],
         "drilldown": sections,
         "items_shown": ITEMS_SHOWN,
         "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},

@@ -77,6 +77,9 @@ CREATE TABLE IF NOT EXISTS run_name_pairs (
 CREATE TABLE IF NOT EXISTS run_contests (
     run_id VARCHAR, pair_id INTEGER, set_id INTEGER, slot VARCHAR, attribute VARCHAR, category VARCHAR
 );
+-- The person (run_people) in each slot: items (pair_id, subject = slot) join their people through it. NULL in runs
+-- recorded before people were stored.
+ALTER TABLE run_contests ADD COLUMN IF NOT EXISTS person_id INTEGER;
 -- A run's people (DESIGN.md section 11), stored once: each person of a name set or imported decisions file with the
 -- set it belongs to, and one row per attribute in run_person_categories (the person's own category, never a slot).
 CREATE TABLE IF NOT EXISTS run_people (
@@ -169,6 +172,21 @@ CREATE TABLE IF NOT EXISTS adverse_impact (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, scope VARCHAR, key VARCHAR, category VARCHAR,
     rate_kind VARCHAR, n BIGINT, rate DOUBLE, impact_ratio DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE,
     q_value DOUBLE, four_fifths BOOLEAN, unknown BIGINT
+);
+-- Findings per contrast of two categories (probe/analysis/contrasts.py; DESIGN.md section 11), for runs over name sets:
+-- per condition, attribute (or the intersection) and pair of its categories each metric (preference = share of picks
+-- of category_a in single-subject contests between the two; grant_rate_a / grant_rate_b / grant_gap = stage-1 rates
+-- and a minus b) with its interval and test over the sets, Bonferroni over the attribute's contrasts (comparisons).
+CREATE TABLE IF NOT EXISTS contrast_metrics (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category_a VARCHAR, category_b VARCHAR, metric VARCHAR,
+    estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, comparisons BIGINT,
+    method VARCHAR, flagged BOOLEAN
+);
+-- Per category of each attribute (runs over name sets): win_share (share of its contests won: the ranking's strength,
+-- rank 1 the highest) and grant_rate (stage 1) with grant_ratio (to the highest grant rate, p: ratio = 1).
+CREATE TABLE IF NOT EXISTS category_metrics (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category VARCHAR, metric VARCHAR, estimate DOUBLE,
+    ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, rank INTEGER, method VARCHAR
 );
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,

@@ -6,14 +6,16 @@ The set is the unit of independence, as the pair is for sex alone. Within a set 
 two-person questions of a name pair (a contest: stage 1, then binary / single / multiple, both orders), so a run
 over sets is a run over contests, each stored as a name pair (pair_id, female = the first contestant, male = the
 second; items' subject and labels `female` / `male` then name the contest's first and second person) with the
-contest's set and both contestants' categories in `run_contests`. The contests rotate over sets by the circle
-method: a set asks one round of a round-robin over its K categories (K/2 contests, every person once; for odd K,
-(K-1)/2 and one sits out), so each pair of categories meets once every K-1 sets (K for odd K) instead of K(K-1)/2
-contests per set.
+contest's set, both contestants (person ids of `run_people`) and their categories in `run_contests`. The slots are
+positions only: every finding by a category reads the people's categories, never a slot. The contests rotate over
+sets by the circle method: a set asks one round of a round-robin over its K categories (K/2 contests, every person
+once; for odd K, (K-1)/2 and one sits out), so each pair of categories meets once every K-1 sets (K for odd K)
+instead of K(K-1)/2 contests per set.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +33,9 @@ SET_COLUMNS = ("set_id", "name")
 # probe/analysis/statistics.py MIN_PAIRS: 6 sets that all agree reach p = 0.031).
 MIN_NAMES = 6
 JOINT = " x "  # the intersection attribute's name and its categories: 'sex x race_ethnicity', 'female x Black'
-CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category"]
+CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category", "person_id"]
+PEOPLE_COLUMNS = ["person_id", "set_id", "name"]
+PERSON_CATEGORY_COLUMNS = ["person_id", "attribute", "category"]
 ASCII_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() also takes '²' and other scripts' digits, which int() refuses
 MAX_SET_ID = 2**31 - 1  # set_id is an INTEGER column
 
@@ -143,7 +147,68 @@ def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.Data
         if unknown:
             raise UserError(f"pairs: no name set with id {unknown[0]} (the file's set ids: {ids[0]} to {ids[-1]})")
         chosen = sorted(set(spec))
+    if len(chosen) < MIN_NAMES:  # refused as a file with fewer names per category is
+        raise UserError(f"pairs: {len(chosen)} name sets chosen; a run over name sets needs at least {MIN_NAMES} (one "
+                        f"name per category in each) for an interval over sets; the file has {len(ids)}")  # fmt: skip
     return sets[sets["set_id"].isin(chosen)].reset_index(drop=True)
+
+
+def found_lines(sets: pd.DataFrame, chosen: pd.DataFrame, path: Path) -> list[str]:
+    """What a run over name sets found in its file, as `--dry-run` and `probe run` print it before any model call:
+    the attributes with their categories, the sets (chosen of all) and the contests the rotation asks."""
+    attributes = attributes_of(sets)
+    every = sorted(set(sets["category"]))
+    pairs = contests(chosen)[0]
+    cycle = len(every) - 1 if len(every) % 2 == 0 else len(every)
+    described = "; ".join(f"{attribute} ({', '.join(sorted(set(sets[attribute])))})" for attribute in attributes)
+    joint = joint_attribute(attributes)
+    lines = [f"name sets in {path}: attributes {described}" + (f", and their intersection {joint}" if joint else ""),
+             f"{len(every)} categories; {chosen['set_id'].nunique()} of the file's {sets['set_id'].nunique()} sets "
+             f"asked ({len(chosen)} people)",
+             f"{len(pairs)} contests: {len(rotation(every, 0))} per set (the rotation: every two categories meet once "
+             f"every {cycle} sets)"]  # fmt: skip
+    return lines
+
+
+def spelling_warnings(sets: pd.DataFrame, shipped: pd.DataFrame, path: Path) -> list[str]:
+    """A warning for each attribute (header) or category of the file that differs from a shipped one only by its
+    spelling (case, a typo: `race_ethnicty`, `Female`) or is a usual synonym of a shipped sex (`Woman`, `M`): the
+    run reads it as a category of its own, so its findings are not the shipped categories'."""
+    warnings = []
+    shipped_attributes = attributes_of(shipped)
+    for attribute in attributes_of(sets):
+        near = _near(attribute, shipped_attributes)
+        if near:
+            warnings.append(f"{path}: column {attribute!r} looks like the shipped attribute {near!r}; it is read as an "
+                            f"attribute of its own")  # fmt: skip
+        target = attribute if attribute in shipped_attributes else near
+        known = sorted(set(shipped[target] if target else shipped[shipped_attributes].stack()))
+        for category in sorted(set(sets[attribute])):
+            match = _near(category, known, SEX_SYNONYMS)
+            if match:
+                warnings.append(f"{path}: {attribute} category {category!r} looks like the shipped category {match!r}; "
+                                "it is read as a category of its own (spell it as shipped to compare with shipped "
+                                "runs)")  # fmt: skip
+    return warnings
+
+
+# Words a names file may use for the shipped sex categories (a category so spelled is warned about, not changed).
+SEX_SYNONYMS = {"woman": "female", "women": "female", "f": "female", "man": "male", "men": "male", "m": "male"}
+
+
+def _near(word: str, known: Sequence[str], synonyms: dict[str, str] | None = None) -> str | None:
+    """The shipped word `word` differs from only in spelling (case, a close typo) or as a synonym; None where `word`
+    is one of them exactly or like none."""
+    if word in known:
+        return None
+    folded = {entry.casefold(): entry for entry in known}
+    if word.casefold() in folded:
+        return folded[word.casefold()]
+    synonym = (synonyms or {}).get(word.casefold())
+    if synonym in known:
+        return synonym
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.85)
+    return folded[close[0]] if close else None
 
 
 def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
@@ -160,22 +225,53 @@ def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
     return [tuple(sorted(contest)) for contest in contests if None not in contest]  # type: ignore[misc]
 
 
+def attributes_of(sets: pd.DataFrame) -> list[str]:
+    """The attribute columns of `read_name_sets`' frame, in the file's order."""
+    return [column for column in sets.columns if column not in (*SET_COLUMNS, "category")]
+
+
+def joint_attribute(attributes: Sequence[str]) -> str | None:
+    """The intersection attribute's name ('sex x race_ethnicity'), None for a file with one attribute."""
+    return JOINT.join(attributes) if len(attributes) > 1 else None
+
+
+def people(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's people, stored once (DESIGN.md section 11): (person_id, set_id, name), numbered in set and category
+    order, and each person's own category per attribute (person_id, attribute, category), the intersection's
+    included where the file has more than one attribute."""
+    attributes = attributes_of(sets)
+    joint = joint_attribute(attributes)
+    ordered = sets.sort_values(["set_id", "category"], ignore_index=True)
+    ordered.insert(0, "person_id", range(1, len(ordered) + 1))
+    categories = [(person, attribute, row[attribute]) for person, row in zip(ordered["person_id"],
+                  ordered.to_dict("records"), strict=True) for attribute in attributes]  # fmt: skip
+    if joint:
+        categories += list(zip(ordered["person_id"], [joint] * len(ordered), ordered["category"], strict=True))
+    return (ordered[PEOPLE_COLUMNS].copy(),
+            pd.DataFrame(categories, columns=PERSON_CATEGORY_COLUMNS).sort_values(["person_id", "attribute"],
+                                                                                   ignore_index=True))  # fmt: skip
+
+
 def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The contests of the chosen sets as name pairs (pair_id, female = first contestant, male = second), and
-    their map (pair_id, set_id, slot, attribute, category): each slot's category for every attribute and, with more
-    than one attribute, their intersection."""
-    attributes = [column for column in sets.columns if column not in (*SET_COLUMNS, "category")]
+    their map (pair_id, set_id, slot, attribute, category, person_id): each slot's person and category for every
+    attribute and, with more than one attribute, their intersection."""
+    attributes = attributes_of(sets)
+    joint = joint_attribute(attributes)
     every = sorted(set(sets["category"]))
+    person_ids = people(sets)[0].set_index(["set_id", "name"])["person_id"]
     pairs, mapping = [], []
     for index, (set_id, rows) in enumerate(sets.groupby("set_id", sort=True)):
-        people = rows.set_index("category")
+        members = rows.set_index("category")
         for first, second in rotation(every, index):
             pair_id = len(pairs) + 1
-            pairs.append((pair_id, people.at[first, "name"], people.at[second, "name"]))
+            pairs.append((pair_id, members.at[first, "name"], members.at[second, "name"]))
             for slot, category in zip(SUBJECTS, (first, second), strict=True):
-                person = people.loc[category]
-                mapping += [(pair_id, set_id, slot, attribute, person[attribute]) for attribute in attributes]
-                if len(attributes) > 1:
-                    mapping.append((pair_id, set_id, slot, JOINT.join(attributes), category))
+                person = members.loc[category]
+                person_id = int(person_ids[set_id, person["name"]])
+                mapping += [(pair_id, set_id, slot, attribute, person[attribute], person_id)
+                            for attribute in attributes]  # fmt: skip
+                if joint:
+                    mapping.append((pair_id, set_id, slot, joint, category, person_id))
     return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
             pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip

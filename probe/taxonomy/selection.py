@@ -8,10 +8,22 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from probe.common.resources import resource_dir
 from probe.common.vocabulary import PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
-from probe.taxonomy.name_sets import CONTEST_COLUMNS, contests, is_name_sets_file, read_name_sets, select_sets
+from probe.taxonomy.name_sets import (
+    CONTEST_COLUMNS,
+    PEOPLE_COLUMNS,
+    PERSON_CATEGORY_COLUMNS,
+    contests,
+    found_lines,
+    is_name_sets_file,
+    people,
+    read_name_sets,
+    select_sets,
+    spelling_warnings,
+)
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
@@ -24,6 +36,12 @@ class Selection:
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrase ids (prompts/wordings/), in the order asked
     # with name sets: each contest's set and its two people's categories (name_sets.CONTEST_COLUMNS); else None
     contests: pd.DataFrame | None = None
+    # with name sets: the people, once (name_sets.PEOPLE_COLUMNS), and each one's categories; else None
+    people: pd.DataFrame | None = None
+    person_categories: pd.DataFrame | None = None
+    # with name sets: what the file was found to hold, and its spellings that differ from the shipped list's
+    found: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -32,9 +50,13 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     occupations = resolve_occupations(con, occupations_spec)
     attributes = top_attributes(con, occupations, k=config.top_k)
     if config.names is not None and is_name_sets_file(Path(config.names)):
-        sets = select_sets(read_name_sets(con, Path(config.names)), config.pairs)
+        path = Path(config.names)
+        every = read_name_sets(con, path)
+        sets = select_sets(every, config.pairs)
         pairs, mapping = contests(sets)
-        return Selection(pairs, attributes, config.wordings, mapping)
+        shipped = read_name_sets(con, resource_dir("taxonomy") / "name_sets.csv")
+        return Selection(pairs, attributes, config.wordings, mapping, *people(sets),
+                         tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path)))
     pairs = select_name_pairs(con, config.pairs, config.names)
     return Selection(pairs, attributes, config.wordings)
 
@@ -53,4 +75,13 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
         f"SELECT {', '.join(CONTEST_COLUMNS)} FROM run_contests WHERE run_id = ? ORDER BY pair_id, slot, attribute",
         [config.run_id],
     ).df()
-    return Selection(pairs, attributes, config.wordings, None if mapping.empty else mapping)
+    if mapping.empty:
+        return Selection(pairs, attributes, config.wordings)
+    return Selection(pairs, attributes, config.wordings, mapping, _stored(con, config.run_id, "run_people",
+                     PEOPLE_COLUMNS), _stored(con, config.run_id, "run_person_categories",
+                     PERSON_CATEGORY_COLUMNS))  # fmt: skip
+
+
+def _stored(con: duckdb.DuckDBPyConnection, run_id: str | None, table: str, columns: list[str]) -> pd.DataFrame:
+    """A run's rows of one of its frozen tables, in the columns' order (table and columns are the code's own)."""
+    return con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).df()

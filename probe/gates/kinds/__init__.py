@@ -9,7 +9,15 @@ then add one line below. policy.py, the Holm step, gate.json, gate.md, JUnit and
 from __future__ import annotations
 
 from probe.gates.gate import GateKind
-from probe.gates.kinds import equivalence, impact_ratio, limits, non_inferiority, occupations, workforce_slope
+from probe.gates.kinds import (
+    contrast,
+    equivalence,
+    impact_ratio,
+    limits,
+    non_inferiority,
+    occupations,
+    workforce_slope,
+)
 
 KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     equivalence.Equivalence(),
@@ -19,4 +27,5 @@ KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
     occupations.Occupations(),
     workforce_slope.WorkforceSlope(),
     impact_ratio.ImpactRatio(),
+    contrast.ContrastGate(),
 )}  # fmt: skip
