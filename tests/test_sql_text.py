@@ -19,7 +19,8 @@ SQL_WORDS = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|FROM|W
 QUOTING_HELPERS = {"sql_identifier", "sql_string"}
 # Reviewed interpolations, per module: what each is (none carries a user's text).
 REVIEWED = {
-    "analysis/metrics.py": {"table", "view"},  # the analyzers' own result tables and views (metrics.sql)
+    "analysis/metrics.py": {"table", "view", "slots"},  # the analyzers' own result tables and views; '?, ?'
+    "report/contrasts.py": {"', '.join(CONTRAST_COLUMNS)", "', '.join(CATEGORY_COLUMNS)"},
     "answering/plan.py": {"SAME_BATCH_MS"},  # a number constant
     "answering/runner.py": {"chosen"},  # a constant subquery
     "answering/runs.py": {"table", "finished", "column", "other"},  # runs/scans, run_id/scan_id, now()/NULL
@@ -35,7 +36,7 @@ REVIEWED = {
     "taxonomy/name_sets.py": {"', '.join(columns.values())"},  # c0, c1, ...: internal names, not the header
     "taxonomy/occupations.py": {"word_filter"},  # $word0 AND $word1 ...: parameters
     "taxonomy/onet_import.py": {"table"},  # the import's own staging tables
-    "taxonomy/selection.py": {"', '.join(CONTEST_COLUMNS)"},
+    "taxonomy/selection.py": {"', '.join(CONTEST_COLUMNS)", "', '.join(columns)", "table"},  # run tables, code columns
 }
 
 
