@@ -11,7 +11,6 @@ import json
 import sys
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,8 +54,13 @@ def betting_results() -> dict[str, list[float]]:
     observed, alphas = scan_rows()
     low, high = confidence_sequence(observed, alphas)
     capital = log_capital(observed, np.array([0.001, 0.2, 0.5, 0.73, 0.999]))
-    return {"mean_interval_low": [low_ for low_, _ in intervals], "mean_interval_high": [high_ for _, high_ in intervals],
-            "scan_low": low.tolist(), "scan_high": high.tolist(), "scan_log_capital": capital.ravel().tolist()}
+    return {
+        "mean_interval_low": [bounds[0] for bounds in intervals],
+        "mean_interval_high": [bounds[1] for bounds in intervals],
+        "scan_low": low.tolist(),
+        "scan_high": high.tolist(),
+        "scan_log_capital": capital.ravel().tolist(),
+    }
 
 
 def analysis_tables(folder: Path) -> dict[str, pd.DataFrame]:
