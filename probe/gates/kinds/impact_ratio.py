@@ -118,7 +118,7 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
         sentence += (f"; {needed.note}" if needed.pairs is None else
                      f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
     return Verdict(gate, verdict, sentence, row["ratio"], row["ci90"], row["ci_adjusted"], (limit, math.inf), p_fail,
-                   pairs=sets, instances=int(ratios.wide["n"][shown].sum()), method=METHOD, needed=needed,
+                   pairs=sets, instances=ratios.answers(shown)[0], method=METHOD, needed=needed,
                    details=details)  # fmt: skip
 
 
