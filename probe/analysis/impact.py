@@ -64,13 +64,20 @@ class RatioEstimate:
     def _used(self) -> np.ndarray:
         return (self.n > 0) | (self.reference_n > 0)
 
-    @property
+    @cached_property
     def sets(self) -> int:
         return int(np.count_nonzero(self._used))
 
     @cached_property
+    def _totals(self) -> tuple[float, float, float, float]:
+        """Both sides' hits and usable answers over every set, summed once (the root searches ask at every
+        candidate ratio)."""
+        return self.hits.sum(), self.n.sum(), self.reference_hits.sum(), self.reference_n.sum()
+
+    @cached_property
     def rates(self) -> tuple[float, float]:
-        return self.hits.sum() / self.n.sum(), self.reference_hits.sum() / self.reference_n.sum()
+        hits, total, reference_hits, reference_total = self._totals
+        return hits / total, reference_hits / reference_total
 
     @property
     def value(self) -> float:
@@ -103,8 +110,8 @@ class RatioEstimate:
         null rate = ratio x reference rate."""
         own, other, inflation = self._influences
         spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
-        total, reference_total = self.n.sum(), self.reference_n.sum()
-        null_reference = min((self.hits.sum() + self.reference_hits.sum()) / (ratio * total + reference_total), 1.0)
+        hits, total, reference_hits, reference_total = self._totals
+        null_reference = min((hits + reference_hits) / (ratio * total + reference_total), 1.0)
         null_rate = min(ratio * null_reference, 1.0)
         floor = null_rate * (1 - null_rate) / total + ratio**2 * null_reference * (1 - null_reference) / reference_total
         return max(spread, floor)
