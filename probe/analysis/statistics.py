@@ -219,6 +219,8 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
         floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
     df = bell_mccaffrey_df(denominator)
     method = _share_method(value, residual, denominator, sizes, df)
+    if method != "betting":  # only the betting interval reads the pairs' values (tuples of 500 pairs cost time)
+        return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method)
     weights = denominator / denominator.max()
     return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator),
                          tuple(weights))  # fmt: skip
