@@ -37,8 +37,8 @@ def tails(rng: np.random.Generator, top: float, sets: int, runs: int, draws: np.
     below = above = passes = 0
     widths = []
     for _ in range(runs):
-        ratios = group_ratios(simulate(rng, sets, rates, False))
-        low = "0"  # the low category (simulate's categories are 0, 1, ...)
+        ratios = group_ratios(simulate(rng, sets, rates, False).astype({"category": str}))
+        low = "0"  # the low category
         interval = ratios.interval(low) if low in ratios.rates else None
         if interval is None:
             interval = (1.0, 1.0) if ratios.value(low) == 1.0 else (math.nan, math.nan)
@@ -56,7 +56,7 @@ def flags(rng: np.random.Generator, ratio: float, sets: int, runs: int, draws: n
     rates = np.array([low_rate(0.5, ratio, draws) if ratio < 1 else 0.5, *[0.5] * 7])
     point = shown = 0
     for _ in range(runs):
-        ratios = group_ratios(simulate(rng, sets, rates, False))
+        ratios = group_ratios(simulate(rng, sets, rates, False).astype({"category": str}))
         intervals = [ratios.interval(category) for category in ratios.rates]
         point += any(ratios.value(category) < FOUR_FIFTHS for category in ratios.rates)
         shown += any(interval is not None and interval[1] < FOUR_FIFTHS for interval in intervals)
