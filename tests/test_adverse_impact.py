@@ -16,7 +16,17 @@ from scipy import stats
 
 import probe
 from probe import pipeline
-from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, RatioEstimate
+from probe.analysis.impact import (
+    AT_OR_ABOVE,
+    BELOW,
+    FOUR_FIFTHS,
+    IMPACT_COLUMNS,
+    UNDECIDED,
+    RatioEstimate,
+    constrained_rates,
+    group_ratios,
+    impact_rows,
+)
 from probe.analysis.metrics import analyze
 from probe.store.config import RunConfig
 from tests.support import FakeBackend, RunBuilder, interval_problems, query, unknown_answers
@@ -71,10 +81,13 @@ def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path
     reference = table[(table["rate_kind"] == "selection") & (table["category"] == "male")].iloc[0]
     # men are shown to have the highest rate: their ratio to the highest is 1 with no interval, its test p = 1
     assert (math.isnan(reference["ci_low"]), reference["p_value"]) == (True, 1.0)
+    # the four-fifths verdict from the interval, beside the point flag
+    assert (female["four_fifths_verdict"], reference["four_fifths_verdict"]) == (BELOW, AT_OR_ABOVE)
     occupations = query(db_file, "SELECT count(*) AS rows, count(q_value) AS tested FROM adverse_impact "
                                  "WHERE run_id = ? AND scope = 'occupation'", [run_id])  # fmt: skip
-    # 5 occupations x 2 kinds x 2 sexes; untested: the 5 whose other sex has rate 0 there (no ratio to it)
-    assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 15}]
+    # 5 occupations x 2 kinds x 2 sexes; in the q family: the 10 below the highest rate, less the 5 whose other sex
+    # has rate 0 there (no ratio to it)... of 20 rows, the 10 highest-rate ones are no hypothesis (their test is 1)
+    assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 10}]
 
 
 def test_a_planted_ratio_of_1_is_not_flagged(db_file: Path, tmp_path: Path) -> None:
@@ -91,7 +104,8 @@ def test_a_planted_ratio_of_1_is_not_flagged(db_file: Path, tmp_path: Path) -> N
 
 def fieller_reference(hits, n, reference_hits, reference_n) -> tuple[float, float]:
     """The interval written out: every r on a grid whose t statistic (rate - r ref) / sqrt(max(spread, floor)) is
-    within the 97.5% t quantile; spread over sets with leverage, floor the binomial variance at the null's MLE."""
+    within the 97.5% t quantile; spread over sets with leverage, floor the binomial variance at the null's binomial
+    MLE."""
     hits, n, reference_hits, reference_n = (np.asarray(a, dtype=float) for a in (hits, n, reference_hits, reference_n))
     rate, reference = hits.sum() / n.sum(), reference_hits.sum() / reference_n.sum()
     grid = np.linspace(0.0, 3.0, 300_001)
@@ -99,7 +113,13 @@ def fieller_reference(hits, n, reference_hits, reference_n) -> tuple[float, floa
                                                                   / reference_n.sum())[:, None]  # fmt: skip
     weight = n / n.sum() + reference_n / reference_n.sum()
     spread = np.sum(influence**2 / (1 - weight / weight.sum())[:, None], axis=0)
-    null_reference = np.minimum((hits.sum() + reference_hits.sum()) / (grid * n.sum() + reference_n.sum()), 1)
+    # both rates' binomial MLE under rate = r ref (Miettinen-Nurminen): the smaller root of a p^2 - b p + c
+    a = grid * (n.sum() + reference_n.sum())
+    b = grid * n.sum() + hits.sum() + reference_n.sum() + grid * reference_hits.sum()
+    c = hits.sum() + reference_hits.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.where(a > 0, (b - np.sqrt(np.maximum(b**2 - 4 * a * c, 0))) / (2 * a), c / b)
+    null_reference = np.minimum(root, 1)
     null_rate = np.minimum(grid * null_reference, 1)
     floor = null_rate * (1 - null_rate) / n.sum() + grid**2 * null_reference * (1 - null_reference) / reference_n.sum()
     kept = grid[(rate - grid * reference) ** 2 <= stats.t.ppf(0.975, len(n) - 1) ** 2 * np.maximum(spread, floor)]
@@ -174,12 +194,58 @@ def test_the_report_and_the_api_carry_the_table_and_its_findings(db_file: Path, 
     assert len(rows) == 24 and rows[0]["reference"] == "male"
     overall = [row["finding"] for row in rows if row["scope"] == "overall" and row["finding"]]
     assert overall == [
-        "taxonomy: women called qualified at 0.60 the rate of men [0.49, 0.71]: below four-fifths, p = 0.002",
+        "taxonomy: women called qualified at 0.60 the rate of men [0.49, 0.70]: below four-fifths, q = 0.002",
         "taxonomy: women won the single-subject question at 0.43 the rate of men [0.29, 0.61]: below four-fifths, "
-        "p = 0.002",
+        "q = 0.002",
     ]
     assert interval_problems(document) == []
     html = (tmp_path / "report.html").read_text()
     assert 'id="fig-adverse-impact"' in html and "<td>female</td><td class=\"num\">100</td>" in html
     markdown = (tmp_path / "report.md").read_text()
-    assert "| taxonomy | sex | selection | female | 100 | 60.0% | 0.60 [0.49, 0.71] | 0.002 | yes | 0 |" in markdown
+    row = "| taxonomy | sex | selection | female | 100 | 60.0% | 0.60 [0.49, 0.70] | 0.002 | yes | shown below 0.8 |"
+    assert f"{row} 0 |" in markdown
+
+
+def test_the_variance_floor_takes_both_rates_binomial_mle_under_the_null() -> None:
+    # 90/100 against 95/100 at ratio 0.8: the smaller root of 160 p^2 - 346 p + 185 (Miettinen-Nurminen)
+    reference = (346 - math.sqrt(346**2 - 4 * 160 * 185)) / 320
+    assert constrained_rates(0.8, 90, 100, 95, 100) == pytest.approx((0.8 * reference, reference), rel=1e-12)
+    assert reference == pytest.approx(0.96788527, abs=1e-8)
+    binomial = 0.8 * reference * (1 - 0.8 * reference) / 100 + 0.64 * reference * (1 - reference) / 100
+    poisson = 0.8 * 0.2 / 100  # the pooled (90 + 95) / (0.8 x 100 + 100) capped at 1: the previous floor
+    assert poisson / binomial == pytest.approx(0.8219, abs=1e-4)  # 18% too small
+    assert constrained_rates(0.0, 0, 100, 0, 100) == (0.0, 0.0)
+
+
+def three_categories() -> pd.DataFrame:
+    """8 sets of 10 answers per category: a selected 26 times, b 50, c 60."""
+    hits = {"a": [3, 4, 2, 5, 3, 4, 3, 2], "b": [6, 7, 5, 8, 6, 7, 6, 5], "c": [7, 8, 6, 9, 8, 7, 8, 7]}
+    return pd.DataFrame([{"set_id": s, "category": c, "hits": h[s], "n": 10, "unknown": 0}
+                         for c, h in hits.items() for s in range(8)])
+
+
+def test_the_lower_end_is_unadjusted_and_the_upper_end_bonferroni() -> None:
+    ratios = group_ratios(three_categories())
+    pairs = [ratios.pairs["a", other] for other in ("b", "c")]
+    low, high = ratios.interval("a")
+    assert low == min(pair.interval(0.95)[0] for pair in pairs) == pytest.approx(0.2817038, abs=1e-7)
+    assert high == min(pair.interval(0.975)[1] for pair in pairs) == pytest.approx(0.6846414, abs=1e-7)
+    assert low > min(pair.interval(0.975)[0] for pair in pairs)  # the previous, Bonferroni lower end: 0.2575
+    assert ratios.p_below("a") == pytest.approx(0.015625)  # the upper end's test: p < 0.05 as high < 1
+
+
+def test_the_four_fifths_verdict_reads_the_interval() -> None:
+    ratios = group_ratios(three_categories())
+    # a: [0.28, 0.68] below 0.8; b: 0.83 [0.64, 1] undecided though its point is above; c: [0.93, 1] at or above
+    assert {c: ratios.four_fifths_verdict(c) for c in "abc"} == {"a": BELOW, "b": UNDECIDED, "c": AT_OR_ABOVE}
+    table = impact_rows(three_categories().assign(condition="taxonomy", attribute="sex", rate_kind="selection",
+                                                  scope="overall", key="all"))
+    assert table[["category", "four_fifths", "four_fifths_verdict"]].to_dict("records") == [
+        {"category": "a", "four_fifths": True, "four_fifths_verdict": BELOW},
+        {"category": "b", "four_fifths": False, "four_fifths_verdict": UNDECIDED},
+        {"category": "c", "four_fifths": False, "four_fifths_verdict": AT_OR_ABOVE},
+    ]
+    # q: Benjamini-Hochberg over the two categories below the highest (c's own test is always 1)
+    p_a, p_b = ratios.p_below("a"), ratios.p_below("b")
+    assert table["q_value"].tolist()[:2] == pytest.approx([2 * p_a, max(2 * p_a, p_b)])
+    assert math.isnan(table["q_value"].iloc[2])

@@ -32,6 +32,8 @@ def test_a_planted_ratio_of_0_6_fails_four_fifths(db_file: Path, tmp_path: Path)
     entry = gate(db_file, tmp_path, run_id, attribute="sex")
     assert (entry["verdict"], entry["estimate"], entry["limit"], entry["rate_kind"]) == ("fail", 0.6, 0.8, "selection")
     assert entry["ci95"][1] < 0.8 and entry["details"]["highest"] == "male"
+    verdicts = {c: row["four_fifths_verdict"] for c, row in entry["details"]["categories"].items()}
+    assert verdicts == {"female": "shown below 0.8", "male": "shown at or above 0.8"}
     assert entry["sentence"].startswith("sex (taxonomy) is shown not to be every sex category's selection rate "
                                         "at least 0.8 of the highest: female at 0.600 of the highest rate "
                                         "(male")  # fmt: skip

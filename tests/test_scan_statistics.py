@@ -19,7 +19,7 @@ from probe.analysis.scan_rules import (
     depth_schedule,
     pick_within_budget,
 )
-from probe.analysis.sequential import confidence_sequence, e_bh, log_capital, log_e_values
+from probe.analysis.sequential import GRID, confidence_sequence, e_bh, log_capital, log_e_values
 
 
 def test_e_value_of_two_pairs_for_the_woman_is_eleven_sevenths() -> None:
@@ -74,6 +74,27 @@ def test_confidence_sequences_cover_the_mean() -> None:
     low, high = confidence_sequence(draws, 0.05)
     assert ((low <= 0.75) & (high >= 0.75)).mean() >= 0.95
     assert np.isnan(confidence_sequence(np.full((1, 3), np.nan), 0.05)[0]).all()
+
+
+def test_the_interval_ends_lie_beside_the_first_and_last_kept_means_of_the_whole_grid() -> None:
+    # the grid is read coarse first (sequential._kept_ends): its ends must be those of every mean's capital
+    rng = np.random.default_rng(48)
+    rows, steps = 400, 500
+    pairs = np.where(np.arange(rows) < 80, steps, rng.integers(1, 120, rows))  # many pairs: narrow intervals
+    rates = rng.choice([0.002, 0.02, 0.1, 0.5, 0.9, 0.99], rows)
+    values = np.where(rng.random((rows, steps)) < rates[:, None], rng.random((rows, steps)) ** 2, 0.0)
+    values = np.where(rates[:, None] > 0.5, 1 - values, values)
+    values[np.arange(steps)[None, :] >= pairs[:, None]] = np.nan
+    weights = rng.integers(1, 9, (rows, steps)) / 8
+    alphas = rng.choice([0.05, 0.01, 0.05 / 7], rows)
+    kept = log_capital(values, GRID, weights) < np.log(1 / alphas)[:, None]
+    assert kept.any(axis=1).all()
+    first, last = np.argmax(kept, axis=1), len(GRID) - 1 - np.argmax(kept[:, ::-1], axis=1)
+    low, high = confidence_sequence(values, alphas, weights)
+    edges = np.concatenate([[0.0], GRID, [1.0]])
+    assert ((edges[first] < low) & (low <= GRID[first])).all()
+    assert ((GRID[last] <= high) & (high < edges[last + 2])).all()
+    assert (last - first < 20).sum() > 20  # intervals narrower than a coarse step occur
 
 
 def test_capital_is_one_at_the_running_mean_prior() -> None:

@@ -12,13 +12,15 @@ rate_c - r rate_k = 0, with the contrast's variance the larger of the spread bet
 CR2-style leverage correction) and the binomial variance under the null (the two rates' maximum likelihood under
 rate_c = r rate_k, as the Miettinen-Nurminen score interval); t with Bell-McCaffrey degrees of freedom; the interval
 is every r the test keeps. The impact ratio's interval (`GroupRatios.interval`) takes the minimum of the pairwise
-bounds, each at 1 - 0.05 / (K - 1) (Bonferroni over the other categories): it covers the ratio to the highest
-population rate whichever category that is, where an interval to the observed highest category alone undercovers
-(the observed highest is the luckiest of several: 0.89-0.93 at K = 8, BENCHMARKS.md "Adverse impact"). Its test of
-ratio = 1 (`p_below`) is the Bonferroni minimum of the pairwise tests of the categories rated above, so the interval
-excludes 1 exactly when p < 0.05. A category never selected keeps a real interval [0, upper]; an unbounded end is
-infinite; with fewer than MIN_PAIRS sets (or too few for the Bonferroni level: 2 x 0.5**sets above it) no interval
-is given and p is never below 2 * 0.5**sets.
+bounds, the upper ones at 1 - 0.05 / (K - 1) (Bonferroni over the other categories), the lower ones at 95% (the
+ratio lies below the minimum of the lower ends only if it lies below its pair's with the highest population
+category, issue 48): it covers the ratio to the highest population rate whichever category that is, where an
+interval to the observed highest category alone undercovers (the observed highest is the luckiest of several:
+0.89-0.93 at K = 8, BENCHMARKS.md "Adverse impact"). The four-fifths verdict reads the interval: shown below 0.8,
+shown at or above, or undecided. Its test of ratio = 1 (`p_below`) is the Bonferroni minimum of the pairwise tests
+of the categories rated above, so the interval excludes 1 exactly when p < 0.05. A category never selected keeps
+a real interval [0, upper]; an unbounded end is infinite; with fewer than MIN_PAIRS sets (or too few for the
+Bonferroni level: 2 x 0.5**sets above it) no interval is given and p is never below 2 * 0.5**sets.
 
 Imported decisions (probe import decisions / bloomberg) use the same engine with the set as the unit; where a name
 recurs across sets (the Bloomberg study draws 100 names per group for 1,000 rankings) the contrast's variance adds
@@ -29,7 +31,7 @@ the interval is two-way clustered by set and by name (bench/bloomberg.py: 0-20% 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -41,20 +43,42 @@ from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
 
 FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
+# The four-fifths verdict read from the 95% interval (`GroupRatios.four_fifths_verdict`), beside the point flag.
+BELOW, AT_OR_ABOVE, UNDECIDED = "shown below 0.8", "shown at or above 0.8", "undecided"
 IMPACT_COLUMNS = ["condition", "attribute", "scope", "key", "category", "rate_kind", "n", "rate", "impact_ratio",
-                  "ci_low", "ci_high", "p_value", "q_value", "four_fifths", "unknown"]  # fmt: skip
+                  "ci_low", "ci_high", "p_value", "q_value", "four_fifths", "four_fifths_verdict",
+                  "unknown"]  # fmt: skip
 IMPACT_METHOD = (
     "ratio to the highest rate over name sets: the minimum over the other categories of Fieller intervals of the two "
     "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
-    "spread between sets (CR2) and the binomial variance under that null; Bell-McCaffrey degrees of freedom), each at "
-    "1 - 0.05 / (categories - 1); the p-value is the same Bonferroni test of ratio = 1; q: Benjamini-Hochberg over "
-    "occupations x categories; imported decisions whose names recur across sets: also clustered by name (two-way, "
+    "spread between sets (CR2) and the binomial variance under that null, both rates at their binomial maximum "
+    "likelihood under it (Miettinen-Nurminen); Bell-McCaffrey degrees of freedom), the lower ends at 95%, the upper "
+    "ends at 1 - 0.05 / (categories - 1) (Bonferroni: only the upper end needs it); the p-value is the same "
+    "Bonferroni test of ratio = 1; the four-fifths verdict reads the interval (shown below 0.8, shown at or above "
+    "0.8, or undecided); q: Benjamini-Hochberg over the categories below the highest-rate one of a condition, "
+    "attribute and rate kind (overall), or over occupations x those categories (per occupation or job); a finding "
+    "needs q < 0.05; imported decisions whose names recur across sets: also clustered by name (two-way, "
     "Cameron-Gelbach-Miller), degrees of freedom at most names - 1"
 )
 GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
+COUNT_PARTS = ("hits", "n", "unknown")
 PER_KEY_SCOPES = ("occupation", "job")  # a probed run's occupations, imported decisions' jobs: q over their rows
 _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
+
+
+def constrained_rates(ratio: float, hits: float, n: float, reference_hits: float, reference_n: float
+                      ) -> tuple[float, float]:  # fmt: skip
+    """Both rates' binomial maximum likelihood under rate = ratio x reference rate (Miettinen & Nurminen 1985;
+    Farrington & Manning 1990): the reference rate is the smaller root p of
+    ratio (n + reference_n) p^2 - (ratio n + hits + reference_n + ratio reference_hits) p + hits + reference_hits,
+    taken in the form without cancellation, 2c / (b + sqrt(b^2 - 4ac)). (The pooled (hits + reference_hits) /
+    (ratio n + reference_n) is the Poisson one: 18% too small a variance at 90/100 vs 95/100, ratio 0.8.)"""
+    a = ratio * (n + reference_n)
+    b = ratio * n + hits + reference_n + ratio * reference_hits
+    c = hits + reference_hits
+    reference = min(2 * c / (b + math.sqrt(max(b * b - 4 * a * c, 0.0))), 1.0) if c > 0 else 0.0
+    return min(ratio * reference, 1.0), reference
 
 
 @dataclass(frozen=True)
@@ -69,18 +93,26 @@ class RatioEstimate:
     # single answers (name_excess, never below 0) and the names behind both sides (two-way clustering)
     name_excess: tuple[float, float] = (0.0, 0.0)
     names: int | None = None
+    _intervals: dict[float, tuple[float, float] | None] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def _used(self) -> np.ndarray:
         return (self.n > 0) | (self.reference_n > 0)
 
-    @property
+    @cached_property
     def sets(self) -> int:
         return int(np.count_nonzero(self._used))
 
     @cached_property
+    def _totals(self) -> tuple[float, float, float, float]:
+        """Both sides' hits and usable answers over every set, summed once (the root searches ask at every
+        candidate ratio)."""
+        return self.hits.sum(), self.n.sum(), self.reference_hits.sum(), self.reference_n.sum()
+
+    @cached_property
     def rates(self) -> tuple[float, float]:
-        return self.hits.sum() / self.n.sum(), self.reference_hits.sum() / self.reference_n.sum()
+        hits, total, reference_hits, reference_total = self._totals
+        return hits / total, reference_hits / reference_total
 
     @property
     def value(self) -> float:
@@ -117,9 +149,8 @@ class RatioEstimate:
         own, other, inflation = self._influences
         spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
         spread += self.name_excess[0] + ratio**2 * self.name_excess[1]
-        total, reference_total = self.n.sum(), self.reference_n.sum()
-        null_reference = min((self.hits.sum() + self.reference_hits.sum()) / (ratio * total + reference_total), 1.0)
-        null_rate = min(ratio * null_reference, 1.0)
+        hits, total, reference_hits, reference_total = self._totals
+        null_rate, null_reference = constrained_rates(ratio, hits, total, reference_hits, reference_total)
         floor = null_rate * (1 - null_rate) / total + ratio**2 * null_reference * (1 - null_reference) / reference_total
         return max(spread, floor)
 
@@ -134,7 +165,12 @@ class RatioEstimate:
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         """Every ratio the test keeps at 1 - confidence (upper end inf where unbounded); None with < MIN_PAIRS
-        sets or nothing to estimate."""
+        sets or nothing to estimate. Computed once per level (a group's interval, verdict and gate ask again)."""
+        if confidence not in self._intervals:
+            self._intervals[confidence] = self._interval(confidence)
+        return self._intervals[confidence]
+
+    def _interval(self, confidence: float) -> tuple[float, float] | None:
         if not self.estimable or self.sets < MIN_PAIRS or binomial_min_p(self.sets) >= 1 - confidence:
             return None
         critical = t_quantile(1 - (1 - confidence) / 2, self.df)
@@ -172,10 +208,17 @@ class GroupRatios:
     highest-rate category (for display; ties go to the first in order) and the ratio of every category to every
     other with a rate above 0 (`pairs`, keyed (category, other))."""
 
-    wide: pd.DataFrame  # per set: hits, n, unknown of each category
+    categories: tuple[str, ...]  # every category of the group, in order
+    sets: np.ndarray  # the name sets' ids, in order
+    counts: np.ndarray  # (hits / n / unknown, category, set): each category's answers per set
     rates: dict[str, float]
     reference: str | None
     pairs: dict[tuple[str, str], RatioEstimate]
+
+    def answers(self, category: str) -> tuple[int, int]:
+        """The category's usable and unknown answers over every set."""
+        index = self.categories.index(category)
+        return int(self.counts[1, index].sum()), int(self.counts[2, index].sum())
 
     def others(self, category: str) -> list[str]:
         return [other for other in self.rates if (category, other) in self.pairs]
@@ -187,18 +230,34 @@ class GroupRatios:
 
     def interval(self, category: str, confidence: float = CONFIDENCE, comparisons: int | None = None
                  ) -> tuple[float, float] | None:  # fmt: skip
-        """The ratio to the highest population rate, min over k of rate_c / rate_k (capped at 1): every pair's
-        interval at 1 - (1 - confidence) / comparisons (Bonferroni; default: the other categories), the minimum of
-        their bounds. None where a pair has none, or where the category is shown to have the highest rate."""
+        """The ratio to the highest population rate, min over k of rate_c / rate_k (capped at 1): the minimum of the
+        pairs' lower ends at `confidence` and of their upper ends at 1 - (1 - confidence) / comparisons (Bonferroni;
+        default: the other categories). The lower end needs no adjustment: the ratio is below it only if its pair
+        with the highest population rate is. None where a pair has none, or where the category is shown to have the
+        highest rate."""
+        bounds = self._bounds(category, confidence, comparisons)
+        return bounds if bounds is not None and bounds[0] < bounds[1] else None
+
+    def _bounds(self, category: str, confidence: float, comparisons: int | None) -> tuple[float, float] | None:
+        """`interval`'s two ends, the lower one possibly above the upper (the category shown to have the highest
+        rate); None without other categories or where a pair has no interval."""
         others = self.others(category)
         if not others:
             return None
-        level = 1 - (1 - confidence) / (comparisons or len(others))
-        bounds = [self.pairs[category, other].interval(level) for other in others]
-        if any(bound is None for bound in bounds):
+        upper_level = 1 - (1 - confidence) / (comparisons or len(others))
+        lower = [self.pairs[category, other].interval(confidence) for other in others]
+        upper = [self.pairs[category, other].interval(upper_level) for other in others]
+        if any(bound is None for bound in lower + upper):
             return None
-        low, high = min(bound[0] for bound in bounds), min(1.0, *(bound[1] for bound in bounds))
-        return (low, high) if low < high else None
+        return min(bound[0] for bound in lower), min(1.0, *(bound[1] for bound in upper))
+
+    def four_fifths_verdict(self, category: str, limit: float = FOUR_FIFTHS) -> str:
+        """The four-fifths rule read from the 95% interval: shown below the limit (upper end below it), shown at or
+        above it (lower end at or above it; also a category shown to have the highest rate), else undecided."""
+        bounds = self._bounds(category, CONFIDENCE, None)
+        if bounds is None:
+            return UNDECIDED
+        return BELOW if bounds[1] < limit else AT_OR_ABOVE if bounds[0] >= limit else UNDECIDED
 
     def p_below(self, category: str, limit: float = 1.0, comparisons: int | None = None) -> float | None:
         """The test that the ratio to the highest rate is below `limit` (a pair's ratio shown below it), Bonferroni
@@ -214,19 +273,30 @@ class GroupRatios:
 
 def group_ratios(counts: pd.DataFrame) -> GroupRatios:
     """The ratios of one group of metrics.sql `impact_counts` rows (set_id, category, hits, n, unknown, and the
-    person's name where names recur: imported decisions)."""
-    wide = counts.pivot_table(index="set_id", columns="category", values=["hits", "n", "unknown"], aggfunc="sum",
-                              fill_value=0)  # fmt: skip
-    totals = wide.sum()
-    rates = {c: totals["hits"][c] / totals["n"][c] for c in wide["n"].columns if totals["n"][c] > 0}
+    person's name where names recur: imported decisions): each
+    category's counts summed per set with numpy (a pandas pivot per group cost seconds over a run's groups)."""
+    sets, set_index = np.unique(counts["set_id"].to_numpy(), return_inverse=True)
+    categories, category_index = np.unique(counts["category"].to_numpy(), return_inverse=True)
+    table = np.zeros((len(COUNT_PARTS), len(categories), len(sets)))
+    for part, column in enumerate(COUNT_PARTS):
+        np.add.at(table[part], (category_index, set_index), counts[column].to_numpy(float))
+    totals = table.sum(axis=2)
+    names = tuple(str(category) for category in categories)
+    rates = {c: totals[0, i] / totals[1, i] for i, c in enumerate(names) if totals[1, i] > 0}
     reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
-    excess, names = _name_terms(counts, rates)
-    pairs = {(category, other): RatioEstimate(*(wide[part][side].to_numpy(float) for side in (category, other)
-                                                for part in ("hits", "n")),
-                                              name_excess=(excess.get(category, 0.0), excess.get(other, 0.0)),
-                                              names=names[category] + names[other] if names else None)
-             for category in rates for other in rates if other != category and rates[other] > 0}  # fmt: skip
-    return GroupRatios(wide, rates, reference, pairs)
+    rows = {c: i for i, c in enumerate(names)}
+    excess, name_counts = _name_terms(counts, rates)
+    pairs = {
+        (category, other): RatioEstimate(
+            table[0, rows[category]], table[1, rows[category]], table[0, rows[other]], table[1, rows[other]],
+            name_excess=(excess.get(category, 0.0), excess.get(other, 0.0)),
+            names=name_counts[category] + name_counts[other] if name_counts else None,
+        )
+        for category in rates
+        for other in rates
+        if other != category and rates[other] > 0
+    }
+    return GroupRatios(names, sets, table, rates, reference, pairs)
 
 
 def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
@@ -248,25 +318,29 @@ def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str
 def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     """The adverse-impact rows from metrics.sql `impact_counts` (condition, attribute, rate_kind, scope, key, set_id,
     category, hits, n, unknown): per (condition, attribute, rate kind, scope, key) each category's rate and its ratio
-    to the highest rate with the interval and test of GroupRatios; q = Benjamini-Hochberg over the occupation rows
-    of a condition, attribute and rate kind (occupations, or an imported run's jobs, x categories)."""
-    rows = []
+    to the highest rate with the interval, test and four-fifths verdict of GroupRatios; q = Benjamini-Hochberg over
+    the overall rows of a condition, attribute and rate kind (its categories but the highest-rate one) and over its
+    occupation rows (occupations, or an imported run's jobs, x those categories)."""
+    rows, references = [], []
     for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
         ratios = group_ratios(group)
-        totals = ratios.wide.sum()
-        for category in ratios.wide["n"].columns:
+        references += [category == ratios.reference for category in ratios.categories]
+        for category in ratios.categories:
             interval, p_value = ratios.interval(category), ratios.p_below(category)
+            answers, unknown = ratios.answers(category)
             rows.append({"condition": condition, "attribute": attribute, "scope": scope, "key": key,
-                         "category": category, "rate_kind": rate_kind, "n": int(totals["n"][category]),
+                         "category": category, "rate_kind": rate_kind, "n": answers,
                          "rate": ratios.rates.get(category, math.nan), "impact_ratio": ratios.value(category),
                          "ci_low": interval[0] if interval else math.nan,
                          "ci_high": interval[1] if interval else math.nan,
                          "p_value": math.nan if p_value is None else p_value,
-                         "unknown": int(totals["unknown"][category])})  # fmt: skip
+                         "four_fifths_verdict": ratios.four_fifths_verdict(category),
+                         "unknown": unknown})  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
-    occupations = table[table["scope"].isin(PER_KEY_SCOPES) & table["p_value"].notna()]
-    for _, group in occupations.groupby(["condition", "attribute", "rate_kind"]):
+    # the highest-rate category's own test is always 1 (no category above it): it is no hypothesis of the family
+    tested = table[table["p_value"].notna() & ~pd.Series(references, index=table.index)]
+    for _, group in tested.groupby(["condition", "attribute", "rate_kind", tested["scope"].isin(PER_KEY_SCOPES)]):
         table.loc[group.index, "q_value"] = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[1]
     table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
     return table[IMPACT_COLUMNS]

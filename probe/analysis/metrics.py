@@ -39,7 +39,14 @@ from probe.analysis.metric_registry import (
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
-from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, rate, share_estimate
+from probe.analysis.statistics import (
+    MIN_PAIRS,
+    ShareEstimate,
+    pair_terms,
+    prepare_betting_intervals,
+    rate,
+    share_estimate,
+)
 from probe.analysis.workforce import workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
@@ -138,7 +145,12 @@ def metric_rows(
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
     pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
     frames = [overall_row(condition, group) for condition, group in pair_counts.groupby("condition", sort=True)]
-    frames.append(pd.DataFrame([_pooled_over_pairs(*group) for group in pooled_counts], columns=METRIC_COLUMNS))
+    pooled = [
+        (condition, scope, key, metric, share_estimate(hits, n, n))
+        for condition, scope, key, metric, hits, n in pooled_counts
+    ]
+    prepare_betting_intervals(estimate for *_, estimate in pooled)
+    frames.append(pd.DataFrame([_row(*row) for row in pooled], columns=METRIC_COLUMNS))
     frames.append(pairs.reindex(columns=METRIC_COLUMNS))
     if cells is not None and not cells.empty:
         frames.append(female_share_rows(cells))
@@ -146,13 +158,6 @@ def metric_rows(
     if not frames:  # a run recorded without items (stopped before its first stage was built)
         return pd.DataFrame(columns=METRIC_COLUMNS)
     return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
-
-
-def _pooled_over_pairs(
-    condition: str, scope: str, key: str, metric: str, hits: np.ndarray, n: np.ndarray
-) -> dict:
-    """One occupation- or category-scope row: the pooled share, its interval over the pairs behind it."""
-    return _row(condition, scope, key, metric, share_estimate(hits, n, n))
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:
@@ -187,10 +192,15 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
     columns = np.stack(pair_terms(hits, n, pooled))  # (numerator, denominator, sizes) x pairs x metrics
     terms = {metric: tuple(columns[:, :, index]) for index, metric in enumerate(metrics)}
-    rows = [_row(condition, "overall", "all", metric, share_estimate(*terms[metric])) for metric in metrics]
+    estimates: dict[str, ShareEstimate | DifferenceEstimate] = {
+        metric: share_estimate(*terms[metric]) for metric in metrics
+    }
     if condition == STAGE1_CONDITION:
-        difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])
-        rows.append(_row(condition, "overall", "all", "attr_yes_diff", difference))
+        estimates["attr_yes_diff"] = difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])
+        if difference.mapped is not None:
+            prepare_betting_intervals([difference.mapped])
+    prepare_betting_intervals(estimate for estimate in estimates.values() if isinstance(estimate, ShareEstimate))
+    rows = [_row(condition, "overall", "all", metric, estimate) for metric, estimate in estimates.items()]
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 
@@ -209,8 +219,10 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
                   "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
                  for pair in values.index]  # fmt: skip
         rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+        estimates = _occupation_estimates(group)
+        prepare_betting_intervals(estimates.values())
         rows += [_row(condition, "occupation", occupation, "female_share", estimate)
-                 for occupation, estimate in _occupation_estimates(group).items()]  # fmt: skip
+                 for occupation, estimate in estimates.items()]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 

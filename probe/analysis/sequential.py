@@ -18,11 +18,64 @@ for the running mean and variance, capped at MAX_STAKE of the admissible range).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 MAX_STAKE = 0.75  # fraction of the largest admissible bet (1/m up, 1/(1-m) down): never bet everything
 GRID = np.linspace(0.0, 1.0, 401)[1:-1]  # candidate means for confidence sequences (0.5 is on it)
 BISECTION_STEPS = 20  # refines an interval's ends from the grid's 0.0025 to ~2e-9
+COARSE = 20  # the grid is read at every 20th mean first, then at every mean only where the ends lie
+CHUNK = 2**18  # cells (rows x steps x candidate means) evaluated at once: 2 MB arrays stay in the cache
+
+
+@dataclass(frozen=True)
+class _Bets:
+    """A sample's observations and each step's running mean and variance: what every bet needs except the
+    candidate mean, computed once however many means are tried. (rows, steps) arrays."""
+
+    values: np.ndarray  # the observation, 0 where none
+    seen: np.ndarray
+    weights: np.ndarray
+    mean_hat: np.ndarray  # the running estimates before each step: priors mean 1/2, variance 1/4 (one pseudo-
+    var_hat: np.ndarray  # observation), then the observations so far
+
+
+def _bets(x: np.ndarray, weights: np.ndarray | None) -> _Bets:
+    """The running estimates of every step at once: cumulative sums in step order (the same additions, in the
+    same order, as one step after another)."""
+    seen = ~np.isnan(x)
+    values = np.where(seen, x, 0.0)
+    weights = np.ones_like(x) if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
+    total = np.cumsum(values, axis=1)
+    count = np.cumsum(seen, axis=1).astype(float)
+    updated_mean = (0.5 + total) / (count + 1)
+    squares = np.cumsum(np.where(seen, (values - updated_mean) ** 2, 0.0), axis=1)
+    before = np.zeros((x.shape[0], 1))
+    count_before = np.hstack([before, count[:, :-1]])
+    mean_hat = (0.5 + np.hstack([before, total[:, :-1]])) / (count_before + 1)
+    var_hat = (0.25 + np.hstack([before, squares[:, :-1]])) / (count_before + 1)
+    return _Bets(values, seen, weights, mean_hat, var_hat)
+
+
+def _log_capital(bets: _Bets, means: np.ndarray) -> np.ndarray:
+    """Log capital (rows, k) of the bets at candidate means (rows, k): every step and mean in one array, summed
+    over the steps in step order; rows in chunks of at most CHUNK cells."""
+    rows, steps = bets.values.shape
+    per_chunk = max(1, CHUNK // max(1, steps * means.shape[1]))
+    result = np.zeros((rows, means.shape[1]))
+    for first in range(0, rows if steps else 0, per_chunk):
+        part = slice(first, first + per_chunk)
+        m = means[part][:, None, :]
+        gap = bets.mean_hat[part][:, :, None] - m
+        stake = gap / (bets.var_hat[part][:, :, None] + gap**2)
+        np.clip(stake, -MAX_STAKE / (1 - m), MAX_STAKE / m, out=stake)
+        stake *= bets.weights[part][:, :, None] * (bets.values[part][:, :, None] - m)
+        growth = np.log1p(stake, out=stake)
+        if not bets.seen[part].all():
+            growth[~bets.seen[part]] = 0.0
+        result[part] = np.cumsum(growth, axis=1)[:, -1, :]  # in step order, as one step after another
+    return result
 
 
 def log_capital(x: np.ndarray, m: np.ndarray | float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -35,26 +88,9 @@ def log_capital(x: np.ndarray, m: np.ndarray | float, weights: np.ndarray | None
     pairs of unequal size, x the pair's rate and w its size over the largest - and stays positive.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    weights = np.ones_like(x) if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
     means = np.asarray(m, dtype=float)
-    means = means if means.ndim == 2 else np.atleast_1d(means)[None, :]  # (rows, k): a mean per row
-    rows = x.shape[0]
-    total, squares, count = np.zeros(rows), np.zeros(rows), np.zeros(rows)
-    log_capital_ = np.zeros((rows, means.shape[1]))
-    for step in range(x.shape[1]):
-        value = x[:, step]
-        seen = ~np.isnan(value)
-        mean_hat = (0.5 + total) / (count + 1)  # priors: mean 1/2, variance 1/4 (one pseudo-observation)
-        var_hat = (0.25 + squares) / (count + 1)
-        gap = mean_hat[:, None] - means
-        stake = np.clip(gap / (var_hat[:, None] + gap**2), -MAX_STAKE / (1 - means), MAX_STAKE / means)
-        centred = weights[:, step, None] * (np.where(seen, value, 0.0)[:, None] - means)
-        log_capital_ += np.where(seen[:, None], np.log1p(stake * centred), 0.0)
-        total = total + np.where(seen, value, 0.0)
-        count = count + seen
-        updated_mean = (0.5 + total) / (count + 1)
-        squares = np.where(seen, squares + (np.where(seen, value, 0.0) - updated_mean) ** 2, squares)
-    return log_capital_
+    means = means if means.ndim == 2 else np.broadcast_to(np.atleast_1d(means)[None, :], (len(x), means.size))
+    return _log_capital(_bets(x, weights), means)
 
 
 def log_e_values(x: np.ndarray) -> np.ndarray:
@@ -67,31 +103,63 @@ def confidence_sequence(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Anytime-valid (1 - alpha) interval for the mean of each row (alpha per row or one for all).
 
-    The means whose capital stays below 1/alpha, found on GRID and refined by bisection to BISECTION_STEPS
-    halvings from inside the set: so an interval excludes 0.5 exactly when the e-value of 0.5 reaches
-    1/alpha. NaN bounds for a row with no observation.
+    The means whose capital stays below 1/alpha: the first and last kept means of GRID (`_kept_ends`), refined by
+    bisection to BISECTION_STEPS halvings from inside the set: so an interval excludes 0.5 exactly when the
+    e-value of 0.5 reaches 1/alpha. NaN bounds for a row with no observation.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
+    bets = _bets(x, weights)
     thresholds = np.log(1 / np.broadcast_to(np.asarray(alpha, dtype=float), (len(x),)))
-    kept = log_capital(x, GRID, weights) < thresholds[:, None]
-    usable = kept.any(axis=1) & ~np.isnan(x).all(axis=1)
-    first = np.argmax(kept, axis=1)
-    last = len(GRID) - 1 - np.argmax(kept[:, ::-1], axis=1)
+    first, last, usable = _kept_ends(bets, thresholds)
+    usable &= ~np.isnan(x).all(axis=1)
     edges = np.concatenate([[0.0], GRID, [1.0]])  # the rejected neighbours of the first and last kept means
-    low = _boundary(x, weights, thresholds, inside=GRID[first], outside=edges[first])
-    high = _boundary(x, weights, thresholds, inside=GRID[last], outside=edges[last + 2])
-    return np.where(usable, low, np.nan), np.where(usable, high, np.nan)
-
-
-def _boundary(
-    x: np.ndarray, weights: np.ndarray | None, thresholds: np.ndarray, inside: np.ndarray, outside: np.ndarray
-) -> np.ndarray:
-    """Bisection per row between a kept mean and a rejected one; returns the kept end."""
-    for _ in range(BISECTION_STEPS):
+    inside = np.stack([GRID[first], GRID[last]], axis=1)
+    outside = np.stack([edges[first], edges[last + 2]], axis=1)
+    for _ in range(BISECTION_STEPS):  # both ends of every row at once
         middle = (inside + outside) / 2
-        kept = log_capital(x, middle[:, None], weights)[:, 0] < thresholds
+        kept = _log_capital(bets, middle) < thresholds[:, None]
         inside, outside = np.where(kept, middle, inside), np.where(kept, outside, middle)
-    return inside
+    return np.where(usable, inside[:, 0], np.nan), np.where(usable, inside[:, 1], np.nan)
+
+
+def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row the indices of the first and last GRID means whose capital stays below the threshold, and whether
+    any does.
+
+    The kept means form one interval around the running mean (the capital grows away from it on either side;
+    tests/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th mean, then
+    at every mean of the coarse steps where the ends lie: about 60 means instead of 399. Where no coarse mean is
+    kept (an interval narrower than a coarse step) the interval lies within a step beside the coarse mean of least
+    capital: both steps are read; where none of those is kept either, the whole grid.
+    """
+    rows, last_index = len(thresholds), len(GRID) - 1
+    coarse = np.unique(np.append(np.arange(0, len(GRID), COARSE), last_index))
+    capital = _log_capital(bets, np.broadcast_to(GRID[coarse], (rows, len(coarse))))
+    kept = capital < thresholds[:, None]
+    found = kept.any(axis=1)
+    # the fine means from the coarse mean before the first kept one to it, and from the last kept one to the next
+    steps = np.arange(COARSE + 1)
+    least = coarse[np.argmin(capital, axis=1)]
+    low_start = np.where(found, coarse[np.argmax(kept, axis=1)] - COARSE, least - COARSE)
+    high_start = np.where(found, coarse[len(coarse) - 1 - np.argmax(kept[:, ::-1], axis=1)], least)
+    candidates = np.clip(np.hstack([low_start[:, None] + steps, high_start[:, None] + steps]), 0, last_index)
+    fine = _log_capital(bets, GRID[candidates]) < thresholds[:, None]
+    first = candidates[np.arange(rows), np.argmax(fine, axis=1)]
+    last = candidates[np.arange(rows), candidates.shape[1] - 1 - np.argmax(fine[:, ::-1], axis=1)]
+    found |= fine.any(axis=1)
+    missing = np.flatnonzero(~found)
+    if len(missing):
+        whole = _log_capital(_rows(bets, missing), np.broadcast_to(GRID, (len(missing), len(GRID))))
+        whole_kept = whole < thresholds[missing, None]
+        found[missing] = whole_kept.any(axis=1)
+        first[missing] = np.argmax(whole_kept, axis=1)
+        last[missing] = last_index - np.argmax(whole_kept[:, ::-1], axis=1)
+    return first, last, found
+
+
+def _rows(bets: _Bets, rows: np.ndarray) -> _Bets:
+    """The bets of some rows."""
+    return _Bets(*(getattr(bets, name)[rows] for name in ("values", "seen", "weights", "mean_hat", "var_hat")))
 
 
 def e_bh(log_e: np.ndarray, alpha: float) -> np.ndarray:
@@ -109,9 +177,20 @@ def e_bh(log_e: np.ndarray, alpha: float) -> np.ndarray:
     return log_e >= np.log(count / (alpha * k))
 
 
-def mean_interval(values: np.ndarray, weights: np.ndarray, alpha: float) -> tuple[float, float]:
-    """(1 - alpha) betting interval of the weighted mean of one sample of pairs (values in [0, 1], weights in
-    (0, 1]): the confidence sequence at its last step, used as a fixed-sample interval (valid, conservative)."""
-    x, w = np.atleast_2d(values), np.atleast_2d(weights)
+def mean_intervals(samples: list[tuple[np.ndarray, np.ndarray]], alpha: float) -> list[tuple[float, float]]:
+    """(1 - alpha) betting intervals of the weighted means of several samples of pairs (values in [0, 1], weights
+    in (0, 1]) in one vectorised pass: each the confidence sequence at its last step, used as a fixed-sample
+    interval (valid, conservative). A shorter sample's missing steps are NaN, which bet nothing."""
+    if not samples:
+        return []
+    steps = max(len(values) for values, _ in samples)
+    x, w = np.full((len(samples), steps), np.nan), np.ones((len(samples), steps))
+    for row, (values, weights) in enumerate(samples):
+        x[row, : len(values)], w[row, : len(weights)] = values, weights
     low, high = confidence_sequence(x, alpha, w)
-    return float(low[0]), float(high[0])
+    return [(float(a), float(b)) for a, b in zip(low, high, strict=True)]
+
+
+def mean_interval(values: np.ndarray, weights: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The betting interval of one sample (`mean_intervals`)."""
+    return mean_intervals([(np.asarray(values, dtype=float), np.asarray(weights, dtype=float))], alpha)[0]

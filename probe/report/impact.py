@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.impact import FOUR_FIFTHS, IMPACT_COLUMNS, IMPACT_METHOD, PER_KEY_SCOPES
+from probe.analysis.impact import AT_OR_ABOVE, BELOW, IMPACT_COLUMNS, IMPACT_METHOD, PER_KEY_SCOPES
 from probe.common.vocabulary import CONDITIONS, DECISIONS_CONDITION, RATE_KINDS, SEX_ATTRIBUTE
 from probe.report.data import order_index, records
 from probe.report.formatting import MISSING, fmt_num, p_phrase
@@ -50,7 +50,8 @@ RATES_TEXT = {
                   "scored", "sets (each a decision over its people), two-way with recurring names", "job"),
 }  # fmt: skip
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
-COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths", "reference")
+COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths",
+                    "four_fifths_verdict", "reference")
 
 
 def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
@@ -94,21 +95,18 @@ def category_noun(attribute: str, category: str, people: str = "names") -> str:
 
 
 def finding(row: Mapping[str, Any]) -> str | None:
-    """One sentence for a category whose ratio's test rejects (overall: p < 0.05; an occupation: q < 0.05 over
-    occupations x categories), else None: "taxonomy: women were called qualified at 0.72 the rate of men [0.61,
-    0.85]: below four-fifths, p = 0.003"."""
+    """One sentence for a category whose ratio's test rejects after Benjamini-Hochberg (q < 0.05: overall over the
+    categories of its condition, attribute and rate kind; an occupation over occupations x categories), else None:
+    "taxonomy: women were called qualified at 0.72 the rate of men [0.61, 0.85]: below four-fifths, q = 0.003". The
+    four-fifths words are the stored verdict of the interval."""
     occupation = row["scope"] in PER_KEY_SCOPES
-    decisive = row["q_value"] if occupation else row["p_value"]
+    decisive = row["q_value"]
     if decisive is None or pd.isna(decisive) or not decisive < SIGNIFICANCE or row["reference"] is None:
         return None
-    if row["ci_high"] < FOUR_FIFTHS:
-        verdict = "below four-fifths"
-    elif row["ci_low"] > FOUR_FIFTHS:
-        verdict = "lower, but above four-fifths"
-    else:
-        verdict = "lower; four-fifths neither shown nor ruled out"
+    verdict = {BELOW: "below four-fifths", AT_OR_ABOVE: "lower, but not below four-fifths"}.get(
+        row.get("four_fifths_verdict"), "lower; four-fifths neither shown nor ruled out")
     where = f" for {row['key']}" if occupation else ""
-    test = p_phrase(row["q_value"], "q") if occupation else p_phrase(row["p_value"])
+    test = p_phrase(row["q_value"], "q")
     interval = f"[{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]"
     decided = row["condition"] == DECISIONS_CONDITION
     phrases, people = (DECISION_RATE_PHRASES, "people") if decided else (RATE_PHRASES, "names")

@@ -171,7 +171,7 @@ CREATE TABLE IF NOT EXISTS workforce_occupations (
 CREATE TABLE IF NOT EXISTS adverse_impact (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, scope VARCHAR, key VARCHAR, category VARCHAR,
     rate_kind VARCHAR, n BIGINT, rate DOUBLE, impact_ratio DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE,
-    q_value DOUBLE, four_fifths BOOLEAN, unknown BIGINT
+    q_value DOUBLE, four_fifths BOOLEAN, four_fifths_verdict VARCHAR, unknown BIGINT
 );
 -- Findings per contrast of two categories (probe/analysis/contrasts.py; DESIGN.md section 11), for runs over name sets:
 -- per condition, attribute (or the intersection) and pair of its categories each metric (preference = share of picks
@@ -188,6 +188,8 @@ CREATE TABLE IF NOT EXISTS category_metrics (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category VARCHAR, metric VARCHAR, estimate DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, rank INTEGER, method VARCHAR
 );
+-- Databases analysed before issue 48: the four-fifths verdict read from the interval (NULL until re-analysed).
+ALTER TABLE adverse_impact ADD COLUMN IF NOT EXISTS four_fifths_verdict VARCHAR;
 CREATE TABLE IF NOT EXISTS regression (
     run_id VARCHAR, condition VARCHAR, term VARCHAR, coef DOUBLE, std_err DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, odds_ratio DOUBLE, n BIGINT, n_clusters BIGINT,

@@ -111,7 +111,8 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                           "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
         details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
                                            "ci90": _bounds(shown90[category]),
-                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted))}
+                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted)),
+                                           "four_fifths_verdict": ratios.four_fifths_verdict(category)}
     p_fail = min(row["p_below"] for row in rows.values())
     passing = all(row["ci90"][0] > limit for row in rows.values())
     failing = [c for c, row in rows.items() if row["ci_adjusted"][1] < limit]
@@ -129,7 +130,7 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
         sentence += (f"; {needed.note}" if needed.pairs is None else
                      f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
     return Verdict(gate, verdict, sentence, row["ratio"], row["ci90"], row["ci_adjusted"], (limit, math.inf), p_fail,
-                   pairs=sets, instances=int(ratios.wide["n"][shown].sum()), method=METHOD, needed=needed,
+                   pairs=sets, instances=ratios.answers(shown)[0], method=METHOD, needed=needed,
                    details=details)  # fmt: skip
 
 
