@@ -171,9 +171,9 @@ def test_the_report_of_a_run_over_sets_states_the_planted_findings_by_group(plan
     assert markdown.startswith("# Bias audit by sex and race_ethnicity of ")
     assert sentences[-2:] == [  # the overall adverse-impact findings close it (per occupation: the section)
         "taxonomy: Black names won the single-subject question at 0.82 the rate of White names [0.72, 0.92]: lower; "
-        "four-fifths neither shown nor ruled out, p = 0.003",
-        "taxonomy: Black men won the single-subject question at 0.76 the rate of White men [0.62, 0.94]: lower; "
-        "four-fifths neither shown nor ruled out, p = 0.008",
+        "four-fifths neither shown nor ruled out, q = 0.003",
+        "taxonomy: Black men won the single-subject question at 0.76 the rate of White men [0.65, 0.94]: lower; "
+        "four-fifths neither shown nor ruled out, q = 0.023",
     ]
     assert [entry["attribute"] for entry in document["ranking"]] == ["sex", "race_ethnicity", "sex x race_ethnicity"]
     assert document["bottom_line"]["pairs"] is None and "Names (woman / man)" not in markdown

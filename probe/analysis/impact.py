@@ -303,8 +303,9 @@ def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str
     """Per category, where its names recur across sets: the variance of its rate between names beyond that between
     single answers (set x name cells), never below 0, and how many names it has; empty without names. A name that
     never recurs adds nothing (its cluster is its answer)."""
-    named = counts[counts["name"].notna()] if "name" in counts else counts.iloc[:0]
-    named = named[named["category"].isin(list(rates))]
+    if "name" not in counts:
+        return {}, {}
+    named = counts[counts["name"].notna() & counts["category"].isin(list(rates))]
     if named.empty or not named.duplicated(["category", "name"]).any():
         return {}, {}
     totals = named.groupby("category")["n"].sum()

@@ -109,7 +109,7 @@ def _attribute_rows(attribute: str, rate_kind: str, counts: pd.DataFrame, people
     every = group_ratios(counts)
     ratios = group_ratios(counts[~counts["category"].isin(excluded)])
     rows = []
-    for category in every.wide["n"].columns:
+    for category in every.categories:
         interval = None if category in excluded else ratios.interval(category)
         p_value = None if category in excluded else ratios.p_below(category)
         rows.append({"attribute": attribute, "category": category, "applicants": int(applicants.get(category, 0)),
@@ -117,7 +117,7 @@ def _attribute_rows(attribute: str, rate_kind: str, counts: pd.DataFrame, people
                      "impact_ratio": math.nan if category in excluded else ratios.value(category),
                      "ci_low": interval[0] if interval else math.nan, "ci_high": interval[1] if interval else math.nan,
                      "p_value": math.nan if p_value is None else p_value, "excluded_under_2pct": category in excluded,
-                     "unknown": int(every.wide["unknown"][category].sum())})  # fmt: skip
+                     "unknown": every.answers(category)[1]})  # fmt: skip
     unknown = people[people["category"].isna()]
     if not unknown.empty:
         rows.append({"attribute": attribute, "category": UNKNOWN, "applicants": int(unknown["person_id"].nunique()),
