@@ -119,13 +119,17 @@ def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.Data
     return sets[sets["set_id"].isin(chosen)].reset_index(drop=True)
 
 
+def rounds(categories: int) -> int:
+    """The rounds of the rotation's round-robin over `categories`: each pair of categories meets once in them."""
+    return categories - 1 if categories % 2 == 0 else categories
+
+
 def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
     """Round `index` (mod the number of rounds) of a round-robin over `categories` by the circle method: K/2
     contests in which every category plays once (odd K: one sits out); over K - 1 rounds (K for odd K) every pair
     of categories meets exactly once."""
     circle: list[str | None] = list(categories) + ([None] if len(categories) % 2 else [])
-    rounds = len(circle) - 1
-    turn = index % rounds
+    turn = index % rounds(len(categories))
     moving = circle[1:]
     arranged = [circle[0], *moving[turn:], *moving[:turn]]
     half = len(arranged) // 2
