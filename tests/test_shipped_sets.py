@@ -127,9 +127,9 @@ def test_a_quick_run_on_the_shipped_sets_fails_four_fifths_for_race_and_the_inte
         "(Bonferroni over its 7 ratios), an impact_ratio gate 12 to fail and 6 to pass.")
     contrasts = tests[f"pairwise contrasts ({JOINT})"]
     assert (contrasts["units"], contrasts["testable"], contrasts["sentence"]) == (1, False, (
-        "Not testable at this size: each of the 28 pairs of categories is asked in 1 to 2 of the 12 name sets; a "
-        "contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it asks each pair "
-        "once every 7 sets)."))
+        "Not testable at this size: each of the 28 pairs of categories is asked in 1 to 2 of the 12 name sets' "
+        "contests; a contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it asks "
+        "each pair once every 7 sets)."))
 
 
 def test_seven_sets_cannot_fail_the_intersection_and_the_plan_says_how_many_sets_would(

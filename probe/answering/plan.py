@@ -77,7 +77,8 @@ def plan(config: RunConfig) -> Plan:
         prompt_format = backend_info(config.backend).preview_format
         stage1 = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
         stage2 = stage2_items(selection.pairs, selection.attributes, half_granted(stage1), config.conditions,
-                              prompt_format, selection.wordings)  # fmt: skip
+                              prompt_format, selection.wordings, questions=selection.questions,
+                              people=selection.people)  # fmt: skip
         answered = _answered(con, config.run_id) if existing and config.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         rates, source = _rates(con, config) if existing else (None, "")

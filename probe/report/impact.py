@@ -22,6 +22,7 @@ RATE_PHRASES = {
     "selection": "called qualified",
     "contest": "won the single-subject question",
     "scoring": "scored above the median P(yes)",
+    "ranking": "picked as the most qualified of their name set",
 }
 CATEGORY_NOUNS = {"female": "women", "male": "men"}  # the default pairs' categories, as a sentence names them
 MEANING = (

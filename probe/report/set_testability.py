@@ -46,13 +46,14 @@ def set_testability(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
         fewest = min(asked.values()) if len(asked) == pairs else 0
         most = max(asked.values(), default=0)
         spread = f"{fewest}" if fewest == most else f"{fewest} to {most}"
-        sentence = (f"each of the {pairs} pairs of categories is asked in {spread} of the {sets} name sets; a "
-                    f"contrast needs {MIN_PAIRS} sets for an interval")
+        which = "the pair of categories is" if pairs == 1 else f"each of the {pairs} pairs of categories is"
+        sentence = (f"{which} asked in {spread} of the {sets} name sets' contests; a contrast needs {MIN_PAIRS} sets "
+                    "for an interval")
         if count == rotated and count > 2:
             sentence += (f", which the rotation gives every pair from {contrast_sets(count)} sets (it asks each pair "
                          f"once every {rounds(count)} sets)")
-        tests.append({"test": f"pairwise contrasts ({attribute}): each pair of categories over the name sets that "
-                              "ask it", "units": fewest, "min_p_value": binomial_min_p(fewest), "mde": None,
+        tests.append({"test": f"pairwise contrasts ({attribute}): each pair of categories over the name sets whose "
+                              "contests ask it", "units": fewest, "min_p_value": binomial_min_p(fewest), "mde": None,
                       "testable": fewest >= MIN_PAIRS,
                       "sentence": (f"Testable: {sentence}." if fewest >= MIN_PAIRS else
                                    f"{NOT_TESTABLE.capitalize()}: {sentence}.")})

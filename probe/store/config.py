@@ -19,7 +19,7 @@ from pathlib import Path
 
 from probe.common.errors import UserError
 from probe.common.redact import safe_url
-from probe.common.vocabulary import CONDITIONS, PAPER_WORDING, WORDINGS
+from probe.common.vocabulary import CONDITIONS, PAIR_QUESTIONS, PAPER_WORDING, QUESTION_DESIGNS, WORDINGS
 from probe.store.db import DEFAULT_DB
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
@@ -36,6 +36,8 @@ class RunConfig:
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrases asked (prompts/wordings/): all, the first N, or ids
+    # stage 2's questions (QUESTION_DESIGNS): None = the two-person questions alone, as before --questions existed
+    questions: tuple[str, ...] | None = None
     backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
     model: str | None = None
     base_url: str | None = None
@@ -163,6 +165,21 @@ def _parse_wordings(value: object) -> tuple[str, ...]:
     return tuple(name for name in WORDINGS if name in names)
 
 
+def _parse_questions(value: object) -> tuple[str, ...] | None:
+    """`pairs`, `kway` or both (`pairs,kway`), in QUESTION_DESIGNS' order; the pair questions alone are None (the
+    default), so a run started before --questions existed resumes with it left out."""
+    if value is None:
+        return None
+    names = _split(value) if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"expected one or more of {', '.join(QUESTION_DESIGNS)}")
+    unknown = [name for name in names if name not in QUESTION_DESIGNS]
+    if unknown:
+        raise ValueError(f"unknown questions {unknown[0]!r} (choose from {', '.join(QUESTION_DESIGNS)})")
+    chosen = tuple(name for name in QUESTION_DESIGNS if name in names)
+    return None if chosen == (PAIR_QUESTIONS,) else chosen
+
+
 def _parse_top_k(value: object) -> int:
     number = _parse_simple("int", value)
     if number < 1:
@@ -261,6 +278,7 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "pairs": _parse_pairs,
     "conditions": _parse_conditions,
     "wordings": _parse_wordings,
+    "questions": _parse_questions,
     "top_k": _parse_top_k,
     "run_id": _parse_run_id,
     "study": _parse_run_id,

@@ -156,3 +156,20 @@ def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                     mapping.append((pair_id, set_id, slot, JOINT.join(attributes), category))
     return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
             pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip
+
+
+def set_people(pairs: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:
+    """set_id, name, category, pair_id, slot: every person of the contests (pairs and their map, as `contests`
+    gives them or a run stored them) with the category that names them whole (the intersection, or the file's one
+    attribute) and the contest that asked stage 1 about them, sorted by set and category. With an odd number of
+    categories the person who sits out a set's round is not among them."""
+    if mapping.empty:
+        return pd.DataFrame(columns=["set_id", "name", "category", "pair_id", "slot"])
+    whole = max(sorted(set(mapping["attribute"])), key=lambda attribute: (
+        mapping.loc[mapping["attribute"] == attribute, "category"].nunique(), JOINT in attribute))
+    slots = mapping[mapping["attribute"] == whole].merge(pairs, on="pair_id")
+    names = slots["female"].where(slots["slot"] == SUBJECTS[0], slots["male"])
+    people = pd.DataFrame({"set_id": slots["set_id"], "name": names, "category": slots["category"],
+                           "pair_id": slots["pair_id"], "slot": slots["slot"]})
+    return people.sort_values(["set_id", "category"], kind="stable").reset_index(drop=True)
+

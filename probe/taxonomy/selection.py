@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
-from probe.common.vocabulary import PAPER_WORDING
+from probe.common.errors import UserError
+from probe.common.vocabulary import KWAY, PAIR_QUESTIONS, PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
-from probe.taxonomy.name_sets import CONTEST_COLUMNS, contests, is_name_sets_file, read_name_sets, select_sets
+from probe.taxonomy.name_sets import (
+    CONTEST_COLUMNS,
+    contests,
+    is_name_sets_file,
+    read_name_sets,
+    select_sets,
+    set_people,
+)
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
 
 
@@ -24,6 +32,9 @@ class Selection:
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrase ids (prompts/wordings/), in the order asked
     # with name sets: each contest's set and its two people's categories (name_sets.CONTEST_COLUMNS); else None
     contests: pd.DataFrame | None = None
+    questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (RunConfig.questions)
+    # with the K-way choice: every set's people (set_id, name, category; name_sets.set_people); else None
+    people: pd.DataFrame | None = None
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -34,9 +45,28 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     if config.names is not None and is_name_sets_file(Path(config.names)):
         sets = select_sets(read_name_sets(con, Path(config.names)), config.pairs)
         pairs, mapping = contests(sets)
-        return Selection(pairs, attributes, config.wordings, mapping)
+        return _with_questions(Selection(pairs, attributes, config.wordings, mapping), config)
     pairs = select_name_pairs(con, config.pairs, config.names)
-    return Selection(pairs, attributes, config.wordings)
+    return _with_questions(Selection(pairs, attributes, config.wordings), config)
+
+
+def _with_questions(selection: Selection, config: RunConfig) -> Selection:
+    """The selection with the questions the config asks; the K-way choice with each set's people, or a one-line
+    error where the run cannot ask it (no name sets, an odd number of categories, a wording besides the paper's)."""
+    questions = config.questions or (PAIR_QUESTIONS,)
+    if KWAY not in questions:
+        return replace(selection, questions=questions)
+    if selection.contests is None:
+        raise UserError("--questions kway: the K-way choice asks the people of a name set; give --names a name-sets "
+                        "file (set_id, name and one column per attribute, e.g. taxonomy/name_sets.csv)")
+    if selection.wordings != (PAPER_WORDING,):
+        raise UserError("--questions kway: the K-way choice is asked in the paper's wording only; leave --wordings out")
+    people = set_people(selection.pairs, selection.contests)
+    categories = people["category"].nunique()
+    if people.groupby("set_id").size().min() < categories:
+        raise UserError(f"--questions kway: {categories} categories are an odd number: one person of each set sits "
+                        "out its contests and would have no stage-1 answers; add or drop a category")
+    return replace(selection, questions=questions, people=people)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -53,4 +83,4 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
         f"SELECT {', '.join(CONTEST_COLUMNS)} FROM run_contests WHERE run_id = ? ORDER BY pair_id, slot, attribute",
         [config.run_id],
     ).df()
-    return Selection(pairs, attributes, config.wordings, None if mapping.empty else mapping)
+    return _with_questions(Selection(pairs, attributes, config.wordings, None if mapping.empty else mapping), config)
