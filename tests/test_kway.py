@@ -159,5 +159,5 @@ def test_questions_parse_and_the_default_is_unchanged() -> None:
     assert load_config({"questions": "kway,pairs"}).questions == ("pairs", "kway")
     assert load_config({"questions": "pairs"}).questions is None  # the default, as a run stored before it existed
     assert load_config({}).questions is None
-    with pytest.raises(UserError, match=r"--questions: unknown questions 'ranked' \(choose from pairs, kway\)"):
+    with pytest.raises(UserError, match=r"--questions: unknown question 'ranked' \(choose from pairs, kway\)"):
         load_config({"questions": "ranked"})

@@ -15,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from probe.common.errors import UserError
@@ -36,8 +37,7 @@ class RunConfig:
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrases asked (prompts/wordings/): all, the first N, or ids
-    # stage 2's questions (QUESTION_DESIGNS): None = the two-person questions alone, as before --questions existed
-    questions: tuple[str, ...] | None = None
+    questions: tuple[str, ...] | None = None  # stage 2 (QUESTION_DESIGNS); None: the pair questions alone
     backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
     model: str | None = None
     base_url: str | None = None
@@ -108,9 +108,7 @@ def _parse_pairs(value: object) -> int | tuple[int, ...] | None:
             numbers = [int(part) for part in parts]
         except ValueError:
             raise ValueError(f"{value!r} is not a number or a comma list of pair ids") from None
-    elif isinstance(value, list | tuple) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
+    elif isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         numbers, single = list(value), False
     else:
         raise ValueError("expected a number of pairs or a list of pair ids")
@@ -132,14 +130,19 @@ def _parse_occupations(value: object, base_dir: Path | None = None) -> tuple[str
     return tuple(_split(value))
 
 
-def _parse_conditions(value: object) -> tuple[str, ...]:
+def _parse_choices(value: object, known: tuple[str, ...], noun: str, default: object = None) -> tuple[str, ...] | None:
+    """A list (or comma list) of `known` ids (conditions, questions); None for None or the `default` choice (the
+    pair questions alone: so a run started before --questions existed resumes)."""
+    if value is None:
+        return None
     names = _split(value) if isinstance(value, str) else value
     if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"expected a list of conditions from {', '.join(CONDITIONS)}")
-    unknown = [name for name in names if name not in CONDITIONS]
+        raise ValueError(f"expected a list of {noun}s from {', '.join(known)}")
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ValueError(f"unknown condition {unknown[0]!r} (choose from {', '.join(CONDITIONS)})")
-    return tuple(name for name in CONDITIONS if name in names)  # canonical order, no repeats
+        raise ValueError(f"unknown {noun} {unknown[0]!r} (choose from {', '.join(known)})")
+    chosen = tuple(name for name in known if name in names)  # canonical order, no repeats
+    return None if chosen == default else chosen
 
 
 def _parse_wordings(value: object) -> tuple[str, ...]:
@@ -163,21 +166,6 @@ def _parse_wordings(value: object) -> tuple[str, ...]:
     if repeated is not None:  # "paper,paper" is more likely a slip for another id than a wish for one wording
         raise ValueError(f"wording {repeated!r} is listed twice")
     return tuple(name for name in WORDINGS if name in names)
-
-
-def _parse_questions(value: object) -> tuple[str, ...] | None:
-    """`pairs`, `kway` or both (`pairs,kway`), in QUESTION_DESIGNS' order; the pair questions alone are None (the
-    default), so a run started before --questions existed resumes with it left out."""
-    if value is None:
-        return None
-    names = _split(value) if isinstance(value, str) else value
-    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"expected one or more of {', '.join(QUESTION_DESIGNS)}")
-    unknown = [name for name in names if name not in QUESTION_DESIGNS]
-    if unknown:
-        raise ValueError(f"unknown questions {unknown[0]!r} (choose from {', '.join(QUESTION_DESIGNS)})")
-    chosen = tuple(name for name in QUESTION_DESIGNS if name in names)
-    return None if chosen == (PAIR_QUESTIONS,) else chosen
 
 
 def _parse_top_k(value: object) -> int:
@@ -276,9 +264,9 @@ def _parse_simple(annotation: str, value: object):
 _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "preset": _parse_preset,
     "pairs": _parse_pairs,
-    "conditions": _parse_conditions,
+    "conditions": partial(_parse_choices, known=CONDITIONS, noun="condition"),
     "wordings": _parse_wordings,
-    "questions": _parse_questions,
+    "questions": partial(_parse_choices, known=QUESTION_DESIGNS, noun="question", default=(PAIR_QUESTIONS,)),
     "top_k": _parse_top_k,
     "run_id": _parse_run_id,
     "study": _parse_run_id,
@@ -402,10 +390,8 @@ def load_config(
 
     `stored`: the resumed run's settings (probe.answering.runs.stored_settings), so `--run-id` alone is enough.
     """
-    given = _parse_settings(
-        {name: value for name, value in cli.items() if value is not None},
-        lambda name: "--" + name.replace("_", "-"),
-    )
+    given = _parse_settings({name: value for name, value in cli.items() if value is not None},
+                            lambda name: "--" + name.replace("_", "-"))
     from_file = read_toml(config_file) if config_file else {}
     known = {name: value for name, value in (stored or {}).items() if name in _FIELDS}  # older records
     resumed = _parse_settings(known, lambda name: f"the stored run's {name}")
