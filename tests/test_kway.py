@@ -12,12 +12,14 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from test_bad_input import assert_refused
 from test_name_sets import sets_file
 from tiny_models import build_causal_model
 
 from probe import pipeline
 from probe.answering.plan import plan
 from probe.common.errors import UserError
+from probe.dataset import prompts
 from probe.dataset.kway import latin_orders
 from probe.store.config import RunConfig, load_config
 from probe.taxonomy.name_sets import contests, read_name_sets, set_people
@@ -161,3 +163,16 @@ def test_questions_parse_and_the_default_is_unchanged() -> None:
     assert load_config({}).questions is None
     with pytest.raises(UserError, match=r"--questions: unknown question 'ranked' \(choose from pairs, kway\)"):
         load_config({"questions": "ranked"})
+
+
+def test_a_broken_k_way_template_is_refused_before_the_run_writes_anything(
+    broken_prompts: Path, db_file: Path, tmp_path: Path
+) -> None:
+    names = sets_file(tmp_path / "sets.csv")
+    answers = unknown_answers(tmp_path / "answers.csv", backend="replay", names=str(names), db=str(db_file),
+                              **KWAY_SETTINGS)
+    (broken_prompts / "chat" / "kway.j2").write_text("{{ undefined_variable }}")
+    prompts._environment.cache_clear()  # the answers file was made with the template as shipped
+    assert_refused(db_file, ["run", "--backend", "replay", "--answers", str(answers), "--names", str(names),
+                             "--questions", "kway", "--occupations", "nurse", "--top-k", "1", "--db", str(db_file),
+                             "--quiet"], "prompts/chat/kway.j2: 'undefined_variable' is undefined")
