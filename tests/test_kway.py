@@ -15,15 +15,17 @@ import pytest
 from test_bad_input import assert_refused
 from test_name_sets import sets_file
 from tiny_models import build_causal_model
+from typer.testing import CliRunner
 
 from probe import pipeline
 from probe.answering.plan import plan
+from probe.cli import app
 from probe.common.errors import UserError
 from probe.dataset import prompts
 from probe.dataset.kway import latin_orders
 from probe.store.config import RunConfig, load_config
 from probe.taxonomy.name_sets import contests, read_name_sets, set_people
-from tests.support import FakeBackend, query, unknown_answers
+from tests.support import FakeBackend, assert_one_line_error, query, unknown_answers
 
 JOINT_CATEGORIES = ("female x Black", "female x White", "male x Black", "male x White")
 KWAY_SETTINGS = dict(occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy", "baseline"), quiet=True,
@@ -176,3 +178,11 @@ def test_a_broken_k_way_template_is_refused_before_the_run_writes_anything(
     assert_refused(db_file, ["run", "--backend", "replay", "--answers", str(answers), "--names", str(names),
                              "--questions", "kway", "--occupations", "nurse", "--top-k", "1", "--db", str(db_file),
                              "--quiet"], "prompts/chat/kway.j2: 'undefined_variable' is undefined")
+
+
+@pytest.mark.parametrize("tool", ["lm-eval", "inspect"])
+def test_a_k_way_run_is_not_exported_as_a_task(db_file: Path, tmp_path: Path, tool: str) -> None:
+    run_id = planted_kway_run(db_file, tmp_path, "first")
+    result = CliRunner().invoke(app, ["export", run_id, "--format", tool, "-o", str(tmp_path / "task"), "--db",
+                                      str(db_file)])
+    assert_one_line_error(result.exit_code, result.output, f"run {run_id}: it asked the K-way choice")
