@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from probe.common.vocabulary import KWAY, PAIR_QUESTIONS, PAPER_WORDING
+from probe.common.vocabulary import PAIR_QUESTIONS, PAPER_WORDING
 from probe.dataset.items import KEY_FIELDS, Item, item_id
 from probe.dataset.kway import build_kway
 from probe.dataset.prompts import render_prompt
@@ -62,8 +62,8 @@ def stage2_items(
     people: pd.DataFrame | None = None,
 ) -> list[Item]:
     """Stage 2 in every wording, each built from the attributes stage 1 granted in that wording: the two-person
-    questions where `questions` has them, then the K-way choice over `people` (name_sets.set_people; the paper's
-    wording alone) where it has that."""
+    questions where `questions` has them, then the K-way choice over `people` where given (a selection has them
+    when it asks the K-way choice: name_sets.set_people; the paper's wording alone)."""
     by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in wordings}
     for *key, wording in granted:
         if wording in by_wording:
@@ -75,6 +75,6 @@ def stage2_items(
             build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format), prompt_format, wording
         )
     ]
-    if KWAY in questions and people is not None:
+    if people is not None:
         items += build_kway(people, attributes, by_wording.get(PAPER_WORDING, set()), conditions, prompt_format)
     return items

@@ -33,7 +33,7 @@ class Selection:
     # with name sets: each contest's set and its two people's categories (name_sets.CONTEST_COLUMNS); else None
     contests: pd.DataFrame | None = None
     questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (RunConfig.questions)
-    # with the K-way choice: every set's people (set_id, name, category; name_sets.set_people); else None
+    # with the K-way choice: every set's people (name_sets.set_people: set_id, name, category, contest); else None
     people: pd.DataFrame | None = None
 
 
