@@ -8,6 +8,8 @@ import duckdb
 import pytest
 
 from probe import pipeline
+from probe.common.resources import resource_dir
+from probe.dataset import prompts
 from probe.scanning import rounds
 from probe.store import db
 from tests.support import ONET_RELEASE, FakeBackend
@@ -62,3 +64,16 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
     connection.execute(db.SCHEMA)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def broken_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of prompts/ that the renderer reads instead of the shipped one (caches cleared around it)."""
+    copy = tmp_path / "prompts"
+    shutil.copytree(resource_dir("prompts"), copy)
+    monkeypatch.setattr(prompts, "resource_dir", lambda name: copy)
+    prompts._environment.cache_clear()
+    prompts.attribute_sentence.cache_clear()
+    yield copy
+    prompts._environment.cache_clear()
+    prompts.attribute_sentence.cache_clear()

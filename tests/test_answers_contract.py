@@ -11,6 +11,7 @@ import pytest
 from probe import pipeline
 from probe.backends.base import Query, Reply, answer_space, contract_error, decide_by_score, score_reply
 from probe.common.errors import RunFailed
+from probe.dataset.questions import Option
 from probe.dataset.stages import build_as_if_all_granted
 from probe.store.config import RunConfig
 from tests.support import HAND_MADE_ATTRIBUTES, HAND_MADE_PAIRS, SINGLE, YES_NO, FakeBackend, query, seeded_copy
@@ -80,10 +81,16 @@ def test_every_item_offers_exactly_its_answer_space(prompt_format: str) -> None:
         ("single", Reply("yes", decided_by="replay"), "invalid label 'yes'"),
         ("single", Reply("unknown", error="timeout", decided_by="score"), None),
         ("single", Reply("male", error="timeout", decided_by="score"), "a failed item with a label or scores"),
+        ("kway", Reply("Ana", scores={"Ana": -1.0, "Jose": -2.0, "Mai": -3.0}, decided_by="score"), None),
+        ("kway", Reply("Ana", scores={"Ana": -1.0, "Jose": -2.0}, decided_by="score"),
+         "scores cover ['Ana', 'Jose'], not the answer space ['Ana', 'Jose', 'Mai']"),
+        ("kway", Reply("female", decided_by="replay"), "invalid label 'female'"),
     ],
 )  # fmt: skip
 def test_contract_errors(qtype: str, reply: Reply, error: str | None) -> None:
-    assert contract_error(qtype, reply) == error
+    """The answer space is the item's options: a question type's canonical labels, or the K-way choice's names."""
+    labels = ("Ana", "Jose", "Mai") if qtype == "kway" else answer_space(qtype)
+    assert contract_error([Option(label, label) for label in labels], reply) == error
 
 
 class ScoringBackend(FakeBackend):

@@ -10,15 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
-from probe.common.resources import resource_dir
-from probe.dataset import prompts
 from tests.support import (
     ANSWER_HEADER,
     ONET_RELEASE,
@@ -282,19 +280,6 @@ def test_damaged_onet_release_is_refused(damage: str, db_file: Path, tmp_path: P
         (release / "Skills.txt").write_bytes(text[: cut + len(b"31-1122.00\t2.A.1.a\tReadi")])
         message = "Skills.txt: cannot read it as a tab-separated file (Invalid Input Error: CSV Error on Line: 31292)"
     assert_refused(db_file, ["taxonomy", "import", str(release), "--db", str(db_file)], message)
-
-
-@pytest.fixture
-def broken_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A copy of prompts/ that the renderer reads instead of the shipped one (caches cleared around it)."""
-    copy = tmp_path / "prompts"
-    shutil.copytree(resource_dir("prompts"), copy)
-    monkeypatch.setattr(prompts, "resource_dir", lambda name: copy)
-    prompts._environment.cache_clear()
-    prompts.attribute_sentence.cache_clear()
-    yield copy
-    prompts._environment.cache_clear()
-    prompts.attribute_sentence.cache_clear()
 
 
 @pytest.mark.parametrize("template", ["chat/attr.j2", "chat/multiple.j2", "context.j2"])

@@ -33,6 +33,15 @@ def binomial_min_p(n: int) -> float:
     return 1.0 if n <= 0 else min(1.0, 2 * 0.5**n)
 
 
+def units_for_level(alpha: float) -> int:
+    """The fewest units whose exact bound 2 x 0.5**units falls below `alpha`: below it no test over units reaches
+    that level (a Bonferroni level over K - 1 comparisons at K = 8 needs 9, over 56 needs 12)."""
+    units = 1
+    while binomial_min_p(units) >= alpha:
+        units += 1
+    return units
+
+
 def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
     """Smallest |share - 0.5| an exact two-sided binomial test on n units detects with 80% power at `alpha`.
 

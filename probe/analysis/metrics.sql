@@ -11,7 +11,7 @@ WITH labelled AS (
            coalesce(a.label, 'unknown') AS label
     FROM items AS i
     LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
-    WHERE i.run_id = $run_id AND i.stage = 2
+    WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype IN ('binary', 'single', 'multiple')
 ),
 pivoted AS (
     SELECT condition, pair_id, name_order, occupation, wording,
@@ -211,7 +211,9 @@ ORDER BY a.occupation;
 -- selection = "yes" to the binary question about a subject of the category; contest = the category's person won the
 -- single-subject question of a contest between two categories of the attribute (both contestants count the
 -- answer); scoring = the binary answer's P(yes) (from its exact option scores) above the median P(yes) of every
--- scored binary answer of the condition and scope, only where the condition has scores.
+-- scored binary answer of the condition and scope, only where the condition has scores; ranking = the category's
+-- person was the top pick of the K-way choice over their set (probe/dataset/kway.py: pair_id = the set, the label
+-- the name picked; every person of the set counts the answer).
 WITH answered AS (
     SELECT i.condition, i.pair_id, i.occupation, i.qtype, i.subject,
            coalesce(a.label, 'unknown') AS label,
@@ -228,6 +230,17 @@ slots AS (
     SELECT pair_id, pair_id AS set_id, slot.name AS slot, 'sex' AS attribute, slot.name AS category
     FROM (SELECT DISTINCT pair_id FROM answered) CROSS JOIN (VALUES ('female'), ('male')) AS slot(name)
     WHERE NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id)
+),
+ranked AS (
+    SELECT i.condition, i.pair_id AS set_id, i.occupation, coalesce(a.label, 'unknown') AS label
+    FROM items AS i
+    LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+    WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype = 'kway'
+),
+people AS (
+    SELECT DISTINCT s.set_id, s.attribute, s.category, CASE s.slot WHEN 'female' THEN p.female ELSE p.male END AS name
+    FROM run_contests AS s JOIN run_name_pairs AS p ON p.run_id = s.run_id AND p.pair_id = s.pair_id
+    WHERE s.run_id = $run_id
 ),
 contests AS (
     SELECT f.pair_id, f.set_id, f.attribute, f.category AS female_category, m.category AS male_category
@@ -252,6 +265,10 @@ subject_answers AS (
            NULL AS hit, a.p_yes IS NOT NULL AS usable, a.p_yes
     FROM answered AS a JOIN slots AS s ON s.pair_id = a.pair_id AND s.slot = a.subject
     WHERE a.qtype = 'binary' AND a.condition IN (SELECT condition FROM answered WHERE p_yes IS NOT NULL)
+    UNION ALL
+    SELECT r.condition, p.set_id, r.occupation, p.attribute, p.category, 'ranking' AS rate_kind,
+           r.label = p.name AS hit, r.label <> 'unknown' AS usable, NULL::DOUBLE AS p_yes
+    FROM ranked AS r JOIN people AS p ON p.set_id = r.set_id
 ),
 scoped AS (
     SELECT *, 'overall' AS scope, 'all' AS key FROM subject_answers

@@ -37,6 +37,7 @@ from probe.common.escape import valid_unicode
 from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
 from probe.dataset.items import Item, item_from_row, items_frame
+from probe.dataset.kway import rebuilt_keys
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.taxonomy.selection import Selection
@@ -82,9 +83,11 @@ def answer(
         granted = _granted_attributes(con, run_id)
         # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
+        rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
         if not stage_2_built or rebuilt:
             items = stage2_items(
-                selection.pairs, selection.attributes, granted, conditions, backend.prompt_format, selection.wordings
+                selection.pairs, selection.attributes, granted, conditions, backend.prompt_format, selection.wordings,
+                questions=selection.questions, people=selection.set_members,
             )
             if stage_2_built:
                 items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
@@ -112,7 +115,8 @@ def ensure_stage(
     else:
         granted = _granted_attributes(con, run_id)
         items = stage2_items(
-            selection.pairs, selection.attributes, granted, conditions, prompt_format, selection.wordings
+            selection.pairs, selection.attributes, granted, conditions, prompt_format, selection.wordings,
+            questions=selection.questions, people=selection.set_members,
         )
     _insert_items(con, run_id, items)
 
@@ -305,7 +309,7 @@ class _Answerer:
 def _checked(item: Item, reply: Reply) -> Reply:
     """A reply that breaks the answers contract (a label outside the item's canonical set, scores that miss
     an option or disagree with the label, ...) is the backend's bug: store unknown, no scores, and say why."""
-    error = contract_error(item.qtype, reply)
+    error = contract_error(item.options, reply)
     if error is None:
         return reply
     return Reply(label=UNKNOWN, raw=reply.raw, error=f"backend broke the answers contract: {error}",

@@ -59,9 +59,12 @@ def score_reply(scores: Mapping[str, float], options: Sequence[Option]) -> Reply
     return Reply(label=label, raw=raw, scores=dict(scores), decided_by="score")
 
 
-def contract_error(qtype: str, reply: Reply) -> str | None:
-    """Why `reply` breaks the answers contract (module docstring), or None when it keeps it."""
-    if reply.label not in LABELS_BY_QTYPE[qtype]:
+def contract_error(options: Sequence[Option], reply: Reply) -> str | None:
+    """Why `reply` breaks the answers contract (module docstring) for an item with these `options`, or None when it
+    keeps it. The answer space is the options' labels: a question type's canonical labels (answer_space), or the K
+    names of the K-way choice."""
+    space = [option.label for option in options]
+    if reply.label not in (*space, UNKNOWN):
         return f"invalid label {reply.label!r}"
     if reply.decided_by not in DECIDED_BY:
         return f"unknown decision rule {reply.decided_by!r}"
@@ -70,8 +73,8 @@ def contract_error(qtype: str, reply: Reply) -> str | None:
     if reply.decided_by != "score":
         return None if reply.scores is None else f"scores given with a {reply.decided_by}-decided label"
     scores = reply.scores or {}
-    if sorted(scores) != sorted(answer_space(qtype)):
-        return f"scores cover {sorted(scores)}, not the answer space {sorted(answer_space(qtype))}"
+    if sorted(scores) != sorted(space):
+        return f"scores cover {sorted(scores)}, not the answer space {sorted(space)}"
     if not all(isinstance(score, float | int) and math.isfinite(score) for score in scores.values()):
         return "a score is not a finite number"
     if reply.label != decide_by_score(scores):

@@ -32,7 +32,7 @@ from probe.backends.fingerprint import model_fingerprint
 from probe.backends.local import quiet_transformers
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.common.errors import UserError
-from probe.common.vocabulary import UNKNOWN
+from probe.common.vocabulary import KWAY, UNKNOWN
 
 if TYPE_CHECKING:
     from probe.store.config import RunConfig
@@ -63,7 +63,8 @@ class Encoded:
 
 def candidate_spans(query: Query) -> dict[Option, list[CharSpan | None]]:
     """For each option, the context spans (or NULL) that would mean it; see the module docstring."""
-    names = {option.label: option.text for option in query.options if option.label in ("female", "male")}
+    names = {option.label: option.text for option in query.options
+             if option.label in ("female", "male") or query.qtype == KWAY}  # the K-way choice: every option a name
     if query.qtype in ("attr", "binary"):
         subject = str(query.item["subject_name"])
         others = [str(query.item[key]) for key in ("first_name", "second_name") if query.item[key] != subject]

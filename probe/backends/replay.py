@@ -25,7 +25,7 @@ import pandas as pd
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, UNKNOWN, WORDINGS
+from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, QTYPES, UNKNOWN, WORDINGS
 from probe.dataset.items import KEY_FIELDS, gender_of_first
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import is_name_sets_file
@@ -98,10 +98,11 @@ def load_answers(path: Path, people_required: bool = False) -> dict[ItemKey, Ans
                 raise UserError(f"{where}: {name} {fields[name]!r} is not an integer")
             fields[name] = int(str(fields[name]))
         qtype = fields["qtype"]
-        if qtype not in LABELS_BY_QTYPE:
-            raise UserError(f"{where}: qtype {qtype!r} is not one of {', '.join(LABELS_BY_QTYPE)}")
+        if qtype not in QTYPES:
+            raise UserError(f"{where}: qtype {qtype!r} is not one of {', '.join(QTYPES)}")
         label = fields.pop("label") or UNKNOWN
-        if label not in LABELS_BY_QTYPE[qtype]:
+        # a K-way label is a name: the runner checks it against the item's names (base.contract_error)
+        if qtype in LABELS_BY_QTYPE and label not in LABELS_BY_QTYPE[qtype]:
             allowed = ", ".join(LABELS_BY_QTYPE[qtype])
             raise UserError(f"{where}: label {label!r} is not valid for qtype {qtype} ({allowed})")
         people = (fields.pop("first_name", None), fields.pop("second_name", None)) if has_people else None

@@ -30,7 +30,9 @@ def gate_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Folder for gate.json and gate.md (default: beside the run).")
     ] = None,
-    plan: Annotated[bool, typer.Option("--plan", help="Print the name pairs each gate needs for 80% power.")] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print the name pairs (name sets) each gate needs for 80% power.")
+    ] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Inconclusive and unconfirmed gates fail the job (exit 1).")
     ] = False,
@@ -48,12 +50,15 @@ def gate_command(
         for row in rows:
             needed = row["pairs_needed"]
             shown = f"more than {MOST_PAIRS:,}" if needed is not None and needed > MOST_PAIRS else needed
-            typer.echo(terminal_text(f"{row['gate']}: {shown} name pairs" if needed is not None else
+            typer.echo(terminal_text(f"{row['gate']}: {shown} {row['unit']}" if needed is not None else
                                      f"{row['gate']}: no figure ({row['note']})"))  # fmt: skip
-        largest = max((row["pairs_needed"] for row in rows if row["pairs_needed"] is not None), default=None)
-        command = None if largest is None else run_for(largest)
-        if command is not None:
-            typer.echo(f"every gate: {command}")
+        units = list(dict.fromkeys(row["unit"] for row in rows))  # the run to ask, per unit its gates count in
+        for unit in units:
+            figures = [row["pairs_needed"] for row in rows if row["unit"] == unit and row["pairs_needed"] is not None]
+            largest = max(figures, default=None)
+            command = None if largest is None else run_for(largest, unit)
+            if command is not None:
+                typer.echo(f"every gate{'' if len(units) == 1 else f' counted in {unit}'}: {command}")
         return
     result = pipeline.gate(db, run_id, policy, baseline, output, junit)
     for verdict in result.verdicts:

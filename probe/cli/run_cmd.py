@@ -47,6 +47,11 @@ WordingsOption = Annotated[
     str | None,
     typer.Option("--wordings", help="Paraphrases asked: all, the first N, or ids (default: the paper's alone)."),
 ]
+QuestionsOption = Annotated[
+    str | None,
+    typer.Option("--questions", help="Stage 2 asks: pairs (two-person questions, the default), kway (name sets: who "
+                 "of a set's K people is the most qualified), or pairs,kway."),
+]
 BackendOption = Annotated[str | None, typer.Option("--backend", help=backend_help())]
 ModelOption = Annotated[
     str | None, typer.Option("--model", help="Model id or path (default: the bundled SmolLM2 GGUF).")
@@ -109,6 +114,7 @@ def run_command(
     top_k: TopKOption = None,
     conditions: ConditionsOption = None,
     wordings: WordingsOption = None,
+    questions: QuestionsOption = None,
     backend: BackendOption = None,
     model: Annotated[
         list[str] | None,
@@ -148,7 +154,7 @@ def run_command(
         backend=backend, model=models[0] if len(models) == 1 else None, base_url=base_url, device=device,
         dtype=dtype, answers=answers, decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id,
         db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
-        study=study, wordings=wordings,
+        study=study, wordings=wordings, questions=questions,
     )  # fmt: skip
     study_runs = pipeline.study_configs(settings, models, config)
     if study_runs is not None:

@@ -12,7 +12,12 @@ CONDITIONS = ("taxonomy", "baseline", "control")  # stage 2, in the order they a
 NAME_ORDERS = ("fm", "mf")  # female named first, male named first
 SUBJECTS = ("female", "male")
 CATEGORIES = ("skill", "knowledge", "ability")  # O*NET's; the order attribute sentences are stated and listed in
-QTYPES = ("attr", "binary", "single", "multiple")  # stage 1 asks attr; stage 2 the other three
+KWAY = "kway"  # the K-way choice: all K people of a name set, who is the most qualified (labels: their names)
+QTYPES = ("attr", "binary", "single", "multiple", KWAY)  # stage 1 asks attr; stage 2 the others
+# What stage 2 asks (--questions): the two-person questions of each contest (binary, single, multiple), and / or the
+# K-way choice over each name set's people
+PAIR_QUESTIONS = "pairs"
+QUESTION_DESIGNS = (PAIR_QUESTIONS, KWAY)
 # Paraphrase families (prompts/wordings/): the ids of each question's meaning-preserving wordings, in the order
 # `--wordings N` takes them; the paper's first. Items in the paper's wording keep the ids they had before wordings.
 PAPER_WORDING = "paper"
@@ -48,8 +53,9 @@ STOPPED = "stopped"
 # --- groups and adverse impact (DESIGN.md section 11) ---------------------------------------------------
 
 SEX_ATTRIBUTE = "sex"  # the attribute of the default name pairs: its categories are SUBJECTS
-# adverse_impact.rate_kind: "yes" to the binary question; won the single-subject question; P(yes) above the median
-RATE_KINDS = ("selection", "contest", "scoring")
+# adverse_impact.rate_kind: "yes" to the binary question; won the single-subject question; P(yes) above the median;
+# the top pick of the K-way choice
+RATE_KINDS = ("selection", "contest", "scoring", "ranking")
 # The condition of an imported decisions run (probe import decisions): its adverse_impact rows and gates name it.
 DECISIONS_CONDITION = "decisions"
 DECISIONS_BACKEND = "decisions"  # runs.backend of an imported decisions run

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probe.common.vocabulary import PAIR_QUESTIONS
 from probe.dataset.items import Item
+from probe.dataset.kway import build_kway
 from probe.dataset.stages import build_as_if_all_granted
 from probe.store import db
 from probe.store.config import RunConfig
@@ -26,9 +28,17 @@ class Preview:
 
 
 def preview(config: RunConfig, prompt_format: str) -> list[Item]:
-    """Every item of `config`'s dataset, stage 2 as if stage 1 had granted everything."""
+    """Every item of `config`'s dataset, stage 2 as if stage 1 had granted everything (the K-way choice too, where
+    the run asks it)."""
     selection = _selection(config)
-    return build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, prompt_format)
+    items = build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, prompt_format)
+    if selection.set_members is None:
+        return items
+    stage1 = [item for item in items if item.stage == 1]
+    granted = {(item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1}
+    pair_questions = items if PAIR_QUESTIONS in selection.questions else stage1
+    return pair_questions + build_kway(selection.set_members, selection.attributes, granted, config.conditions,
+                                       prompt_format)
 
 
 def sample(config: RunConfig, prompt_format: str, limit: int) -> Preview:

@@ -14,8 +14,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from probe.common.vocabulary import PAPER_WORDING
+from probe.common.vocabulary import PAIR_QUESTIONS, PAPER_WORDING
 from probe.dataset.items import KEY_FIELDS, Item, item_id
+from probe.dataset.kway import build_kway
 from probe.dataset.prompts import render_prompt
 from probe.dataset.stages import build_stage1, build_stage2
 
@@ -56,16 +57,24 @@ def stage2_items(
     conditions: Sequence[str],
     prompt_format: str,
     wordings: Sequence[str],
+    *,
+    questions: Sequence[str] = (PAIR_QUESTIONS,),
+    people: pd.DataFrame | None = None,
 ) -> list[Item]:
-    """Stage 2 in every wording, each built from the attributes stage 1 granted in that wording."""
+    """Stage 2 in every wording, each built from the attributes stage 1 granted in that wording: the two-person
+    questions where `questions` has them, then the K-way choice over `people` where given (a selection has them
+    when it asks the K-way choice: name_sets.set_people; the paper's wording alone)."""
     by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in wordings}
     for *key, wording in granted:
         if wording in by_wording:
             by_wording[wording].add((key[0], key[1], key[2], key[3], key[4]))
-    return [
+    items = [] if PAIR_QUESTIONS not in questions else [
         item
         for wording in wordings
         for item in reworded(
             build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format), prompt_format, wording
         )
     ]
+    if people is not None:
+        items += build_kway(people, attributes, by_wording.get(PAPER_WORDING, set()), conditions, prompt_format)
+    return items

@@ -105,17 +105,23 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: 
     check_baseline(con, run_id, baseline, policy.gates)
     check_measured(con, run_id, baseline, policy.gates)
     return [{"gate": verdict.gate.name, "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
-             "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs, "note": verdict.needed.note}
+             "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs, "note": verdict.needed.note,
+             "unit": verdict.gate.kind.unit}
             for verdict in evaluate(con, run_id, policy.gates, baseline, policy.family)]  # fmt: skip
 
 
-def run_for(pairs: int) -> str | None:
-    """The `probe run` that asks `pairs` name pairs, from what ships: the shipped list (taxonomy/name_pairs.csv)
-    takes --pairs; beyond it a names CSV (taxonomy/heldout_name_pairs.csv holds as many more, disjoint). None past
-    MOST_PAIRS."""
+def run_for(pairs: int, unit: str = "name pairs") -> str | None:
+    """The `probe run` that asks `pairs` name pairs (or, with `unit` "name sets", that many sets), from what ships:
+    the shipped list (taxonomy/name_pairs.csv; taxonomy/name_sets.csv) takes --pairs; beyond it a names CSV
+    (taxonomy/heldout_name_pairs.csv holds as many more pairs, disjoint). None past MOST_PAIRS."""
     if pairs > MOST_PAIRS:
         return None
     folder = resource_dir("taxonomy")
+    if unit == "name sets":
+        shipped = pd.read_csv(folder / "name_sets.csv")["set_id"].nunique()
+        if pairs <= shipped:
+            return f"probe run --names taxonomy/name_sets.csv --pairs {pairs} ..."
+        return f"probe run --names FILE.csv ... with {pairs} name sets of your own ({shipped} ship)"
     shipped, heldout = (len(pd.read_csv(folder / name)) for name in ("name_pairs.csv", "heldout_name_pairs.csv"))
     if pairs <= shipped:
         return f"probe run --pairs {pairs} ..."

@@ -86,6 +86,7 @@ class GateKind:
     needs_baseline: bool = False
     # the methods its verdicts name beyond statistics.METHODS, each in words (gate.json's methods)
     methods: ClassVar[dict[str, str]] = {}
+    unit: ClassVar[str] = "name pairs"  # what its verdicts' pairs and pairs needed count (--plan says it)
 
     def conditions(self, metric: str | None) -> tuple[str, ...]:
         """The conditions a gate of this kind may name: stage 1 for the stage-1 rates, else the stage-2 ones."""

@@ -15,7 +15,7 @@ from probe.backends.base import answer_space
 from probe.common.errors import UserError
 from probe.common.escape import write_atomic
 from probe.common.version import __version__
-from probe.common.vocabulary import QTYPES
+from probe.common.vocabulary import KWAY, QTYPES
 from probe.dataset.prompts import render_template
 from probe.integrations.hf_dataset import TEMPLATES, data_path, write_dataset
 from probe.integrations.source import Exported
@@ -38,13 +38,17 @@ def task_name(qtype: str) -> str:
 
 
 def check_prompt_format(exported: Exported, tool: str) -> None:
-    """Chat and completion prompts carry over exactly; extractive-QA items and a completion system prompt do not."""
+    """Chat and completion prompts carry over exactly; extractive-QA items, a completion system prompt and the K-way
+    choice (its options are each set's names, not a question type's labels) do not."""
     if exported.prompt_format not in TARGET_DELIMITERS:
         raise UserError(f"run {exported.run_id}: {exported.prompt_format}-format items are for extractive QA "
                         f"models; {tool} scores chat or completion prompts")  # fmt: skip
     if exported.prompt_format == "completion" and exported.system_prompt:
         raise UserError(f"run {exported.run_id}: a completion-format run with --system-prompt cannot be "
                         f"exported to {tool} as it is scored here")  # fmt: skip
+    if any(item.qtype == KWAY for item in exported.items):
+        raise UserError(f"run {exported.run_id}: it asked the K-way choice (--questions kway), whose options are "
+                        f"each set's names; {tool} tasks take a question type's fixed labels")
 
 
 def configurations_by_qtype(exported: Exported) -> dict[str, list[str]]:

@@ -26,6 +26,7 @@ from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE
+from probe.dataset.kway import check_kway_templates
 from probe.dataset.stages import check_templates
 from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
@@ -142,6 +143,7 @@ def _answer_with(
         runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
     else:
         check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
+        check_kway_templates(selection.set_members, selection.attributes, config.conditions, backend.prompt_format)
         run_id = config.run_id or runs.new_run_id()
         runs.record_run(con, run_id, config, backend, identity, selection)
     with runs.lifecycle(

@@ -29,6 +29,7 @@ from probe.report.findings import headline, occupation_testability, testability
 from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section, wording_claims
+from probe.report.set_testability import set_testability
 from probe.report.workforce import workforce_section
 
 PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
@@ -65,7 +66,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "counts": item_counts(con, run_id),
         "decision_margins": decision_margins(con, run_id),
         "headline": findings,
-        "testability": testability(findings, occupation_testability(preferences), settings),
+        "testability": [*testability(findings, occupation_testability(preferences), settings),
+                        *set_testability(con, run_id)],
         "overall": overall,
         "preferred_occupations": preferred_lists(preferences),
         "correlations": correlation_records,

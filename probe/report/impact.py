@@ -22,6 +22,7 @@ RATE_PHRASES = {
     "selection": "called qualified",
     "contest": "won the single-subject question",
     "scoring": "scored above the median P(yes)",
+    "ranking": "picked as the most qualified of their name set",
 }
 # An imported decisions run's rate kinds (probe/answering/decisions.py), as its sentences read them.
 DECISION_RATE_PHRASES = {"selection": "were selected", "scoring": "scored above the median score"}

@@ -14,12 +14,13 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from probe.common.errors import UserError
 from probe.common.redact import safe_url
 from probe.common.toml_file import read_toml_file
-from probe.common.vocabulary import CONDITIONS, PAPER_WORDING, WORDINGS
+from probe.common.vocabulary import CONDITIONS, PAIR_QUESTIONS, PAPER_WORDING, QUESTION_DESIGNS, WORDINGS
 from probe.store.db import DEFAULT_DB
 
 # Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
@@ -36,6 +37,7 @@ class RunConfig:
     top_k: int = 5
     conditions: tuple[str, ...] = CONDITIONS
     wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrases asked (prompts/wordings/): all, the first N, or ids
+    questions: tuple[str, ...] | None = None  # stage 2 (QUESTION_DESIGNS); None: the pair questions alone
     backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
     model: str | None = None
     base_url: str | None = None
@@ -106,9 +108,7 @@ def _parse_pairs(value: object) -> int | tuple[int, ...] | None:
             numbers = [int(part) for part in parts]
         except ValueError:
             raise ValueError(f"{value!r} is not a number or a comma list of pair ids") from None
-    elif isinstance(value, list | tuple) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
+    elif isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         numbers, single = list(value), False
     else:
         raise ValueError("expected a number of pairs or a list of pair ids")
@@ -130,14 +130,19 @@ def _parse_occupations(value: object, base_dir: Path | None = None) -> tuple[str
     return tuple(_split(value))
 
 
-def _parse_conditions(value: object) -> tuple[str, ...]:
+def _parse_choices(value: object, known: tuple[str, ...], noun: str, default: object = None) -> tuple[str, ...] | None:
+    """A list (or comma list) of `known` ids (conditions, questions); None for None or the `default` choice (the
+    pair questions alone: so a run started before --questions existed resumes)."""
+    if value is None:
+        return None
     names = _split(value) if isinstance(value, str) else value
     if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"expected a list of conditions from {', '.join(CONDITIONS)}")
-    unknown = [name for name in names if name not in CONDITIONS]
+        raise ValueError(f"expected a list of {noun}s from {', '.join(known)}")
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ValueError(f"unknown condition {unknown[0]!r} (choose from {', '.join(CONDITIONS)})")
-    return tuple(name for name in CONDITIONS if name in names)  # canonical order, no repeats
+        raise ValueError(f"unknown {noun} {unknown[0]!r} (choose from {', '.join(known)})")
+    chosen = tuple(name for name in known if name in names)  # canonical order, no repeats
+    return None if chosen == default else chosen
 
 
 def _parse_wordings(value: object) -> tuple[str, ...]:
@@ -259,8 +264,9 @@ def _parse_simple(annotation: str, value: object):
 _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "preset": _parse_preset,
     "pairs": _parse_pairs,
-    "conditions": _parse_conditions,
+    "conditions": partial(_parse_choices, known=CONDITIONS, noun="condition"),
     "wordings": _parse_wordings,
+    "questions": partial(_parse_choices, known=QUESTION_DESIGNS, noun="question", default=(PAIR_QUESTIONS,)),
     "top_k": _parse_top_k,
     "run_id": _parse_run_id,
     "study": _parse_run_id,
@@ -373,10 +379,8 @@ def load_config(
 
     `stored`: the resumed run's settings (probe.answering.runs.stored_settings), so `--run-id` alone is enough.
     """
-    given = _parse_settings(
-        {name: value for name, value in cli.items() if value is not None},
-        lambda name: "--" + name.replace("_", "-"),
-    )
+    given = _parse_settings({name: value for name, value in cli.items() if value is not None},
+                            lambda name: "--" + name.replace("_", "-"))
     from_file = read_toml(config_file) if config_file else {}
     known = {name: value for name, value in (stored or {}).items() if name in _FIELDS}  # older records
     resumed = _parse_settings(known, lambda name: f"the stored run's {name}")

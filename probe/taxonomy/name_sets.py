@@ -211,13 +211,17 @@ def _near(word: str, known: Sequence[str], synonyms: dict[str, str] | None = Non
     return folded[close[0]] if close else None
 
 
+def rounds(categories: int) -> int:
+    """The rounds of the rotation's round-robin over `categories`: each pair of categories meets once in them."""
+    return categories - 1 if categories % 2 == 0 else categories
+
+
 def rotation(categories: Sequence[str], index: int) -> list[tuple[str, str]]:
     """Round `index` (mod the number of rounds) of a round-robin over `categories` by the circle method: K/2
     contests in which every category plays once (odd K: one sits out); over K - 1 rounds (K for odd K) every pair
     of categories meets exactly once."""
     circle: list[str | None] = list(categories) + ([None] if len(categories) % 2 else [])
-    rounds = len(circle) - 1
-    turn = index % rounds
+    turn = index % rounds(len(categories))
     moving = circle[1:]
     arranged = [circle[0], *moving[turn:], *moving[:turn]]
     half = len(arranged) // 2
@@ -275,3 +279,20 @@ def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                     mapping.append((pair_id, set_id, slot, joint, category, person_id))
     return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
             pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip
+
+
+def set_people(pairs: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:
+    """set_id, name, category, pair_id, slot: every person of the contests (pairs and their map, as `contests`
+    gives them or a run stored them) with the category that names them whole (the intersection, or the file's one
+    attribute) and the contest that asked stage 1 about them, sorted by set and category. With an odd number of
+    categories the person who sits out a set's round is not among them."""
+    if mapping.empty:
+        return pd.DataFrame(columns=["set_id", "name", "category", "pair_id", "slot"])
+    whole = max(sorted(set(mapping["attribute"])), key=lambda attribute: (
+        mapping.loc[mapping["attribute"] == attribute, "category"].nunique(), JOINT in attribute))
+    slots = mapping[mapping["attribute"] == whole].merge(pairs, on="pair_id")
+    names = slots["female"].where(slots["slot"] == SUBJECTS[0], slots["male"])
+    people = pd.DataFrame({"set_id": slots["set_id"], "name": names, "category": slots["category"],
+                           "pair_id": slots["pair_id"], "slot": slots["slot"]})
+    return people.sort_values(["set_id", "category"], kind="stable").reset_index(drop=True)
+

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
+from probe.common.errors import UserError
 from probe.common.resources import resource_dir
-from probe.common.vocabulary import PAPER_WORDING
+from probe.common.vocabulary import KWAY, PAIR_QUESTIONS, PAPER_WORDING
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
 from probe.taxonomy.name_sets import (
@@ -22,6 +23,7 @@ from probe.taxonomy.name_sets import (
     people,
     read_name_sets,
     select_sets,
+    set_people,
     spelling_warnings,
 )
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
@@ -42,6 +44,9 @@ class Selection:
     # with name sets: what the file was found to hold, and its spellings that differ from the shipped list's
     found: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (RunConfig.questions)
+    # with the K-way choice: every set's people (name_sets.set_people: set_id, name, category, contest); else None
+    set_members: pd.DataFrame | None = None
 
 
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -55,10 +60,29 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
         sets = select_sets(every, config.pairs)
         pairs, mapping = contests(sets)
         shipped = read_name_sets(con, resource_dir("taxonomy") / "name_sets.csv")
-        return Selection(pairs, attributes, config.wordings, mapping, *people(sets),
-                         tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path)))
+        found = tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path))
+        return _with_questions(Selection(pairs, attributes, config.wordings, mapping, *people(sets), *found), config)
     pairs = select_name_pairs(con, config.pairs, config.names)
-    return Selection(pairs, attributes, config.wordings)
+    return _with_questions(Selection(pairs, attributes, config.wordings), config)
+
+
+def _with_questions(selection: Selection, config: RunConfig) -> Selection:
+    """The selection with the questions the config asks; the K-way choice with each set's people, or a one-line
+    error where the run cannot ask it (no name sets, an odd number of categories, a wording besides the paper's)."""
+    questions = config.questions or (PAIR_QUESTIONS,)
+    if KWAY not in questions:
+        return replace(selection, questions=questions)
+    if selection.contests is None:
+        raise UserError("--questions kway: the K-way choice asks the people of a name set; give --names a name-sets "
+                        "file (set_id, name and one column per attribute, e.g. taxonomy/name_sets.csv)")
+    if selection.wordings != (PAPER_WORDING,):
+        raise UserError("--questions kway: the K-way choice is asked in the paper's wording only; leave --wordings out")
+    members = set_people(selection.pairs, selection.contests)
+    categories = members["category"].nunique()
+    if members.groupby("set_id").size().min() < categories:
+        raise UserError(f"--questions kway: {categories} categories are an odd number: one person of each set sits "
+                        "out its contests and would have no stage-1 answers; add or drop a category")
+    return replace(selection, questions=questions, set_members=members)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
@@ -76,10 +100,10 @@ def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selec
         [config.run_id],
     ).df()
     if mapping.empty:
-        return Selection(pairs, attributes, config.wordings)
-    return Selection(pairs, attributes, config.wordings, mapping, _stored(con, config.run_id, "run_people",
-                     PEOPLE_COLUMNS), _stored(con, config.run_id, "run_person_categories",
-                     PERSON_CATEGORY_COLUMNS))  # fmt: skip
+        return _with_questions(Selection(pairs, attributes, config.wordings), config)
+    people_rows = _stored(con, config.run_id, "run_people", PEOPLE_COLUMNS)
+    categories = _stored(con, config.run_id, "run_person_categories", PERSON_CATEGORY_COLUMNS)
+    return _with_questions(Selection(pairs, attributes, config.wordings, mapping, people_rows, categories), config)
 
 
 def _stored(con: duckdb.DuckDBPyConnection, run_id: str | None, table: str, columns: list[str]) -> pd.DataFrame:

@@ -8,8 +8,10 @@ category's ratio shown below it, Bonferroni over the K (K - 1) ordered pairs: it
 minimum over its K - 1 others of each pair's interval at 1 - 0.05 / (K (K - 1)); p_fail = the same Bonferroni p, so
 the interval lies below the limit exactly where p_fail < 0.05 (the family's Holm step then takes it). Otherwise
 inconclusive, with the sets that would decide the binding category (normal approximation from its interval: N =
-sets x ((z + z_0.8) se / |ratio - limit|)^2). The numbers shown are the failing category's, else the one with the
-lowest 90% lower bound.
+sets x ((z + z_0.8) se / |ratio - limit|)^2), never fewer than the decision's interval needs: a pass 6 sets, a fail
+the sets whose exact bound reaches 0.05 / (K (K - 1)) (9 at K = 4, 12 at K = 8: under them no fail is possible, and
+the gate says so instead of printing an interval it does not have). The numbers shown are the failing category's,
+else the one with the lowest 90% lower bound.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scipy import stats
 from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, GroupRatios, group_ratios
 from probe.analysis.metrics import metric_queries
+from probe.analysis.sets_needed import fail_sets, interval_sets
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
 from probe.common.user_text import checked_text
@@ -60,6 +63,7 @@ class ImpactRatio(GateKind):
             Key("limit", _limit, required=False, default=FOUR_FIFTHS))  # fmt: skip
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {METHOD: IMPACT_METHOD}
+    unit: ClassVar[str] = "name sets"
 
     def conditions(self, metric: str | None) -> tuple[str, ...]:
         """The stage-2 conditions of a probed run, and 'decisions' for an imported decisions run."""
@@ -102,11 +106,13 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                        needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
                        details=details)  # fmt: skip
     adjusted = 1 - SIGNIFICANCE / len(categories)
+    fewest_to_fail = fail_sets(len(categories))
     rows = {}
     for category in categories:
-        # a category shown to have the highest rate has no interval: its ratio is 1, above any limit
+        # a category shown to have the highest rate has no interval: its ratio is 1, above any limit; below
+        # fewest_to_fail sets no category has an interval at the fail's level
         ci90 = shown90[category] or (1.0, 1.0)
-        ci_adjusted = ratios.interval(category, adjusted) or (1.0, 1.0)
+        ci_adjusted = (ratios.interval(category, adjusted) or (1.0, 1.0)) if sets >= fewest_to_fail else None
         rows[category] = {"ratio": ratios.value(category), "ci90": ci90, "ci_adjusted": ci_adjusted,
                           "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
         details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
@@ -115,17 +121,20 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                                            "four_fifths_verdict": ratios.four_fifths_verdict(category)}
     p_fail = min(row["p_below"] for row in rows.values())
     passing = all(row["ci90"][0] > limit for row in rows.values())
-    failing = [c for c, row in rows.items() if row["ci_adjusted"][1] < limit]
+    failing = [c for c, row in rows.items() if row["ci_adjusted"] is not None and row["ci_adjusted"][1] < limit]
     verdict = PASS if passing else FAIL if failing else INCONCLUSIVE
     shown = (min(failing, key=lambda c: rows[c]["p_below"]) if failing else
              min(rows, key=lambda c: (rows[c]["ci90"][0], c)))  # fmt: skip
     row = rows[shown]
-    needed = _sets_needed(ratios, shown, limit, sets, comparisons)
+    needed = _sets_needed(ratios, shown, limit, sets, comparisons, fewest_to_fail)
     said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
     sentence = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
                 f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
                 f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets; "
                 f"{IMPACT_METHOD}")  # fmt: skip
+    if sets < fewest_to_fail:
+        sentence += (f"; no fail is possible under {fewest_to_fail} name sets (its {adjusted:.1%} interval takes "
+                     f"each of the {comparisons} ordered pairs of categories at 1 - 0.05 / {comparisons})")
     if verdict == INCONCLUSIVE:
         sentence += (f"; {needed.note}" if needed.pairs is None else
                      f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
@@ -134,18 +143,22 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                    details=details)  # fmt: skip
 
 
-def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int) -> PairsNeeded:
+def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int,
+                 fewest_to_fail: int) -> PairsNeeded:
     """Sets at which the category's interval excludes the limit with 80% power, its standard error (from its 95%
-    interval) shrinking as 1 / sqrt(sets): a pass needs the one-sided 5% test, a fail the Bonferroni one."""
-    interval = ratios.interval(category)
+    interval; with too few sets for that one's Bonferroni level, its unadjusted 90% one) shrinking as 1 / sqrt(sets):
+    a pass needs the one-sided 5% test (and MIN_PAIRS sets), a fail the Bonferroni one (and `fewest_to_fail`)."""
+    interval, confidence = ratios.interval(category), 0.95
+    if interval is None and sets < interval_sets(len(ratios.rates)):  # too few sets for its Bonferroni level
+        interval, confidence = ratios.interval(category, 0.90, comparisons=1), 0.90
     value = ratios.value(category)
     distance = abs(value - limit)
     if interval is None or distance == 0:
         return PairsNeeded(None, "no interval to plan from, or the ratio sits on the limit")
-    error = (interval[1] - interval[0]) / (2 * stats.norm.ppf(0.975))
+    error = (interval[1] - interval[0]) / (2 * stats.norm.ppf(1 - (1 - confidence) / 2))
     level = 0.95 if value > limit else 1 - SIGNIFICANCE / (2 * comparisons)
     needed = math.ceil(sets * ((stats.norm.ppf(level) + stats.norm.ppf(POWER)) * error / distance) ** 2)
-    return PairsNeeded(min(max(needed, MIN_PAIRS), MOST_PAIRS + 1))
+    return PairsNeeded(min(max(needed, MIN_PAIRS if value > limit else fewest_to_fail), MOST_PAIRS + 1))
 
 
 def _bounds(interval: tuple[float, float] | None) -> list[float | None] | None:
