@@ -237,7 +237,7 @@ ranked AS (
     LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
     WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype = 'kway'
 ),
-people AS (
+set_members AS (
     SELECT DISTINCT s.set_id, s.attribute, s.category, CASE s.slot WHEN 'female' THEN p.female ELSE p.male END AS name
     FROM run_contests AS s JOIN run_name_pairs AS p ON p.run_id = s.run_id AND p.pair_id = s.pair_id
     WHERE s.run_id = $run_id
@@ -268,7 +268,7 @@ subject_answers AS (
     UNION ALL
     SELECT r.condition, p.set_id, r.occupation, p.attribute, p.category, 'ranking' AS rate_kind,
            r.label = p.name AS hit, r.label <> 'unknown' AS usable, NULL::DOUBLE AS p_yes
-    FROM ranked AS r JOIN people AS p ON p.set_id = r.set_id
+    FROM ranked AS r JOIN set_members AS p ON p.set_id = r.set_id
 ),
 scoped AS (
     SELECT *, 'overall' AS scope, 'all' AS key FROM subject_answers
