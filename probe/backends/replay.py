@@ -25,7 +25,7 @@ import pandas as pd
 from probe.backends.base import BackendDefaults, Query, Reply, default_cache_key_parts
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.common.vocabulary import LABELS_BY_QTYPE, PAPER_WORDING, QTYPES, UNKNOWN, WORDINGS
+from probe.common.vocabulary import KWAY, LABELS_BY_QTYPE, PAPER_WORDING, QTYPES, UNKNOWN, WORDINGS
 from probe.dataset.items import KEY_FIELDS, gender_of_first
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import is_name_sets_file
@@ -147,7 +147,9 @@ class ReplayBackend(BackendDefaults):
         people = {int(pair.pair_id): (pair.female, pair.male) for pair in pairs.itertuples()}
         for key, found in sorted(self.labels.items(), key=lambda entry: entry[1].row):
             pair_id, name_order = key[KEY_FIELDS.index("pair_id")], key[KEY_FIELDS.index("name_order")]
-            if found.people is None or pair_id not in people:
+            # a K-way row's pair_id is its set, not a contest, and its label one of the set's names: the answers
+            # contract refuses a name its item does not show
+            if found.people is None or key[KEY_FIELDS.index("qtype")] == KWAY or pair_id not in people:
                 continue
             female, male = people[pair_id]
             asked = (female, male) if gender_of_first(str(name_order)) == "female" else (male, female)
