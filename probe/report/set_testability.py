@@ -33,6 +33,8 @@ def set_testability(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
     rotated = max(categories.values())  # the rotation runs over the intersection's categories (or the only ones)
     tests = []
     for attribute, count in categories.items():
+        if count < 2:  # one category: no ratio to another, no contrast
+            continue
         needed = interval_sets(count)
         ratio_sentence = (f"each of the {count} categories' impact ratio needs {needed} name sets for an interval "
                           f"(Bonferroni over its {count - 1} ratios), an impact_ratio gate {fail_sets(count)} to fail "
