@@ -31,6 +31,7 @@ NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 	$(VENV)/bin/pytest 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)

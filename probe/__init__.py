@@ -2,13 +2,13 @@
 
 from probe.common.version import __version__
 
-_API = ("Run", "Scan", "gate", "import_run", "open_run", "open_scan", "run", "scan")  # in probe/api.py
+_API = ("Run", "Scan", "gate", "import_run", "open_run", "open_scan", "run", "scan", "schema")  # in probe/api.py
 __all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str) -> object:
-    """probe.run, probe.open_run, probe.Run, probe.scan, probe.open_scan, probe.Scan, probe.gate, probe.import_run
-    (probe/api.py), imported on first use: `import probe` stays light."""
+    """probe.run, probe.open_run, probe.Run, probe.scan, probe.open_scan, probe.Scan, probe.gate, probe.import_run,
+    probe.schema (probe/api.py), imported on first use: `import probe` stays light."""
     if name in _API:
         from probe import api
 
