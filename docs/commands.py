@@ -12,16 +12,27 @@ import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
+from typer.core import TyperGroup
+
+if TYPE_CHECKING:  # typer builds its commands on its own copy of click: these are its types
+    from typer.core import TyperCommand
+
+    Command = TyperCommand | TyperGroup
 
 CLI_MARKER = "<!-- cli-reference -->"
 SCHEMA_MARKER = re.compile(r"<!-- schema: (\w+) -->")
 FENCE = re.compile(r"^\s*```")
 INLINE_CODE = re.compile(r"`([^`]+)`")
+SHELL_OPERATORS = {">", ">>", "2>", "|", "||", "&&", ";", "&"}
 
 
-def probe_command() -> click.Group:
+class CommandLineError(ValueError):
+    """A command line of the manual that `probe` would refuse."""
+
+
+def probe_command() -> TyperGroup:
     """The `probe` command line as click sees it (typer builds it)."""
     import typer
 
@@ -30,27 +41,29 @@ def probe_command() -> click.Group:
     return typer.main.get_command(app)
 
 
-def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+def command_paths(group: TyperGroup, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Command]]:
     """Every command and subcommand under `group`, depth first in the order `probe --help` lists them."""
-    ctx = click.Context(group, info_name="probe")
+    ctx = group.context_class(group, info_name="probe")
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if command is None or command.hidden:
             continue
         yield (*prefix, name), command
-        if isinstance(command, click.Group):
+        if isinstance(command, TyperGroup):
             yield from command_paths(command, (*prefix, name))
 
 
-def plain_help(path: tuple[str, ...], command: click.Command) -> str:
+def plain_help(path: tuple[str, ...], command: Command) -> str:
     """A command's --help as the terminal prints it with TYPER_USE_RICH=0 (plain click layout, no boxes)."""
     import typer.core
 
-    parent = click.Context(probe_command(), info_name="probe")
+    root = probe_command()
+    parent = root.context_class(root, info_name="probe")
     for name in path[:-1]:
-        parent = click.Context(parent.command.get_command(parent, name), info_name=name, parent=parent)
-    context = click.Context(command, info_name=path[-1] if path else "probe", parent=parent if path else None,
-                            terminal_width=100, max_content_width=100)
+        group = parent.command.get_command(parent, name)
+        parent = group.context_class(group, info_name=name, parent=parent)
+    context = command.context_class(command, info_name=path[-1] if path else "probe", parent=parent if path else None,
+                                    terminal_width=100, max_content_width=100)
     with_rich = typer.core.HAS_RICH
     typer.core.HAS_RICH = False
     try:
@@ -94,7 +107,7 @@ def shell_lines(markdown: str) -> Iterator[str]:
         pending = ""
         for text in candidates:
             if in_fence and text.endswith("\\"):
-                pending = text[:-1] + " "
+                pending = text[:-1].rstrip() + " "
                 continue
             command = re.sub(r"^([A-Z_]+=\S+\s+)+", "", text.strip())
             if command.startswith("probe "):
@@ -102,12 +115,14 @@ def shell_lines(markdown: str) -> Iterator[str]:
 
 
 def _arguments(command_line: str) -> list[str]:
-    """The words after `probe`, with a comment dropped and the manual's placeholders made concrete: `[...]`
+    """The words after `probe` up to a shell operator (a redirection, a pipe), without a comment, and the manual's
+    placeholders made concrete: `[...]`
     optional parts kept, `a|b` alternatives take the first, a lone `...` (more options) dropped unless it is an
     option's value."""
     words = shlex.split(command_line, comments=True)[1:]
+    ends = [index for index, word in enumerate(words) if word in SHELL_OPERATORS]
     concrete: list[str] = []
-    for word in words:
+    for word in words[: ends[0] if ends else None]:
         word = word.strip("[]")
         if word == "..." and not (concrete and concrete[-1].startswith("--")):
             continue
@@ -116,24 +131,25 @@ def _arguments(command_line: str) -> list[str]:
 
 
 def parse_command_line(command_line: str) -> None:
-    """Parse `probe ...` as the CLI would, without running it; raises click.UsageError on an unknown command or
-    option, an option without its value, or an argument too many. Values are not converted (a file named in the
-    manual need not exist here)."""
-    command: click.Command = probe_command()
+    """Parse `probe ...` with the CLI's own option parser, without running it: an unknown command, an unknown
+    option, an option without its value or an argument too many raises (CommandLineError, or typer's usage error).
+    Values are neither converted nor checked (a file named in the manual need not exist here), and no callback
+    runs (--help and --version parse as the flags they are)."""
+    command: Command = probe_command()
     args, parent, name = _arguments(command_line), None, "probe"
     while True:
-        context = command.make_context(name, list(args), parent=parent, resilient_parsing=True)
-        if not isinstance(command, click.Group):
-            if context.args:
-                raise click.UsageError(f"unexpected extra arguments {context.args}", context)
+        context = command.context_class(command, info_name=name, parent=parent, **command.context_settings)
+        _, rest, _ = command.make_parser(context).parse_args(list(args))
+        if not isinstance(command, TyperGroup):
+            if rest:
+                raise CommandLineError(f"{command_line}: unexpected extra arguments {rest}")
             return
-        rest = [*context._protected_args, *context.args]
         if not rest:
             return
-        name, subcommand, args = command.resolve_command(context, rest)
+        subcommand = command.get_command(context, rest[0])
         if subcommand is None:
-            raise click.UsageError(f"no such command {rest[0]!r}", context)
-        command, parent = subcommand, context
+            raise CommandLineError(f"{command_line}: no such command {rest[0]!r}")
+        command, parent, name, args = subcommand, context, rest[0], rest[1:]
 
 
 def manual_files(root: Path) -> list[Path]:
