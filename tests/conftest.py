@@ -12,7 +12,8 @@ from probe import pipeline
 from probe.report import render
 from probe.scanning import rounds
 from probe.store import db
-from tests.support import ONET_RELEASE, FakeBackend, check_document
+from tests.documents import check_document
+from tests.support import ONET_RELEASE, FakeBackend
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from support import assert_one_line_error, invoke, schema_problems
+from documents import schema_problems
+from support import assert_one_line_error, invoke
 
 import probe
 from probe.report.data import SCHEMA_VERSION
