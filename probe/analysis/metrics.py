@@ -35,6 +35,7 @@ from probe.analysis.workforce import workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
+from probe.store.snapshot import shipped_workforce
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
                  "workforce_occupations", "adverse_impact")
@@ -72,7 +73,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
-    workforce = con.execute(queries["workforce_shares"], params).df()
+    workforce = con.execute(queries["workforce_shares"], {**params, "source": shipped_workforce()["source"]}).df()
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     results = {
         "metrics": metrics,

@@ -1,0 +1,83 @@
+"""Labour statistics as data (issue 47, item 4; DESIGN.md section 12): the workforce table is keyed by (source,
+soc_code), each source has a descriptor row the reports quote, and a database is reseeded when the shipped source
+changes (one seeded before sources existed too), leaving other sources' rows alone."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from probe.report.workforce import citation
+from probe.store import db, snapshot
+from tests.support import query
+
+TAXONOMY = Path(__file__).resolve().parents[1] / "taxonomy"
+SHIPPED = "bls-cps-2022"
+CITATION = "US BLS Current Population Survey 2022, Table 11 (% women), by O*NET-SOC code (taxonomy/workforce.csv)"
+NURSE = "29-1141.00"
+
+
+def _nurse(db_file: Path) -> list[tuple[str, float]]:
+    frame = query(db_file, "SELECT source, pct_women FROM workforce WHERE soc_code = ? ORDER BY source", [NURSE])
+    return list(frame.itertuples(index=False, name=None))
+
+
+def test_a_new_database_holds_the_shipped_source_and_its_descriptor(db_file: Path) -> None:
+    assert query(db_file, "SELECT source, count(*) AS n FROM workforce GROUP BY source").values.tolist() == [
+        [SHIPPED, 997]]  # fmt: skip
+    descriptor = query(db_file, "SELECT source, citation, year, licence, join_key FROM workforce_sources")
+    assert descriptor.values.tolist() == [
+        [SHIPPED, CITATION, 2022, "public domain (a work of the US government)", "soc_code"]]  # fmt: skip
+    con = db.connect(db_file)
+    try:
+        assert citation(con) == CITATION
+        con.execute("UPDATE workforce_sources SET citation = 'as stored' WHERE source = ?", [SHIPPED])
+        assert citation(con) == "as stored"  # the report quotes the data, not a constant
+    finally:
+        con.close()
+
+
+def test_a_database_seeded_before_sources_is_rekeyed_and_reseeded(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    db.connect(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("DROP TABLE workforce")
+    con.execute("DROP TABLE workforce_sources")
+    con.execute("CREATE TABLE workforce (soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, "
+                "year INTEGER, employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, "
+                "pct_asian DOUBLE, pct_hispanic DOUBLE)")  # fmt: skip
+    con.execute("INSERT INTO workforce (soc_code, pct_women) VALUES (?, 50.0)", [NURSE])
+    con.close()
+    db.connect(path).close()
+    assert _nurse(path) == [(SHIPPED, 87.9)]
+    key = query(path, "SELECT constraint_column_names AS key FROM duckdb_constraints() "
+                      "WHERE table_name = 'workforce' AND constraint_type = 'PRIMARY KEY'")  # fmt: skip
+    assert [list(columns) for columns in key["key"]] == [["source", "soc_code"]]
+
+
+def test_a_changed_shipped_source_reseeds_an_existing_database_and_keeps_other_sources(
+    db_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con = db.connect(db_file)
+    con.execute("INSERT INTO workforce (source, soc_code, pct_women) VALUES ('mine', ?, 12.5)", [NURSE])
+    con.close()
+    shipped = tmp_path / "taxonomy"
+    shutil.copytree(TAXONOMY, shipped)
+    csv = shipped / "workforce.csv"
+    csv.write_text(csv.read_text().replace(f"{NURSE},3255,Registered nurses,2022,3363,87.9,", f"{NURSE},3255,"
+                                           "Registered nurses,2022,3363,88.4,"))  # fmt: skip
+    monkeypatch.setattr(snapshot, "resource_dir", lambda name: shipped)
+    snapshot.shipped_workforce.cache_clear()
+    try:
+        db.connect(db_file).close()
+        assert _nurse(db_file) == [(SHIPPED, 88.4), ("mine", 12.5)]
+        stored = query(db_file, "SELECT file_sha256 FROM workforce_sources")["file_sha256"].tolist()
+        assert stored == [snapshot.shipped_workforce()["file_sha256"]]
+    finally:
+        monkeypatch.undo()
+        snapshot.shipped_workforce.cache_clear()
+    db.connect(db_file).close()  # the file as shipped again: reseeded back
+    assert _nurse(db_file) == [(SHIPPED, 87.9), ("mine", 12.5)]
