@@ -49,9 +49,9 @@ class RunRecord(_Open):
 class Settings(_Open):
     """The design: number of name pairs and occupations, top-k, conditions, preset, system prompt."""
 
-    pairs: int
-    occupations: int
-    top_k: int
+    pairs: int | None
+    occupations: int | None
+    top_k: int | None
     conditions: list[str]
     preset: str | None = None
     system_prompt: str | None = None
@@ -60,9 +60,9 @@ class Settings(_Open):
 class Counts(_Open):
     """Items per stage, answers, and per question type the items and unknown answers."""
 
-    items_stage1: int
-    items_stage2: int
-    answers: int
+    items_stage1: int | None
+    items_stage2: int | None
+    answers: int | None
     by_qtype: dict[str, Record]
 
 
@@ -110,7 +110,7 @@ class PreferredOccupations(_Open):
 
     female: list[str]
     male: list[str]
-    tested: int
+    tested: int | None
     not_testable: list[str]
     no_preference: list[str]
 
@@ -128,7 +128,7 @@ class Correlation(_Open):
     ci_high: Number
     p_value: Number
     p_adjusted: Number
-    n: int
+    n: int | None
 
 
 class RegressionTerm(_Open):
@@ -153,7 +153,7 @@ class Stage1Rate(_Open):
     value: Number
     ci_low: Number
     ci_high: Number
-    n: int
+    n: int | None
 
 
 class OccupationPreference(_Open):
@@ -161,10 +161,10 @@ class OccupationPreference(_Open):
 
     condition: str
     occupation: str
-    n: int
-    pairs: int
-    pairs_female: int
-    pairs_male: int
+    n: int | None
+    pairs: int | None
+    pairs_female: int | None
+    pairs_male: int | None
     share_female: Number
     lean_female: Number
     ci_low: Number
@@ -193,7 +193,7 @@ class Drilldown(_Open):
     condition: str
     occupation: str
     anchor: str
-    total: int
+    total: int | None
     counts: dict[str, dict[str, int]]
     items: list[Record]
 
@@ -222,7 +222,7 @@ class Workforce(_Open):
     """The model's share beside the workforce's, across occupations (DESIGN.md section 12)."""
 
     occupations: list[Record]
-    n_occupations: int
+    n_occupations: int | None
     spearman: Estimate | None
     pearson: Estimate | None
     slope: Estimate | None
@@ -265,9 +265,9 @@ class ReportDocument(_Open):
 class ComparedRun(RunRecord):
     """A run of a comparison: its record and its design."""
 
-    top_k: int
-    pairs: int
-    occupations: int
+    top_k: int | None
+    pairs: int | None
+    occupations: int | None
     conditions: list[str]
 
 
@@ -283,10 +283,10 @@ class SettingDifference(_Open):
 class Shared(_Open):
     """What the paired differences are computed on."""
 
-    pairs: int
-    occupations: int
+    pairs: int | None
+    occupations: int | None
     conditions: list[str]
-    instances: int
+    instances: int | None
 
 
 class LeaderboardRow(_Open):
@@ -310,8 +310,8 @@ class PairedDifference(_Open):
     difference: Number
     ci_low: Number
     ci_high: Number
-    n_instances: int
-    n_pairs: int
+    n_instances: int | None
+    n_pairs: int | None
     method: str | None
     note: str | None
 
@@ -322,11 +322,11 @@ class Rank(_Open):
     condition: str
     metric: str
     run_id: str
-    rank: int
-    rank_low: int
-    rank_high: int
-    runs: int
-    n_pairs: int
+    rank: int | None
+    rank_low: int | None
+    rank_high: int | None
+    runs: int | None
+    n_pairs: int | None
 
 
 class CompareDocument(_Open):

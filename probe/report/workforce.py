@@ -79,14 +79,14 @@ def workforce_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
         for condition in conditions
     }  # fmt: skip
     reported = REPORTED_CONDITION if REPORTED_CONDITION in by_condition else conditions[0]
-    return {"condition": reported, **by_condition[reported], "source": citation(con), "by_condition": by_condition}
+    source = fit["source"].dropna().iloc[0] if fit["source"].notna().any() else shipped_workforce()["source"]
+    return {"condition": reported, **by_condition[reported], "source": citation(con, source),
+            "by_condition": by_condition}  # fmt: skip
 
 
-def citation(con: duckdb.DuckDBPyConnection) -> str:
-    """The citation of the labour statistics the comparison used, as the database holds it (workforce_sources)."""
-    [(text,)] = con.execute(
-        "SELECT citation FROM workforce_sources WHERE source = ?", [shipped_workforce()["source"]]
-    ).fetchall()
+def citation(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """The citation of labour-statistics source `source`, as the database holds it (workforce_sources)."""
+    [(text,)] = con.execute("SELECT citation FROM workforce_sources WHERE source = ?", [source]).fetchall()
     return text
 
 

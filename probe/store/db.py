@@ -157,6 +157,8 @@ CREATE TABLE IF NOT EXISTS workforce_fit (
     run_id VARCHAR, condition VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
     n_occupations BIGINT, pairs BIGINT, method VARCHAR, verdict VARCHAR
 );
+-- The labour-statistics source the fit compared with (added later: older rows are the shipped source's).
+ALTER TABLE workforce_fit ADD COLUMN IF NOT EXISTS source VARCHAR;
 CREATE TABLE IF NOT EXISTS workforce_occupations (
     run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
     ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR

@@ -181,8 +181,8 @@ def shipped_workforce() -> dict[str, Any]:
 
 def seed_workforce(con: duckdb.DuckDBPyConnection) -> None:
     """Load the shipped source into `workforce` and `workforce_sources` where the database lacks this version of it
-    (a new database, one seeded before sources existed, or one seeded from an older shipped file); other sources'
-    rows stay as they are."""
+    (a new database, one seeded before sources existed, one seeded from an older shipped file, or one whose rows of
+    it are gone); other sources' rows stay as they are."""
     source = shipped_workforce()
     key = con.execute(
         "SELECT constraint_column_names FROM duckdb_constraints() "
@@ -191,8 +191,11 @@ def seed_workforce(con: duckdb.DuckDBPyConnection) -> None:
     if [list(row[0]) for row in key] != [WORKFORCE_KEY]:  # seeded before sources: one source's rows, keyed by code
         con.execute("DROP TABLE workforce")
         con.execute(WORKFORCE_TABLE)
-    stored = con.execute("SELECT file_sha256 FROM workforce_sources WHERE source = ?", [source["source"]]).fetchall()
-    if stored == [(source["file_sha256"],)]:
+    stored = con.execute(
+        "SELECT file_sha256, (SELECT count(*) FROM workforce WHERE source = s.source) FROM workforce_sources s "
+        "WHERE source = ?", [source["source"]]
+    ).fetchall()
+    if stored and stored[0][0] == source["file_sha256"] and stored[0][1] > 0:  # this version, and its rows
         return
     columns = ", ".join(WORKFORCE_COLUMNS)
     types = ", ".join(f"'{column}': '{kind}'" for column, kind in WORKFORCE_COLUMNS.items())
