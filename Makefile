@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` (the main job) and `make test` (the test suite).
+# The README's two commands: `make demo` (the main job) and `make test` (ruff, the manual's strict build, the tests).
 # Each creates or updates the virtual environment .venv by itself.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
