@@ -62,8 +62,13 @@ def plain_help(path: tuple[str, ...], command: Command) -> str:
     for name in path[:-1]:
         group = parent.command.get_command(parent, name)
         parent = group.context_class(group, info_name=name, parent=parent)
-    context = command.context_class(command, info_name=path[-1] if path else "probe", parent=parent if path else None,
-                                    terminal_width=100, max_content_width=100)
+    context = command.context_class(
+        command,
+        info_name=path[-1] if path else "probe",
+        parent=parent if path else None,
+        terminal_width=100,
+        max_content_width=100,
+    )
     with_rich = typer.core.HAS_RICH
     typer.core.HAS_RICH = False
     try:

@@ -68,12 +68,23 @@ def test_an_unknown_option_or_a_missing_value_is_caught(line: str, message: str)
 
 def test_placeholders_and_shell_around_a_command_are_read_as_the_reader_would() -> None:
     assert commands._arguments("probe export RUN_ID --format hf-dataset|lm-eval|inspect -o DIR") == [
-        "export", "RUN_ID", "--format", "hf-dataset", "-o", "DIR"]  # fmt: skip
+        "export",
+        "RUN_ID",
+        "--format",
+        "hf-dataset",
+        "-o",
+        "DIR",
+    ]
     assert commands._arguments("probe run --names names.csv ...   # your own pairs") == ["run", "--names", "names.csv"]
     assert commands._arguments("probe run --model ...") == ["run", "--model", "..."]
     assert commands._arguments("probe schema report > report.schema.json") == ["schema", "report"]
     assert commands._arguments("probe compare A B [--heldout-metric bias|consistency]") == [
-        "compare", "A", "B", "--heldout-metric", "bias"]  # fmt: skip
+        "compare",
+        "A",
+        "B",
+        "--heldout-metric",
+        "bias",
+    ]
     text = "```bash\nOPENAI_API_KEY=... probe run --backend openai \\\n    --model m\n```\nsee `probe runs` and `ls`"
     assert list(commands.shell_lines(text)) == ["probe run --backend openai --model m", "probe runs"]
 

@@ -23,23 +23,46 @@ ENTRY = {"value": 0.5, "ci_low": 0.2, "ci_high": 0.8, "n": 96, "pairs": 8}
 # adverse-impact section, no testability.
 FIRST_REPORT: dict[str, Any] = {
     "schema_version": 1,
-    "run": {"run_id": "old", "model": "m", "model_identity": "m", "backend": "replay", "decoding": "score",
-            "onet_release": "O*NET 29.0", "template_hash": "abc", "package_version": "0.1.0",
-            "package_versions": "{}", "created_at": "2026-11-01", "finished_at": None, "status": "complete"},
+    "run": {
+        "run_id": "old",
+        "model": "m",
+        "model_identity": "m",
+        "backend": "replay",
+        "decoding": "score",
+        "onet_release": "O*NET 29.0",
+        "template_hash": "abc",
+        "package_version": "0.1.0",
+        "package_versions": "{}",
+        "created_at": "2026-11-01",
+        "finished_at": None,
+        "status": "complete",
+    },
     "settings": {"pairs": 8, "occupations": 2, "top_k": 1, "conditions": ["taxonomy"]},
     "counts": {"items_stage1": 64, "items_stage2": 128, "answers": 192, "by_qtype": {}},
-    "headline": [{"finding": "A sentence.", "metric": "bias", "kind": "share", "condition": "taxonomy",
-                  "estimate": 0.5, "ci_low": None, "ci_high": None, "method": None, "n": {"pairs": 8}}],
+    "headline": [
+        {
+            "finding": "A sentence.",
+            "metric": "bias",
+            "kind": "share",
+            "condition": "taxonomy",
+            "estimate": 0.5,
+            "ci_low": None,
+            "ci_high": None,
+            "method": None,
+            "n": {"pairs": 8},
+        }
+    ],
     "overall": {"taxonomy": {"bias": ENTRY}},
-    "preferred_occupations": {"taxonomy": {"female": [], "male": [], "tested": 2, "not_testable": [],
-                                           "no_preference": ["nurse", "pilot"]}},
+    "preferred_occupations": {
+        "taxonomy": {"female": [], "male": [], "tested": 2, "not_testable": [], "no_preference": ["nurse", "pilot"]}
+    },
     "correlations": [],
     "regression": {},
     "stage1_rates": [],
     "occupation_preference": [],
     "pair_values": [],
     "items": [],
-}  # fmt: skip
+}
 FIRST_COMPARE: dict[str, Any] = {
     "schema_version": 1,
     "runs": [{**FIRST_REPORT["run"], "top_k": 1, "pairs": 8, "occupations": 2, "conditions": ["taxonomy"]}],
@@ -62,7 +85,11 @@ def test_probe_schema_prints_a_versioned_json_schema(name: str) -> None:
     schema = json.loads(output)
     jsonschema.Draft202012Validator.check_schema(schema)
     assert (schema["$schema"], schema["$id"], schema["x-schema-version"], schema["title"]) == (
-        "https://json-schema.org/draft/2020-12/schema", f"urn:taxonomy-probe:schema:{name}:1", 1, f"{name}.json")
+        "https://json-schema.org/draft/2020-12/schema",
+        f"urn:taxonomy-probe:schema:{name}:1",
+        1,
+        f"{name}.json",
+    )
     assert schema == probe.schema(name)
 
 

@@ -28,10 +28,12 @@ def _nurse(db_file: Path) -> list[tuple[str, float]]:
 
 def test_a_new_database_holds_the_shipped_source_and_its_descriptor(db_file: Path) -> None:
     assert query(db_file, "SELECT source, count(*) AS n FROM workforce GROUP BY source").values.tolist() == [
-        [SHIPPED, 997]]  # fmt: skip
+        [SHIPPED, 997]
+    ]
     descriptor = query(db_file, "SELECT source, citation, year, licence, join_key FROM workforce_sources")
     assert descriptor.values.tolist() == [
-        [SHIPPED, CITATION, 2022, "public domain (a work of the US government)", "soc_code"]]  # fmt: skip
+        [SHIPPED, CITATION, 2022, "public domain (a work of the US government)", "soc_code"]
+    ]
     con = db.connect(db_file)
     try:
         assert citation(con, SHIPPED) == CITATION
@@ -47,15 +49,20 @@ def test_a_database_seeded_before_sources_is_rekeyed_and_reseeded(tmp_path: Path
     con = duckdb.connect(str(path))
     con.execute("DROP TABLE workforce")
     con.execute("DROP TABLE workforce_sources")
-    con.execute("CREATE TABLE workforce (soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, "
-                "year INTEGER, employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, "
-                "pct_asian DOUBLE, pct_hispanic DOUBLE)")  # fmt: skip
+    con.execute(
+        "CREATE TABLE workforce (soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, "
+        "year INTEGER, employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, "
+        "pct_asian DOUBLE, pct_hispanic DOUBLE)"
+    )
     con.execute("INSERT INTO workforce (soc_code, pct_women) VALUES (?, 50.0)", [NURSE])
     con.close()
     db.connect(path).close()
     assert _nurse(path) == [(SHIPPED, 87.9)]
-    key = query(path, "SELECT constraint_column_names AS key FROM duckdb_constraints() "
-                      "WHERE table_name = 'workforce' AND constraint_type = 'PRIMARY KEY'")  # fmt: skip
+    key = query(
+        path,
+        "SELECT constraint_column_names AS key FROM duckdb_constraints() "
+        "WHERE table_name = 'workforce' AND constraint_type = 'PRIMARY KEY'",
+    )
     assert [list(columns) for columns in key["key"]] == [["source", "soc_code"]]
 
 
@@ -68,8 +75,11 @@ def test_a_changed_shipped_source_reseeds_an_existing_database_and_keeps_other_s
     shipped = tmp_path / "taxonomy"
     shutil.copytree(TAXONOMY, shipped)
     csv = shipped / "workforce.csv"
-    csv.write_text(csv.read_text().replace(f"{NURSE},3255,Registered nurses,2022,3363,87.9,", f"{NURSE},3255,"
-                                           "Registered nurses,2022,3363,88.4,"))  # fmt: skip
+    csv.write_text(
+        csv.read_text().replace(
+            f"{NURSE},3255,Registered nurses,2022,3363,87.9,", f"{NURSE},3255,Registered nurses,2022,3363,88.4,"
+        )
+    )
     monkeypatch.setattr(snapshot, "resource_dir", lambda name: shipped)
     snapshot.shipped_workforce.cache_clear()
     try:
@@ -102,9 +112,7 @@ def _report(db_file: Path, tmp_path: Path) -> dict:
     return json.loads((tmp_path / "r.json").read_text())
 
 
-def test_your_own_labour_statistics_replace_the_shipped_in_the_comparison(
-    replayed: Path, tmp_path: Path
-) -> None:
+def test_your_own_labour_statistics_replace_the_shipped_in_the_comparison(replayed: Path, tmp_path: Path) -> None:
     db_file = Path(shutil.copy(replayed, tmp_path / "probe.duckdb"))
     mine = tmp_path / "mine.csv"
     mine.write_text("soc_code,pct_women,year\n29-1141.00,10,2030\n53-2011.00,90,2030\n43-6014.00,55.5,2030\n")

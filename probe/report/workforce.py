@@ -80,8 +80,8 @@ def workforce_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
     }  # fmt: skip
     reported = REPORTED_CONDITION if REPORTED_CONDITION in by_condition else conditions[0]
     source = fit["source"].dropna().iloc[0] if fit["source"].notna().any() else shipped_workforce()["source"]
-    return {"condition": reported, **by_condition[reported], "source": citation(con, source),
-            "by_condition": by_condition}  # fmt: skip
+    section = {"condition": reported, **by_condition[reported], "source": citation(con, source)}
+    return {**section, "by_condition": by_condition}
 
 
 def citation(con: duckdb.DuckDBPyConnection, source: str) -> str:

@@ -45,8 +45,9 @@ def load_workforce_file(con: duckdb.DuckDBPyConnection, path: Path) -> str:
     try:
         with transaction(con):
             con.execute("DELETE FROM workforce WHERE source = ?", [source])
-            con.execute(f"INSERT INTO workforce (source, {', '.join(columns)}) "
-                        f"SELECT ?, {values} FROM workforce_file", [source])  # fmt: skip
+            con.execute(
+                f"INSERT INTO workforce (source, {', '.join(columns)}) SELECT ?, {values} FROM workforce_file", [source]
+            )
             con.execute(
                 "INSERT OR REPLACE INTO workforce_sources VALUES (?, ?, ?, NULL, 'soc_code', ?, current_timestamp)",
                 [source, f"{source} ({path.name})", year, hashlib.sha256(path.read_bytes()).hexdigest()],
@@ -59,24 +60,35 @@ def load_workforce_file(con: duckdb.DuckDBPyConnection, path: Path) -> str:
 def _check_rows(con: duckdb.DuckDBPyConnection, label: str, present: list[str]) -> None:
     """The first bad row, by line: a code that is no O*NET-SOC code, a code given twice, a value that is not a
     number, a percentage outside 0-100."""
-    bad_code = first_problem(con, f"SELECT line, soc_code FROM workforce_file WHERE NOT regexp_matches("
-                                  f"coalesce(trim(soc_code), ''), '{SOC_CODE}')")  # fmt: skip
+    bad_code = first_problem(
+        con,
+        f"SELECT line, soc_code FROM workforce_file WHERE NOT regexp_matches("
+        f"coalesce(trim(soc_code), ''), '{SOC_CODE}')",
+    )
     if bad_code:
         raise UserError(f"{label} line {bad_code[0]}: soc_code {bad_code[1]!r} is not an O*NET-SOC code (NN-NNNN.NN)")
-    repeated = first_problem(con, "SELECT line, soc_code FROM (SELECT line, soc_code, row_number() OVER (PARTITION "
-                                  "BY trim(soc_code) ORDER BY line) AS nth FROM workforce_file) WHERE nth > 1")
+    repeated = first_problem(
+        con,
+        "SELECT line, soc_code FROM (SELECT line, soc_code, row_number() OVER (PARTITION "
+        "BY trim(soc_code) ORDER BY line) AS nth FROM workforce_file) WHERE nth > 1",
+    )
     if repeated:
         raise UserError(f"{label} line {repeated[0]}: soc_code {repeated[1]} given twice")
     for column in (c for c in NUMERIC_COLUMNS if c in present):
         kind = NUMERIC_COLUMNS[column]
         value = f"nullif(trim({column}), '')"
-        bad = first_problem(con, f"SELECT line, {column} FROM workforce_file WHERE {value} IS NOT NULL AND "
-                                 f"TRY_CAST({value} AS {kind}) IS NULL")  # fmt: skip
+        bad = first_problem(
+            con,
+            f"SELECT line, {column} FROM workforce_file WHERE {value} IS NOT NULL AND "
+            f"TRY_CAST({value} AS {kind}) IS NULL",
+        )
         if bad:
             raise UserError(f"{label} line {bad[0]}: {column} {bad[1]!r} is not a number")
         if column in PERCENT_COLUMNS:
-            outside = first_problem(con, f"SELECT line, {column} FROM workforce_file "
-                                         f"WHERE TRY_CAST({value} AS DOUBLE) NOT BETWEEN 0 AND 100")  # fmt: skip
+            outside = first_problem(
+                con,
+                f"SELECT line, {column} FROM workforce_file WHERE TRY_CAST({value} AS DOUBLE) NOT BETWEEN 0 AND 100",
+            )
             if outside:
                 raise UserError(f"{label} line {outside[0]}: {column} {outside[1]} is not a percentage (0-100)")
 
