@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` (the main job) and `make test` (the test suite).
+# The README's two commands: `make demo` (the main job) and `make test` (ruff, the manual's strict build, the tests).
 # Each creates or updates the virtual environment .venv by itself.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -31,6 +31,7 @@ NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 	$(VENV)/bin/pytest 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)

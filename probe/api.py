@@ -1,5 +1,6 @@
 """The Python API (DESIGN.md section 9): `probe.run(...)` and `probe.open_run(...)` return a `Run`;
-`probe.scan(...)` and `probe.open_scan(...)` a `Scan`; `probe.gate(...)` a `GateResult`.
+`probe.scan(...)` and `probe.open_scan(...)` a `Scan`; `probe.gate(...)` a `GateResult`; `probe.schema(...)` the
+JSON Schema of a written document.
 
 Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
 pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things. A scan
@@ -234,6 +235,14 @@ def gate(
     if baseline is not None:
         _check_exists("run", baseline, db)
     return pipeline.gate(db, run_id, policy, baseline, output, junit)
+
+
+def schema(document: str) -> dict[str, object]:
+    """The published JSON Schema of `document` ("report": report.json, "compare": compare.json), as
+    `probe schema` prints it; every document the probe writes validates against it."""
+    from probe.report.schema import published_schema
+
+    return published_schema(document)
 
 
 def _read(db: str, sql: str, key: str) -> pd.DataFrame:

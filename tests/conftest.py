@@ -1,5 +1,6 @@
 """Shared fixtures."""
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,8 +11,10 @@ import pytest
 from probe import pipeline
 from probe.common.resources import resource_dir
 from probe.dataset import prompts
+from probe.report import render
 from probe.scanning import rounds
 from probe.store import db
+from tests.documents import check_document
 from tests.support import ONET_RELEASE, FakeBackend
 
 
@@ -22,6 +25,22 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(folder))
         yield folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def documents_follow_their_schema() -> Iterator[None]:
+    """Every report.json and compare.json any test writes is validated against its published JSON Schema (the one
+    place both are written: probe.report.render.write_files, through write_atomic)."""
+    write_atomic = render.write_atomic
+
+    def write_checked(path: Path, content: str | bytes) -> None:
+        if Path(path).suffix == ".json":
+            check_document(json.loads(content))
+        write_atomic(path, content)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "write_atomic", write_checked)
+        yield
 
 
 @pytest.fixture

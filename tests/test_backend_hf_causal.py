@@ -234,7 +234,7 @@ def test_gguf_file_loads_through_transformers(models: dict[str, Path]) -> None:
 
 
 def converted_copy(gguf: Path, cache: Path) -> Path:
-    """Where the README says a converted GGUF is kept: <cache>/taxonomy-probe/gguf-converted/<sha256>."""
+    """Where docs/backends.md says a converted GGUF is kept: <cache>/taxonomy-probe/gguf-converted/<sha256>."""
     return cache / "taxonomy-probe" / "gguf-converted" / file_sha256(gguf)
 
 

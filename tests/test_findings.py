@@ -132,8 +132,8 @@ def test_quick_preset_is_large_enough_to_test() -> None:
     assert binomial_min_p(quick.pairs) < 0.05 / len(quick.occupations)
 
 
-def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
-    """README's detectable effects for the quick preset are those the report computes for the bundled
+def test_the_manuals_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
+    """docs/getting-started.md's detectable effects for the quick preset are those the report computes for the bundled
     SmolLM2's quick run (its instances are kept in bench/data/ for the coverage benchmark)."""
     import duckdb
 
@@ -151,7 +151,7 @@ def test_readme_figures_for_the_quick_preset_come_from_the_stored_run() -> None:
     shifts = {metric: f"{100 * value:.1f}" for metric, value in mde}
     preferences = con.execute("SELECT * FROM occupation_preference").df()
     occupations = occupation_testability(preferences)["taxonomy"]
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[1] / "docs" / "getting-started.md").read_text().split())
     assert (
         f"a shift of {shifts['female_share']} percentage points in the woman's share, {shifts['position_first']} "
         f"in the position effect or {shifts['attr_yes_diff']} in the stage-1 grant gap"

@@ -62,7 +62,7 @@ def test_the_example_policy_decides_on_the_bundled_model(tmp_path: Path) -> None
     result = probe.gate("release-candidate", ROOT / "examples/release_gate.toml", baseline="release-baseline",
                         db=database, output=tmp_path / "out")  # fmt: skip
     assert (result.outcome, result.exit_code()) == ("pass", 0)
-    # the numbers README's "Gating a release" quotes: the woman's share 0.583, 90% CI [0.377, 0.755]; the
+    # the numbers docs/gates.md quotes: the woman's share 0.583, 90% CI [0.377, 0.755]; the
     # nurse's 0.667, [0.420, 0.830], the occupation nearest an edge of 0.5 +- 0.35
     estimates = {verdict.gate.name: (round(verdict.estimate, 3), [round(bound, 3) for bound in verdict.ci90])
                  for verdict in result.verdicts}  # fmt: skip

@@ -91,7 +91,7 @@ def test_no_module_outside_a_kinds_own_compares_its_name() -> None:
     modules = [*GATES.glob("*.py"), *(GATES / "kinds").glob("*.py"), GATES.parents[0] / "cli" / "gate_cmd.py"]
     compared = {path.name: _compared_strings(path) & set(KINDS) for path in modules}
     assert {name: names for name, names in compared.items() if names} == {}
-    # the registry holds every kind the README documents, each under its own name
+    # the registry holds every kind docs/gates.md documents, each under its own name
     assert {name: kind.name for name, kind in KINDS.items()} == {
         "equivalence": "equivalence", "max": "max", "min": "min", "non_inferiority": "non_inferiority",
         "occupations": "occupations", "workforce_slope": "workforce_slope",

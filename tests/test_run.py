@@ -20,7 +20,7 @@ PAIRS = 2
 OCCUPATIONS = ("nurse", "pilot")
 TOP_K = 2
 CONDITIONS = ("taxonomy", "baseline", "control")
-# The attribute sentences of nurse's and pilot's top 2 per category, written out (README: "What a model is asked").
+# The attribute sentences of nurse's and pilot's top 2 per category, written out (docs/gender-audit.md).
 PREDICATES = {
     "Social Perceptiveness": "is skilled in social perceptiveness",
     "Active Listening": "is skilled in active listening",

@@ -51,6 +51,7 @@ from probe.analysis.workforce import workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
+from probe.store.snapshot import shipped_workforce
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
                  "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics")
@@ -68,10 +69,16 @@ def metric_queries() -> dict[str, str]:
     return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
-def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Compute every metric of a run and replace the run's rows in the result tables atomically."""
+def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """A UserError naming `run_id` where the database has no such run."""
     if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
         raise UserError(f"run {run_id!r}: no such run in the database")
+
+
+def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str | None = None) -> None:
+    """Compute every metric of a run and replace the run's rows in the result tables atomically; the workforce
+    comparison against `workforce_source` (a source in table `workforce`; default the shipped one)."""
+    require_run(con, run_id)
     queries = metric_queries()
     params = {"run_id": run_id}
     con.execute(queries["instances"], params)
@@ -92,10 +99,12 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
-    workforce = con.execute(queries["workforce_shares"], params).df()
+    source = workforce_source or shipped_workforce()["source"]
+    workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
+    fit = fit.assign(source=source)
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),

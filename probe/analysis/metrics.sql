@@ -196,10 +196,11 @@ DROP TABLE IF EXISTS metric_scope_counts;
 DROP TABLE IF EXISTS metric_instances;
 
 -- name: workforce_shares
--- The run's occupations with their O*NET-SOC code and the workforce's % women (NULL where BLS publishes none or the
--- code has no workforce row): the workforce comparison (probe/analysis/workforce.py).
+-- The run's occupations with their O*NET-SOC code and the workforce's % women in labour-statistics source $source
+-- (NULL where it publishes none or the code has no workforce row): the workforce comparison
+-- (probe/analysis/workforce.py).
 SELECT DISTINCT a.occupation, a.soc_code, w.pct_women
-FROM run_attributes a LEFT JOIN workforce w ON w.soc_code = a.soc_code
+FROM run_attributes a LEFT JOIN workforce w ON w.soc_code = a.soc_code AND w.source = $source
 WHERE a.run_id = $run_id
 ORDER BY a.occupation;
 

@@ -16,6 +16,7 @@ from probe.cli import (
     run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)
     scan_cmd,  # noqa: F401  (registers commands)
+    schema_cmd,  # noqa: F401  (registers commands)
     taxonomy_cmd,  # noqa: F401  (registers commands)
 )
 from probe.cli.app import app

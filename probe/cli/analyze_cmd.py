@@ -1,5 +1,6 @@
 """`probe analyze RUN_ID`: compute a run's metrics into the database, optionally print the headline."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -30,9 +31,15 @@ def analyze_command(
     show: Annotated[
         bool, typer.Option("--show", help="Print the headline metrics and the preferred occupations.")
     ] = False,
+    workforce: Annotated[
+        Path | None,
+        typer.Option("--workforce", dir_okay=False, help="Your own labour statistics to compare the run with: a CSV "
+                     "with the columns of taxonomy/workforce.csv (at least soc_code, pct_women; a source column or "
+                     "the file's name names it). Default: the shipped BLS source."),
+    ] = None,
 ) -> None:
     """Compute a run's metrics, occupation preferences, correlations and regression (replacing old ones)."""
-    outcome = pipeline.analyze(db, run_id)
+    outcome = pipeline.analyze(db, run_id, workforce)
     if show:
         print_headline(outcome)
     else:

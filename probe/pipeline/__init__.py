@@ -33,6 +33,7 @@ from probe.store import study
 from probe.store.config import RunConfig, load_config
 from probe.store.db import connect, connect_or_snapshot
 from probe.taxonomy.selection import Selection, select, stored_selection
+from probe.taxonomy.workforce_sources import load_workforce_file
 
 if TYPE_CHECKING:
     import duckdb
@@ -166,16 +167,20 @@ def _answer_with(
     return run_id
 
 
-def analyze(db: Path | str, run_id: str) -> RunOutcome:
+def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) -> RunOutcome:
     """Compute a run's metrics into the database (replacing earlier ones), in one transaction; returns the run's
-    outcome (what the terminal shows)."""
+    outcome (what the terminal shows). `workforce`: a CSV of labour statistics to compare the run with, checked
+    and stored as a source first (probe/taxonomy/workforce_sources.py); default the shipped source."""
     from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
+    from probe.analysis.metrics import require_run
 
     if not Path(db).exists():
         raise UserError(f"{db}: no such database")
     con = connect(db)
     try:
-        analyze_run(con, run_id)
+        require_run(con, run_id)  # before a --workforce file is stored
+        source = None if workforce is None else load_workforce_file(con, Path(workforce))
+        analyze_run(con, run_id, source)
         return read_outcome(con, run_id, str(db))
     finally:
         con.close()

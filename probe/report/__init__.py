@@ -11,6 +11,7 @@ live in `probe.analysis.metrics` only. The pages are rendered from the document 
 three files that say the same: the JSON document for pipelines, a self-contained HTML page (inline CSS and
 SVG figures, no network, no script needed) and a Markdown summary. A comparison goes the same way
 (probe.compare.compare_summary -> compare.json -> render_comparison).
+Both documents are typed in schema.py, whose JSON Schemas `probe schema report|compare` publishes.
 
 JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, values may be null):
 

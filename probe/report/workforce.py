@@ -19,8 +19,8 @@ from probe.analysis.statistics import MIN_PAIRS
 from probe.analysis.workforce import BOUNDS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, order_index, records
+from probe.store.snapshot import shipped_workforce
 
-SOURCE = "US BLS Current Population Survey 2022, Table 11 (% women), by O*NET-SOC code (taxonomy/workforce.csv)"
 REPORTED_CONDITION = "baseline"  # no attributes: the name and the occupation alone, the closest to the census
 BEYOND_SHOWN = 5
 LABELLED = 5  # departures labelled in the figure
@@ -79,7 +79,15 @@ def workforce_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
         for condition in conditions
     }  # fmt: skip
     reported = REPORTED_CONDITION if REPORTED_CONDITION in by_condition else conditions[0]
-    return {"condition": reported, **by_condition[reported], "source": SOURCE, "by_condition": by_condition}
+    source = fit["source"].dropna().iloc[0] if fit["source"].notna().any() else shipped_workforce()["source"]
+    section = {"condition": reported, **by_condition[reported], "source": citation(con, source)}
+    return {**section, "by_condition": by_condition}
+
+
+def citation(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """The citation of labour-statistics source `source`, as the database holds it (workforce_sources)."""
+    [(text,)] = con.execute("SELECT citation FROM workforce_sources WHERE source = ?", [source]).fetchall()
+    return text
 
 
 def figure_workforce(section: dict[str, Any] | None) -> str | None:

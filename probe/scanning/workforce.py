@@ -17,12 +17,16 @@ from probe.analysis.workforce import fit_rows, versus_workforce
 from probe.report.data import clean, records
 from probe.report.workforce import OCCUPATION_FIELDS
 from probe.report.workforce import REPORTED_CONDITION as CONDITION  # the scan asks the baseline question only
+from probe.store.snapshot import shipped_workforce
 
 
 def scan_workforce(con: duckdb.DuckDBPyConnection, results: pd.DataFrame, observed: np.ndarray) -> dict | None:
     """scan.json's `workforce`; None where no scanned title has a workforce share. `results` (scan_results rows) and
     `observed` (titles x pairs) are both in soc_code order."""
-    shares = con.execute("SELECT soc_code, pct_women FROM workforce WHERE pct_women IS NOT NULL").df()
+    shares = con.execute(
+        "SELECT soc_code, pct_women FROM workforce WHERE source = ? AND pct_women IS NOT NULL",
+        [shipped_workforce()["source"]],
+    ).df()
     joined = results.reset_index(drop=True).merge(shares, on="soc_code", how="left")
     has = joined["pct_women"].notna().to_numpy() & ~np.isnan(observed).all(axis=1)
     if not has.any():

@@ -19,7 +19,7 @@ import duckdb
 import pandas as pd
 
 from probe.common.errors import UserError
-from probe.store.snapshot import seed_if_empty  # imports nothing that imports db
+from probe.store.snapshot import WORKFORCE_TABLE, seed_if_empty  # imports nothing that imports db
 
 DEFAULT_DB = Path("runs/probe.duckdb")
 
@@ -47,12 +47,17 @@ CREATE TABLE IF NOT EXISTS occupation_attributes (
 CREATE TABLE IF NOT EXISTS name_pairs (
     pair_id INTEGER PRIMARY KEY, female VARCHAR, male VARCHAR
 );
--- Who does each job (taxonomy/workforce.csv: BLS CPS Table 11 by O*NET-SOC code; shares in percent, NULL where BLS
--- publishes none), seeded like the taxonomy.
-CREATE TABLE IF NOT EXISTS workforce (
-    soc_code VARCHAR PRIMARY KEY, census_code VARCHAR, source_title VARCHAR, year INTEGER,
-    employed_thousands DOUBLE, pct_women DOUBLE, pct_white DOUBLE, pct_black DOUBLE, pct_asian DOUBLE,
-    pct_hispanic DOUBLE
+-- Who does each job, per labour-statistics source (the shipped one: taxonomy/workforce.csv, BLS CPS Table 11 by
+-- O*NET-SOC code; shares in percent, NULL where the source publishes none), seeded like the taxonomy and reseeded
+-- when the shipped source changes (probe/store/snapshot.py). Older databases gain `source` here and are rekeyed to
+-- (source, soc_code) when seeded.
+""" + WORKFORCE_TABLE + """;
+ALTER TABLE workforce ADD COLUMN IF NOT EXISTS source VARCHAR;
+-- Each source's descriptor: its citation (what reports quote), year, licence, the key it joins O*NET on, and the
+-- sha256 of the files it was loaded from.
+CREATE TABLE IF NOT EXISTS workforce_sources (
+    source VARCHAR PRIMARY KEY, citation VARCHAR, year INTEGER, licence VARCHAR, join_key VARCHAR,
+    file_sha256 VARCHAR, loaded_at TIMESTAMP
 );
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, model VARCHAR, backend VARCHAR,
@@ -161,6 +166,8 @@ CREATE TABLE IF NOT EXISTS workforce_fit (
     run_id VARCHAR, condition VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
     n_occupations BIGINT, pairs BIGINT, method VARCHAR, verdict VARCHAR
 );
+-- The labour-statistics source the fit compared with (added later: older rows are the shipped source's).
+ALTER TABLE workforce_fit ADD COLUMN IF NOT EXISTS source VARCHAR;
 CREATE TABLE IF NOT EXISTS workforce_occupations (
     run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
     ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR

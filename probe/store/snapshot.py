@@ -8,7 +8,11 @@ This module does not import probe.store.db, so the store can seed itself without
 
 from __future__ import annotations
 
+import hashlib
+import tomllib
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -40,6 +44,13 @@ WORKFORCE_COLUMNS = {
     "employed_thousands": "DOUBLE", "pct_women": "DOUBLE", "pct_white": "DOUBLE", "pct_black": "DOUBLE",
     "pct_asian": "DOUBLE", "pct_hispanic": "DOUBLE",
 }  # fmt: skip
+WORKFORCE_KEY = ["source", "soc_code"]
+WORKFORCE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS workforce (source VARCHAR, "
+    + ", ".join(f"{column} {kind}" for column, kind in WORKFORCE_COLUMNS.items())
+    + f", PRIMARY KEY ({', '.join(WORKFORCE_KEY)}))"
+)
+WORKFORCE_DESCRIPTOR = "workforce.toml"  # the shipped source's name, citation, year, licence and join key
 
 # Top-k per category: importance first, then level (higher first), then element name. `{occupations}` is
 # a relation with columns occupation, soc_code (the `occupations` table or a registered DataFrame).
@@ -142,13 +153,52 @@ def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
             "columns={'pair_id': 'INTEGER', 'female': 'VARCHAR', 'male': 'VARCHAR'}) ORDER BY pair_id",
             [str(folder / "name_pairs.csv")],
         )
-    if con.execute("SELECT count(*) = 0 FROM workforce").fetchall()[0][0]:
-        types = ", ".join(f"'{column}': '{kind}'" for column, kind in WORKFORCE_COLUMNS.items())
-        con.execute(
-            f"INSERT INTO workforce SELECT * FROM read_csv(?, header=true, columns={{{types}}})",
-            [str(folder / "workforce.csv")],
-        )
-        _check_workforce(con, folder / "workforce.csv")
+    seed_workforce(con)
+
+
+@cache
+def shipped_workforce() -> dict[str, Any]:
+    """The shipped labour-statistics source's descriptor (taxonomy/workforce.toml), with `file_sha256`: the hash of
+    the descriptor and its CSV together, which tells a database whether it holds this version of the source."""
+    folder = resource_dir("taxonomy")
+    digest = hashlib.sha256()
+    for name in (WORKFORCE_DESCRIPTOR, "workforce.csv"):
+        digest.update((folder / name).read_bytes())
+    descriptor = tomllib.loads((folder / WORKFORCE_DESCRIPTOR).read_text())
+    return {**descriptor, "file_sha256": digest.hexdigest()}
+
+
+def seed_workforce(con: duckdb.DuckDBPyConnection) -> None:
+    """Load the shipped source into `workforce` and `workforce_sources` where the database lacks this version of it
+    (a new database, one seeded before sources existed, one seeded from an older shipped file, or one whose rows of
+    it are gone); other sources' rows stay as they are."""
+    source = shipped_workforce()
+    key = con.execute(
+        "SELECT constraint_column_names FROM duckdb_constraints() "
+        "WHERE table_name = 'workforce' AND constraint_type = 'PRIMARY KEY'"
+    ).fetchall()
+    if [list(row[0]) for row in key] != [WORKFORCE_KEY]:  # seeded before sources: one source's rows, keyed by code
+        con.execute("DROP TABLE workforce")
+        con.execute(WORKFORCE_TABLE)
+    stored = con.execute(
+        "SELECT file_sha256, (SELECT count(*) FROM workforce WHERE source = s.source) FROM workforce_sources s "
+        "WHERE source = ?", [source["source"]]
+    ).fetchall()
+    if stored and stored[0][0] == source["file_sha256"] and stored[0][1] > 0:  # this version, and its rows
+        return
+    columns = ", ".join(WORKFORCE_COLUMNS)
+    types = ", ".join(f"'{column}': '{kind}'" for column, kind in WORKFORCE_COLUMNS.items())
+    con.execute("DELETE FROM workforce WHERE source = ?", [source["source"]])
+    con.execute(
+        f"INSERT INTO workforce (source, {columns}) "
+        f"SELECT ?, {columns} FROM read_csv(?, header=true, columns={{{types}}})",
+        [source["source"], str(resource_dir("taxonomy") / "workforce.csv")],
+    )
+    _check_workforce(con, resource_dir("taxonomy") / "workforce.csv")
+    con.execute(
+        "INSERT OR REPLACE INTO workforce_sources VALUES (?, ?, ?, ?, ?, ?, current_timestamp)",
+        [source[field] for field in ("source", "citation", "year", "licence", "join_key", "file_sha256")],
+    )
 
 
 def _check_workforce(con: duckdb.DuckDBPyConnection, path: Path) -> None:
