@@ -97,3 +97,19 @@ def test_their_published_table_is_matched_row_by_row(study: Path, tmp_path: Path
 def test_the_real_study_reproduces_all_64_published_rows(tmp_path: Path) -> None:
     merged = reproduce(DEFAULT_DIR, tmp_path / "bloomberg.duckdb")
     assert (len(merged), int(merged["equal"].sum())) == (64, 64)
+
+
+@pytest.mark.parametrize("field", ["default_order", "demo_order", "content"])
+def test_a_value_that_is_not_text_is_one_line(tmp_path: Path, field: str) -> None:
+    """A name, group code or reply that is a number or a list is the file's error, not an AttributeError."""
+    write_ranking(tmp_path, "nurse", 0, list(range(8)))
+    path = tmp_path / "data" / "intermediary" / "resume_ranking" / "gpt-x" / "nurse" / "1121" / "run_0.json"
+    record = json.loads(path.read_text())
+    if field == "content":
+        record["choices"][0]["message"]["content"] = 5
+    else:
+        record["context"][field][0] = [1]
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, ["import", "bloomberg", str(tmp_path), "--db", str(tmp_path / "b.duckdb")])
+    assert_one_line_error(result.exit_code, result.output, f"{path}: not a ranking file of the study (names, groups "
+                          "and the reply must be text)")  # fmt: skip

@@ -83,6 +83,8 @@ def read_bloomberg(directory: Path, model: str) -> Decisions:
             created.append(int(record.get("created") or 0))
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise UserError(f"{where}: not a ranking file of the study ({type(exc).__name__}: {exc})") from None
+        if not all(isinstance(text, str) for text in (*shown, *groups, reply)):
+            raise UserError(f"{where}: not a ranking file of the study (names, groups and the reply must be text)")
         if len(shown) != len(groups):
             raise UserError(f"{where}: default_order has {len(shown)} names, demo_order {len(groups)} groups")
         ranks = reply_ranking(reply, shown)
