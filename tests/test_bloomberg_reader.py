@@ -111,5 +111,5 @@ def test_a_value_that_is_not_text_is_one_line(tmp_path: Path, field: str) -> Non
         record["context"][field][0] = [1]
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, ["import", "bloomberg", str(tmp_path), "--db", str(tmp_path / "b.duckdb")])
-    assert_one_line_error(result.exit_code, result.output, f"{path}: not a ranking file of the study (names, groups "
-                          "and the reply must be text)")  # fmt: skip
+    message = f"{path}: not a ranking file of the study (names, groups and the reply must be text)"
+    assert_one_line_error(result.exit_code, result.output, message)

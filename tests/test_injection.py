@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probe import pipeline
+from probe.answering.decisions import read_decisions
 from probe.backends.replay import load_answers
 from probe.cli import app
 from probe.common.errors import UserError
@@ -39,8 +40,8 @@ ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs 
     "sex\" AS c3 FROM (SELECT 1 set_id, 2 name, 3 sex); INSTALL '{tmp}/x.duckdb_extension'; SELECT 1 c3 --",
 ]
 PLAIN = ["it's; -- /* x */", "line\nbreak", "a\"b'c"]  # quotes, comments and a newline with no statement
-INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "pairs.csv", "occupations.csv", "codes.csv", "answers.csv",
-          "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb", "out"}
+INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "decisions.csv", "pairs.csv", "occupations.csv", "codes.csv",
+          "answers.csv", "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb", "out"}
 VALUES = ["O'Brien'); DROP TABLE items; --", "Bo /* c */ \"x\"", "=read_text('/etc/passwd')"]
 
 
@@ -144,8 +145,19 @@ def read_imported(tmp: Path, column: str) -> object:
     return answers
 
 
+def read_imported_decisions(tmp: Path, column: str) -> object:
+    """`probe import decisions`: the text as an attribute column's name and as a name, job and category."""
+    path = write_csv(tmp / "decisions.csv", ["set_id", "name", column, "job", "selected"],
+                     [[1, VALUES[0], column, column, 1], [1, VALUES[1], VALUES[2], column, 0]])
+    decisions = read_decisions(path)
+    assert decisions.attributes == [column] and decisions.people["name"].tolist() == VALUES[:2]
+    assert decisions.categories["category"].tolist() == [column, VALUES[2]]
+    return decisions
+
+
 READERS: dict[str, Callable[..., object]] = {
-    "name sets": read_sets, "name pairs": read_pairs, "staging": read_staged, "replay answers": read_replay,
+    "name sets": read_sets, "decisions": read_imported_decisions,
+    "name pairs": read_pairs, "staging": read_staged, "replay answers": read_replay,
     "imports": read_imported, "policy": read_policy, "config": read_config,
 }
 
