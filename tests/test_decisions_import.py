@@ -183,3 +183,22 @@ def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -
     assert group_ratios(counts(["x", "y", "x", "y"])).pairs["a", "b"].name_excess == (0.0, 0.0)
     assert (group_ratios(counts(None)).pairs["a", "b"].name_excess, group_ratios(counts(None)).pairs["a", "b"].names
             ) == ((0.0, 0.0), None)  # fmt: skip
+
+
+def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db_file: Path, tmp_path: Path) -> None:
+    """Imported decisions have no woman and man per contest: the comparison is not titled a gender-bias one and has
+    no columns of occupations preferring women or men (they read 0 / 0 before)."""
+    path = tmp_path / "d.csv"
+    path.write_text(GOOD)
+    for run_id in ("a", "b"):
+        pipeline.decisions.import_decisions(path, run_id, db_file)
+    result = CliRunner().invoke(app, ["compare", "a", "b", "--db", str(db_file), "--output",
+                                      str(tmp_path / "cmp" / "compare.html")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "preferred W/M" not in result.output
+    markdown = (tmp_path / "cmp" / "compare.md").read_text()
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    assert markdown.startswith("# Comparison of 2 runs\n")
+    assert "<h1>Comparison of 2 runs</h1>" in page and "Gender-bias" not in markdown + page
+    assert "| women | men |" not in markdown and '<th class="num sortable">women</th>' not in page
+    assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["women_and_men"] is False

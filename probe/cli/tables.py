@@ -136,7 +136,9 @@ def comparison_table(document: Mapping[str, Any]) -> Table:
         table.add_column(label, justify="right", no_wrap=True)
         table.add_column("minus ref (pts)", justify="right", no_wrap=True)
         table.add_column("rank", justify="right", no_wrap=True)
-    table.add_column("preferred W/M", justify="right")
+    women_and_men = document.get("women_and_men", True)
+    if women_and_men:
+        table.add_column("preferred W/M", justify="right")
     for row in document["leaderboard"]:
         run_id = row["run_id"]
         cells = [terminal_text(run_id) + (" (ref)" if run_id == reference else ""), terminal_text(row["model"])]
@@ -147,7 +149,8 @@ def comparison_table(document: Mapping[str, Any]) -> Table:
             else:
                 shown = fmt_ci(entry)
             cells += [shown, _versus(differences.get((run_id, metric))), _rank(ranks.get((run_id, metric)))]
-        cells.append(f"{row['preferred_female']} / {row['preferred_male']}")
+        if women_and_men:
+            cells.append(f"{row['preferred_female']} / {row['preferred_male']}")
         table.add_row(*cells)
     return table
 

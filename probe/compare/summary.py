@@ -10,10 +10,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from probe.analysis.contrasts import over_name_sets
 from probe.analysis.metric_registry import COMPARED_METRICS
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
-from probe.common.vocabulary import STAGE1_CONDITION
+from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
 from probe.compare.leaderboard import (
     CONTRASTS,
     RANK_METHOD,
@@ -319,6 +320,10 @@ def compare_summary(
             "instances": len(shared),
         },
         "reference": reference,
+        # every run asked name pairs, a woman and a man: only then do the leaderboard's preferred counts name them
+        "women_and_men": not any(
+            run["backend"] == DECISIONS_BACKEND or over_name_sets(con, run["run_id"]) for run in runs
+        ),
         "leaderboard": leaderboard_rows(runs, overall, preferred, lead),
         "leaderboard_method": OVERALL_METHOD,  # the analyzers' overall intervals, each run on its own instances
         "overall": overall,

@@ -330,6 +330,7 @@ def render_comparison(data: Mapping[str, Any]) -> tuple[str, str]:
     metrics = list(dict.fromkeys(metric for row in data["leaderboard"] for metric in row["metrics"]))
     context = {
         **data,
+        "women_and_men": data.get("women_and_men", True),  # a comparison written before the key: pairs runs only
         "leaderboard_metrics": metrics,
         "rank_rows": _rank_table(data),
         "side_by_side": _side_by_side_rows(data),

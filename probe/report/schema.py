@@ -343,6 +343,7 @@ class CompareDocument(_Open):
     paired_conditions: list[str] = []
     shared: Shared
     reference: str
+    women_and_men: bool = True  # False where a run asked name sets or imported decisions: no women/men columns
     leaderboard: list[LeaderboardRow]
     overall: dict[str, dict[str, dict[str, MetricEntry]]]
     paired_differences: list[PairedDifference]
