@@ -202,3 +202,13 @@ def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db
     assert "<h1>Comparison of 2 runs</h1>" in page and "Gender-bias" not in markdown + page
     assert "| women | men |" not in markdown and '<th class="num sortable">women</th>' not in page
     assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["women_and_men"] is False
+
+
+def test_runs_lists_a_decisions_run_by_its_people_decided(db_file: Path, tmp_path: Path) -> None:
+    """It has no items to answer: `answered` read 0/0 before; it counts the people with a decision of all people."""
+    path = tmp_path / "d.csv"
+    path.write_text("set_id,name,sex,selected\n1,Ann,female,1\n1,Bob,male,\n2,Cy,female,0\n2,Di,male,1\n")
+    pipeline.decisions.import_decisions(path, "d", db_file)
+    listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
+    row = next(line for line in listed.output.splitlines() if line.strip().startswith("d "))
+    assert row.split()[4:] == ["decisions", "3/4", "decided", "complete"]

@@ -210,19 +210,22 @@ def list_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per run, newest first, a study's runs together (placed by its newest run, oldest run first):
     id, created, model, backend, preset (`preset_label`), answered, items, stage, status, study.
 
-    `answered` counts items with an answer that is not a stored failure. `stage` is the last stage built:
+    `answered` counts items with an answer that is not a stored failure (an imported decisions run: its people
+    with a decision, of `items` people). `stage` is the last stage built:
     stage 2 is built from stage 1's answers, so before it exists `items` counts stage 1 only.
     """
     frame = con.execute(
         """SELECT r.run_id, r.created_at, r.model, r.backend, r.config_json AS preset,
-                  coalesce(i.answered, 0) AS answered, coalesce(i.items, 0) AS items,
+                  coalesce(i.answered, d.decided, 0) AS answered, coalesce(i.items, d.people, 0) AS items,
                   coalesce(i.stage, 0) AS stage, r.status,
                   json_extract_string(r.config_json, '$.study') AS study
            FROM runs r LEFT JOIN (
                SELECT i.run_id, count(*) AS items, max(i.stage) AS stage,
                       count(a.item_id) FILTER (WHERE a.error IS NULL) AS answered
                FROM items i LEFT JOIN answers a USING (run_id, item_id) GROUP BY i.run_id
-           ) i USING (run_id)
+           ) i USING (run_id) LEFT JOIN (
+               SELECT run_id, count(*) AS people, count(selected) AS decided FROM run_decisions GROUP BY run_id
+           ) d USING (run_id)
            ORDER BY max(r.created_at) OVER (PARTITION BY coalesce(study, r.run_id)) DESC, study,
                     CASE WHEN study IS NULL THEN 0 ELSE epoch(r.created_at) END, r.run_id"""
     ).df()

@@ -14,7 +14,7 @@ from rich.text import Text
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
-from probe.common.vocabulary import FAILED, INTERRUPTED, RUNNING, STOPPED
+from probe.common.vocabulary import DECISIONS_BACKEND, FAILED, INTERRUPTED, RUNNING, STOPPED
 from probe.store.db import DEFAULT_DB
 
 
@@ -25,7 +25,8 @@ def runs_command(db: DbOption = DEFAULT_DB) -> None:
     calls, titles flagged, started.
 
     answered: items with an answer / items built; "(stage 1)" while stage 2, built from stage 1's answers,
-    does not exist yet. flagged: empty until the scan has results.
+    does not exist yet; an imported decisions run: people with a decision / people, "decided". flagged: empty
+    until the scan has results.
     """
     listing = pipeline.list_runs(db)
     frame, scans, snapshot = listing.runs, listing.scans, listing.snapshot
@@ -61,6 +62,8 @@ def _print_runs(console: Console, frame: pd.DataFrame, db: str, snapshot: bool) 
     rows = []
     for row in frame.itertuples():
         items = f"{row.answered:,}/{row.items:,}" + (" (stage 1)" if row.stage == 1 else "")
+        if row.backend == DECISIONS_BACKEND:
+            items = f"{row.answered:,}/{row.items:,} decided"
         status = _status(str(row.status), snapshot)
         created = f"{row.created_at:%m-%d %H:%M}"
         rows.append(
