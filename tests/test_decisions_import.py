@@ -212,3 +212,14 @@ def test_runs_lists_a_decisions_run_by_its_people_decided(db_file: Path, tmp_pat
     listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
     row = next(line for line in listed.output.splitlines() if line.strip().startswith("d "))
     assert row.split()[4:] == ["decisions", "3/4", "decided", "complete"]
+
+
+def test_analyze_show_of_a_decisions_run_prints_its_impact_not_name_pair_metrics(db_file: Path, tmp_path: Path) -> None:
+    """Before: an empty table titled 'mean over name pairs' and 'no occupation preferred'."""
+    path = tmp_path / "d.csv"
+    path.write_text(GOOD)
+    pipeline.decisions.import_decisions(path, "d", db_file)
+    result = CliRunner().invoke(app, ["analyze", "d", "--db", str(db_file), "--show"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "d: 2 people in 1 sets"
+    assert "name pairs" not in result.output and "occupation preferred" not in result.output

@@ -7,7 +7,8 @@ import typer
 
 from probe import pipeline
 from probe.cli.app import DbOption, app
-from probe.common.escape import literal_console
+from probe.common.escape import literal_console, terminal_text
+from probe.pipeline.decisions import DecisionsOutcome, decisions_outcome
 from probe.pipeline.outcome import RunOutcome
 from probe.store.db import DEFAULT_DB
 
@@ -22,6 +23,15 @@ def print_headline(outcome: RunOutcome) -> None:
         console.print(contrast_table(outcome))
     else:
         console.print(preference_table(outcome))  # a table, or one line where no occupation is preferred
+
+
+def print_decisions(outcome: DecisionsOutcome) -> None:
+    """The run id, its size and its overall impact ratios, one line each."""
+    typer.echo(f"{outcome.run_id}: {outcome.people} people in {outcome.sets} sets")
+    for row in outcome.impact.itertuples():
+        interval = "" if row.ci_low != row.ci_low else f" [{row.ci_low:.2f}, {row.ci_high:.2f}]"
+        typer.echo(terminal_text(f"  {row.attribute} {row.rate_kind} {row.category}: n {row.n}, rate {row.rate:.3f}, "
+                                 f"impact ratio {row.impact_ratio:.2f}{interval}, unknown {row.unknown}"))
 
 
 @app.command("analyze")
@@ -40,7 +50,10 @@ def analyze_command(
 ) -> None:
     """Compute a run's metrics, occupation preferences, correlations and regression (replacing old ones)."""
     outcome = pipeline.analyze(db, run_id, workforce)
-    if show:
+    imported = decisions_outcome(db, run_id) if show else None
+    if imported is not None:  # no name pairs, no occupations: its people's impact ratios
+        print_decisions(imported)
+    elif show:
         print_headline(outcome)
     else:
         typer.echo(f"analysed run {run_id}; `probe analyze {run_id} --show` prints the headline")

@@ -10,10 +10,9 @@ from typing import Annotated
 
 import typer
 
-from probe.cli.analyze_cmd import print_headline
+from probe.cli.analyze_cmd import print_decisions, print_headline
 from probe.cli.app import DbOption, app
-from probe.common.escape import terminal_text
-from probe.pipeline.decisions import DecisionsOutcome, import_bloomberg, import_decisions
+from probe.pipeline.decisions import import_bloomberg, import_decisions
 from probe.pipeline.exports import import_run
 from probe.store.db import DEFAULT_DB
 
@@ -68,7 +67,7 @@ def decisions_command(
                                                                  "LL144 summary).")] = None,
 ) -> None:
     """A run of decisions made elsewhere (a screener's picks, a vendor's scores): adverse impact, report, gates."""
-    _print_decisions(import_decisions(file, run_id, db, model, period))
+    print_decisions(import_decisions(file, run_id, db, model, period))
 
 
 @import_app.command("bloomberg")
@@ -81,13 +80,5 @@ def bloomberg_command(
 ) -> None:
     """Bloomberg's 2024 GPT resume rankings (their raw files) as one decisions run per model."""
     for outcome in import_bloomberg(directory, db, prefix):
-        _print_decisions(outcome)
+        print_decisions(outcome)
 
-
-def _print_decisions(outcome: DecisionsOutcome) -> None:
-    """The run id, its size and its overall impact ratios, one line each."""
-    typer.echo(f"{outcome.run_id}: {outcome.people} people in {outcome.sets} sets")
-    for row in outcome.impact.itertuples():
-        interval = "" if row.ci_low != row.ci_low else f" [{row.ci_low:.2f}, {row.ci_high:.2f}]"
-        typer.echo(terminal_text(f"  {row.attribute} {row.rate_kind} {row.category}: n {row.n}, rate {row.rate:.3f}, "
-                                 f"impact ratio {row.impact_ratio:.2f}{interval}, unknown {row.unknown}"))

@@ -12,6 +12,7 @@ import pandas as pd
 from probe.answering.bloomberg import models, read_bloomberg
 from probe.answering.decisions import Decisions, read_decisions, store_decisions
 from probe.common.errors import UserError
+from probe.common.vocabulary import DECISIONS_BACKEND
 from probe.pipeline import analyze
 from probe.store.config import RUN_ID
 from probe.store.db import connect
@@ -58,10 +59,20 @@ def _store(decisions: Decisions, run_id: str, db: Path | str, model: str) -> Dec
     finally:
         con.close()
     analyze(db, run_id)
+    outcome = decisions_outcome(db, run_id)
+    assert outcome is not None  # stored above as a decisions run
+    return outcome
+
+
+def decisions_outcome(db: Path | str, run_id: str) -> DecisionsOutcome | None:
+    """An analysed imported decisions run in brief (`probe import`, `probe analyze --show`); None for a probed run."""
     con = connect(db, read_only=True)
     try:
+        if con.execute("SELECT backend FROM runs WHERE run_id = ?", [run_id]).fetchone() != (DECISIONS_BACKEND,):
+            return None
+        size = "SELECT count(*), count(DISTINCT set_id) FROM run_people WHERE run_id = ?"
+        people, sets = con.execute(size, [run_id]).fetchone()
         impact = con.execute(OVERALL_IMPACT, [run_id]).df()
     finally:
         con.close()
-    people = decisions.people
-    return DecisionsOutcome(run_id, str(db), len(people), int(people["set_id"].nunique()), impact)
+    return DecisionsOutcome(run_id, str(db), people, sets, impact)
