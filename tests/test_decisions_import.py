@@ -223,3 +223,17 @@ def test_analyze_show_of_a_decisions_run_prints_its_impact_not_name_pair_metrics
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == "d: 2 people in 1 sets"
     assert "name pairs" not in result.output and "occupation preferred" not in result.output
+
+
+@pytest.mark.parametrize(("option", "value"), [("--model", "scree\u202ener"), ("--period", "2024\n| x |")])
+def test_a_model_or_period_with_an_invisible_character_is_refused(
+    db_file: Path, tmp_path: Path, option: str, value: str
+) -> None:
+    """They are printed in the report and the LL144 summary as the file's names are: checked the same way."""
+    path = tmp_path / "d.csv"
+    path.write_text(GOOD)
+    before = fingerprint(db_file)
+    result = CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "d", "--db", str(db_file),
+                                      option, value])
+    assert_one_line_error(result.exit_code, result.output, f"{option}: {value!r} contains ")
+    assert fingerprint(db_file) == before

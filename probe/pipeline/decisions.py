@@ -12,6 +12,7 @@ import pandas as pd
 from probe.answering.bloomberg import models, read_bloomberg
 from probe.answering.decisions import Decisions, read_decisions, store_decisions
 from probe.common.errors import UserError
+from probe.common.user_text import checked_text
 from probe.common.vocabulary import DECISIONS_BACKEND
 from probe.pipeline import analyze
 from probe.store.config import RUN_ID
@@ -40,7 +41,9 @@ def import_decisions(
     """A decisions CSV or Parquet file as run `run_id`, analysed. `model` names what decided (default: the
     file's name), `period` when (the LL144 summary states it). A bad file or a taken run id stores nothing."""
     path = Path(path)
-    return _store(dataclasses.replace(read_decisions(path), period=period), run_id, db, model or path.name)
+    model = checked_text(model or path.name, "--model")  # printed in the report as the file's names are
+    period = checked_text(period, "--period") if period else None
+    return _store(dataclasses.replace(read_decisions(path), period=period), run_id, db, model)
 
 
 def import_bloomberg(directory: Path | str, db: Path | str, prefix: str = "bloomberg") -> list[DecisionsOutcome]:
