@@ -237,3 +237,21 @@ def test_a_model_or_period_with_an_invisible_character_is_refused(
                                       option, value])
     assert_one_line_error(result.exit_code, result.output, f"{option}: {value!r} contains ")
     assert fingerprint(db_file) == before
+
+
+def test_the_terminal_states_an_impact_ratio_gates_verdict(db_file: Path, tmp_path: Path) -> None:
+    """The impact_ratio gate's terminal line was empty after the gate's name ('INCONCLUSIVE four-fifths: ')."""
+    path = tmp_path / "d.csv"
+    planted_frame().to_csv(path, index=False)
+    pipeline.decisions.import_decisions(path, "d", db_file)
+    policy = tmp_path / "gates.toml"
+    policy.write_text(
+        '[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "decisions"\n'
+        'attribute = "sex x race_ethnicity"\n'
+    )
+    arguments = ["gate", "d", "--policy", str(policy), "--db", str(db_file), "--output", str(tmp_path / "gate")]
+    result = CliRunner().invoke(app, arguments)
+    line = next(line for line in result.output.splitlines() if "four-fifths:" in line)
+    assert line.startswith("FAIL         four-fifths: sex x race_ethnicity (decisions) is shown not to be every ")
+    assert ": female x Black at 0.600 of the highest rate (" in line
+    assert line.endswith(", 8 categories over 30 name sets")

@@ -101,8 +101,9 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     shown90 = {c: ratios.interval(c, 0.90, comparisons=1) for c in categories}
     if not categories or sets < MIN_PAIRS or any(interval is None and ratios.value(c) < 1 for c, interval in
                                                  shown90.items()):  # fmt: skip
-        return Verdict(gate, INCONCLUSIVE, f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed), or no "
-                       "two categories with rates to compare", band=(limit, math.inf), pairs=sets,
+        reason = f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed), or no two categories with rates"
+        return Verdict(gate, INCONCLUSIVE, reason + " to compare", band=(limit, math.inf), pairs=sets,
+                       summary=reason + " to compare",
                        needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
                        details=details)  # fmt: skip
     adjusted = 1 - SIGNIFICANCE / len(categories)
@@ -128,10 +129,10 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     row = rows[shown]
     needed = _sets_needed(ratios, shown, limit, sets, comparisons, fewest_to_fail)
     said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
-    sentence = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
-                f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
-                f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets; "
-                f"{IMPACT_METHOD}")  # fmt: skip
+    summary = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
+               f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
+               f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets")
+    sentence = f"{summary}; {IMPACT_METHOD}"
     if sets < fewest_to_fail:
         sentence += (f"; no fail is possible under {fewest_to_fail} name sets (its {adjusted:.1%} interval takes "
                      f"each of the {comparisons} ordered pairs of categories at 1 - 0.05 / {comparisons})")
@@ -140,7 +141,7 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
                      f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
     return Verdict(gate, verdict, sentence, row["ratio"], row["ci90"], row["ci_adjusted"], (limit, math.inf), p_fail,
                    pairs=sets, instances=ratios.answers(shown)[0], method=METHOD, needed=needed,
-                   details=details)  # fmt: skip
+                   details=details, summary=summary)  # fmt: skip
 
 
 def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int,
