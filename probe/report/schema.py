@@ -354,6 +354,18 @@ class CompareDocument(_Open):
     heldout: Record | None = None  # only with --heldout-seed
 
 
+class DecisionsReportDocument(_Open):
+    """report.json of an imported decisions run (probe/report/decisions.py): what the data is and its adverse impact,
+    no probe's settings or metrics."""
+
+    model_config = ConfigDict(extra="allow", title="report.json of imported decisions")
+
+    schema_version: int = Field(ge=1, le=SCHEMA_VERSION)
+    run: RunRecord
+    decisions: Record
+    adverse_impact: AdverseImpact
+
+
 DOCUMENTS: dict[str, type[_Open]] = {"report": ReportDocument, "compare": CompareDocument}
 
 
@@ -362,9 +374,23 @@ def published_schema(name: str) -> dict[str, Any]:
     if name not in DOCUMENTS:
         raise UserError(f"no schema {name!r}: choose one of {', '.join(DOCUMENTS)}")
     schema = DOCUMENTS[name].model_json_schema(mode="validation")
+    if name == "report":
+        schema = _or_decisions(schema)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"urn:taxonomy-probe:schema:{name}:{SCHEMA_VERSION}",
         "x-schema-version": SCHEMA_VERSION,
         **schema,
     }
+
+
+def _or_decisions(report: dict[str, Any]) -> dict[str, Any]:
+    """report.json's schema: an imported decisions run's document (it has `decisions`) or else a probed run's; as
+    if/then/else, not anyOf, so an error names its path in the document."""
+    decisions = DecisionsReportDocument.model_json_schema(mode="validation", ref_template="#/$defs/{model}")
+    definitions = {**report.pop("$defs", {}), **decisions.pop("$defs", {})}
+    probed = {key: report.pop(key) for key in ("type", "properties", "required", "additionalProperties")
+              if key in report}  # fmt: skip
+    return {**report, "$defs": {**definitions, "DecisionsReportDocument": decisions},
+            "if": {"required": ["decisions"]}, "then": {"$ref": "#/$defs/DecisionsReportDocument"},
+            "else": probed}  # fmt: skip
