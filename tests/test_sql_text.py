@@ -31,11 +31,16 @@ REVIEWED = {
     "report/data.py": {"', '.join(METRIC_COLUMNS)", "', '.join(PREFERENCE_COLUMNS)"},
     "report/export.py": {"table", "order"},  # EXPORTED's tables and orders
     "report/impact.py": {"', '.join(IMPACT_COLUMNS)"},
-    "store/db.py": {"verb", "table", "columns"},  # INSERT verbs, the schema's tables, a frame of the code's columns
-    "store/snapshot.py": {"table", "columns", "order", "types"},  # SNAPSHOT_TABLES, WORKFORCE_COLUMNS
+    # INSERT verbs, the schema's tables, a frame of the code's columns; snapshot.py's DDL of the workforce table
+    "store/db.py": {"verb", "table", "columns", "WORKFORCE_TABLE"},
+    # SNAPSHOT_TABLES, WORKFORCE_COLUMNS and WORKFORCE_KEY
+    "store/snapshot.py": {"table", "columns", "order", "types", "WORKFORCE_TYPES", "', '.join(WORKFORCE_KEY)"},
     "taxonomy/name_sets.py": {"', '.join(columns.values())"},  # c0, c1, ...: internal names, not the header
     "taxonomy/occupations.py": {"word_filter"},  # $word0 AND $word1 ...: parameters
     "taxonomy/onet_import.py": {"table"},  # the import's own staging tables
+    # WORKFORCE_COLUMNS / NUMERIC_COLUMNS present in the file's header, their types and expressions; SOC_CODE a pattern
+    "taxonomy/workforce_sources.py": {"SOC_CODE", "c", "NUMERIC_COLUMNS.get(c, 'VARCHAR')", "column", "value", "kind",
+                                      "', '.join(columns)", "values"},
     "taxonomy/selection.py": {"', '.join(CONTEST_COLUMNS)", "', '.join(columns)", "table"},  # run tables, code columns
 }
 

@@ -23,7 +23,7 @@ from probe.store.snapshot import WORKFORCE_TABLE, seed_if_empty  # imports nothi
 
 DEFAULT_DB = Path("runs/probe.duckdb")
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS onet_release (
     release VARCHAR, source VARCHAR, imported_at TIMESTAMP
 );
@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS name_pairs (
 -- O*NET-SOC code; shares in percent, NULL where the source publishes none), seeded like the taxonomy and reseeded
 -- when the shipped source changes (probe/store/snapshot.py). Older databases gain `source` here and are rekeyed to
 -- (source, soc_code) when seeded.
-""" + WORKFORCE_TABLE + """;
+{WORKFORCE_TABLE};
 ALTER TABLE workforce ADD COLUMN IF NOT EXISTS source VARCHAR;
 -- Each source's descriptor: its citation (what reports quote), year, licence, the key it joins O*NET on, and the
 -- sha256 of the files it was loaded from.

@@ -45,10 +45,10 @@ WORKFORCE_COLUMNS = {
     "pct_asian": "DOUBLE", "pct_hispanic": "DOUBLE",
 }  # fmt: skip
 WORKFORCE_KEY = ["source", "soc_code"]
+WORKFORCE_TYPES = ", ".join(f"{column} {kind}" for column, kind in WORKFORCE_COLUMNS.items())
 WORKFORCE_TABLE = (
-    "CREATE TABLE IF NOT EXISTS workforce (source VARCHAR, "
-    + ", ".join(f"{column} {kind}" for column, kind in WORKFORCE_COLUMNS.items())
-    + f", PRIMARY KEY ({', '.join(WORKFORCE_KEY)}))"
+    f"CREATE TABLE IF NOT EXISTS workforce (source VARCHAR, {WORKFORCE_TYPES}, "
+    f"PRIMARY KEY ({', '.join(WORKFORCE_KEY)}))"
 )
 WORKFORCE_DESCRIPTOR = "workforce.toml"  # the shipped source's name, citation, year, licence and join key
 
