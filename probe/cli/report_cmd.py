@@ -126,9 +126,10 @@ def compare_command(
     for run_id in analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")
     _print_files(files)
-    from probe.cli.tables import comparison_table  # statistics stack: load on use
+    from probe.cli.tables import comparison_tables  # statistics stack: load on use
 
     console = literal_console()
     if not sys.stdout.isatty():
         console.width = 200  # piped or redirected: one line per run, not a folded 80 columns
-    console.print(comparison_table(json.loads(files.json.read_text(encoding="utf-8"))))
+    for table in comparison_tables(json.loads(files.json.read_text(encoding="utf-8"))):
+        console.print(table)

@@ -17,7 +17,16 @@ from probe.analysis.metric_registry import METRICS, TABLE_METRICS
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.pipeline.outcome import RunOutcome
-from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_p, fmt_signed
+from probe.report.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_contrast_value,
+    fmt_difference,
+    fmt_duration,
+    fmt_estimate,
+    fmt_p,
+    fmt_signed,
+)
 from probe.taxonomy.name_sets import JOINT
 
 
@@ -153,6 +162,88 @@ def comparison_table(document: Mapping[str, Any]) -> Table:
             cells.append(f"{row['preferred_female']} / {row['preferred_male']}")
         table.add_row(*cells)
     return table
+
+
+# probe compare's terminal summary of runs over name sets: each run's design and time, then its contrasts.
+SET_RUN_MEASURES = {"position_first": "first-named picked", "consistency": "consistency"}
+DIFFERENCE_COLUMNS = (
+    "condition",
+    "attribute",
+    "contrast",
+    "metric",
+    "run",
+    "reference",
+    "run's value",
+    "difference",
+    "p",
+    "sets",
+)
+
+
+def set_runs_table(document: Mapping[str, Any]) -> Table:
+    """Runs over name sets (or imported decisions): one row per run with its sets, answers and wall time and two
+    measures that read no slot as a sex (first-named picked, consistency), each run's own estimate and interval."""
+    lead = document["leaderboard"][0]["condition"]
+    title = (
+        f"Comparison of {len(document['runs'])} runs ({lead} condition; each run's own 95% intervals; the "
+        "findings by group are per contrast, below)"
+    )
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for column in ("run", "model", "name sets", "answers", "wall time", *SET_RUN_MEASURES.values()):
+        table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
+    leaderboard = {row["run_id"]: row["metrics"] for row in document["leaderboard"]}
+    for run in document["runs"]:
+        run_id = run["run_id"]
+        answers = run.get("answers")
+        measures = (fmt_ci(leaderboard.get(run_id, {}).get(metric)) for metric in SET_RUN_MEASURES)
+        table.add_row(
+            terminal_text(run_id) + (" (ref)" if run_id == document["reference"] else ""),
+            terminal_text(run["model"] or MISSING),
+            str(run.get("name_sets") or MISSING),
+            MISSING if answers is None else f"{answers:,}",
+            fmt_duration(run.get("wall_seconds")),
+            *measures,
+        )
+    return table
+
+
+def contrast_difference_table(document: Mapping[str, Any]) -> Table:
+    """Each contrast of an attribute (of the intersection only those shown): the reference's and the run's value and
+    their paired difference with its interval at the attribute's Bonferroni level and p, `*` where shown."""
+    title = (
+        f"Per contrast: run minus {terminal_text(document['reference'])}, paired by the "
+        f"{document['contrast_sets']['shared']} name sets both asked alike (points; interval at the attribute's "
+        "Bonferroni level; * shown)"
+    )
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for column in DIFFERENCE_COLUMNS:
+        table.add_column(column, justify="left" if DIFFERENCE_COLUMNS.index(column) < 5 else "right", overflow="fold")
+    for row in document["contrast_differences"]:
+        if JOINT in row["attribute"] and not row["flagged"]:
+            continue
+        difference = fmt_difference(row) + (" *" if row["flagged"] else "")
+        table.add_row(
+            row["condition"],
+            terminal_text(row["attribute"]),
+            f"{terminal_text(row['category_a'])} vs {terminal_text(row['category_b'])}",
+            row["metric"],
+            terminal_text(row["run_b"]),
+            fmt_contrast_value(row["value_a"], row["metric"]),
+            fmt_contrast_value(row["value_b"], row["metric"]),
+            difference,
+            fmt_p(row["p_value"]),
+            str(row["sets"]),
+        )
+    return table
+
+
+def comparison_tables(document: Mapping[str, Any]) -> list[Table]:
+    """What `probe compare` prints: runs over name pairs, their gender measures (`comparison_table`); runs over name
+    sets, their design and times and the per-contrast differences."""
+    if document.get("women_and_men", True):
+        return [comparison_table(document)]
+    contrasts = [contrast_difference_table(document)] if document.get("contrast_differences") else []
+    return [set_runs_table(document), *contrasts]
 
 
 def _versus(row: Mapping[str, Any] | None) -> str:

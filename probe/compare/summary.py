@@ -15,6 +15,7 @@ from probe.analysis.metric_registry import COMPARED_METRICS
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
+from probe.compare.contrasts import contrast_comparison
 from probe.compare.leaderboard import (
     CONTRASTS,
     RANK_METHOD,
@@ -230,7 +231,8 @@ def settings_differences(
                 {"setting": key, "values": values, "effect": effect,
                  "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}."}
             )  # fmt: skip
-    for column, noun in (("pair_id", "name pairs"), ("occupation", "occupations"), ("condition", "conditions"),
+    contests = "contests" if any(run.get("name_sets") for run in runs) else "name pairs"  # a set's contests: pair_id
+    for column, noun in (("pair_id", contests), ("occupation", "occupations"), ("condition", "conditions"),
                          ("wording", "wordings")):
         sets = {run_id: _distinct(con, column, run_id) for run_id in run_ids}
         if any(values != sets[run_ids[0]] for values in sets.values()):
@@ -256,11 +258,21 @@ STAGE1_UNPAIRED = (
 
 
 def compare_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """A run's record and design, with its name sets (None for a run over name pairs), its answers and wall time."""
     settings = run_settings(con, run_id)
+    sets, answers, seconds = con.execute(
+        "SELECT (SELECT count(DISTINCT set_id) FROM run_contests WHERE run_id = $run_id), "
+        "(SELECT count(*) FROM answers WHERE run_id = $run_id), "
+        "(SELECT date_diff('millisecond', created_at, finished_at) / 1000 FROM runs WHERE run_id = $run_id)",
+        {"run_id": run_id},
+    ).fetchone()
     return {
         **run_record(con, run_id),
         "top_k": settings["top_k"],
-        "pairs": settings["pairs"],
+        "pairs": settings["pairs"],  # contests, for a run over name sets
+        "name_sets": sets or None,
+        "answers": answers,
+        "wall_seconds": clean(seconds),  # from the run's start to its finish (a resumed run: the pause included)
         "occupations": settings["occupations"],
         "conditions": settings["conditions"],
         "preset": settings["preset"],
@@ -339,4 +351,5 @@ def compare_summary(
             for row in preference_agreement(con, run_a, run_b)
         ],
         "adverse_impact": compared_ratios(con, list(run_ids)),  # each run's overall impact ratios (report.json's)
+        **contrast_comparison(con, run_ids, reference),  # runs over name sets: per contrast, paired by set
     }

@@ -78,3 +78,29 @@ def fmt_signed(value: Any) -> str:
 
 def fmt_show(value: Any) -> str:
     return MISSING if value in (None, "") else str(value)
+
+
+def fmt_contrast_value(value: Any, metric: str) -> str:
+    """A run's value of a contrast: a preference is a share (`46.9%`), a grant gap a difference (`+26.8 pts`)."""
+    if clean(value) is None:
+        return MISSING
+    return f"{fmt_signed(value)} pts" if metric == "grant_gap" else fmt_pct(value)
+
+
+def fmt_difference(row: Mapping[str, Any]) -> str:
+    """A paired difference in points with its interval: `-25.3 [-34.9, -15.7]`, or `+3.9 (no interval)`."""
+    if row.get("difference") is None:
+        return MISSING
+    if row.get("ci_low") is None:
+        return f"{fmt_signed(row['difference'])} (no interval)"
+    return f"{fmt_signed(row['difference'])} [{fmt_signed(row['ci_low'])}, {fmt_signed(row['ci_high'])}]"
+
+
+def fmt_duration(seconds: Any) -> str:
+    """A run's wall time: `8.0 min`, `1 h 26 min`."""
+    if clean(seconds) is None:
+        return MISSING
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes} min"

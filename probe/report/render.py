@@ -41,7 +41,19 @@ from probe.report.figures import (
     figure_stage1,
 )
 from probe.report.findings import method_legend
-from probe.report.formatting import MISSING, fmt_ci, fmt_estimate, fmt_num, fmt_p, fmt_pct, fmt_show, fmt_signed
+from probe.report.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_contrast_value,
+    fmt_difference,
+    fmt_duration,
+    fmt_estimate,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_show,
+    fmt_signed,
+)
 from probe.report.impact import findings as impact_findings
 from probe.report.impact import fmt_ratio_ci
 from probe.report.impact import overall_rows as impact_rows
@@ -117,6 +129,9 @@ _TEMPLATES.filters.update(
     estimate=fmt_estimate,
     md=markdown_text,
     ratio_ci=fmt_ratio_ci,
+    contrast_value=fmt_contrast_value,
+    difference=fmt_difference,
+    duration=fmt_duration,
 )
 
 LIMITATIONS = (
@@ -331,6 +346,7 @@ def render_comparison(data: Mapping[str, Any]) -> tuple[str, str]:
     context = {
         **data,
         "women_and_men": data.get("women_and_men", True),  # a comparison written before the key: pairs runs only
+        "unit": "contests" if any(run.get("name_sets") for run in data["runs"]) else "name pairs",
         "leaderboard_metrics": metrics,
         "rank_rows": _rank_table(data),
         "side_by_side": _side_by_side_rows(data),

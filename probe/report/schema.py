@@ -269,6 +269,9 @@ class ComparedRun(RunRecord):
     pairs: int | None
     occupations: int | None
     conditions: list[str]
+    name_sets: int | None = None  # a run over name sets: its sets (`pairs` counts its contests); else null
+    answers: int | None = None
+    wall_seconds: Number = None  # from the run's start to its finish
 
 
 class SettingDifference(_Open):
@@ -316,6 +319,32 @@ class PairedDifference(_Open):
     note: str | None
 
 
+class ContrastDifference(_Open):
+    """run_b minus run_a (the reference) on one contrast of two runs over name sets, paired by the sets both asked of
+    the same people in the same contests; interval and p at the attribute's Bonferroni level (`confidence`)."""
+
+    condition: str
+    attribute: str
+    category_a: str
+    category_b: str
+    metric: str
+    run_a: str
+    run_b: str
+    value_a: Number
+    value_b: Number
+    difference: Number
+    ci_low: Number
+    ci_high: Number
+    confidence: Number
+    p_value: Number
+    comparisons: int
+    flagged: bool
+    sets: int
+    n_instances: int
+    method: str | None
+    note: str | None
+
+
 class Rank(_Open):
     """A run's rank on one metric and the central 95% of its ranks under the shared name-pair resamples."""
 
@@ -352,6 +381,11 @@ class CompareDocument(_Open):
     adverse_impact: list[Record] | None = None  # comparisons written before the table existed have none
     workforce: Record | None = None  # runs analysed before the comparison existed have none
     heldout: Record | None = None  # only with --heldout-seed
+    # runs over name sets: the sets every run asked alike and each contrast's paired difference (empty otherwise)
+    contrast_sets: Record | None = None
+    contrast_differences: list[ContrastDifference] | None = None
+    contrast_difference_method: str | None = None
+    contrast_notes: list[str] | None = None
 
 
 class DecisionsReportDocument(_Open):
