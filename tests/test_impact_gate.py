@@ -13,6 +13,7 @@ import probe
 from probe import pipeline
 from probe.common.errors import UserError
 from probe.gates import load_policy
+from probe.gates.outputs import markdown_summary
 from tests.support import interval_problems
 
 
@@ -32,6 +33,9 @@ def test_a_planted_ratio_of_0_6_fails_four_fifths(db_file: Path, tmp_path: Path)
     entry = gate(db_file, tmp_path, run_id, attribute="sex")
     assert (entry["verdict"], entry["estimate"], entry["limit"], entry["rate_kind"]) == ("fail", 0.6, 0.8, "selection")
     assert entry["ci95"][1] < 0.8 and entry["details"]["highest"] == "male"
+    assert entry["unit"] == "name sets"  # gate.md headed the count "Pairs"
+    summary = (tmp_path / "out" / "gate.md").read_text()
+    assert "| 95% CI | Passing values | Name sets |" in summary and "| Pairs |" not in summary
     verdicts = {c: row["four_fifths_verdict"] for c, row in entry["details"]["categories"].items()}
     assert verdicts == {"female": "shown below 0.8", "male": "shown at or above 0.8"}
     assert entry["sentence"].startswith("sex (taxonomy) is shown not to be every sex category's selection rate "
@@ -80,3 +84,29 @@ def test_probe_compare_sets_the_runs_ratios_side_by_side(db_file: Path, tmp_path
                  ("selection", "female"))  # fmt: skip
     assert (women["runs"][flagged]["impact_ratio"], women["runs"][level]["impact_ratio"]) == (0.6, 1.0)
     assert "| taxonomy | sex | selection | female | 0.60 [" in (tmp_path / "compare.md").read_text()
+
+
+def test_gate_md_names_each_count_s_unit_where_the_gates_count_different_units() -> None:
+    gates = [
+        {
+            "name": name,
+            "kind": kind,
+            "metric": None,
+            "condition": "taxonomy",
+            "verdict": "pass",
+            "estimate": 0.9,
+            "ci90": None,
+            "ci95": None,
+            "passing_band": None,
+            "n": {"pairs": pairs, "instances": 0},
+            "unit": unit,
+            "sentence": ".",
+        }
+        for name, kind, pairs, unit in (
+            ("ratio", "impact_ratio", 7, "name sets"),
+            ("share", "interval", 28, "name pairs"),
+        )
+    ]
+    summary = markdown_summary({"run_id": "r", "baseline": None, "outcome": "pass", "gates": gates, "family": "F"})
+    assert "| Passing values | Name pairs or sets |" in summary
+    assert summary.count("| - | 7 name sets |") == 1 and summary.count("| - | 28 name pairs |") == 1

@@ -33,7 +33,7 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
         "verdict": verdict.verdict, "sentence": verdict.sentence, "estimate": _number(verdict.estimate), **interval,
         "passing_band": None if verdict.band is None else [_number(bound) for bound in verdict.band],
         "p_fail": _number(verdict.p_fail), "p_fail_holm": _number(verdict.p_fail_holm),
-        "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "method": verdict.method,
+        "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "unit": gate.kind.unit, "method": verdict.method,
         "pairs_needed": verdict.pairs_needed, "details": verdict.details,
     }  # fmt: skip
 
@@ -100,14 +100,18 @@ def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
 def markdown_summary(document: dict[str, Any]) -> str:
     """A table a CI job summary or a pull-request comment shows: one row per gate, then each gate's sentence."""
     baseline = f" against baseline {markdown_text(document['baseline'])}" if document["baseline"] else ""
+    units = sorted({gate["unit"] for gate in document["gates"]})
+    mixed = len(units) > 1  # the heading names the count's unit; mixed units: each cell names its own
+    heading = "Name pairs or sets" if mixed else (units or ["name pairs"])[0].capitalize()
     lines = [f"## Bias gates for run {markdown_text(document['run_id'])}{baseline}: {document['outcome']}", "",
-             "| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | Pairs |",
+             f"| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | {heading} |",
              "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for gate in document["gates"]:
+        count = f"{gate['n']['pairs']} {gate['unit']}" if mixed else gate["n"]["pairs"]
         lines.append(
             f"| {markdown_text(gate['name'])} | {gate['metric'] or gate['kind']} ({gate['condition']}) | "
             f"{_MARKS[gate['verdict']]} | {_fmt(gate['estimate'])} | {_fmt_interval(gate['ci90'])} | "
-            f"{_fmt_interval(gate['ci95'])} | {_fmt_band(gate['passing_band'])} | {gate['n']['pairs']} |"
+            f"{_fmt_interval(gate['ci95'])} | {_fmt_band(gate['passing_band'])} | {count} |"
         )
     lines += ["", *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in
                     document["gates"]], "", document["family"] + "."]  # fmt: skip

@@ -53,6 +53,7 @@ class ContrastGate(GateKind):
             Key("margin", margin, required=False, default=DEFAULT_MARGIN))  # fmt: skip
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {"contrast": CONTRAST_METHOD}
+    unit: ClassVar[str] = "name sets"
 
     def conditions(self, metric: str | None) -> tuple[str, ...]:
         return (STAGE1_CONDITION, *CONDITIONS)
