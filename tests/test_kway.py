@@ -4,6 +4,7 @@ over the K names, and the default run unchanged."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import Counter
@@ -22,9 +23,10 @@ from probe.answering.plan import plan
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.dataset import prompts
-from probe.dataset.kway import latin_orders
+from probe.dataset.kway import first_shown, latin_orders
 from probe.store.config import RunConfig, load_config
-from probe.taxonomy.name_sets import contests, read_name_sets, set_people
+from probe.taxonomy.name_sets import contests, people, read_name_sets, set_members
+from probe.taxonomy.selection import select, stored_selection
 from tests.support import FakeBackend, assert_one_line_error, query, unknown_answers
 
 JOINT_CATEGORIES = ("female x Black", "female x White", "male x Black", "male x White")
@@ -57,8 +59,9 @@ def test_calls_made_are_the_dry_runs_and_every_category_stands_in_every_position
     assert expected.stage2_items == {"taxonomy": 48, "baseline": 48}
     items = kway_items(db_file, run_id)
     assert len(items) == 96 and items["label"].notna().all()
-    people = set_people(*contests(read_name_sets(duckdb.connect(), names)))
-    category = dict(zip(people["name"], people["category"], strict=True))
+    sets = read_name_sets(duckdb.connect(), names)
+    members = set_members(*people(sets), contests(sets)[1])
+    category = dict(zip(members["name"], members["category"], strict=True))
     shown = [[option["text"] for option in json.loads(text)] for text in items["options_json"]]
     placed = Counter((category[name], position) for names_shown in shown for position, name in enumerate(names_shown))
     assert set(placed.values()) == {96 // 4} and len(placed) == 4 * 4  # each category in each position 24 times
@@ -186,3 +189,48 @@ def test_a_k_way_run_is_not_exported_as_a_task(db_file: Path, tmp_path: Path, to
     result = CliRunner().invoke(app, ["export", run_id, "--format", tool, "-o", str(tmp_path / "task"), "--db",
                                       str(db_file)])
     assert_one_line_error(result.exit_code, result.output, f"run {run_id}: it asked the K-way choice")
+
+
+def test_a_k_way_runs_set_members_are_its_people_with_their_categories(db_file: Path, tmp_path: Path) -> None:
+    """Selection.set_members: the run's people (run_people) with their whole category (run_person_categories) and
+    the contest that asked stage 1 about them; a resumed run reads the same from its stored tables."""
+    config = RunConfig(names=str(sets_file(tmp_path / "sets.csv")), db=str(db_file), **KWAY_SETTINGS)
+    con = duckdb.connect(str(db_file))
+    try:
+        selection = select(con, config)
+        members = selection.set_members
+        assert members["person_id"].tolist() == selection.people["person_id"].tolist() == list(range(1, 25))
+        assert members.iloc[0].tolist() == [1, "Fbname1", "female x Black", 1, "female", 1]
+        assert members.iloc[3].tolist() == [1, "Mwname1", "male x White", 1, "male", 4]  # set 1: round 0's contests
+        assert set(members["category"]) == set(JOINT_CATEGORIES)
+    finally:
+        con.close()
+    settings = dict(backend="replay", names=config.names, db=config.db, **KWAY_SETTINGS)
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)
+    run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
+    con = duckdb.connect(str(db_file))
+    try:
+        stored = stored_selection(con, dataclasses.replace(config, run_id=run_id)).set_members
+    finally:
+        con.close()
+    pd.testing.assert_frame_equal(stored.astype(members.dtypes.to_dict()), members)
+
+
+def test_a_k_way_replay_row_naming_other_people_is_refused_before_the_run_writes(db_file: Path, tmp_path: Path) -> None:
+    """A K-way row's first and second names are the first two its order shows of the set's people (the check skipped
+    K-way rows: a file made for other sets answered them)."""
+    four = ["a", "b", "c", "d"]
+    assert first_shown(four, "k1") == ("b", "c") and first_shown(four, "k3") == ("d", "a")
+    assert first_shown(["a", "b"], "k2") is None and first_shown(["a", "b"], "fm") is None
+    names = sets_file(tmp_path / "sets.csv")
+    settings = dict(backend="replay", names=str(names), db=str(db_file), **KWAY_SETTINGS)
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)
+    rows = pd.read_csv(answers, dtype={"label": object})
+    row = rows.index[(rows["qtype"] == "kway") & (rows["pair_id"] == 2) & (rows["name_order"] == "k1")][0]
+    rows.loc[row, "first_name"] = "Fbname3"
+    rows.to_csv(answers, index=False)
+    before = query(db_file, "SELECT count(*) AS n FROM runs")["n"][0]
+    with pytest.raises(UserError, match=rf"row {row + 1}: names Fbname3/Mbname2, but set 2 \(k1\) of this run asks "
+                                        r"about Fwname2/Mbname2"):
+        pipeline.run(RunConfig(**settings, answers=str(answers)))
+    assert query(db_file, "SELECT count(*) AS n FROM runs")["n"][0] == before

@@ -114,7 +114,7 @@ class LazyBackend:
             self._real = real
         return self._real.answer(queries)
 
-    def check_pairs(self, pairs: pd.DataFrame) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
         """A local model's answers are the model's, whatever the names: nothing to check (and nothing to load)."""
 
     def finish(self) -> None:

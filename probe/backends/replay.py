@@ -27,6 +27,7 @@ from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import KWAY, LABELS_BY_QTYPE, PAPER_WORDING, QTYPES, UNKNOWN, WORDINGS
 from probe.dataset.items import KEY_FIELDS, gender_of_first
+from probe.dataset.kway import first_shown
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import is_name_sets_file
 
@@ -141,20 +142,28 @@ class ReplayBackend(BackendDefaults):
         self.asked += len(queries)
         return replies
 
-    def check_pairs(self, pairs: pd.DataFrame) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
         """Every row that names people names the run's own for its pair_id and name order (the same pair_id in
-        another run, a pairs run's file on a sets run, names others): checked before the run writes anything."""
+        another run, a pairs run's file on a sets run, names others): checked before the run writes anything. A K-way
+        row (pair_id = its set, name order 'k<r>') names the first two people its order shows of `set_members`."""
         people = {int(pair.pair_id): (pair.female, pair.male) for pair in pairs.itertuples()}
+        shown: dict[int, list[str]] = {}
+        if set_members is not None:
+            shown = {int(set_id): list(rows["name"]) for set_id, rows in set_members.groupby("set_id")}
         for key, found in sorted(self.labels.items(), key=lambda entry: entry[1].row):
             pair_id, name_order = key[KEY_FIELDS.index("pair_id")], key[KEY_FIELDS.index("name_order")]
-            # a K-way row's pair_id is its set, not a contest, and its label one of the set's names: the answers
-            # contract refuses a name its item does not show
-            if found.people is None or key[KEY_FIELDS.index("qtype")] == KWAY or pair_id not in people:
+            if found.people is None:
                 continue
-            female, male = people[pair_id]
-            asked = (female, male) if gender_of_first(str(name_order)) == "female" else (male, female)
-            if found.people != asked:
-                raise UserError(f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but pair "
+            if key[KEY_FIELDS.index("qtype")] == KWAY:
+                asked = first_shown(shown.get(pair_id), str(name_order))
+            elif pair_id in people:
+                female, male = people[pair_id]
+                asked = (female, male) if gender_of_first(str(name_order)) == "female" else (male, female)
+            else:
+                asked = None
+            if asked is not None and found.people != asked:
+                what = "set" if key[KEY_FIELDS.index("qtype")] == KWAY else "pair"
+                raise UserError(f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but {what} "
                                 f"{pair_id} ({name_order}) of this run asks about {asked[0]}/{asked[1]}; a replay "
                                 "file answers only for the people it names")
 

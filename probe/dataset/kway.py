@@ -39,9 +39,19 @@ def order_name(shift: int) -> str:
     return f"{ORDER_PREFIX}{shift}"
 
 
+def first_shown(names: list[str] | None, name_order: str) -> tuple[str, str] | None:
+    """The first two of a set's people (`names`, in category order) that the K-way item of `name_order` ('k<r>')
+    shows (its first_name and second_name); None where the set or the order is not the run's."""
+    shift = name_order.removeprefix(ORDER_PREFIX)
+    if not names or shift == name_order or not (shift.isascii() and shift.isdigit()) or int(shift) >= len(names):
+        return None
+    order = latin_orders(len(names))[int(shift)]
+    return names[order[0]], names[order[1]]
+
+
 def build_kway(people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted, conditions: Sequence[str],
                prompt_format: str) -> list[Item]:
-    """Every (set, order, occupation, condition) K-way item of `people` (name_sets.set_people)."""
+    """Every (set, order, occupation, condition) K-way item of `people` (name_sets.set_members)."""
     top_k = {occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
              for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)}
     items = []

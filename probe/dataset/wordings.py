@@ -63,7 +63,7 @@ def stage2_items(
 ) -> list[Item]:
     """Stage 2 in every wording, each built from the attributes stage 1 granted in that wording: the two-person
     questions where `questions` has them, then the K-way choice over `people` where given (a selection has them
-    when it asks the K-way choice: name_sets.set_people; the paper's wording alone)."""
+    when it asks the K-way choice: name_sets.set_members; the paper's wording alone)."""
     by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in wordings}
     for *key, wording in granted:
         if wording in by_wording:

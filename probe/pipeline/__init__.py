@@ -121,7 +121,7 @@ def answer(
         # checks its input (e.g. a replay file) before anything is written
         answering = with_system_prompt(backend or create_backend(config), config.system_prompt)
         try:
-            answering.check_pairs(selection.pairs)
+            answering.check_pairs(selection.pairs, selection.set_members)
             with stopping.on_signals():
                 return _answer_with(con, config, answering, selection, stored, on_start)
         finally:

@@ -36,6 +36,7 @@ JOINT = " x "  # the intersection attribute's name and its categories: 'sex x ra
 CONTEST_COLUMNS = ["pair_id", "set_id", "slot", "attribute", "category", "person_id"]
 PEOPLE_COLUMNS = ["person_id", "set_id", "name"]
 PERSON_CATEGORY_COLUMNS = ["person_id", "attribute", "category"]
+MEMBER_COLUMNS = ["set_id", "name", "category", "pair_id", "slot", "person_id"]  # set_members: the K-way's people
 ASCII_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() also takes '²' and other scripts' digits, which int() refuses
 MAX_SET_ID = 2**31 - 1  # set_id is an INTEGER column
 
@@ -281,18 +282,16 @@ def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip
 
 
-def set_people(pairs: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:
-    """set_id, name, category, pair_id, slot: every person of the contests (pairs and their map, as `contests`
-    gives them or a run stored them) with the category that names them whole (the intersection, or the file's one
-    attribute) and the contest that asked stage 1 about them, sorted by set and category. With an odd number of
-    categories the person who sits out a set's round is not among them."""
-    if mapping.empty:
-        return pd.DataFrame(columns=["set_id", "name", "category", "pair_id", "slot"])
-    whole = max(sorted(set(mapping["attribute"])), key=lambda attribute: (
-        mapping.loc[mapping["attribute"] == attribute, "category"].nunique(), JOINT in attribute))
-    slots = mapping[mapping["attribute"] == whole].merge(pairs, on="pair_id")
-    names = slots["female"].where(slots["slot"] == SUBJECTS[0], slots["male"])
-    people = pd.DataFrame({"set_id": slots["set_id"], "name": names, "category": slots["category"],
-                           "pair_id": slots["pair_id"], "slot": slots["slot"]})
-    return people.sort_values(["set_id", "category"], kind="stable").reset_index(drop=True)
-
+def set_members(people: pd.DataFrame, person_categories: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:
+    """set_id, name, category, pair_id, slot, person_id: every person of the run (`people`, as `people` gives them or a
+    run stored them) with the category that names them whole (the intersection, or the file's one attribute) and the
+    contest that asked stage 1 about them (`mapping`; none for the person who sits out a set's round where the
+    categories are an odd number), sorted by set and category."""
+    if people.empty:
+        return pd.DataFrame(columns=MEMBER_COLUMNS)
+    counts = person_categories.groupby("attribute")["category"].nunique()
+    whole = max(sorted(counts.index), key=lambda attribute: (counts[attribute], JOINT in attribute))
+    categories = person_categories.loc[person_categories["attribute"] == whole, ["person_id", "category"]]
+    seats = mapping[["person_id", "pair_id", "slot"]].drop_duplicates()
+    members = people.merge(categories, on="person_id").merge(seats, on="person_id", how="left")
+    return members[MEMBER_COLUMNS].sort_values(["set_id", "category"], kind="stable").reset_index(drop=True)

@@ -23,7 +23,7 @@ from probe.taxonomy.name_sets import (
     people,
     read_name_sets,
     select_sets,
-    set_people,
+    set_members,
     spelling_warnings,
 )
 from probe.taxonomy.occupations import resolve_occupations, top_attributes
@@ -45,7 +45,7 @@ class Selection:
     found: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (RunConfig.questions)
-    # with the K-way choice: every set's people (name_sets.set_people: set_id, name, category, contest); else None
+    # with the K-way choice: every set's people (name_sets.set_members: the people with their category and contest)
     set_members: pd.DataFrame | None = None
 
 
@@ -77,9 +77,9 @@ def _with_questions(selection: Selection, config: RunConfig) -> Selection:
                         "file (set_id, name and one column per attribute, e.g. taxonomy/name_sets.csv)")
     if selection.wordings != (PAPER_WORDING,):
         raise UserError("--questions kway: the K-way choice is asked in the paper's wording only; leave --wordings out")
-    members = set_people(selection.pairs, selection.contests)
+    members = set_members(selection.people, selection.person_categories, selection.contests)
     categories = members["category"].nunique()
-    if members.groupby("set_id").size().min() < categories:
+    if members["pair_id"].isna().any():  # one person of each set sits out its round
         raise UserError(f"--questions kway: {categories} categories are an odd number: one person of each set sits "
                         "out its contests and would have no stage-1 answers; add or drop a category")
     return replace(selection, questions=questions, set_members=members)
