@@ -167,3 +167,28 @@ def test_a_finding_names_each_groups_people(attribute: str, category: str, noun:
     from probe.report.impact import category_noun
 
     assert category_noun(attribute, category) == noun
+
+
+def test_the_shipped_sets_are_read_once_however_many_runs_select(
+    db_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """select() checks a names file's spellings against the shipped list: read once per process, not once a run."""
+    from probe.taxonomy import selection
+
+    read = []
+
+    def counted(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
+        read.append(path.name)
+        return read_name_sets(con, path)
+
+    monkeypatch.setattr(selection, "read_name_sets", counted)
+    selection.shipped_name_sets.cache_clear()
+    config = RunConfig(names=str(sets_file(tmp_path / "sets.csv")), occupations=("nurse",), top_k=1, db=str(db_file))
+    con = duckdb.connect(str(db_file), read_only=True)
+    try:
+        first, second = (selection.select(con, config) for _ in range(2))
+    finally:
+        con.close()
+        selection.shipped_name_sets.cache_clear()
+    assert read == ["sets.csv", "name_sets.csv", "sets.csv"]  # the user's file each time, the shipped one once
+    assert first.warnings == second.warnings == ()

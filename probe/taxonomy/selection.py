@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -49,6 +50,12 @@ class Selection:
     set_members: pd.DataFrame | None = None
 
 
+@cache
+def shipped_name_sets() -> pd.DataFrame:
+    """The shipped taxonomy/name_sets.csv, read once per process (the spellings a names file is checked against)."""
+    return read_name_sets(duckdb.connect(), resource_dir("taxonomy") / "name_sets.csv")
+
+
 def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
     """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
     occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
@@ -59,7 +66,7 @@ def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
         every = read_name_sets(con, path)
         sets = select_sets(every, config.pairs)
         pairs, mapping = contests(sets)
-        shipped = read_name_sets(con, resource_dir("taxonomy") / "name_sets.csv")
+        shipped = shipped_name_sets()
         found = tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path))
         return _with_questions(Selection(pairs, attributes, config.wordings, mapping, *people(sets), *found), config)
     pairs = select_name_pairs(con, config.pairs, config.names)
