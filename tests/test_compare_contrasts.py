@@ -82,7 +82,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple
 def _rows(document: dict) -> dict[tuple[str, str, str, str, str], dict]:
     return {
         (row["condition"], row["attribute"], row["category_a"], row["category_b"], row["metric"]): row
-        for row in document["contrast_differences"]
+        for row in document["per_contrast"]["differences"]
     }
 
 
@@ -97,7 +97,7 @@ MIXED = [
 def test_each_planted_difference_is_recovered_and_only_the_moved_contrasts_are_flagged(compared) -> None:
     _, _, document = compared
     rows = _rows(document)
-    assert document["contrast_sets"] == {"shared": SETS, "set_ids": list(range(1, SETS + 1))}
+    assert document["per_contrast"]["shared_sets"] == list(range(1, SETS + 1))
     assert {row["run_a"] for row in rows.values()} == {"even"} and {row["run_b"] for row in rows.values()} == {
         "planted"
     }
@@ -168,4 +168,4 @@ def test_a_set_asked_in_other_contests_is_not_paired(compared) -> None:
         con.close()
     pipeline.compare(db_file, ["even", shifted], folder / "shifted.html")
     document = json.loads((folder / "shifted.json").read_text())
-    assert document["contrast_sets"]["shared"] == 0 and document["contrast_differences"] == []
+    assert document["per_contrast"]["shared_sets"] == [] and document["per_contrast"]["differences"] == []

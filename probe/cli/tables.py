@@ -212,13 +212,13 @@ def contrast_difference_table(document: Mapping[str, Any]) -> Table:
     their paired difference with its interval at the attribute's Bonferroni level and p, `*` where shown."""
     title = (
         f"Per contrast: run minus {terminal_text(document['reference'])}, paired by the "
-        f"{document['contrast_sets']['shared']} name sets both asked alike (points; interval at the attribute's "
-        "Bonferroni level; * shown)"
+        f"{len(document['per_contrast']['shared_sets'])} name sets both asked alike (points; interval at the "
+        "attribute's Bonferroni level; * shown)"
     )
     table = Table(title=title, box=box.SIMPLE_HEAD)
     for column in DIFFERENCE_COLUMNS:
         table.add_column(column, justify="left" if DIFFERENCE_COLUMNS.index(column) < 5 else "right", overflow="fold")
-    for row in document["contrast_differences"]:
+    for row in document["per_contrast"]["differences"]:
         if JOINT in row["attribute"] and not row["flagged"]:
             continue
         difference = fmt_difference(row) + (" *" if row["flagged"] else "")
@@ -242,7 +242,7 @@ def comparison_tables(document: Mapping[str, Any]) -> list[Table]:
     sets, their design and times and the per-contrast differences."""
     if document.get("women_and_men", True):
         return [comparison_table(document)]
-    contrasts = [contrast_difference_table(document)] if document.get("contrast_differences") else []
+    contrasts = [contrast_difference_table(document)] if (document.get("per_contrast") or {}).get("differences") else []
     return [set_runs_table(document), *contrasts]
 
 

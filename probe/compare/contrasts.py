@@ -90,7 +90,7 @@ def same_stage1_attributes(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str
 
 
 def contrast_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], reference: str) -> dict[str, Any]:
-    """compare.json's per-contrast part: the shared sets, each run's sets, and every difference to `reference`."""
+    """compare.json's `per_contrast`: the shared sets and every contrast's difference to `reference`."""
     sets = shared_sets(con, run_ids)
     stage1 = same_stage1_attributes(con, run_ids)
     queries = metric_queries()
@@ -103,10 +103,10 @@ def contrast_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], 
     ]
     asked = bool(counts) and not counts[reference][1].empty
     return {
-        "contrast_sets": {"shared": len(sets), "set_ids": sets},
-        "contrast_differences": _tested(rows),
-        "contrast_difference_method": CONTRAST_DIFFERENCE_METHOD,
-        "contrast_notes": [] if stage1 or not asked else [STAGE1_OTHER_ATTRIBUTES],
+        "shared_sets": sets,
+        "differences": _tested(rows),
+        "method": CONTRAST_DIFFERENCE_METHOD,
+        "notes": [] if stage1 or not asked else [STAGE1_OTHER_ATTRIBUTES],
     }
 
 

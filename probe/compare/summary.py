@@ -351,5 +351,5 @@ def compare_summary(
             for row in preference_agreement(con, run_a, run_b)
         ],
         "adverse_impact": compared_ratios(con, list(run_ids)),  # each run's overall impact ratios (report.json's)
-        **contrast_comparison(con, run_ids, reference),  # runs over name sets: per contrast, paired by set
+        "per_contrast": contrast_comparison(con, run_ids, reference),  # runs over name sets, paired by set
     }

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from probe.common.errors import UserError
 from probe.report.data import SCHEMA_VERSION
+from probe.report.schema_compare import PerContrast, SetRunRecord
 
 Number = float | None  # an estimate or bound: null where it cannot be estimated
 Record = dict[str, Any]
@@ -262,16 +263,13 @@ class ReportDocument(_Open):
     adverse_impact: AdverseImpact | None = None  # runs analysed before the table existed have none
 
 
-class ComparedRun(RunRecord):
+class ComparedRun(RunRecord, SetRunRecord):
     """A run of a comparison: its record and its design."""
 
     top_k: int | None
     pairs: int | None
     occupations: int | None
     conditions: list[str]
-    name_sets: int | None = None  # a run over name sets: its sets (`pairs` counts its contests); else null
-    answers: int | None = None
-    wall_seconds: Number = None  # from the run's start to its finish
 
 
 class SettingDifference(_Open):
@@ -319,32 +317,6 @@ class PairedDifference(_Open):
     note: str | None
 
 
-class ContrastDifference(_Open):
-    """run_b minus run_a (the reference) on one contrast of two runs over name sets, paired by the sets both asked of
-    the same people in the same contests; interval and p at the attribute's Bonferroni level (`confidence`)."""
-
-    condition: str
-    attribute: str
-    category_a: str
-    category_b: str
-    metric: str
-    run_a: str
-    run_b: str
-    value_a: Number
-    value_b: Number
-    difference: Number
-    ci_low: Number
-    ci_high: Number
-    confidence: Number
-    p_value: Number
-    comparisons: int
-    flagged: bool
-    sets: int
-    n_instances: int
-    method: str | None
-    note: str | None
-
-
 class Rank(_Open):
     """A run's rank on one metric and the central 95% of its ranks under the shared name-pair resamples."""
 
@@ -381,11 +353,7 @@ class CompareDocument(_Open):
     adverse_impact: list[Record] | None = None  # comparisons written before the table existed have none
     workforce: Record | None = None  # runs analysed before the comparison existed have none
     heldout: Record | None = None  # only with --heldout-seed
-    # runs over name sets: the sets every run asked alike and each contrast's paired difference (empty otherwise)
-    contrast_sets: Record | None = None
-    contrast_differences: list[ContrastDifference] | None = None
-    contrast_difference_method: str | None = None
-    contrast_notes: list[str] | None = None
+    per_contrast: PerContrast | None = None  # runs over name sets: each contrast's difference, paired by set
 
 
 class DecisionsReportDocument(_Open):
