@@ -244,8 +244,10 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
                           "conditions", "paired_conditions", "shared", "reference", "women_and_men",
                           "leaderboard", "leaderboard_method", "overall", "paired_differences", "ranks", "rank_order",
-                          "rank_by", "rank_method", "preference_agreement", "adverse_impact", "workforce"]  # fmt: skip
+                          "rank_by", "rank_method", "preference_agreement", "adverse_impact", "per_contrast",
+                          "workforce"]  # fmt: skip
     assert data["women_and_men"] is True  # two runs over name pairs: the women / men columns are theirs
+    assert (data["per_contrast"]["shared_sets"], data["per_contrast"]["differences"]) == ([], [])  # no name sets
     # Each replay file is its own "model": the only differences, and what the comparison measures.
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
         ("model", "measured"), ("model_identity", "measured")
