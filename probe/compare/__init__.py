@@ -4,12 +4,13 @@ metrics, paired differences and ranks, and the agreement of their preferred occu
 - summary.py: shared instances and settings, what makes runs unpaired, the comparison's document (compare.json);
 - leaderboard.py: the leaderboard rows, paired differences (the paired cluster t of probe/analysis/statistics.py)
   and rank intervals;
+- contrasts.py: runs over name sets per contrast: each contrast's difference to the reference, paired by name set;
 - heldout.py: a mitigation's effect on tuning and held-out occupations, names and wordings (--heldout-seed);
 - workforce.py: each run's correlations with the BLS workforce and amplification slope, which model amplifies most.
 
 The page is rendered by the report's templates from compare.json alone (probe.report.render_comparison).
 
-Enters: analysed runs (metrics, occupation_preference, items).
+Enters: analysed runs (metrics, occupation_preference, items; runs over name sets: their answers by contest).
 Leaves: compare.json, and the comparison page and Markdown summary written from it.
 """
 
