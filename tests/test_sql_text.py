@@ -20,6 +20,9 @@ QUOTING_HELPERS = {"sql_identifier", "sql_string"}
 # Reviewed interpolations, per module: what each is (none carries a user's text).
 REVIEWED = {
     "analysis/metrics.py": {"table", "view", "slots"},  # the analyzers' own result tables and views; '?, ?'
+    # metrics.sql's per-metric parts: the metric registry's own names, flags and unit queries (code constants)
+    "analysis/metric_sql.py": {"metric.name", "metric.units", "name", "_hit(metric)", "_hit(female)",
+                               "_hit(by_name[name])"},
     "report/contrasts.py": {"', '.join(CONTRAST_COLUMNS)", "', '.join(CATEGORY_COLUMNS)"},
     "answering/plan.py": {"SAME_BATCH_MS"},  # a number constant
     "answering/runner.py": {"chosen"},  # a constant subquery

@@ -31,11 +31,20 @@ from probe.analysis.contrasts import (
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
+    ATTR_YES_DIFF,
+    ATTR_YES_F,
+    ATTR_YES_M,
+    BIAS,
+    CONSISTENCY,
+    CONTEXT_SENSITIVITY,
+    FEMALE_SHARE,
     METRICS,
+    ORDER_CONSISTENCY,
     POOLED_OVERALL_METRICS,
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
+from probe.analysis.metric_sql import expand
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
@@ -63,10 +72,15 @@ _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
 
 @cache
-def metric_queries() -> dict[str, str]:
-    """The named queries of metrics.sql (each introduced by a `-- name: <query>` line)."""
+def _sql_file_queries() -> dict[str, str]:
+    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line)."""
     parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
     return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def metric_queries() -> dict[str, str]:
+    """The named queries of metrics.sql with their per-metric parts written from the metric registry as it is now."""
+    return {name: expand(query) for name, query in _sql_file_queries().items()}
 
 
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
@@ -98,7 +112,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
-    occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
+    occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == FEMALE_SHARE)]
     source = workforce_source or shipped_workforce()["source"]
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
@@ -195,7 +209,7 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
-    metrics = sorted((set(wide["hits"].columns) | set(overall_metrics(condition))) - {"attr_yes_diff"})
+    metrics = sorted((set(wide["hits"].columns) | set(overall_metrics(condition))) - {ATTR_YES_DIFF})
     hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
@@ -205,7 +219,7 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
         metric: share_estimate(*terms[metric]) for metric in metrics
     }
     if condition == STAGE1_CONDITION:
-        estimates["attr_yes_diff"] = difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])
+        estimates[ATTR_YES_DIFF] = difference = difference_estimate(terms[ATTR_YES_F], terms[ATTR_YES_M])
         if difference.mapped is not None:
             prepare_betting_intervals([difference.mapped])
     prepare_betting_intervals(estimate for estimate in estimates.values() if isinstance(estimate, ShareEstimate))
@@ -224,13 +238,13 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
         values, valid = order_balanced_shares(group, ["pair_id"])
-        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
+        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": FEMALE_SHARE,
                   "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
                  for pair in values.index]  # fmt: skip
-        rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+        rows.append(_row(condition, "overall", "all", FEMALE_SHARE, _mean_of_pairs(values, valid)))
         estimates = _occupation_estimates(group)
         prepare_betting_intervals(estimates.values())
-        rows += [_row(condition, "occupation", occupation, "female_share", estimate)
+        rows += [_row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
                  for occupation, estimate in estimates.items()]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
@@ -284,8 +298,8 @@ def overall_metrics(condition: str) -> tuple[str, ...]:
     if condition == STAGE1_CONDITION:
         return STAGE1_METRICS
     if condition == "taxonomy":
-        return (*STAGE2_METRICS, "order_consistency", "context_sensitivity")
-    return (*STAGE2_METRICS, "order_consistency")
+        return (*STAGE2_METRICS, ORDER_CONSISTENCY, CONTEXT_SENSITIVITY)
+    return (*STAGE2_METRICS, ORDER_CONSISTENCY)
 
 
 def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
@@ -351,11 +365,11 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     tested: list[tuple[str, pd.DataFrame]] = []
     for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
-        if "consistency" in wide and "bias" in wide:
-            tested.append((condition, wide[["consistency", "bias"]].dropna()))
+        if CONSISTENCY in wide and BIAS in wide:
+            tested.append((condition, wide[[CONSISTENCY, BIAS]].dropna()))
     testable = sum(len(both) >= MIN_PAIRS and both.nunique().min() > 1 for _, both in tested)
-    rows = [{"condition": condition, "across": "pair", "x": "consistency", "y": "bias", "method": "pearson",
-             "n": len(both), **correlation_test(both["consistency"], both["bias"], testable)}
+    rows = [{"condition": condition, "across": "pair", "x": CONSISTENCY, "y": BIAS, "method": "pearson",
+             "n": len(both), **correlation_test(both[CONSISTENCY], both[BIAS], testable)}
             for condition, both in tested]  # fmt: skip
     return pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "p_adjusted"]).astype(
         {"r": float, "p_value": float, "p_adjusted": float, "ci_low": float, "ci_high": float}
