@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
+from probe.analysis.metric_registry import FEMALE_SHARE
 from probe.analysis.metrics import metric_queries
 from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
@@ -57,11 +58,11 @@ def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     female_share = picks of the woman)."""
     if cells.empty:
         return pd.DataFrame(columns=PAIR_COLUMNS)
-    orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", "female_share"]].sum()
+    orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", FEMALE_SHARE]].sum()
     orders = orders[orders["n"] > 0].copy()
-    orders["share"] = orders["female_share"] / orders["n"]
+    orders["share"] = orders[FEMALE_SHARE] / orders["n"]
     low, high = np.array([clopper_pearson(int(hits), int(n)) for hits, n in
-                          zip(orders["female_share"], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
+                          zip(orders[FEMALE_SHARE], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
     orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
     grouped = orders.groupby(["condition", "pair_id"])
     count = grouped["share"].count()
@@ -100,8 +101,8 @@ def _permutation_test(group: pd.DataFrame, pairs: np.ndarray, permutations: int)
     separately broke that correlation and rejected 6.5-7.7% at 5%, issue 48)."""
     rng = np.random.default_rng(SEED)
     index = {pair: position for position, pair in enumerate(pairs)}
-    totals = group.groupby(["wording", "occupation", "name_order"])[["n", "female_share"]].transform("sum")
-    deviation = group["female_share"] - group["n"] * totals["female_share"] / totals["n"]
+    totals = group.groupby(["wording", "occupation", "name_order"])[["n", FEMALE_SHARE]].transform("sum")
+    deviation = group[FEMALE_SHARE] - group["n"] * totals[FEMALE_SHARE] / totals["n"]
     blocks = deviation.groupby([group["wording"], group["occupation"], group["pair_id"]], sort=True).sum()
     observed = np.zeros(len(pairs))
     shuffled = np.zeros((permutations, len(pairs)))

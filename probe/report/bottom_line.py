@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.metric_registry import METRICS
+from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS
 from probe.analysis.pairs import HETEROGENEITY_METHOD, PAIR_METHOD, heterogeneity, pair_shares, wording_cells
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
@@ -69,7 +69,7 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
     person the attributes stage 1 granted), say whether a condition without them separates an inherited lean from a
     lean on the names."""
     by_key = {(v["condition"], v["metric"]): v for v in verdicts}
-    gap, lean = by_key.get((STAGE1_CONDITION, "attr_yes_diff")), by_key.get(("taxonomy", "female_share"))
+    gap, lean = by_key.get((STAGE1_CONDITION, ATTR_YES_DIFF)), by_key.get(("taxonomy", FEMALE_SHARE))
     if not (gap and lean and gap["shown"]):
         return None
     favoured = "women" if gap["direction"] == "female" else "men"
@@ -83,7 +83,7 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
     if not separating:
         return (f"{inherited} This run has no control or baseline condition (identical or no attributes), so nothing "
                 "separates the two: run it with --conditions taxonomy,control.")  # fmt: skip
-    found = [v["sentence"] for v in verdicts if v["condition"] in separating and v["metric"] == "female_share"]
+    found = [v["sentence"] for v in verdicts if v["condition"] in separating and v["metric"] == FEMALE_SHARE]
     return f"{inherited} The {' and '.join(separating)} condition separates them: {' '.join(found)}"
 
 
@@ -161,11 +161,11 @@ def bottom_line(
     `over_wordings`: the robustness section's claims (robustness.wording_claims), as the headline has them."""
     overall = document["overall"]
     lead = lead_condition(overall)
-    direct = [finding for finding in document["headline"] if finding["metric"] in ("female_share", "attr_yes_diff")]
+    direct = [finding for finding in document["headline"] if finding["metric"] in (FEMALE_SHARE, ATTR_YES_DIFF)]
     for condition in CONDITIONS:  # every other stage-2 condition's woman's share, by the same procedure
         if condition != lead and condition in overall:
-            direct.append(metric_finding(overall, condition, "female_share",
-                                         over_wordings.get((condition, "female_share"))))  # fmt: skip
+            direct.append(metric_finding(overall, condition, FEMALE_SHARE,
+                                         over_wordings.get((condition, FEMALE_SHARE))))  # fmt: skip
     verdicts = [_verdict(finding) for finding in direct if finding and finding.get("test")]
     query = ("SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = 'position_first' "
              "AND condition = ?")  # fmt: skip
