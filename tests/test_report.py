@@ -23,6 +23,7 @@ from probe import compare, pipeline, report
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.compare import summary as compare_summary_module
+from probe.pipeline.analysed import ensure_analysed
 from probe.store import db
 from probe.store.config import RunConfig
 from tests.support import interval_problems, score_interval_reference
@@ -355,8 +356,8 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
     con = db.connect(db_file)
     try:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
-        report.ensure_analysed(con, "steady")
-        report.ensure_analysed(con, "first")
+        ensure_analysed(con, "steady")
+        ensure_analysed(con, "first")
         documents = report.summary(con, "steady"), compare.compare_summary(con, ["steady", "first"])
         pages = [report.render_report(documents[0])[0], report.render_comparison(documents[1])[0]]
     finally:

@@ -45,6 +45,7 @@ from probe.analysis.metric_registry import (
     STAGE2_METRICS,
 )
 from probe.analysis.metric_sql import expand
+from probe.analysis.pairs import heterogeneity, pair_shares
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
@@ -63,7 +64,8 @@ from probe.store import db
 from probe.store.snapshot import shipped_workforce
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
-                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics")
+                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics", "pair_shares",
+                 "pair_heterogeneity")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -103,6 +105,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
+        by_wording = con.execute(queries["wording_cells"]).df()
         analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
         if name_sets:  # the wordings' findings by slot are not findings by sex either
@@ -119,6 +122,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     grants = con.execute(queries["grant_counts"], params).df()
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
+    by_sex = by_wording.iloc[0:0] if name_sets else by_wording
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),
@@ -127,6 +131,9 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "workforce_fit": fit,
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
+        # what carries the woman's share: none for a run over name sets (its slots are no sexes)
+        "pair_shares": pair_shares(by_sex),
+        "pair_heterogeneity": heterogeneity(by_sex),
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),

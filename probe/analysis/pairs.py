@@ -1,5 +1,6 @@
 """What carries the woman's share: each name pair's own order-balanced share with its interval, and a test of
-heterogeneity between the pairs (the report's bottom line, probe/report/bottom_line.py).
+heterogeneity between the pairs, stored by analyze() in pair_shares and pair_heterogeneity for the report's bottom
+line (probe/report/bottom_line.py).
 
 A run's overall share is a mean over name pairs; on small models a few pairs that always pick the woman (or the
 man) can carry it while the rest pick whoever is named first. Per pair, the share is its female_share pair value
@@ -20,13 +21,11 @@ make pairs look different; nor can a pair x occupation lean that both orders sha
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
 from probe.analysis.metric_registry import FEMALE_SHARE
-from probe.analysis.metrics import metric_queries
 from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
 
@@ -40,16 +39,6 @@ HETEROGENEITY_METHOD = (
     "woman - its expected picks given each occupation x name order's rate)^2"
 )
 PAIR_COLUMNS = ["condition", "pair_id", "value", "ci_low", "ci_high", "n", "lean"]
-
-
-def wording_cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of a stored run."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        return con.execute(queries["wording_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
 
 
 def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:

@@ -35,7 +35,7 @@ from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
-from probe.analysis.pairs import wording_cells
+from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
@@ -71,7 +71,12 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
 
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     """metrics.sql's per (condition, wording, pair, occupation, name order) counts of one run, with the SOC group."""
-    cells = wording_cells(con, run_id)
+    queries = metric_queries()
+    con.execute(queries["instances"], {"run_id": run_id})
+    try:
+        cells = con.execute(queries["wording_cells"]).df()
+    finally:
+        con.execute(queries["drop_instances"])
     groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
                          "WHERE run_id = ?", [run_id]).df()  # fmt: skip
     return cells.merge(groups, on="occupation", how="left")

@@ -152,6 +152,16 @@ ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
 -- occupation intervals took the level of the decision beside them.
 ALTER TABLE metrics ADD COLUMN IF NOT EXISTS method VARCHAR;
 ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS ci_level DOUBLE;
+-- What carries the woman's share (probe/analysis/pairs.py; the report's bottom line): per stage-2 condition each name
+-- pair's order-balanced share with its MOVER interval and lean, and whether the pairs differ (a stratified permutation
+-- test: pairs, statistic, p_value, differ).
+CREATE TABLE IF NOT EXISTS pair_shares (
+    run_id VARCHAR, condition VARCHAR, pair_id INTEGER, value DOUBLE, ci_low DOUBLE, ci_high DOUBLE, n BIGINT,
+    lean VARCHAR
+);
+CREATE TABLE IF NOT EXISTS pair_heterogeneity (
+    run_id VARCHAR, condition VARCHAR, pairs BIGINT, statistic DOUBLE, p_value DOUBLE, differ BOOLEAN
+);
 -- Findings under a change of wording (probe/analysis/robustness.py), for runs asked in more than one wording: per
 -- condition and metric a row per wording (scope wording, key = its id) and the crossed row (scope crossed, key all)
 -- with the spread between wordings, the wording test, the pair-only interval and the verdict.
