@@ -53,19 +53,22 @@ class Metric:
     # SQL over one metric_instances row: the instance is a hit where it holds (None: not counted per instance)
     flag: str | None = None
     among: str = VALID  # the instances a flag metric is a share of: VALID or ALL_INSTANCES
-    # SQL over metric_instances: one row (condition, pair_id, occupation, hits, n) per unit of a metric counted over
-    # units of two instances
+    # SQL over metric_instances: one row per unit of a metric counted over units of two instances, the unit's first
+    # instance's key (condition, pair_id, occupation, wording, name_order), the other's (other_condition,
+    # other_name_order), hits and n
     units: str | None = None
     order_balanced: bool = False  # averaged over the two name orders from its flag's cells, in Python
 
 
 _ORDER_UNITS = """
-    SELECT fm.condition, fm.pair_id, fm.occupation, (fm.s = mf.s)::INT AS hits, 1 AS n
+    SELECT fm.condition, fm.pair_id, fm.occupation, wording, fm.name_order, mf.condition AS other_condition,
+           mf.name_order AS other_name_order, (fm.s = mf.s)::INT AS hits, 1 AS n
     FROM metric_instances AS fm
     JOIN metric_instances AS mf USING (condition, pair_id, occupation, wording)
     WHERE fm.name_order = 'fm' AND mf.name_order = 'mf' AND fm.valid AND mf.valid"""
 _CONTEXT_UNITS = """
-    SELECT 'taxonomy' AS condition, t.pair_id, t.occupation, (t.s <> b.s)::INT AS hits, 1 AS n
+    SELECT 'taxonomy' AS condition, t.pair_id, t.occupation, wording, name_order, b.condition AS other_condition,
+           name_order AS other_name_order, (t.s <> b.s)::INT AS hits, 1 AS n
     FROM metric_instances AS t
     JOIN metric_instances AS b USING (pair_id, name_order, occupation, wording)
     WHERE t.condition = 'taxonomy' AND b.condition = 'baseline'

@@ -8,17 +8,24 @@ the registry's own constants (each metric's name, `flag` and `units`), never fro
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 from probe.analysis import metric_registry
 from probe.analysis.metric_registry import ALL_INSTANCES, FEMALE_SHARE, WORDING_METRICS, Metric
 
 _MARKER = re.compile(r"/\* metric_registry: (\w+) \*/")
+# the columns of a unit of two instances: the first instance's key and the other's condition and name order
+UNIT_KEYS = "condition, pair_id, occupation, wording, name_order, other_condition, other_name_order"
 
 
-def _counted(metrics: Iterable[Metric]) -> list[Metric]:
-    """The metrics counted per stage-2 instance into metric_scope_counts (female_share is balanced in Python)."""
-    return [metric for metric in metrics if metric.flag is not None and not metric.order_balanced]
+def flagged(metrics: Sequence[Metric]) -> list[Metric]:
+    """The metrics counted per stage-2 instance by their flag (stored per instance in instance_metrics)."""
+    return [metric for metric in metrics if metric.flag is not None]
+
+
+def counted(metrics: Sequence[Metric]) -> list[Metric]:
+    """The flag metrics metric_scope_counts sums (female_share is balanced over the name orders in Python)."""
+    return [metric for metric in flagged(metrics) if not metric.order_balanced]
 
 
 def _hit(metric: Metric) -> str:
@@ -26,57 +33,63 @@ def _hit(metric: Metric) -> str:
     return f"({metric.flag})" if metric.among == ALL_INSTANCES else f"(valid AND ({metric.flag}))"
 
 
-def instance_flags(metrics: Iterable[Metric]) -> str:
-    """metric_scope_counts' `instance_flags` columns: 1 where the instance is a hit of the metric, else 0."""
-    return ",\n           ".join(f"{_hit(metric)}::INT AS {metric.name}" for metric in _counted(metrics))
+def flag_columns(metrics: Sequence[Metric]) -> str:
+    """One column per metric: 1 where the instance is a hit of the metric, else 0."""
+    return ",\n           ".join(f"{_hit(metric)}::INT AS {metric.name}" for metric in metrics)
 
 
-def unit_sums(metrics: Iterable[Metric]) -> str:
-    """`unit_sums` columns: each metric's hits per (condition, pair, occupation)."""
-    return ",\n           ".join(f"sum({metric.name}) AS {metric.name}" for metric in _counted(metrics))
+def sum_columns(metrics: Sequence[Metric]) -> str:
+    """One column per metric: its hits summed over the group."""
+    return ",\n           ".join(f"sum({metric.name}) AS {metric.name}" for metric in metrics)
 
 
-def unpivoted(metrics: Iterable[Metric]) -> str:
-    """The UNPIVOT's column list: one row per metric."""
-    return ", ".join(metric.name for metric in _counted(metrics))
+def names(metrics: Sequence[Metric]) -> str:
+    """An UNPIVOT's column list: one row per metric."""
+    return ", ".join(metric.name for metric in metrics)
 
 
-def denominator(metrics: Iterable[Metric]) -> str:
+def denominator(metrics: Sequence[Metric]) -> str:
     """Each unpivoted metric's n: every instance for a metric among all instances, else the valid ones."""
-    of_all = [metric.name for metric in _counted(metrics) if metric.among == ALL_INSTANCES]
+    of_all = [metric.name for metric in metrics if metric.among == ALL_INSTANCES]
     cases = " ".join(f"WHEN '{name}' THEN n_instances" for name in of_all)
     return f"CASE metric {cases} ELSE n_valid END" if of_all else "n_valid"
 
 
-def unit_queries(metrics: Iterable[Metric]) -> str:
-    """The metrics counted over units of two instances, each unit a row (condition, pair_id, occupation, metric,
-    hits, n) to append to the per-instance units."""
+def unit_queries(metrics: Sequence[Metric], columns: str) -> str:
+    """The metrics counted over units of two instances, each unit a row of `columns` (read from the registry's
+    `units` query: the unit's keys, hits and n) with its metric, to append to the per-instance rows."""
     selects = (
-        f"SELECT condition, pair_id, occupation, '{metric.name}' AS metric, hits, n FROM ({metric.units})"
+        f"SELECT {columns}, '{metric.name}' AS metric, hits, n FROM ({metric.units})"
         for metric in metrics
         if metric.units is not None
     )
     return "".join(f"\n    UNION ALL {select}" for select in selects)
 
 
-def wording_counts(metrics: Iterable[Metric]) -> str:
+def wording_counts(metrics: Sequence[Metric]) -> str:
     """wording_cells' count columns: per cell the valid instances that are hits of each of WORDING_METRICS."""
     by_name = {metric.name: metric for metric in metrics}
     return ",\n       ".join(f"count(*) FILTER (WHERE {_hit(by_name[name])}) AS {name}" for name in WORDING_METRICS)
 
 
-def female_count(metrics: Iterable[Metric]) -> str:
+def female_count(metrics: Sequence[Metric]) -> str:
     """female_choice_cells' n_female: the valid instances that are hits of female_share's flag."""
     female = next(metric for metric in metrics if metric.name == FEMALE_SHARE)
     return f"count(*) FILTER (WHERE {_hit(female)}) AS n_female"
 
 
-PARTS: dict[str, Callable[[Iterable[Metric]], str]] = {
-    "instance_flags": instance_flags,
-    "unit_sums": unit_sums,
-    "unpivoted": unpivoted,
-    "denominator": denominator,
-    "unit_queries": unit_queries,
+PARTS: dict[str, Callable[[Sequence[Metric]], str]] = {
+    # metric_scope_counts: per (condition, pair, occupation) the hits of each summed metric
+    "instance_flags": lambda metrics: flag_columns(counted(metrics)),
+    "unit_sums": lambda metrics: sum_columns(counted(metrics)),
+    "unpivoted": lambda metrics: names(counted(metrics)),
+    "denominator": lambda metrics: denominator(counted(metrics)),
+    "unit_queries": lambda metrics: unit_queries(metrics, "condition, pair_id, occupation"),
+    # instance_units: per instance (and unit of two) every flag and unit metric
+    "stored_flags": lambda metrics: flag_columns(flagged(metrics)),
+    "stored_unpivoted": lambda metrics: names(flagged(metrics)),
+    "stored_denominator": lambda metrics: denominator(flagged(metrics)),
+    "stored_unit_queries": lambda metrics: unit_queries(metrics, UNIT_KEYS),
     "wording_counts": wording_counts,
     "female_count": female_count,
 }

@@ -65,7 +65,7 @@ from probe.store.snapshot import shipped_workforce
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
                  "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics", "pair_shares",
-                 "pair_heterogeneity")
+                 "pair_heterogeneity", "instance_metrics")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -106,6 +106,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         by_wording = con.execute(queries["wording_cells"]).df()
+        instance_metrics = con.execute(queries["instance_units"]).df()
         analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
         if name_sets:  # the wordings' findings by slot are not findings by sex either
@@ -134,6 +135,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
+        "instance_metrics": instance_metrics,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),

@@ -112,6 +112,23 @@ SELECT * FROM stage2_scopes
 UNION ALL
 SELECT * FROM stage1_scopes;
 
+-- name: instance_units
+-- Table instance_metrics (stored by analyze()): per stage-2 instance every metric counted by its flag, with hits and n
+-- (0 or 1), and per unit of two instances each metric counted over such units, keyed by its first instance with the
+-- other's condition and name order. A comparison restricted to the instances several runs share
+-- (probe/compare/summary.py) and the held-out checks (probe/compare/heldout.py) sum these rows.
+SELECT condition, pair_id, occupation, wording, name_order, NULL::VARCHAR AS other_condition,
+       NULL::VARCHAR AS other_name_order, metric, hits, /* metric_registry: stored_denominator */ AS n
+FROM (
+    UNPIVOT (
+        SELECT condition, pair_id, occupation, wording, name_order, valid::INT AS n_valid, 1 AS n_instances,
+               /* metric_registry: stored_flags */
+        FROM metric_instances
+    )
+    ON /* metric_registry: stored_unpivoted */
+    INTO NAME metric VALUE hits
+)/* metric_registry: stored_unit_queries */;
+
 -- name: pair_counts
 -- The `pair` scope of metric_scope_counts: each pair's own value and what the overall values are computed from.
 SELECT * FROM metric_scope_counts WHERE scope = 'pair'

@@ -35,7 +35,6 @@ from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
-from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
@@ -70,13 +69,20 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
 
 
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of one run, with the SOC group."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        cells = con.execute(queries["wording_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
+    """Per (condition, wording, pair, occupation, name order) of one run, from its stored per-instance counts
+    (instance_metrics): the valid instances (n) and the hits of each measured metric, with the SOC group."""
+    placeholders = ", ".join("?" for _ in MEASURES)
+    units = con.execute(
+        "SELECT condition, wording, pair_id, occupation, name_order, metric, hits, n FROM instance_metrics "
+        f"WHERE run_id = ? AND other_condition IS NULL AND metric IN ({placeholders})",
+        [run_id, *MEASURES],
+    ).df()
+    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
+    if units.empty:
+        return pd.DataFrame(columns=[*keys, *MEASURES, "n", "major_group"])
+    wide = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
+    valid = units[units["metric"] == FEMALE_SHARE].groupby(keys)["n"].sum()  # every measure counts valid instances
+    cells = wide.assign(n=valid).reset_index()
     groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
                          "WHERE run_id = ?", [run_id]).df()  # fmt: skip
     return cells.merge(groups, on="occupation", how="left")

@@ -17,8 +17,9 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
     saves the user a step without changing what the report says. An analysis stored before intervals and
     tests were computed over name pairs (no `pairs` on its overall rows), a run over name sets analysed before its
-    findings were computed per contrast (read by slot), or a run over name pairs analysed before its pair shares were
-    stored (pair_shares, read by the report's bottom line), is redone the same way.
+    findings were computed per contrast (read by slot), or a run with stage-2 metrics analysed before its per-instance
+    counts and pair shares were stored (instance_metrics, pair_shares: what compare and the report read), is redone
+    the same way.
     """
     if run_row(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
         if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
@@ -29,8 +30,7 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
             "= count(*) FILTER (WHERE scope = 'overall') "
             "AND (NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
             "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id)) "
-            "AND (EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
-            "OR EXISTS (SELECT 1 FROM pair_shares WHERE run_id = $run_id) "
+            "AND (EXISTS (SELECT 1 FROM instance_metrics WHERE run_id = $run_id) "
             "OR NOT EXISTS (SELECT 1 FROM metrics WHERE run_id = $run_id AND condition <> $stage_one)) "
             "FROM metrics WHERE run_id = $run_id",
             {"run_id": run_id, "stage_one": STAGE1_CONDITION},

@@ -152,6 +152,12 @@ ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
 -- occupation intervals took the level of the decision beside them.
 ALTER TABLE metrics ADD COLUMN IF NOT EXISTS method VARCHAR;
 ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS ci_level DOUBLE;
+-- Per stage-2 instance (and unit of two instances) the hits and n of every metric counted per instance (metrics.sql
+-- `instance_units`): what a comparison on shared instances and the held-out checks sum, never recounting answers.
+CREATE TABLE IF NOT EXISTS instance_metrics (
+    run_id VARCHAR, condition VARCHAR, pair_id INTEGER, occupation VARCHAR, wording VARCHAR, name_order VARCHAR,
+    other_condition VARCHAR, other_name_order VARCHAR, metric VARCHAR, hits BIGINT, n BIGINT
+);
 -- What carries the woman's share (probe/analysis/pairs.py; the report's bottom line): per stage-2 condition each name
 -- pair's order-balanced share with its MOVER interval and lean, and whether the pairs differ (a stratified permutation
 -- test: pairs, statistic, p_value, differ).
