@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
+from probe.analysis.metric_registry import ATTR_YES_F, ATTR_YES_M
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
 from probe.common.redact import scrub
@@ -268,11 +269,11 @@ def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
     """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
     rows = metrics[
         (metrics["condition"] == STAGE1_CONDITION)
-        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["metric"].isin([ATTR_YES_F, ATTR_YES_M])
         & metrics["scope"].isin(["overall", "category"])
     ].copy()
     rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
-    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["gender"] = rows["metric"].map({ATTR_YES_F: "female", ATTR_YES_M: "male"})
     rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
     return rows.sort_values(["rank", "group"])[list(STAGE1_RATE_COLUMNS)]
 
