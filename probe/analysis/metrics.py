@@ -93,7 +93,9 @@ def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str | None = None) -> None:
     """Compute every metric of a run and replace the run's rows in the result tables atomically; the workforce
-    comparison against `workforce_source` (a source in table `workforce`; default the shipped one)."""
+    comparison against `workforce_source` (a source in table `workforce`; default the shipped one). The tables hold
+    everything the report and compare read (pair shares, the heterogeneity test, per-instance counts): no later step
+    computes a statistic."""
     require_run(con, run_id)
     queries = metric_queries()
     params = {"run_id": run_id}
