@@ -366,3 +366,22 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         assert hostile not in html
         assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
         assert "<style>" in html and "&lt;style" not in html  # the page's own stylesheet stays markup
+
+
+def test_an_analysis_stored_before_the_tables_the_report_reads_is_redone_once(db_file: Path) -> None:
+    """The report and compare read pair_shares and instance_metrics; an analysis stored without them is redone (once,
+    with the same numbers), never read as a report without its pairs."""
+    con = db.connect(db_file)
+    try:
+        assert ensure_analysed(con, "steady")
+        before = con.execute("SELECT * FROM pair_shares WHERE run_id = 'steady' ORDER BY condition, pair_id").df()
+        assert not ensure_analysed(con, "steady")
+        con.execute("DELETE FROM pair_shares WHERE run_id = 'steady'")
+        con.execute("DELETE FROM instance_metrics WHERE run_id = 'steady'")
+        assert ensure_analysed(con, "steady")
+        after = con.execute("SELECT * FROM pair_shares WHERE run_id = 'steady' ORDER BY condition, pair_id").df()
+        assert not ensure_analysed(con, "steady")
+    finally:
+        con.close()
+    assert len(before) == PAIRS * len(CONDITIONS)
+    pd.testing.assert_frame_equal(before, after)
