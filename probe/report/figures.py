@@ -11,16 +11,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.impact import FOUR_FIFTHS
-from probe.analysis.metric_registry import (
-    BIAS,
-    COMPARED_METRICS,
-    CONSISTENCY,
-    CONTEXT_SENSITIVITY,
-    FIGURE1_METRICS,
-    METRICS,
-    ORDER_CONSISTENCY,
-    POSITION_FIRST,
-)
+from probe.analysis.metric_registry import COMPARED_METRICS, FIGURE1_METRICS, METRICS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import order_index
 
@@ -198,11 +189,11 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
     pearson = {
         row["condition"]: row["r"]
         for row in correlations
-        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", CONSISTENCY, BIAS, "pearson")
+        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", "consistency", "bias", "pearson")
     }
-    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin([CONSISTENCY, BIAS])]
+    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(["consistency", "bias"])]
     wide = pairs.pivot_table(index=["condition", "key"], columns="metric", values="value").dropna()
-    if wide.empty or not {CONSISTENCY, BIAS} <= set(wide.columns):
+    if wide.empty or not {"consistency", "bias"} <= set(wide.columns):
         return None
     fig = new_figure(5.2, 3.8)
     ax = fig.add_subplot()
@@ -210,8 +201,8 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
         rows = wide.loc[condition]
         label = condition if pearson.get(condition) is None else f"{condition} (r = {pearson[condition]:.2f})"
         ax.scatter(
-            rows[CONSISTENCY],
-            rows[BIAS],
+            rows["consistency"],
+            rows["bias"],
             s=18,
             alpha=0.8,
             label=label,
@@ -228,7 +219,7 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
 
 def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Order consistency and first-position choice per condition, and the taxonomy-vs-baseline switch rate."""
-    metrics = (ORDER_CONSISTENCY, POSITION_FIRST, CONTEXT_SENSITIVITY)
+    metrics = ("order_consistency", "position_first", "context_sensitivity")
     conditions = [c for c in CONDITIONS if any(m in overall.get(c, {}) for m in metrics)]
     if not conditions:
         return None
