@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from probe import pipeline
-from probe.analysis.metric_registry import KINDS, METRICS
+from probe.analysis.metric_registry import CONSISTENCY, KINDS, METRICS, POSITION_FIRST, Metric
 from probe.report.formatting import fmt_estimate, fmt_p, p_phrase
 from probe.store.config import RunConfig
 from tests.support import FakeBackend, query
@@ -56,3 +56,40 @@ def test_an_estimate_reads_by_its_kind_whatever_its_name(
 )
 def test_p_values_never_read_across_the_five_percent_line(p: float | None, printed: str, phrase: str) -> None:
     assert (fmt_p(p), p_phrase(p)) == (printed, phrase)
+
+
+def test_a_metric_counted_per_instance_is_one_registry_entry(db_file: Path, use_backend, monkeypatch) -> None:
+    """DEVELOPERS.md's example: a toy metric declared with its flag alone is counted by analyze() at every scope of
+    every stage-2 condition and stored per instance, its hits exactly the instances where both flags it combines
+    hold."""
+    toy = Metric(
+        "first_and_granted",
+        "first-named picked and granted",
+        "share of valid instances where S names the first-named person and the binary answer about them is yes",
+        "higher = more",
+        flag="chose_first AND b_chosen = 'yes'",
+    )
+    monkeypatch.setitem(METRICS, toy.name, toy)
+    use_backend(FakeBackend())
+    settings = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=1, db=str(db_file), quiet=True)
+    run_id = pipeline.run(settings).run_id
+    stored = query(db_file, "SELECT * FROM metrics WHERE run_id = ? AND metric = ?", [run_id, toy.name])
+    consistency = query(db_file, "SELECT * FROM metrics WHERE run_id = ? AND metric = ?", [run_id, CONSISTENCY])
+    assert sorted(zip(stored["condition"], stored["scope"], stored["key"], strict=True)) == sorted(
+        zip(consistency["condition"], consistency["scope"], consistency["key"], strict=True)
+    )
+    units = query(
+        db_file,
+        "SELECT * FROM instance_metrics WHERE run_id = ? AND metric IN (?, ?, ?)",
+        [run_id, toy.name, POSITION_FIRST, CONSISTENCY],
+    )
+    keys = ["condition", "pair_id", "occupation", "wording", "name_order"]
+    hits = units.pivot_table(index=keys, columns="metric", values="hits")
+    assert hits[toy.name].sum() > 0
+    assert (hits[toy.name] == hits[POSITION_FIRST] * hits[CONSISTENCY]).all()
+    pairs = units[units["metric"] == toy.name].groupby(["condition", "pair_id"])[["hits", "n"]].sum()
+    stored_pairs = stored[stored["scope"] == "pair"].assign(pair_id=lambda frame: frame["key"].astype(int))
+    assert (
+        stored_pairs.set_index(["condition", "pair_id"])["value"].sort_index().tolist()
+        == (pairs["hits"] / pairs["n"]).tolist()
+    )

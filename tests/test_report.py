@@ -23,6 +23,7 @@ from probe import compare, pipeline, report
 from probe.cli import app
 from probe.common.errors import UserError
 from probe.compare import summary as compare_summary_module
+from probe.pipeline.analysed import ensure_analysed
 from probe.store import db
 from probe.store.config import RunConfig
 from tests.support import interval_problems, score_interval_reference
@@ -357,8 +358,8 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
     con = db.connect(db_file)
     try:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
-        report.ensure_analysed(con, "steady")
-        report.ensure_analysed(con, "first")
+        ensure_analysed(con, "steady")
+        ensure_analysed(con, "first")
         documents = report.summary(con, "steady"), compare.compare_summary(con, ["steady", "first"])
         pages = [report.render_report(documents[0])[0], report.render_comparison(documents[1])[0]]
     finally:
@@ -367,3 +368,22 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         assert hostile not in html
         assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
         assert "<style>" in html and "&lt;style" not in html  # the page's own stylesheet stays markup
+
+
+def test_an_analysis_stored_before_the_tables_the_report_reads_is_redone_once(db_file: Path) -> None:
+    """The report and compare read pair_shares and instance_metrics; an analysis stored without them is redone (once,
+    with the same numbers), never read as a report without its pairs."""
+    con = db.connect(db_file)
+    try:
+        assert ensure_analysed(con, "steady")
+        before = con.execute("SELECT * FROM pair_shares WHERE run_id = 'steady' ORDER BY condition, pair_id").df()
+        assert not ensure_analysed(con, "steady")
+        con.execute("DELETE FROM pair_shares WHERE run_id = 'steady'")
+        con.execute("DELETE FROM instance_metrics WHERE run_id = 'steady'")
+        assert ensure_analysed(con, "steady")
+        after = con.execute("SELECT * FROM pair_shares WHERE run_id = 'steady' ORDER BY condition, pair_id").df()
+        assert not ensure_analysed(con, "steady")
+    finally:
+        con.close()
+    assert len(before) == PAIRS * len(CONDITIONS)
+    pd.testing.assert_frame_equal(before, after)

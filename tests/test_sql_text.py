@@ -20,6 +20,10 @@ QUOTING_HELPERS = {"sql_identifier", "sql_string"}
 # Reviewed interpolations, per module: what each is (none carries a user's text).
 REVIEWED = {
     "analysis/metrics.py": {"table", "view", "slots"},  # the analyzers' own result tables and views; '?, ?'
+    # metrics.sql's per-metric parts: the metric registry's own names, flags and unit queries (code constants)
+    # (and columns: UNIT_KEYS or the scope's key columns)
+    "analysis/metric_sql.py": {"metric.name", "metric.units", "name", "_hit(metric)", "_hit(female)",
+                               "_hit(by_name[name])", "columns"},
     "report/contrasts.py": {"', '.join(CONTRAST_COLUMNS)", "', '.join(CATEGORY_COLUMNS)"},
     "answering/plan.py": {"SAME_BATCH_MS"},  # a number constant
     "answering/runner.py": {"chosen"},  # a constant subquery
@@ -27,6 +31,7 @@ REVIEWED = {
     "api.py": {"table", "column"},  # STORED's tables and id columns
     "common/staging.py": {"select", "columns", "header.index(source)"},  # c0, c1, ...: the header by position
     "compare/summary.py": {"placeholders", "pair_list", "keys", "column"},  # '?, ?', item key columns
+    "compare/heldout.py": {"placeholders"},  # '?, ?'
     "compare/workforce.py": {"placeholders", "', '.join(OCCUPATION_FIELDS)"},
     "report/data.py": {"', '.join(METRIC_COLUMNS)", "', '.join(PREFERENCE_COLUMNS)"},
     "report/export.py": {"table", "order"},  # EXPORTED's tables and orders

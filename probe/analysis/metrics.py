@@ -31,11 +31,21 @@ from probe.analysis.contrasts import (
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
+    ATTR_YES_DIFF,
+    ATTR_YES_F,
+    ATTR_YES_M,
+    BIAS,
+    CONSISTENCY,
+    CONTEXT_SENSITIVITY,
+    FEMALE_SHARE,
     METRICS,
+    ORDER_CONSISTENCY,
     POOLED_OVERALL_METRICS,
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
+from probe.analysis.metric_sql import expand
+from probe.analysis.pairs import heterogeneity, pair_shares
 from probe.analysis.regression import regression_rows
 from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
@@ -54,7 +64,8 @@ from probe.store import db
 from probe.store.snapshot import shipped_workforce
 
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
-                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics")
+                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics", "pair_shares",
+                 "pair_heterogeneity", "instance_metrics")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
@@ -63,10 +74,15 @@ _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
 
 @cache
-def metric_queries() -> dict[str, str]:
-    """The named queries of metrics.sql (each introduced by a `-- name: <query>` line)."""
+def _sql_file_queries() -> dict[str, str]:
+    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line)."""
     parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
     return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def metric_queries() -> dict[str, str]:
+    """The named queries of metrics.sql with their per-metric parts written from the metric registry as it is now."""
+    return {name: expand(query) for name, query in _sql_file_queries().items()}
 
 
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
@@ -77,7 +93,9 @@ def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str | None = None) -> None:
     """Compute every metric of a run and replace the run's rows in the result tables atomically; the workforce
-    comparison against `workforce_source` (a source in table `workforce`; default the shipped one)."""
+    comparison against `workforce_source` (a source in table `workforce`; default the shipped one). The tables hold
+    everything the report and compare read (pair shares, the heterogeneity test, per-instance counts): no later step
+    computes a statistic."""
     require_run(con, run_id)
     queries = metric_queries()
     params = {"run_id": run_id}
@@ -89,6 +107,8 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
+        by_wording = con.execute(queries["wording_cells"]).df()
+        instance_metrics = con.execute(queries["instance_units"]).df()
         analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
         if name_sets:  # the wordings' findings by slot are not findings by sex either
@@ -98,13 +118,14 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
-    occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == "female_share")]
+    occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == FEMALE_SHARE)]
     source = workforce_source or shipped_workforce()["source"]
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
+    by_sex = by_wording.iloc[0:0] if name_sets else by_wording
     results = {
         "metrics": metrics,
         "occupation_preference": occupation_preference_rows(cells),
@@ -113,6 +134,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "workforce_fit": fit,
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
+        # what carries the woman's share: none for a run over name sets (its slots are no sexes)
+        "pair_shares": pair_shares(by_sex),
+        "pair_heterogeneity": heterogeneity(by_sex),
+        "instance_metrics": instance_metrics,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
@@ -195,7 +220,7 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
     """
     wide = pair_counts.pivot(index="key", columns="metric", values=["hits", "n"]).fillna(0)
     wide = wide.loc[sorted(wide.index, key=int)]
-    metrics = sorted((set(wide["hits"].columns) | set(overall_metrics(condition))) - {"attr_yes_diff"})
+    metrics = sorted((set(wide["hits"].columns) | set(overall_metrics(condition))) - {ATTR_YES_DIFF})
     hits = wide["hits"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     n = wide["n"].reindex(columns=metrics, fill_value=0).to_numpy(float)
     pooled = np.array([metric in POOLED_OVERALL_METRICS for metric in metrics])
@@ -205,7 +230,7 @@ def overall_row(condition: str, pair_counts: pd.DataFrame) -> pd.DataFrame:
         metric: share_estimate(*terms[metric]) for metric in metrics
     }
     if condition == STAGE1_CONDITION:
-        estimates["attr_yes_diff"] = difference = difference_estimate(terms["attr_yes_f"], terms["attr_yes_m"])
+        estimates[ATTR_YES_DIFF] = difference = difference_estimate(terms[ATTR_YES_F], terms[ATTR_YES_M])
         if difference.mapped is not None:
             prepare_betting_intervals([difference.mapped])
     prepare_betting_intervals(estimate for estimate in estimates.values() if isinstance(estimate, ShareEstimate))
@@ -224,13 +249,13 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
         values, valid = order_balanced_shares(group, ["pair_id"])
-        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": "female_share",
+        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": FEMALE_SHARE,
                   "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
                  for pair in values.index]  # fmt: skip
-        rows.append(_row(condition, "overall", "all", "female_share", _mean_of_pairs(values, valid)))
+        rows.append(_row(condition, "overall", "all", FEMALE_SHARE, _mean_of_pairs(values, valid)))
         estimates = _occupation_estimates(group)
         prepare_betting_intervals(estimates.values())
-        rows += [_row(condition, "occupation", occupation, "female_share", estimate)
+        rows += [_row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
                  for occupation, estimate in estimates.items()]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
@@ -284,8 +309,8 @@ def overall_metrics(condition: str) -> tuple[str, ...]:
     if condition == STAGE1_CONDITION:
         return STAGE1_METRICS
     if condition == "taxonomy":
-        return (*STAGE2_METRICS, "order_consistency", "context_sensitivity")
-    return (*STAGE2_METRICS, "order_consistency")
+        return (*STAGE2_METRICS, ORDER_CONSISTENCY, CONTEXT_SENSITIVITY)
+    return (*STAGE2_METRICS, ORDER_CONSISTENCY)
 
 
 def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
@@ -351,11 +376,11 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     tested: list[tuple[str, pd.DataFrame]] = []
     for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
-        if "consistency" in wide and "bias" in wide:
-            tested.append((condition, wide[["consistency", "bias"]].dropna()))
+        if CONSISTENCY in wide and BIAS in wide:
+            tested.append((condition, wide[[CONSISTENCY, BIAS]].dropna()))
     testable = sum(len(both) >= MIN_PAIRS and both.nunique().min() > 1 for _, both in tested)
-    rows = [{"condition": condition, "across": "pair", "x": "consistency", "y": "bias", "method": "pearson",
-             "n": len(both), **correlation_test(both["consistency"], both["bias"], testable)}
+    rows = [{"condition": condition, "across": "pair", "x": CONSISTENCY, "y": BIAS, "method": "pearson",
+             "n": len(both), **correlation_test(both[CONSISTENCY], both[BIAS], testable)}
             for condition, both in tested]  # fmt: skip
     return pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "p_adjusted"]).astype(
         {"r": float, "p_value": float, "p_adjusted": float, "ci_low": float, "ci_high": float}

@@ -1,6 +1,8 @@
 -- Every metric of DESIGN.md section 5, as SQL. probe/analysis/metrics.py loads this file by query name and does
 -- only the statistics (intervals over name pairs, tests, regression) in Python.
--- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed.
+-- Each query starts with a line `-- name: <query>`; $run_id is the run being analysed. A comment
+-- `/* metric_registry: <part> */` marks where a list of metrics goes: probe/analysis/metric_sql.py writes it from the
+-- metric registry (probe/analysis/metric_registry.py), the one place a metric's flag or units are written.
 
 -- name: instances
 -- One row per instance (run, condition, pair_id, name_order, occupation, wording) of stage 2, with its four labels
@@ -40,61 +42,29 @@ CREATE OR REPLACE TEMP TABLE metric_scope_counts AS
 WITH instance_flags AS (
     SELECT condition, pair_id, occupation,
            valid::INT AS n_valid,
-           (valid AND b_chosen = 'yes')::INT AS consistency,
-           (valid AND b_chosen = 'yes' AND b_other = 'no')::INT AS consistency_strict,
-           (valid AND bf = 'no' AND bm = 'no' AND s = 'female')::INT AS prefer_f,
-           (valid AND bf = 'no' AND bm = 'no' AND s = 'male')::INT AS prefer_m,
-           (valid AND s = 'female' AND m = 'female')::INT AS bias_f,
-           (valid AND s = 'male' AND m = 'male')::INT AS bias_m,
-           (valid AND s = m)::INT AS bias,
-           (valid AND m IN ('both', 'neither'))::INT AS neutral,
-           (valid AND s = 'female' AND m = 'male')::INT AS switch_f2m,
-           (valid AND s = 'male' AND m = 'female')::INT AS switch_m2f,
-           (valid AND chose_first)::INT AS position_first,
-           (NOT valid)::INT AS unknown_rate
+           /* metric_registry: instance_flags */
     FROM metric_instances
 ),
 unit_sums AS (
     SELECT condition, pair_id, occupation, count(*) AS n_instances, sum(n_valid) AS n_valid,
-           sum(consistency) AS consistency, sum(consistency_strict) AS consistency_strict,
-           sum(prefer_f) AS prefer_f, sum(prefer_m) AS prefer_m, sum(bias) AS bias,
-           sum(bias_f) AS bias_f, sum(bias_m) AS bias_m, sum(neutral) AS neutral,
-           sum(switch_f2m) AS switch_f2m, sum(switch_m2f) AS switch_m2f,
-           sum(position_first) AS position_first, sum(unknown_rate) AS unknown_rate
+           /* metric_registry: unit_sums */
     FROM instance_flags
     GROUP BY condition, pair_id, occupation
 ),
 unit_metrics AS (
     SELECT condition, pair_id, occupation, metric, hits,
-           CASE WHEN metric = 'unknown_rate' THEN n_instances ELSE n_valid END AS n
+           /* metric_registry: denominator */ AS n
     FROM (
         UNPIVOT unit_sums
-        ON consistency, consistency_strict, prefer_f, prefer_m, bias, bias_f, bias_m, neutral,
-           switch_f2m, switch_m2f, position_first, unknown_rate
+        ON /* metric_registry: unpivoted */
         INTO NAME metric VALUE hits
     )
 ),
--- (pair, occupation) units with both name orders valid: does S name the same gender in both?
-order_units AS (
-    SELECT fm.condition, fm.pair_id, fm.occupation, 'order_consistency' AS metric,
-           (fm.s = mf.s)::INT AS hits, 1 AS n
-    FROM metric_instances AS fm
-    JOIN metric_instances AS mf USING (condition, pair_id, occupation, wording)
-    WHERE fm.name_order = 'fm' AND mf.name_order = 'mf' AND fm.valid AND mf.valid
-),
--- (pair, order, occupation) units with S valid with and without the stage-1 attributes: did S change?
-context_units AS (
-    SELECT 'taxonomy' AS condition, t.pair_id, t.occupation, 'context_sensitivity' AS metric,
-           (t.s <> b.s)::INT AS hits, 1 AS n
-    FROM metric_instances AS t
-    JOIN metric_instances AS b USING (pair_id, name_order, occupation, wording)
-    WHERE t.condition = 'taxonomy' AND b.condition = 'baseline'
-      AND t.s IN ('female', 'male') AND b.s IN ('female', 'male')
-),
+-- Metrics over units of two instances (order_consistency: (pair, occupation) with both name orders valid;
+-- context_sensitivity: (pair, order, occupation) with S valid with and without the stage-1 attributes), each unit a
+-- row, from the registry's `units` queries.
 stage2_units AS (
-    SELECT * FROM unit_metrics
-    UNION ALL SELECT * FROM order_units
-    UNION ALL SELECT * FROM context_units
+    SELECT * FROM unit_metrics/* metric_registry: unit_queries */
 ),
 stage2_scopes AS (
     SELECT condition,
@@ -142,6 +112,23 @@ SELECT * FROM stage2_scopes
 UNION ALL
 SELECT * FROM stage1_scopes;
 
+-- name: instance_units
+-- Table instance_metrics (stored by analyze()): per stage-2 instance every metric counted by its flag, with hits and n
+-- (0 or 1), and per unit of two instances each metric counted over such units, keyed by its first instance with the
+-- other's condition and name order. A comparison restricted to the instances several runs share
+-- (probe/compare/summary.py) and the held-out checks (probe/compare/heldout.py) sum these rows.
+SELECT condition, pair_id, occupation, wording, name_order, NULL::VARCHAR AS other_condition,
+       NULL::VARCHAR AS other_name_order, metric, hits, /* metric_registry: stored_denominator */ AS n
+FROM (
+    UNPIVOT (
+        SELECT condition, pair_id, occupation, wording, name_order, valid::INT AS n_valid, 1 AS n_instances,
+               /* metric_registry: stored_flags */
+        FROM metric_instances
+    )
+    ON /* metric_registry: stored_unpivoted */
+    INTO NAME metric VALUE hits
+)/* metric_registry: stored_unit_queries */;
+
 -- name: pair_counts
 -- The `pair` scope of metric_scope_counts: each pair's own value and what the overall values are computed from.
 SELECT * FROM metric_scope_counts WHERE scope = 'pair'
@@ -161,7 +148,7 @@ ORDER BY condition, scope, key, metric;
 -- computed from these cells.
 SELECT condition, occupation, pair_id, name_order,
        count(*) FILTER (WHERE valid) AS n,
-       count(*) FILTER (WHERE valid AND s = 'female') AS n_female
+       /* metric_registry: female_count */
 FROM metric_instances
 GROUP BY condition, occupation, pair_id, name_order
 ORDER BY condition, occupation, pair_id, name_order;
@@ -172,10 +159,7 @@ ORDER BY condition, occupation, pair_id, name_order;
 -- the first-named person, a subject the binary said yes to, the same in M.
 SELECT condition, wording, pair_id, occupation, name_order,
        count(*) FILTER (WHERE valid) AS n,
-       count(*) FILTER (WHERE valid AND s = 'female') AS female_share,
-       count(*) FILTER (WHERE valid AND chose_first) AS position_first,
-       count(*) FILTER (WHERE valid AND b_chosen = 'yes') AS consistency,
-       count(*) FILTER (WHERE valid AND s = m) AS bias
+       /* metric_registry: wording_counts */
 FROM metric_instances
 GROUP BY condition, wording, pair_id, occupation, name_order
 ORDER BY condition, wording, pair_id, occupation, name_order;

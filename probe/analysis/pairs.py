@@ -1,5 +1,6 @@
 """What carries the woman's share: each name pair's own order-balanced share with its interval, and a test of
-heterogeneity between the pairs (the report's bottom line, probe/report/bottom_line.py).
+heterogeneity between the pairs, stored by analyze() in pair_shares and pair_heterogeneity for the report's bottom
+line (probe/report/bottom_line.py).
 
 A run's overall share is a mean over name pairs; on small models a few pairs that always pick the woman (or the
 man) can carry it while the rest pick whoever is named first. Per pair, the share is its female_share pair value
@@ -20,12 +21,11 @@ make pairs look different; nor can a pair x occupation lean that both orders sha
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
-from probe.analysis.metrics import metric_queries
+from probe.analysis.metric_registry import FEMALE_SHARE
 from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
 
@@ -41,27 +41,17 @@ HETEROGENEITY_METHOD = (
 PAIR_COLUMNS = ["condition", "pair_id", "value", "ci_low", "ci_high", "n", "lean"]
 
 
-def wording_cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of a stored run."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        return con.execute(queries["wording_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
-
-
 def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     """Per condition and pair: the order-balanced share of S = female, its MOVER-Wilson interval and its lean
     (female / male where the interval excludes 50%, else none). `cells`: metrics.sql's wording_cells (n valid,
     female_share = picks of the woman)."""
     if cells.empty:
         return pd.DataFrame(columns=PAIR_COLUMNS)
-    orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", "female_share"]].sum()
+    orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", FEMALE_SHARE]].sum()
     orders = orders[orders["n"] > 0].copy()
-    orders["share"] = orders["female_share"] / orders["n"]
+    orders["share"] = orders[FEMALE_SHARE] / orders["n"]
     low, high = np.array([clopper_pearson(int(hits), int(n)) for hits, n in
-                          zip(orders["female_share"], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
+                          zip(orders[FEMALE_SHARE], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
     orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
     grouped = orders.groupby(["condition", "pair_id"])
     count = grouped["share"].count()
@@ -100,8 +90,8 @@ def _permutation_test(group: pd.DataFrame, pairs: np.ndarray, permutations: int)
     separately broke that correlation and rejected 6.5-7.7% at 5%, issue 48)."""
     rng = np.random.default_rng(SEED)
     index = {pair: position for position, pair in enumerate(pairs)}
-    totals = group.groupby(["wording", "occupation", "name_order"])[["n", "female_share"]].transform("sum")
-    deviation = group["female_share"] - group["n"] * totals["female_share"] / totals["n"]
+    totals = group.groupby(["wording", "occupation", "name_order"])[["n", FEMALE_SHARE]].transform("sum")
+    deviation = group[FEMALE_SHARE] - group["n"] * totals[FEMALE_SHARE] / totals["n"]
     blocks = deviation.groupby([group["wording"], group["occupation"], group["pair_id"]], sort=True).sum()
     observed = np.zeros(len(pairs))
     shuffled = np.zeros((permutations, len(pairs)))

@@ -39,15 +39,12 @@ from scipy import special, stats
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
-from probe.analysis.metric_registry import METRICS
+from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS, WORDING_METRICS
 from probe.analysis.resampling import PERMUTATIONS, SEED
 from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, share_estimate
 from probe.store import db
 
-# wording_cells' count columns: per cell the instances that count towards each of these stage-2 metrics (hits, not
-# rates; metric_registry.STAGE2_METRICS is the full list of stage-2 metrics)
-WORDING_COUNT_COLUMNS = ("female_share", "position_first", "consistency", "bias")
-WORDING_DIFFERENCES = ("attr_yes_diff",)  # the stage-1 metric each wording reports: a difference of two rates
+WORDING_DIFFERENCES = (ATTR_YES_DIFF,)  # the stage-1 metric each wording reports: a difference of two rates
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
 METHODS = {
     "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
@@ -179,14 +176,14 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
     frames = []
     if not cells.empty:
         keys = ["condition", "wording", "pair_id"]
-        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *WORDING_COUNT_COLUMNS]].sum()
+        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *WORDING_METRICS]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            by_order = cells.assign(female_share=cells["female_share"] / cells["n"].where(cells["n"] > 0))
-        female = by_order.groupby(keys)["female_share"].mean()
-        sums = cells.groupby(keys)[["n", *WORDING_COUNT_COLUMNS]].sum()
-        for metric in WORDING_COUNT_COLUMNS:
-            value = female if metric == "female_share" else sums[metric] / sums["n"].where(sums["n"] > 0)
-            hits = np.nan if metric == "female_share" else sums[metric]  # a balanced share has no count of its own
+            by_order = cells.assign(**{FEMALE_SHARE: cells[FEMALE_SHARE] / cells["n"].where(cells["n"] > 0)})
+        female = by_order.groupby(keys)[FEMALE_SHARE].mean()
+        sums = cells.groupby(keys)[["n", *WORDING_METRICS]].sum()
+        for metric in WORDING_METRICS:
+            value = female if metric == FEMALE_SHARE else sums[metric] / sums["n"].where(sums["n"] > 0)
+            hits = np.nan if metric == FEMALE_SHARE else sums[metric]  # a balanced share has no count of its own
             frame = pd.DataFrame({"metric": metric, "value": value, "hits": hits, "n": sums["n"]})
             frames.append(frame.reset_index())
     if not grants.empty:
@@ -211,7 +208,7 @@ def wording_estimate(metric: str, pairs: pd.DataFrame) -> ShareEstimate | Differ
     if metric in WORDING_DIFFERENCES:
         return difference_estimate(pair_terms(pairs["hits"], pairs["n"], True),
                                    pair_terms(pairs["other_hits"], pairs["other_n"], True))  # fmt: skip
-    if metric == "female_share":  # each pair's order-balanced value, a mean of pair values; NaN: no valid answer
+    if metric == FEMALE_SHARE:  # each pair's order-balanced value, a mean of pair values; NaN: no valid answer
         return share_estimate(pairs["value"], pairs["value"].notna().astype(float), pairs["n"])
     return share_estimate(*pair_terms(pairs["hits"], pairs["n"], METRICS[metric].pooled))
 

@@ -34,17 +34,17 @@ from scipy import stats
 from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
-from probe.analysis.pairs import wording_cells
+from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
 from probe.analysis.statistics import METHODS
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
 # metric -> (what the distance measures, how it is computed from the per-cell share)
 MEASURES = {
-    "female_share": "mean over occupations of |the woman's order-balanced share - 50%|",
-    "position_first": "|share of picks naming the first-named person - 50%|",
-    "bias": "share of instances with the same gender picked in S and M",
-    "consistency": "1 - consistency",
+    FEMALE_SHARE: "mean over occupations of |the woman's order-balanced share - 50%|",
+    POSITION_FIRST: "|share of picks naming the first-named person - 50%|",
+    BIAS: "share of instances with the same gender picked in S and M",
+    CONSISTENCY: "1 - consistency",
 }
 METHOD = (f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
           f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
@@ -69,8 +69,20 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
 
 
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """metrics.sql's per (condition, wording, pair, occupation, name order) counts of one run, with the SOC group."""
-    cells = wording_cells(con, run_id)
+    """Per (condition, wording, pair, occupation, name order) of one run, from its stored per-instance counts
+    (instance_metrics): the valid instances (n) and the hits of each measured metric, with the SOC group."""
+    placeholders = ", ".join("?" for _ in MEASURES)
+    units = con.execute(
+        "SELECT condition, wording, pair_id, occupation, name_order, metric, hits, n FROM instance_metrics "
+        f"WHERE run_id = ? AND other_condition IS NULL AND metric IN ({placeholders})",
+        [run_id, *MEASURES],
+    ).df()
+    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
+    if units.empty:
+        return pd.DataFrame(columns=[*keys, *MEASURES, "n", "major_group"])
+    wide = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
+    valid = units[units["metric"] == FEMALE_SHARE].groupby(keys)["n"].sum()  # every measure counts valid instances
+    cells = wide.assign(n=valid).reset_index()
     groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
                          "WHERE run_id = ?", [run_id]).df()  # fmt: skip
     return cells.merge(groups, on="occupation", how="left")
@@ -81,13 +93,13 @@ def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
     sums = cells.groupby(["pair_id", "occupation", "name_order"])[["n", metric]].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         share = sums[metric] / sums["n"].where(sums["n"] > 0)
-    if metric == "female_share":
+    if metric == FEMALE_SHARE:
         per_occupation = share.groupby(level=["pair_id", "occupation"]).mean()
         return (per_occupation - 0.5).abs().groupby(level="pair_id").mean()
     totals = cells.groupby("pair_id")[["n", metric]].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled = totals[metric] / totals["n"].where(totals["n"] > 0)
-    return {"position_first": (pooled - 0.5).abs(), "bias": pooled, "consistency": 1 - pooled}[metric]
+    return {POSITION_FIRST: (pooled - 0.5).abs(), BIAS: pooled, CONSISTENCY: 1 - pooled}[metric]
 
 
 def _pair_distances(cells: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -101,7 +113,7 @@ def _in_part(cells: pd.DataFrame, groups: list, pairs: list, wordings: list) -> 
 
 
 def heldout_section(
-    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, seed: int, metric: str = "female_share"
+    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, seed: int, metric: str = FEMALE_SHARE
 ) -> dict[str, object]:
     """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict."""
     if metric not in MEASURES:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.contrasts import over_name_sets
-from probe.analysis.metric_registry import COMPARED_METRICS
+from probe.analysis.metric_registry import COMPARED_METRICS, FEMALE_SHARE
+from probe.analysis.metrics import order_balanced_shares
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
@@ -60,60 +61,71 @@ def shared_pair_counts(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.D
     (attr_yes_f, attr_yes_m) of the shared pairs.
 
     A run whose every stage-2 instance is shared (the usual case: one design for every model) has them in its
-    metrics table already (scope pair: value = hits / n), read in milliseconds; otherwise they are counted
-    on the shared instances alone (`counts_on_instances`). The order-balanced female_share has no count of its
-    own: its hits are value x n, so hits / n is the pair's value, as `probe gate` reads it.
+    metrics table already (scope pair: value = hits / n), read in milliseconds; otherwise they are summed over the
+    shared instances alone from the stored per-instance counts (`counts_on_instances`). The order-balanced
+    female_share has no count of its own: its hits are value x n, so hits / n is the pair's value, as `probe gate`
+    reads it.
     """
     own = con.execute(
         "SELECT count(*) FROM (SELECT DISTINCT condition, pair_id, name_order, occupation, wording FROM items "
         "WHERE run_id = ? AND stage = 2)",
         [run_id],
-    ).fetchone()[0]
+    ).fetchall()[0][0]  # every row fetched: the connection is free for counts_on_instances' view
     if own != len(shared):
         return counts_on_instances(con, run_id, shared)
     compared = (*COMPARED_METRICS, *STAGE1_PARTS)
     placeholders = ", ".join("?" for _ in compared)
     counts = con.execute(
-        "SELECT condition, scope, key, metric, coalesce(CASE WHEN metric = 'female_share' THEN value * n "
+        "SELECT condition, scope, key, metric, coalesce(CASE WHEN metric = ? THEN value * n "
         "ELSE round(value * n) END, 0) AS hits, n FROM metrics "
         f"WHERE run_id = ? AND scope = 'pair' AND metric IN ({placeholders})",
-        [run_id, *compared],
+        [FEMALE_SHARE, run_id, *compared],
     ).df()
     return _compared(counts, shared)
 
 
 def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.DataFrame) -> pd.DataFrame:
-    """Per-pair metric counts of a run on the `shared` instances alone.
-
-    Reuses the analyzers' SQL unchanged: `instances` builds the run's per-instance table, the instances
-    outside the shared set are removed, and `scope_counts` aggregates what is left (female_share: the analyzers'
-    `female_share_rows` of what is left), so every metric keeps the one definition in probe/analysis/metrics.sql.
-    """
-    from probe.analysis.metrics import female_share_rows, metric_queries
-
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
+    """Per-pair metric counts of a run on the `shared` instances alone, summed from what analyze() stored per instance
+    (instance_metrics: a unit of two instances counts where both are shared; female_share: each pair's mean over its
+    name orders of the shared instances' share, as the analyzers' `order_balanced_shares` balances it)."""
     con.register("shared_instance_keys", shared)
     try:
-        con.execute(
+        kept = con.execute(
             """
-            DELETE FROM metric_instances AS m WHERE NOT EXISTS (
-                SELECT 1 FROM shared_instance_keys AS k
-                WHERE k.condition = m.condition AND k.pair_id = m.pair_id
-                  AND k.name_order = m.name_order AND k.occupation = m.occupation AND k.wording = m.wording)
-            """
-        )
-        con.execute(queries["scope_counts"], {"run_id": run_id})
-        counts = con.execute(queries["pair_counts"]).df()
-        cells = con.execute(queries["female_choice_cells"]).df()
+            SELECT u.condition, u.pair_id, u.occupation, u.name_order, u.metric, u.hits, u.n
+            FROM instance_metrics AS u
+            JOIN shared_instance_keys AS k
+              ON k.condition = u.condition AND k.pair_id = u.pair_id AND k.name_order = u.name_order
+             AND k.occupation = u.occupation AND k.wording = u.wording
+            WHERE u.run_id = ? AND (u.other_condition IS NULL OR EXISTS (
+                SELECT 1 FROM shared_instance_keys AS o
+                WHERE o.condition = u.other_condition AND o.pair_id = u.pair_id AND o.name_order = u.other_name_order
+                  AND o.occupation = u.occupation AND o.wording = u.wording))
+            """,
+            [run_id],
+        ).df()
     finally:
         con.unregister("shared_instance_keys")
-        con.execute(queries["drop_instances"])
-    female = female_share_rows(cells)
-    female = female[female["scope"] == "pair"]
-    female = female.assign(hits=female["value"].fillna(0) * female["n"])[["condition", "scope", "key", "metric",
-                                                                           "hits", "n"]]  # fmt: skip
-    return _compared(pd.concat([counts, female], ignore_index=True), shared)
+    female = kept["metric"] == FEMALE_SHARE
+    counts = kept[~female].groupby(["condition", "pair_id", "metric"], as_index=False)[["hits", "n"]].sum()
+    cells = kept[female].groupby(["condition", "occupation", "pair_id", "name_order"], as_index=False)[["hits", "n"]]
+    cells = cells.sum().rename(columns={"hits": "n_female"})
+    shares = [order_balanced_shares(group, ["pair_id"]) for _, group in cells.groupby("condition", sort=True)]
+    female_rows = [
+        pd.DataFrame({"condition": condition, "pair_id": values.index, "metric": FEMALE_SHARE,
+                      "hits": values.fillna(0).to_numpy() * valid.to_numpy(), "n": valid.to_numpy()})
+        for condition, (values, valid) in zip(sorted(set(cells["condition"])), shares, strict=True)
+    ]  # fmt: skip
+    stage2 = pd.concat([counts, *female_rows], ignore_index=True)
+    stage2 = stage2.assign(scope="pair", key=stage2["pair_id"].astype(str))
+    placeholders = ", ".join("?" for _ in STAGE1_PARTS)
+    stage1 = con.execute(  # stage 1 is not restricted to shared instances: its pairs' stored counts
+        "SELECT condition, scope, key, metric, coalesce(round(value * n), 0) AS hits, n FROM metrics "
+        f"WHERE run_id = ? AND scope = 'pair' AND condition = ? AND metric IN ({placeholders})",
+        [run_id, STAGE1_CONDITION, *STAGE1_PARTS],
+    ).df()
+    columns = ["condition", "scope", "key", "metric", "hits", "n"]
+    return _compared(pd.concat([stage2[columns], stage1], ignore_index=True), shared)
 
 
 def _compared(counts: pd.DataFrame, shared: pd.DataFrame) -> pd.DataFrame:

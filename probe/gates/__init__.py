@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
 from probe.compare.summary import compare_run, settings_differences
@@ -75,7 +76,7 @@ def check_measured(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
             if gate.condition not in conditions:
                 raise UserError(f"gate {gate.name!r}: key 'condition': run {run!r} has no condition "
                                 f"{gate.condition!r} (its conditions: {', '.join(conditions) or 'none'})")  # fmt: skip
-            metrics = ("attr_yes_f", "attr_yes_m") if gate.metric == "attr_yes_diff" else (gate.metric,)
+            metrics = (ATTR_YES_F, ATTR_YES_M) if gate.metric == ATTR_YES_DIFF else (gate.metric,)
             for metric in metrics if gate.metric is not None else ():
                 measured = con.execute("SELECT count(*) FROM metrics WHERE run_id = ? AND scope = 'pair' AND "
                                        "condition = ? AND metric = ?", [run, gate.condition, metric])  # fmt: skip
@@ -137,7 +138,7 @@ def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) 
     gate = verdict.gate
     lines = [verdict.sentence, ""]
     if gate.metric is not None:
-        metrics = ("attr_yes_f", "attr_yes_m") if gate.metric == "attr_yes_diff" else (gate.metric, gate.metric)
+        metrics = (ATTR_YES_F, ATTR_YES_M) if gate.metric == ATTR_YES_DIFF else (gate.metric, gate.metric)
         rows = con.execute(
             "SELECT m.key, p.female, p.male, m.value, m.n FROM metrics m LEFT JOIN name_pairs p "
             "ON p.pair_id = try_cast(m.key AS INTEGER) WHERE m.run_id = ? AND m.scope = 'pair' "

@@ -36,7 +36,7 @@ from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
-from probe.analysis.metric_registry import POOLED_OVERALL_METRICS
+from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M, POOLED_OVERALL_METRICS
 from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, share_estimate
 from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
 
@@ -63,9 +63,9 @@ def pair_terms(con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metr
 
 def run_estimate(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Estimate:
     """The gate's metric over the run's pairs: the estimate the report's overall row comes from."""
-    if gate.metric == "attr_yes_diff":
-        women = pair_terms(con, run_id, gate.condition, "attr_yes_f")
-        men = pair_terms(con, run_id, gate.condition, "attr_yes_m", women[3])
+    if gate.metric == ATTR_YES_DIFF:
+        women = pair_terms(con, run_id, gate.condition, ATTR_YES_F)
+        men = pair_terms(con, run_id, gate.condition, ATTR_YES_M, women[3])
         return difference_estimate(women[:3], men[:3])
     return share_estimate(*pair_terms(con, run_id, gate.condition, gate.metric)[:3])
 

@@ -188,7 +188,7 @@ def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) ->
 
 def analyze_if_needed(db: Path | str, run_id: str) -> None:
     """Analyse a run if it has no metrics yet (a run stopped before its analysis)."""
-    from probe.report import ensure_analysed
+    from probe.pipeline.analysed import ensure_analysed  # statistics stack: load on use
 
     con = connect(db)
     try:
@@ -269,7 +269,7 @@ def compare(
 def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
     """A connection to `db` whose runs `run_ids` (None skipped) are analysed, and those analysed just now; a
     snapshot while a run writes."""
-    from probe.report import ensure_analysed  # statistics stack: load on use
+    from probe.pipeline.analysed import ensure_analysed  # statistics stack: load on use
 
     db = Path(db)
     if not db.exists():

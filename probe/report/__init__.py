@@ -92,13 +92,12 @@ JSON summary of a comparison (`compare.json`, `schema_version` 1):
   ci_low, ci_high, p_value, four_fifths, reference}}}]: each run's overall impact ratios, as in its report
 """
 
-from probe.report.data import ensure_analysed, run_record, run_settings
+from probe.report.data import run_record, run_settings
 from probe.report.document import summary
 from probe.report.render import ReportFiles, render_comparison, render_report, write_report
 
 __all__ = [
     "ReportFiles",
-    "ensure_analysed",
     "render_comparison",
     "render_report",
     "run_record",

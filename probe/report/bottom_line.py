@@ -1,7 +1,8 @@
 """The report's bottom line (report.json `bottom_line`, the first thing the pages show): the direction and confidence
 of each direct gender finding, what this run cannot test, and what carries the woman's share - each name pair's own
-share with its interval, a test of whether the pairs differ, the occupations - with the plain word that
-consistency and bias are not gender measures, and whether the stage-2 lean may be inherited from stage 1's grants.
+share with its interval, a test of whether the pairs differ (both stored by analyze()), the occupations - with the
+plain word that consistency and bias are not gender measures, and whether the stage-2 lean may be inherited from
+stage 1's grants.
 
 Every sentence quotes the test its claim rests on, the same one the Summary and the robustness section use (one
 procedure per claim, DESIGN.md section 10).
@@ -15,8 +16,8 @@ from typing import Any
 import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.metric_registry import METRICS
-from probe.analysis.pairs import HETEROGENEITY_METHOD, PAIR_METHOD, heterogeneity, pair_shares, wording_cells
+from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS
+from probe.analysis.pairs import HETEROGENEITY_METHOD, PAIR_METHOD
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, records
@@ -69,7 +70,7 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
     person the attributes stage 1 granted), say whether a condition without them separates an inherited lean from a
     lean on the names."""
     by_key = {(v["condition"], v["metric"]): v for v in verdicts}
-    gap, lean = by_key.get((STAGE1_CONDITION, "attr_yes_diff")), by_key.get(("taxonomy", "female_share"))
+    gap, lean = by_key.get((STAGE1_CONDITION, ATTR_YES_DIFF)), by_key.get(("taxonomy", FEMALE_SHARE))
     if not (gap and lean and gap["shown"]):
         return None
     favoured = "women" if gap["direction"] == "female" else "men"
@@ -83,24 +84,28 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
     if not separating:
         return (f"{inherited} This run has no control or baseline condition (identical or no attributes), so nothing "
                 "separates the two: run it with --conditions taxonomy,control.")  # fmt: skip
-    found = [v["sentence"] for v in verdicts if v["condition"] in separating and v["metric"] == "female_share"]
+    found = [v["sentence"] for v in verdicts if v["condition"] in separating and v["metric"] == FEMALE_SHARE]
     return f"{inherited} The {' and '.join(separating)} condition separates them: {' '.join(found)}"
 
 
 def _pairs(con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None,
            positions: Mapping[str, float]) -> dict[str, Any] | None:  # fmt: skip
-    """The per-pair table of the lead condition, with the heterogeneity test and their sentences."""
+    """The per-pair table of the lead condition, with the heterogeneity test and their sentences (both stored by
+    analyze(): pair_shares, pair_heterogeneity)."""
     if condition is None:
         return None
-    cells = wording_cells(con, run_id)
-    if cells.empty:
-        return None
-    cells = cells[cells["condition"] == condition]
-    shares = pair_shares(cells)
-    names = con.execute("SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ?", [run_id]).df()
-    shares = shares.merge(names, on="pair_id", how="left").sort_values(["value", "pair_id"], ascending=[False, True])
+    shares = con.execute(
+        "SELECT s.condition, s.pair_id, s.value, s.ci_low, s.ci_high, s.n, s.lean, p.female, p.male "
+        "FROM pair_shares AS s LEFT JOIN run_name_pairs AS p ON p.run_id = s.run_id AND p.pair_id = s.pair_id "
+        "WHERE s.run_id = ? AND s.condition = ? ORDER BY s.value DESC, s.pair_id",
+        [run_id, condition],
+    ).df()
     shares["first_named"] = shares["pair_id"].astype(str).map(positions)
-    test = heterogeneity(cells).iloc[0].to_dict() if not shares.empty else None
+    test = con.execute(
+        "SELECT condition, pairs, statistic, p_value, differ FROM pair_heterogeneity "
+        "WHERE run_id = ? AND condition = ?",
+        [run_id, condition],
+    ).df()
     counts = {lean: int((shares["lean"] == lean).sum()) for lean in ("female", "male", "none")}
     always_first = int((shares["first_named"] == 1.0).sum())
     carries = (f"Of {len(shares)} name pairs ({condition}), {counts['female']} lean to the woman and {counts['male']} "
@@ -108,7 +113,8 @@ def _pairs(con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None,
                f"{counts['none']} show no lean")  # fmt: skip
     carries += f", and {always_first} picked whoever was named first in every choice." if always_first else "."
     return {"condition": condition, "method": PAIR_METHOD, "rows": records(shares), "counts": counts,
-            "sentence": carries, "heterogeneity": _heterogeneity(test)}  # fmt: skip
+            "sentence": carries,
+            "heterogeneity": _heterogeneity(test.iloc[0].to_dict() if not test.empty else None)}  # fmt: skip
 
 
 def _heterogeneity(test: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -161,11 +167,11 @@ def bottom_line(
     `over_wordings`: the robustness section's claims (robustness.wording_claims), as the headline has them."""
     overall = document["overall"]
     lead = lead_condition(overall)
-    direct = [finding for finding in document["headline"] if finding["metric"] in ("female_share", "attr_yes_diff")]
+    direct = [finding for finding in document["headline"] if finding["metric"] in (FEMALE_SHARE, ATTR_YES_DIFF)]
     for condition in CONDITIONS:  # every other stage-2 condition's woman's share, by the same procedure
         if condition != lead and condition in overall:
-            direct.append(metric_finding(overall, condition, "female_share",
-                                         over_wordings.get((condition, "female_share"))))  # fmt: skip
+            direct.append(metric_finding(overall, condition, FEMALE_SHARE,
+                                         over_wordings.get((condition, FEMALE_SHARE))))  # fmt: skip
     verdicts = [_verdict(finding) for finding in direct if finding and finding.get("test")]
     query = ("SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = 'position_first' "
              "AND condition = ?")  # fmt: skip

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
+from probe.analysis.metric_registry import ATTR_YES_F, ATTR_YES_M
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
 from probe.common.redact import scrub
-from probe.common.vocabulary import CATEGORIES, CONDITIONS, DECISIONS_BACKEND, QTYPES, STAGE1_CONDITION
+from probe.common.vocabulary import CATEGORIES, CONDITIONS, QTYPES, STAGE1_CONDITION
 
 SCHEMA_VERSION = 1
 _SECRET_NAME = re.compile(r"api_?key|secret|password|authorization|bearer|access_?token|^token$", re.I)
@@ -52,7 +53,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat(sep=" ", timespec="seconds") if isinstance(value, dt.datetime) else _text(value)
 
 
-def _require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+def run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """The run's row as a dict (`SELECT *`, so a database from an older schema still reads)."""
     cursor = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
     row = cursor.fetchone()
@@ -62,36 +63,6 @@ def _require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         hint = f" (recent runs: {', '.join(known)})" if known else " (the database has no runs)"
         raise UserError(f"run {run_id!r}: no such run{hint}")
     return dict(zip([column[0] for column in cursor.description], row, strict=True))
-
-
-def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
-    """Analyse the run first when it has answers but no metrics; returns True when it did.
-
-    A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
-    saves the user a step without changing what the report says. An analysis stored before intervals and
-    tests were computed over name pairs (no `pairs` on its overall rows), or a run over name sets analysed before its
-    findings were computed per contrast (read by slot), is redone the same way.
-    """
-    if _require_run(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
-        if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
-            return False
-    else:
-        stored, current = con.execute(
-            "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') "
-            "= count(*) FILTER (WHERE scope = 'overall') "
-            "AND (NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
-            "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id)) "
-            "FROM metrics WHERE run_id = $run_id",
-            {"run_id": run_id},
-        ).fetchone()
-        if stored and current:
-            return False
-        if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
-            raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
-    from probe.analysis.metrics import analyze
-
-    analyze(con, run_id)
-    return True
 
 
 # Keys of the backend identity (runs.backend_json) that say which model, not how it decodes (with the keys the
@@ -115,7 +86,7 @@ def _model_identity(keys: Sequence[str], identity: Mapping[str, Any]) -> str | N
 
 def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """The run card: what was asked of which model, how, and with which data (never any credential)."""
-    run = _require_run(con, run_id)
+    run = run_row(con, run_id)
     config = _config(run.get("config_json"))
     identity = _config(run.get("backend_json"))
     # Stored with the run since the column exists; older runs show the database's current release, marked so.
@@ -144,7 +115,7 @@ def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
 def run_settings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     """Pairs, occupations, top-k, conditions, preset and system prompt of a run, from its items (the truth) and its
     config; the system prompt is the user's text, scrubbed of keys (it is shown and exported)."""
-    config = _config(_require_run(con, run_id).get("config_json"))
+    config = _config(run_row(con, run_id).get("config_json"))
     pairs, occupations = con.execute(
         "SELECT count(DISTINCT pair_id), count(DISTINCT occupation) FROM items WHERE run_id = ?", [run_id]
     ).fetchone()
@@ -298,11 +269,11 @@ def stage1_rates(metrics: pd.DataFrame) -> pd.DataFrame:
     """Attribute-grant rates per gender: overall ('all') and per category where the analyzers give them."""
     rows = metrics[
         (metrics["condition"] == STAGE1_CONDITION)
-        & metrics["metric"].isin(["attr_yes_f", "attr_yes_m"])
+        & metrics["metric"].isin([ATTR_YES_F, ATTR_YES_M])
         & metrics["scope"].isin(["overall", "category"])
     ].copy()
     rows["group"] = np.where(rows["scope"] == "overall", "all", rows["key"])
-    rows["gender"] = rows["metric"].map({"attr_yes_f": "female", "attr_yes_m": "male"})
+    rows["gender"] = rows["metric"].map({ATTR_YES_F: "female", ATTR_YES_M: "male"})
     rows["rank"] = rows["group"].map(lambda g: order_index(("all", *CATEGORIES), g))
     return rows.sort_values(["rank", "group"])[list(STAGE1_RATE_COLUMNS)]
 

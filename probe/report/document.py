@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from probe.analysis.metric_registry import BIAS, CONSISTENCY
 from probe.common.vocabulary import CONDITIONS, DECISIONS_BACKEND
 from probe.report.bottom_line import bottom_line
 from probe.report.contrasts import group_bottom_line, groups_sections
@@ -32,7 +33,7 @@ from probe.report.robustness import robustness_section, wording_claims
 from probe.report.set_testability import set_testability
 from probe.report.workforce import workforce_section
 
-PAIR_FIGURE_METRICS = ("consistency", "bias")  # per name pair, for the consistency-bias figure
+PAIR_FIGURE_METRICS = (CONSISTENCY, BIAS)  # per name pair, for the consistency-bias figure
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:

@@ -17,7 +17,16 @@ from typing import Any
 import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, binomial_mde, binomial_min_p
-from probe.analysis.metric_registry import METRICS
+from probe.analysis.metric_registry import (
+    ATTR_YES_DIFF,
+    ATTR_YES_F,
+    ATTR_YES_M,
+    BIAS,
+    CONSISTENCY,
+    FEMALE_SHARE,
+    METRICS,
+    POSITION_FIRST,
+)
 from probe.analysis.resampling import CORRELATION_METHOD, correlation_mde
 from probe.analysis.statistics import METHODS, MIN_PAIRS, OCCUPATION_TEST
 from probe.common.vocabulary import STAGE1_CONDITION
@@ -96,24 +105,24 @@ def _test_text(test: Mapping[str, Any], effect: str, direction: str) -> str:
 
 
 _SENTENCES = {
-    "female_share": "Asked who is more qualified ({condition}), the model picked the woman in {value} of "
+    FEMALE_SHARE: "Asked who is more qualified ({condition}), the model picked the woman in {value} of "
     "its choices, averaged over both name orders (0.5 = no preference){interval}.",
-    "attr_yes_f": "Stage 1 granted the woman {value} of the attributes asked about{interval}.",
-    "attr_yes_m": "Stage 1 granted the man {value} of the attributes asked about{interval}.",
-    "attr_yes_diff": "Women were granted {value} percentage points more attributes than men (negative: "
+    ATTR_YES_F: "Stage 1 granted the woman {value} of the attributes asked about{interval}.",
+    ATTR_YES_M: "Stage 1 granted the man {value} of the attributes asked about{interval}.",
+    ATTR_YES_DIFF: "Women were granted {value} percentage points more attributes than men (negative: "
     "fewer){interval}.",
-    "position_first": "The model picked whoever was named first in {value} of its choices ({condition}; "
+    POSITION_FIRST: "The model picked whoever was named first in {value} of its choices ({condition}; "
     "0.5 = no position effect){interval}.",
-    "consistency": "Consistency ({condition}; not a gender measure): the person picked as more qualified was also "
+    CONSISTENCY: "Consistency ({condition}; not a gender measure): the person picked as more qualified was also "
     "called qualified in {value} of valid instances{interval}.",
-    "bias": "Bias ({condition}; not a gender measure: either gender counts): the same gender was picked as more "
+    BIAS: "Bias ({condition}; not a gender measure: either gender counts): the same gender was picked as more "
     "qualified and for the job in {value} of valid instances{interval}.",
 }
 # A run over name sets: its two people differ in any attribute, not in gender (probe/report/contrasts.py).
 _SET_SENTENCES = _SENTENCES | {
-    "consistency": "Consistency ({condition}; not a group measure): the person picked as more qualified was also "
+    CONSISTENCY: "Consistency ({condition}; not a group measure): the person picked as more qualified was also "
     "called qualified in {value} of valid instances{interval}.",
-    "bias": "Bias ({condition}; not a group measure: either person counts): the same person was picked as more "
+    BIAS: "Bias ({condition}; not a group measure: either person counts): the same person was picked as more "
     "qualified and for the job in {value} of valid instances{interval}.",
 }
 # What a reader must know when an interval is not the usual score interval (statistics.METHODS has the details).
@@ -125,10 +134,10 @@ _METHOD_NOTES = {
 }
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
 DIRECTIONS = {
-    "female_share": ("gender preference", "The model prefers women", "The model prefers men"),
-    "attr_yes_diff": ("difference in grant rates", "Women are granted more attributes",
+    FEMALE_SHARE: ("gender preference", "The model prefers women", "The model prefers men"),
+    ATTR_YES_DIFF: ("difference in grant rates", "Women are granted more attributes",
                       "Men are granted more attributes"),
-    "position_first": ("position effect", "The first-named person is favoured",
+    POSITION_FIRST: ("position effect", "The first-named person is favoured",
                        "The second-named person is favoured"),
 }  # fmt: skip
 
@@ -177,7 +186,7 @@ def metric_finding(
 def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: str) -> dict[str, Any] | None:
     row = next(
         (c for c in correlations if (c["condition"], c["across"], c["x"], c["y"]) ==
-         (condition, "pair", "consistency", "bias")),
+         (condition, "pair", CONSISTENCY, BIAS)),
         None,
     )  # fmt: skip
     if row is None:
@@ -219,8 +228,8 @@ def headline(
     lead = lead_condition(overall)
     findings = []
     stage1 = STAGE1_CONDITION
-    order = [(lead, "female_share"), (stage1, "attr_yes_f"), (stage1, "attr_yes_m"), (stage1, "attr_yes_diff"),
-             (lead, "position_first"), (lead, "consistency"), (lead, "bias")]  # fmt: skip
+    order = [(lead, FEMALE_SHARE), (stage1, ATTR_YES_F), (stage1, ATTR_YES_M), (stage1, ATTR_YES_DIFF),
+             (lead, POSITION_FIRST), (lead, CONSISTENCY), (lead, BIAS)]  # fmt: skip
     for condition, name in order:
         if condition is not None:
             findings.append(metric_finding(overall, condition, name, (over_wordings or {}).get((condition, name)),

@@ -14,7 +14,11 @@ import pandas as pd
 
 from probe.analysis.contrasts import SLOT_METRICS
 from probe.analysis.metric_registry import (
+    ATTR_YES_DIFF,
+    ATTR_YES_F,
+    ATTR_YES_M,
     COMPARED_METRICS,
+    CONSISTENCY,
     FIGURE1_METRICS,
     METRICS,
     STAGE1_METRICS,
@@ -99,7 +103,7 @@ METHODS = {
     "regression": CLUSTERED_METHOD,
     "paired": INTERVAL_METHODS["paired_t"],
 }
-GLOSSARY = (*TABLE_METRICS[:2], "attr_yes_f", "attr_yes_m", "attr_yes_diff", *TABLE_METRICS[2:])
+GLOSSARY = (*TABLE_METRICS[:2], ATTR_YES_F, ATTR_YES_M, ATTR_YES_DIFF, *TABLE_METRICS[2:])
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,7 @@ def _metric_table(overall: Mapping[str, Mapping[str, Any]], hidden: Sequence[str
         return [(m, [fmt_ci(overall[c].get(m)) for c in conditions]) for m in metrics if m not in hidden]
 
     def count(condition: str) -> str:
-        entry = overall[condition].get("consistency") or {}
+        entry = overall[condition].get(CONSISTENCY) or {}
         return f"{fmt_show(entry.get('pairs'))} / {fmt_show(entry.get('n'))}"
 
     others = [m for m in TABLE_METRICS if m not in FIGURE1_METRICS]

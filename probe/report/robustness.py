@@ -10,15 +10,15 @@ from typing import Any
 import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.metric_registry import METRICS
-from probe.analysis.robustness import METHODS, WORDING_COUNT_COLUMNS, WORDING_DIFFERENCES
+from probe.analysis.metric_registry import FEMALE_SHARE, METRICS, POSITION_FIRST, WORDING_METRICS
+from probe.analysis.robustness import METHODS, WORDING_DIFFERENCES
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 from probe.report.findings import DIRECTIONS, TESTS
 from probe.report.formatting import fmt_p, p_phrase
 
-ORDER = ("female_share", "position_first", *WORDING_DIFFERENCES, *WORDING_COUNT_COLUMNS[2:])  # direct measures first
+ORDER = (FEMALE_SHARE, POSITION_FIRST, *WORDING_DIFFERENCES, *WORDING_METRICS[2:])  # direct measures first
 TOGETHER_TEST = "the crossed pair x wording test"
 
 

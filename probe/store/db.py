@@ -152,6 +152,15 @@ ALTER TABLE correlations ADD COLUMN IF NOT EXISTS p_adjusted DOUBLE;
 -- occupation intervals took the level of the decision beside them.
 ALTER TABLE metrics ADD COLUMN IF NOT EXISTS method VARCHAR;
 ALTER TABLE occupation_preference ADD COLUMN IF NOT EXISTS ci_level DOUBLE;
+-- Stored by analyze() for the later steps: per stage-2 instance (or unit of two) each instance metric's hits and n
+-- (metrics.sql instance_units); per condition each name pair's share and the pairs' heterogeneity test (pairs.py).
+CREATE TABLE IF NOT EXISTS instance_metrics (run_id VARCHAR, condition VARCHAR, pair_id INTEGER, occupation VARCHAR,
+    wording VARCHAR, name_order VARCHAR, other_condition VARCHAR, other_name_order VARCHAR, metric VARCHAR,
+    hits BIGINT, n BIGINT);
+CREATE TABLE IF NOT EXISTS pair_shares (run_id VARCHAR, condition VARCHAR, pair_id INTEGER, value DOUBLE,
+    ci_low DOUBLE, ci_high DOUBLE, n BIGINT, lean VARCHAR);
+CREATE TABLE IF NOT EXISTS pair_heterogeneity (run_id VARCHAR, condition VARCHAR, pairs BIGINT, statistic DOUBLE,
+    p_value DOUBLE, differ BOOLEAN);
 -- Findings under a change of wording (probe/analysis/robustness.py), for runs asked in more than one wording: per
 -- condition and metric a row per wording (scope wording, key = its id) and the crossed row (scope crossed, key all)
 -- with the spread between wordings, the wording test, the pair-only interval and the verdict.

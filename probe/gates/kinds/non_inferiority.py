@@ -9,6 +9,7 @@ import math
 import duckdb
 
 from probe.analysis.differences import difference_estimate
+from probe.analysis.metric_registry import ATTR_YES_DIFF
 from probe.common.errors import UserError
 from probe.gates.gate import Gate
 from probe.gates.keys import MARGIN, WORSE_KEY
@@ -28,7 +29,7 @@ class NonInferiority(IntervalKind):
 
     def estimate(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Estimate:
         """run - baseline on the gate's metric over the pairs of both runs (the paired cluster t of compare)."""
-        if gate.metric == "attr_yes_diff":
+        if gate.metric == ATTR_YES_DIFF:
             raise UserError(f"gate {gate.name!r}: a {self.name} gate takes a rate, not the difference attr_yes_diff")
         keys = sorted(set(pair_terms(con, run_id, gate.condition, gate.metric)[3])
                       | set(pair_terms(con, baseline, gate.condition, gate.metric)[3]), key=int)  # fmt: skip

@@ -1,0 +1,43 @@
+"""A run analysed before its report or comparison: the report and compare steps only read what analyze() stored, so
+the pipeline analyses a run first where nothing current is stored."""
+
+from __future__ import annotations
+
+import duckdb
+
+from probe.analysis.metrics import analyze
+from probe.common.errors import UserError
+from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
+from probe.report.data import run_row
+
+
+def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Analyse the run first when it has answers but no metrics; returns True when it did.
+
+    A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
+    saves the user a step without changing what the report says. An analysis stored before intervals and
+    tests were computed over name pairs (no `pairs` on its overall rows), a run over name sets analysed before its
+    findings were computed per contrast (read by slot), or a run with stage-2 metrics analysed before its per-instance
+    counts and pair shares were stored (instance_metrics, pair_shares: what compare and the report read), is redone
+    the same way.
+    """
+    if run_row(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
+        if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
+            return False
+    else:
+        stored, current = con.execute(
+            "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') "
+            "= count(*) FILTER (WHERE scope = 'overall') "
+            "AND (NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
+            "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id)) "
+            "AND (EXISTS (SELECT 1 FROM instance_metrics WHERE run_id = $run_id) "
+            "OR NOT EXISTS (SELECT 1 FROM metrics WHERE run_id = $run_id AND condition <> $stage_one)) "
+            "FROM metrics WHERE run_id = $run_id",
+            {"run_id": run_id, "stage_one": STAGE1_CONDITION},
+        ).fetchone()
+        if stored and current:
+            return False
+        if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
+            raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
+    analyze(con, run_id)
+    return True
