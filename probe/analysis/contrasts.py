@@ -32,6 +32,7 @@ import pandas as pd
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import group_ratios
+from probe.analysis.ranking import BRADLEY_TERRY, LUCE, Picks, luce_strengths
 from probe.analysis.statistics import ShareEstimate, share_estimate
 
 # The metrics that read a contest's slots as the woman and the man (DESIGN.md section 5): for a run over name sets the
@@ -46,18 +47,22 @@ CONTRAST_COLUMNS = ["condition", "attribute", "category_a", "category_b", "metri
                     "p_value", "sets", "n", "comparisons", "method", "flagged"]  # fmt: skip
 CATEGORY_COLUMNS = ["condition", "attribute", "category", "metric", "estimate", "ci_low", "ci_high", "p_value",
                     "sets", "n", "rank", "method"]  # fmt: skip
-CONTRAST_NULLS = {"preference": 0.5, "grant_gap": 0.0}
+CONTRAST_NULLS = {"preference": 0.5, "kway_preference": 0.5, "grant_gap": 0.0}
+# category_metrics' ranked metrics: rank 1 = the highest estimate of its condition, attribute and metric
+RANKED = ("strength", "kway_strength", "win_share")
 RANKING_METHOD = (
-    "win share: the share of its contests a category's people won against any other category of the attribute "
-    "(single-subject question, both name orders), its interval over name sets (score interval; betting or no-event "
-    "bound where the sets call for it); under the rotation of contests over sets every pair of categories meets "
-    "equally often, so the win share is the mean of the category's preference shares (its Borda score) and orders the "
-    "categories as a Bradley-Terry fit of a balanced design does"
+    "strength: a Bradley-Terry fit over the single-subject picks of the contests between two categories (both name "
+    "orders), and for the K-way choice a Luce (first-stage Plackett-Luce) fit over its top picks; a category's "
+    "strength is the share of picks its person would win in a choice among one person of each category (1 / K = no "
+    "difference), its 95% interval logit(strength) +- t(sets - 1) standard errors from the sandwich covariance "
+    "clustered by name set, p the same test of 1 / K; the win share (the share of its contests a category won, the "
+    "Borda score) orders the categories alike when every pair meets equally often"
 )
 CONTRAST_METHOD = (
     "Per contrast over the name sets that asked it: preference = share of picks of the first category (score "
-    "interval, test of 50%), grant gap = stage-1 rate of the first minus the second paired by set (paired cluster t); "
-    "Bonferroni over the attribute's contrasts: each interval at 1 - 0.05 / contrasts, p = contrasts x p"
+    "interval, test of 50%), in the K-way choice the share of the two categories' top picks that went to the first, "
+    "grant gap = stage-1 rate of the first minus the second paired by set (paired cluster t); Bonferroni over the "
+    "attribute's contrasts: each interval at 1 - 0.05 / contrasts, p = contrasts x p"
 )
 
 
@@ -76,11 +81,24 @@ def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 Contrast = tuple[str, str, str, str, str]  # condition, attribute, category_a, category_b, metric
 
 
-def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame
+def kway_counts(impact_counts: pd.DataFrame) -> pd.DataFrame:
+    """Per (condition, attribute, set, category) of the K-way choice: the answers that picked one of the category's
+    people (hits) and how many of its people each answer showed (shown), from metrics.sql `impact_counts`' rate kind
+    ranking, whose n counts every person shown once per usable answer (a set's usable answers are the smallest n of
+    the set: a category of the finest attribute has one person)."""
+    ranked = impact_counts[(impact_counts["rate_kind"] == "ranking") & (impact_counts["scope"] == "overall")]
+    answers = ranked.groupby(["condition", "set_id"])["n"].transform("min")
+    used = ranked[answers > 0]
+    shown = (used["n"] / answers[answers > 0]).round().astype(int)
+    return used.assign(shown=shown)[["condition", "attribute", "set_id", "category", "hits", "shown"]]
+
+
+def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None
                        ) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:  # fmt: skip
-    """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts`: the preference
-    of every stage-2 condition, the grant gap of stage 1 (analyze's rows and the contrast gate read these)."""
-    estimates: dict[Contrast, ShareEstimate | DifferenceEstimate] = {}
+    """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts` (and the K-way
+    choice's `kway_counts`): the preference of every stage-2 condition, the grant gap of stage 1, the K-way
+    preference (analyze's rows and the contrast gate read these)."""
+    estimates: dict[Contrast, ShareEstimate | DifferenceEstimate] = _kway_estimates(kway)
     for (condition, attribute, a, b), group in contests.groupby(["condition", "attribute", "category_a",
                                                                  "category_b"]):  # fmt: skip
         used = group[group["n"] > 0]
@@ -95,9 +113,28 @@ def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame
     return estimates
 
 
-def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
-    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts`."""
-    rows = [_contrast(*key, estimate) for key, estimate in contrast_estimates(contests, grants).items()]
+def _kway_estimates(kway: pd.DataFrame | None) -> dict[Contrast, ShareEstimate]:
+    """`kway_preference` per contrast: of the top picks that went to either category, the share that went to
+    category_a, per set, over the sets (IIA: under a Luce model it estimates the pairwise preference). Only where the
+    two categories show as many people in every set (always, for a file whose sets cross every attribute): with more
+    people of one, its share of picks would count heads, not preference."""
+    if kway is None or kway.empty:
+        return {}
+    estimates = {}
+    for (condition, attribute), group in kway.groupby(["condition", "attribute"]):
+        wide = group.pivot_table(index="set_id", columns="category", values=["hits", "shown"], aggfunc="sum",
+                                 fill_value=0)  # fmt: skip
+        for a, b in combinations(sorted(wide["hits"].columns), 2):
+            if (wide["shown"][a] != wide["shown"][b]).any():
+                continue
+            both = (wide["hits"][a] + wide["hits"][b]).to_numpy(float)
+            estimates[condition, attribute, a, b, "kway_preference"] = share_estimate(wide["hits"][a], both, both)
+    return estimates
+
+
+def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`)."""
+    rows = [_contrast(*key, estimate) for key, estimate in contrast_estimates(contests, grants, kway).items()]
     families: dict[tuple[str, str, str], int] = {}
     for row in rows:
         key = (row["condition"], row["attribute"], row["metric"])
@@ -130,20 +167,33 @@ def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons
             "method": estimate.method if interval else None}  # fmt: skip
 
 
-def category_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
-    """The category_metrics rows: each category's win share (ranked, 1 = the highest), grant rate and grant ratio."""
+def category_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The category_metrics rows: each category's strength (Bradley-Terry over the contests, Luce over the K-way
+    choice) and win share, each ranked (1 = the highest), its grant rate and grant ratio."""
+    rows = [*_strength_rows(contests, kway), *_win_rows(contests), *_grant_rows(grants)]
+    table = pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
+    ranked = table[table["metric"].isin(RANKED)]
+    table["rank"] = ranked.groupby(["condition", "attribute", "metric"])["estimate"].rank(
+        method="first", ascending=False)  # fmt: skip
+    return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float, "rank": "Int64"})
+
+
+def _win_rows(contests: pd.DataFrame) -> list[dict]:
+    """Each category's share of its contests won, over the sets."""
     rows = []
     as_a = contests.rename(columns={"category_a": "category"}).assign(wins=contests["hits"])
     as_b = contests.rename(columns={"category_b": "category"}).assign(wins=contests["n"] - contests["hits"])
     played = pd.concat([as_a, as_b]).groupby(["condition", "attribute", "category", "set_id"])[["wins", "n"]].sum()
-    for (condition, attribute), group in played.groupby(level=["condition", "attribute"]):
-        shares = []
-        for category, per_set in group.groupby(level="category"):
-            used = per_set[per_set["n"] > 0]
-            estimate = share_estimate(used["wins"], used["n"], used["n"])
-            shares.append(_category(condition, attribute, category, "win_share", estimate, estimate.interval(), None))
-        ranked = sorted(shares, key=lambda row: -row["estimate"] if np.isfinite(row["estimate"]) else math.inf)
-        rows += [row | {"rank": rank} for rank, row in enumerate(ranked, start=1)]
+    for (condition, attribute, category), per_set in played.groupby(level=["condition", "attribute", "category"]):
+        used = per_set[per_set["n"] > 0]
+        estimate = share_estimate(used["wins"], used["n"], used["n"])
+        rows.append(_category(condition, attribute, category, "win_share", estimate, estimate.interval(), None))
+    return rows
+
+
+def _grant_rows(grants: pd.DataFrame) -> list[dict]:
+    """Each category's stage-1 grant rate and its ratio to the highest rate (the adverse-impact table's)."""
+    rows = []
     for (condition, attribute), group in grants.groupby(["condition", "attribute"]):
         ratios = group_ratios(group)
         for category, per_set in group.groupby("category"):
@@ -153,8 +203,50 @@ def category_rows(contests: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
             p_value = ratios.p_below(category)
             rows.append(_category(condition, attribute, category, "grant_ratio", estimate, ratios.interval(category),
                                   p_value, ratios.value(category), "fieller"))  # fmt: skip
-    table = pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
-    return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float, "rank": "Int64"})
+    return rows
+
+
+def _strength_rows(contests: pd.DataFrame, kway: pd.DataFrame | None) -> list[dict]:
+    """`strength` (Bradley-Terry over the contests' picks) and `kway_strength` (Luce over the K-way choice's top
+    picks) per category (probe/analysis/ranking.py)."""
+    fits = [(key, "strength", BRADLEY_TERRY, contest_picks(group))
+            for key, group in contests.groupby(["condition", "attribute"])]  # fmt: skip
+    if kway is not None:
+        fits += [(key, "kway_strength", LUCE, kway_picks(group))
+                 for key, group in kway.groupby(["condition", "attribute"])]  # fmt: skip
+    rows = []
+    for (condition, attribute), metric, method, (categories, picks) in fits:
+        fit = luce_strengths(picks)
+        rows += [{"condition": condition, "attribute": attribute, "category": category, "metric": metric,
+                  "estimate": fit.strength[k], "ci_low": fit.ci_low[k], "ci_high": fit.ci_high[k],
+                  "p_value": fit.p_value[k], "sets": int(fit.sets[k]), "n": int(fit.n[k]), "rank": None,
+                  "method": method if np.isfinite(fit.ci_low[k]) else None}
+                 for k, category in enumerate(categories)]  # fmt: skip
+    return rows
+
+
+def contest_picks(contests: pd.DataFrame) -> tuple[list[str], Picks]:
+    """The categories and picks of one condition and attribute's contests (contrast_counts rows): per contest row
+    the picks of category_a and those of category_b, each shown beside the other."""
+    categories = sorted(set(contests["category_a"]) | set(contests["category_b"]))
+    column = {category: index for index, category in enumerate(categories)}
+    a, b = contests["category_a"].map(column).to_numpy(), contests["category_b"].map(column).to_numpy()
+    shown = np.zeros((len(contests), len(categories)))
+    shown[np.arange(len(contests)), a] = shown[np.arange(len(contests)), b] = 1
+    hits, n = contests["hits"].to_numpy(float), contests["n"].to_numpy(float)
+    sets = contests["set_id"].to_numpy()
+    return categories, Picks(np.vstack([shown, shown]), np.concatenate([a, b]), np.concatenate([hits, n - hits]),
+                             np.concatenate([sets, sets]))  # fmt: skip
+
+
+def kway_picks(kway: pd.DataFrame) -> tuple[list[str], Picks]:
+    """The categories and picks of one condition and attribute's K-way choice (kway_counts rows): per set and
+    category the top picks of its people, each answer showing every person of the set."""
+    categories = sorted(set(kway["category"]))
+    shown = kway.pivot_table(index="set_id", columns="category", values="shown", aggfunc="sum", fill_value=0)
+    shown = shown.reindex(columns=categories, fill_value=0).loc[kway["set_id"]].to_numpy(float)
+    picked = kway["category"].map({category: index for index, category in enumerate(categories)}).to_numpy()
+    return categories, Picks(shown, picked, kway["hits"].to_numpy(float), kway["set_id"].to_numpy())
 
 
 def _category(condition: str, attribute: str, category: str, metric: str, estimate: ShareEstimate,

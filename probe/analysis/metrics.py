@@ -25,6 +25,7 @@ from probe.analysis.contrasts import (
     SLOT_METRICS,
     category_rows,
     contrast_rows,
+    kway_counts,
     over_name_sets,
     without_slots,
 )
@@ -103,6 +104,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
+    kway = kway_counts(impact_counts)
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
     results = {
@@ -114,8 +116,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
-        "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
+        "contrast_metrics": contrast_rows(contests, grants, kway) if name_sets else pd.DataFrame(
+            columns=CONTRAST_COLUMNS),
+        "category_metrics": category_rows(contests, grants, kway) if name_sets else pd.DataFrame(
+            columns=CATEGORY_COLUMNS),
     }
     if name_sets:
         results = without_slots(results)
