@@ -9,8 +9,12 @@ import json
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+from scipy.optimize import brentq
+from scipy.special import expit, logit
 
 import probe
 from probe import pipeline
@@ -23,6 +27,7 @@ from tests.test_name_sets import sets_file
 
 OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "astronaut", "athlete", "lawyer", "teacher",
                "plumber")  # fmt: skip
+JOINT = "sex x race_ethnicity"
 SETS = 24  # 4 categories: each of the 6 intersectional contrasts in 8 sets, enough for Bonferroni over 6
 
 
@@ -254,12 +259,70 @@ def test_a_gate_on_the_planted_contrast_fails_and_on_an_unplanted_one_passes(pla
         probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
 
 
-def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(planted, tmp_path: Path) -> None:
+@pytest.mark.parametrize("before", ["DELETE FROM contrast_metrics WHERE run_id = ?",
+                                    "DELETE FROM category_metrics WHERE run_id = ? AND metric = 'strength'"])
+def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(
+    planted, tmp_path: Path, before: str
+) -> None:
+    """Analysed before the contrasts, or before the Bradley-Terry ranking: the report analyses it again."""
     db_file, run_id, _ = planted
     copy = tmp_path / "old.duckdb"
     copy.write_bytes(db_file.read_bytes())
     con = duckdb.connect(str(copy))
-    con.execute("DELETE FROM contrast_metrics WHERE run_id = ?", [run_id])
+    con.execute(before, [run_id])
     con.close()
     probe.open_run(run_id, db=copy).report(tmp_path / "report.html")
-    assert json.loads((tmp_path / "report.json").read_text())["contrasts"]
+    document = json.loads((tmp_path / "report.json").read_text())
+    assert document["contrasts"] and len(document["ranking"]) == 3
+    assert document["ranking"][0]["categories"][0]["method"] == "bradley-terry sandwich"
+
+
+def test_the_bradley_terry_ranking_recovers_the_planted_strengths_with_intervals_over_sets(planted) -> None:
+    """Two categories: the strength is the pooled preference (Black names: (8 x 16 + 8 x 20) / 640 = 0.45). Four: the
+    fit's moment equations (each category's expected wins = its wins) give women e^0 each and Black / White men
+    e^-d / e^d with 2 expit(-d) + expit(-2 d) = 1.3 (Black men win 0.5, 0.5 and 0.3 of their three contrasts)."""
+    db_file, run_id, _ = planted
+    rows = query(db_file, "SELECT attribute, category, estimate, ci_low, ci_high, p_value, sets, n, rank, method "
+                          "FROM category_metrics WHERE run_id = ? AND metric = 'strength' ORDER BY attribute, "
+                          "category", [run_id]).set_index(["attribute", "category"])  # fmt: skip
+    d = brentq(lambda d: 2 * expit(-d) + expit(-2 * d) - 1.3, 0, 5)
+    women, black_men, white_men = 1 / (2 + np.exp(-d) + np.exp(d)), np.exp(-d) / (2 + np.exp(-d) + np.exp(d)), \
+        np.exp(d) / (2 + np.exp(-d) + np.exp(d))  # fmt: skip
+    expected = {("race_ethnicity", "Black"): 0.45, ("race_ethnicity", "White"): 0.55, ("sex", "female"): 0.5,
+                ("sex", "male"): 0.5, (JOINT, "female x Black"): women, (JOINT, "female x White"): women,
+                (JOINT, "male x Black"): black_men, (JOINT, "male x White"): white_men}  # fmt: skip
+    assert rows["estimate"].to_dict() == pytest.approx(expected, abs=1e-9)
+    assert (rows["ci_low"] <= rows["estimate"]).all() and (rows["estimate"] <= rows["ci_high"]).all()
+    assert set(rows["method"]) == {"bradley-terry sandwich"}
+    # sets and answers that showed each category: 16 of the 24 sets ask two mixed-race (mixed-sex) contests, 20
+    # answers each; each intersectional category is in every set
+    assert rows[["sets", "n"]].values.tolist() == [*[[16, 640]] * 4, *[[24, 480]] * 4]
+    # two categories, closed form: var(share) = G / (G - 1) x sum of the sets' squared residuals / n^2 (8 sets at
+    # 16 - 0.45 x 40 = -2 picks, 8 at +2), on the logit scale by the delta method, t with 15 degrees of freedom
+    error = np.sqrt(16 / 15 * 16 * 2**2 / 640**2) / (0.45 * 0.55)
+    half = stats.t.ppf(0.975, 15) * error
+    black = rows.loc[("race_ethnicity", "Black")]
+    assert (black["ci_low"], black["ci_high"]) == pytest.approx(
+        (expit(logit(0.45) - half), expit(logit(0.45) + half)), abs=1e-12)
+    assert black["p_value"] == pytest.approx(2 * stats.t.sf(abs(logit(0.45)) / error, 15), abs=1e-12)
+    assert rows.loc[(JOINT, "male x White"), "rank"] == 1 and rows.loc[(JOINT, "male x Black"), "rank"] == 4
+    # the planted lean of Black names is shown, the absent one of sex is not (a test of strength = 1 / K)
+    assert rows.loc[("race_ethnicity", "Black"), "ci_high"] < 0.5 < rows.loc[("race_ethnicity", "White"), "ci_low"]
+    assert rows.loc[("sex", "female"), "p_value"] == pytest.approx(1.0)
+
+
+def test_the_report_ranks_by_strength_and_orders_its_matrix_so(planted, tmp_path: Path) -> None:
+    db_file, run_id, _ = planted
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    document = json.loads((tmp_path / "report.json").read_text())
+    joint = next(entry for entry in document["ranking"] if entry["attribute"] == JOINT)
+    assert (joint["question"], [row["category"] for row in joint["categories"]]) == (
+        "pairs", ["male x White", "female x Black", "female x White", "male x Black"])
+    assert [round(row["win_share"], 12) for row in joint["categories"]] == [
+        round(272 / 480, 12), 0.5, 0.5, round(208 / 480, 12)]
+    matrix = next(entry for entry in document["groups"]["matrices"] if entry["attribute"] == JOINT)
+    assert (matrix["metric"], matrix["categories"]) == ("preference", joint["categories"] and [
+        row["category"] for row in joint["categories"]])
+    assert matrix["rows"][0][3]["text"].startswith("70.0% [")  # White men over Black men
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| Rank | Category | Strength [95% CI] | p (strength = 1/K) | Win share | Name sets | Answers |" in markdown

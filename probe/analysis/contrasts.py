@@ -257,4 +257,3 @@ def _category(condition: str, attribute: str, category: str, metric: str, estima
             "ci_low": interval[0] if interval else math.nan, "ci_high": interval[1] if interval else math.nan,
             "p_value": math.nan if p_value is None else p_value, "sets": estimate.pairs, "n": estimate.instances,
             "rank": None, "method": (method or estimate.method) if interval else None}  # fmt: skip
-

@@ -60,11 +60,7 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
                              [run_id]).df()  # fmt: skip
     contrasts = _sorted(contrasts, attributes, ["condition", "attribute", "metric", "category_a", "category_b"])
     categories = _sorted(categories, attributes, ["condition", "attribute", "metric", "rank", "category"])
-    wins = categories[categories["metric"] == "win_share"]
-    ranking = [{"condition": condition, "attribute": attribute, "method": RANKING_METHOD,
-                "categories": records(group.rename(columns={"estimate": "strength"})[
-                    ["category", "rank", "strength", "ci_low", "ci_high", "sets", "n", "method"]])}
-               for (condition, attribute), group in wins.groupby(["condition", "attribute"], sort=False)]  # fmt: skip
+    ranking = _ranking(categories)
     return {
         "contrasts": records(contrasts),
         "ranking": ranking,
@@ -74,27 +70,60 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
             "method": CONTRAST_METHOD,
             "ranking_method": RANKING_METHOD,
             "grant_ratio_method": IMPACT_METHOD,
-            "matrices": _matrices(contrasts, wins),
+            "matrices": _matrices(contrasts, ranking),
             "grant_rates": _grant_rates(categories),
         },
     }
 
 
-def _matrices(contrasts: pd.DataFrame, wins: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per stage-2 condition and attribute the K x K preference matrix: cell (row, column) = the share of picks of
-    the row's category in contests between the two, with its interval (Bonferroni over the attribute's contrasts);
-    categories in ranking order."""
+# Each question's ranked metric in category_metrics and its preference in contrast_metrics
+QUESTIONS = {"pairs": ("strength", "preference"), "kway": ("kway_strength", "kway_preference")}
+
+
+def _ranking(categories: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per condition, attribute and question (the contests' Bradley-Terry fit, the K-way choice's Luce fit) the
+    categories by strength, with the win share beside the contests' (a run analysed before the fit: the win share
+    alone, as it was ranked then)."""
+    wins = categories[categories["metric"] == "win_share"].set_index(["condition", "attribute", "category"])
+    fitted = categories["metric"].isin([metric for metric, _ in QUESTIONS.values()])
+    ranked = categories[fitted] if fitted.any() else categories[categories["metric"] == "win_share"]
+    question = {metric: name for name, (metric, _) in QUESTIONS.items()} | {"win_share": "pairs"}
+    entries = []
+    for (condition, attribute, metric), group in ranked.groupby(["condition", "attribute", "metric"], sort=False):
+        shares = wins["estimate"].reindex(list(zip(group["condition"], group["attribute"], group["category"],
+                                                   strict=True)))  # fmt: skip
+        rows = group.rename(columns={"estimate": "strength"}).assign(
+            win_share=shares.to_numpy() if metric == "strength" else None
+        )
+        entries.append({"condition": condition, "attribute": attribute, "question": question[metric],
+                        "method": RANKING_METHOD, "categories": records(rows[
+                            ["category", "rank", "strength", "ci_low", "ci_high", "p_value", "sets", "n", "method",
+                             "win_share"]])})  # fmt: skip
+    return entries
+
+
+def _matrices(contrasts: pd.DataFrame, ranking: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per stage-2 condition, attribute and question the K x K preference matrix: cell (row, column) = the share of
+    picks of the row's category in contests (or of the two's top picks in the K-way choice) between the two, with its
+    interval (Bonferroni over the attribute's contrasts); categories in ranking order."""
     matrices = []
-    preference = contrasts[contrasts["metric"] == "preference"]
-    for (condition, attribute), group in preference.groupby(["condition", "attribute"], sort=False):
-        ranked = wins[(wins["condition"] == condition) & (wins["attribute"] == attribute)]["category"].tolist()
-        cells = {}
-        for row in group.to_dict("records"):
-            cells[row["category_a"], row["category_b"]] = row
-            cells[row["category_b"], row["category_a"]] = row | {
-                "estimate": 1 - row["estimate"], "ci_low": 1 - row["ci_high"], "ci_high": 1 - row["ci_low"]}
-        matrices.append({"condition": condition, "attribute": attribute, "categories": ranked,
-                         "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked] for a in ranked]})
+    order = {
+        (entry["condition"], entry["attribute"], entry["question"]): [row["category"] for row in entry["categories"]]
+        for entry in ranking
+    }
+    for question, (_, metric) in QUESTIONS.items():
+        preference = contrasts[contrasts["metric"] == metric]
+        for (condition, attribute), group in preference.groupby(["condition", "attribute"], sort=False):
+            ranked = order.get((condition, attribute, question)) or sorted(
+                set(group["category_a"]) | set(group["category_b"]))  # fmt: skip
+            cells = {}
+            for row in group.to_dict("records"):
+                cells[row["category_a"], row["category_b"]] = row
+                cells[row["category_b"], row["category_a"]] = row | {
+                    "estimate": 1 - row["estimate"], "ci_low": 1 - row["ci_high"], "ci_high": 1 - row["ci_low"]}
+            matrices.append({"condition": condition, "attribute": attribute, "metric": metric, "categories": ranked,
+                             "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked]
+                                      for a in ranked]})  # fmt: skip
     return matrices
 
 
@@ -182,4 +211,3 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
             "direction": (row["category_a"] if above else row["category_b"]) if row["flagged"] else None,
             "estimate": row["estimate"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
             "p_value": row["p_value"], "sentence": sentence}  # fmt: skip
-

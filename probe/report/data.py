@@ -70,7 +70,8 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
     saves the user a step without changing what the report says. An analysis stored before intervals and
     tests were computed over name pairs (no `pairs` on its overall rows), or a run over name sets analysed before its
-    findings were computed per contrast (read by slot), is redone the same way.
+    findings were computed per contrast (read by slot) or its categories ranked by a fitted strength, is redone the
+    same way.
     """
     if _require_run(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
         if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
@@ -80,7 +81,8 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
             "SELECT count(*), count(pairs) FILTER (WHERE scope = 'overall') "
             "= count(*) FILTER (WHERE scope = 'overall') "
             "AND (NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
-            "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id)) "
+            "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id) AND EXISTS (SELECT 1 FROM "
+            "category_metrics WHERE run_id = $run_id AND metric IN ('strength', 'kway_strength'))) "
             "FROM metrics WHERE run_id = $run_id",
             {"run_id": run_id},
         ).fetchone()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from probe.common.errors import UserError
 from probe.report.data import SCHEMA_VERSION
+from probe.report.schema_groups import ContrastRow, Groups, Ranking
 
 Number = float | None  # an estimate or bound: null where it cannot be estimated
 Record = dict[str, Any]
@@ -260,6 +261,9 @@ class ReportDocument(_Open):
     robustness: Record | None = None  # a run in several wordings
     workforce: Workforce | None = None  # runs analysed before the comparison existed have none
     adverse_impact: AdverseImpact | None = None  # runs analysed before the table existed have none
+    contrasts: list[ContrastRow] | None = None  # a run over name sets only
+    ranking: list[Ranking] | None = None  # a run over name sets only
+    groups: Groups | None = None  # a run over name sets only
 
 
 class ComparedRun(RunRecord):
