@@ -172,8 +172,9 @@ def category_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFra
     choice) and win share, each ranked (1 = the highest), its grant rate and grant ratio."""
     rows = [*_strength_rows(contests, kway), *_win_rows(contests), *_grant_rows(grants)]
     table = pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
-    ranked = table[table["metric"].isin(RANKED)]
-    table["rank"] = ranked.groupby(["condition", "attribute", "metric"])["estimate"].rank(
+    ranked = table[table["metric"].isin(RANKED)].assign(estimate=lambda frame: frame["estimate"].round(12))
+    # ties (to rounding) in the categories' alphabetical order
+    table["rank"] = ranked.sort_values("category").groupby(["condition", "attribute", "metric"])["estimate"].rank(
         method="first", ascending=False)  # fmt: skip
     return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float, "rank": "Int64"})
 
