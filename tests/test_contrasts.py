@@ -33,7 +33,8 @@ SETS = 24  # 4 categories: each of the 6 intersectional contrasts in 8 sets, eno
 
 def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
     """Black men are picked over White men in 6 of every contest's 20 single answers (30%); every other contest is
-    won by whoever is named first (50%); stage 1 grants women the first 60% of the attributes (sorted) and men the
+    won by whoever is named first (50%); the multiple-choice question names the Black woman in every contest of the
+    two women (else both); stage 1 grants women the first 60% of the attributes (sorted) and men the
     first 40%. Returns the run id and the planted grant gap (exact: a whole number of attributes each)."""
     names = sets_file(tmp_path / "sets.csv", sets=SETS)
     settings = dict(backend="replay", names=str(names), occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",),
@@ -52,6 +53,11 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
         if set(slots) == {"male x Black", "male x White"}:
             black, white = slots["male x Black"], slots["male x White"]
             rows.loc[group.index, "label"] = [black] * 6 + [white] * (len(group) - 6)
+    multiple = rows["qtype"] == "multiple"  # the multiple-choice question names the Black woman against the White
+    for pair_id, group in rows[multiple].groupby("pair_id"):
+        slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
+        if set(slots) == {"female x Black", "female x White"}:
+            rows.loc[group.index, "label"] = slots["female x Black"]
     stage1 = rows["stage"] == 1
     attributes = sorted(set(rows.loc[stage1, "attribute"]))
     women, men = round(0.6 * len(attributes)), round(0.4 * len(attributes))
@@ -229,10 +235,12 @@ def test_the_api_gives_a_contrasts_rows(planted) -> None:
     db_file, run_id, _ = planted
     run = probe.open_run(run_id, db=db_file)
     pair = run.metrics(contrast=["male x White", "male x Black"])
-    assert pair[["condition", "metric", "flagged"]].values.tolist() == [["stage1", "grant_gap", False],
-                                                                        ["taxonomy", "preference", True]]
-    assert pair["estimate"].round(12).tolist() == [0.0, 0.3]
-    assert len(run.metrics(contrast="race_ethnicity")) == 2  # its one contrast: preference and grant gap
+    direct = pair[pair["metric"].isin(["grant_gap", "preference"])]
+    assert direct[["condition", "metric", "flagged"]].values.tolist() == [["stage1", "grant_gap", False],
+                                                                          ["taxonomy", "preference", True]]
+    assert direct["estimate"].round(12).tolist() == [0.0, 0.3]
+    # its one contrast: grant gap, preference, position, consistency, bias and the three gaps
+    assert len(run.metrics(contrast="race_ethnicity")) == 8
     with pytest.raises(UserError, match=r"^contrast: run \S+ has no contrast 'region'"):
         run.metrics(contrast="region")
 
@@ -326,3 +334,26 @@ def test_the_report_ranks_by_strength_and_orders_its_matrix_so(planted, tmp_path
     assert matrix["rows"][0][3]["text"].startswith("70.0% [")  # White men over Black men
     markdown = (tmp_path / "report.md").read_text()
     assert "| Rank | Category | Strength [95% CI] | p (strength = 1/K) | Win share | Name sets | Answers |" in markdown
+
+
+def test_position_consistency_bias_and_the_gaps_per_contrast(planted) -> None:
+    """Every contest's single answer names the first-named person (but Black vs White men's, 50%), the binary says
+    yes to both, the multiple-choice names both, except in the women's contests, where it names the Black woman: the
+    single answer names her in half (her name order), so bias_a = switch_b2a = 0.5 there, a gap of +-0.5 shown."""
+    db_file, run_id, _ = planted
+    rows = query(db_file, "SELECT attribute, category_a, category_b, metric, estimate, p_value, comparisons, flagged "
+                          "FROM contrast_metrics WHERE run_id = ? AND condition = 'taxonomy' AND metric NOT IN "
+                          "('preference', 'grant_gap') ORDER BY ALL", [run_id])  # fmt: skip
+    women = rows[(rows["category_a"] == "female x Black") & (rows["category_b"] == "female x White")]
+    assert dict(zip(women["metric"], women["estimate"].round(12), strict=True)) == {
+        "bias": 0.5, "bias_gap": 0.5, "consistency": 1.0, "position_first": 1.0, "prefer_gap": 0.0,
+        "switch_gap": -0.5}  # fmt: skip
+    flagged = rows[rows["flagged"]]
+    assert sorted(set(flagged["metric"])) == ["bias_gap", "position_first", "switch_gap"]
+    gaps = flagged[flagged["metric"] != "position_first"]
+    assert gaps[["attribute", "category_a", "category_b"]].drop_duplicates().values.tolist() == [
+        ["race_ethnicity", "Black", "White"], [JOINT, "female x Black", "female x White"]]
+    men = rows[(rows["category_a"] == "male x Black") & (rows["metric"] == "position_first")].iloc[0]
+    assert (men["estimate"], men["flagged"], men["comparisons"]) == (0.5, False, 6)
+    # consistency and bias are described, not tested
+    assert rows.loc[rows["metric"].isin(["consistency", "bias"]), "p_value"].isna().all()

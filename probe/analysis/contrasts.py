@@ -47,7 +47,49 @@ CONTRAST_COLUMNS = ["condition", "attribute", "category_a", "category_b", "metri
                     "p_value", "sets", "n", "comparisons", "method", "flagged"]  # fmt: skip
 CATEGORY_COLUMNS = ["condition", "attribute", "category", "metric", "estimate", "ci_low", "ci_high", "p_value",
                     "sets", "n", "rank", "method"]  # fmt: skip
-CONTRAST_NULLS = {"preference": 0.5, "kway_preference": 0.5, "grant_gap": 0.0}
+CONTRAST_NULLS = {"preference": 0.5, "kway_preference": 0.5, "grant_gap": 0.0, "position_first": 0.5,
+                  "prefer_gap": 0.0, "bias_gap": 0.0, "switch_gap": 0.0}  # fmt: skip
+# The direct findings of a contrast (the report's bottom line and matrices); the others describe how it was decided
+DIRECT = ("preference", "kway_preference", "grant_gap")
+# Per-contrast shares of the valid instances of its contests (DESIGN.md section 5's metrics read by the people's
+# categories): described with a 95% interval, no test (no value of them means "no group difference")
+DESCRIBED = ("consistency", "bias")
+# category_a's share minus category_b's, paired by set: the group-directed metrics of section 5 (prefer_f - prefer_m,
+# bias_f - bias_m, switch_f2m - switch_m2f with a and b for f and m)
+GAPS = {"prefer_gap": ("prefer_a", "prefer_b"), "bias_gap": ("bias_a", "bias_b"), "switch_gap": ("switch_a2b",
+                                                                                                  "switch_b2a")}
+# Per (condition, attribute, set, contrast) the valid stage-2 instances of the contests between two categories (of
+# metrics.sql's metric_instances, which exists while analyze runs) and their flags, by the people's own categories:
+# slot_a is the slot (first / second person, stored as female / male) of category_a's person.
+CONTRAST_INSTANCES = """
+WITH sides AS (
+    SELECT pair_id, set_id, attribute,
+           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
+           any_value(category) FILTER (WHERE slot = 'male') AS second_category
+    FROM run_contests WHERE run_id = $run_id
+    GROUP BY pair_id, set_id, attribute
+),
+flagged AS (
+    SELECT i.*, s.attribute, s.set_id, least(s.first_category, s.second_category) AS category_a,
+           greatest(s.first_category, s.second_category) AS category_b,
+           CASE WHEN s.first_category < s.second_category THEN 'female' ELSE 'male' END AS slot_a
+    FROM metric_instances AS i JOIN sides AS s USING (pair_id)
+    WHERE i.valid AND s.first_category <> s.second_category
+)
+SELECT condition, attribute, set_id, category_a, category_b, count(*) AS n,
+       count(*) FILTER (WHERE chose_first) AS position_first,
+       count(*) FILTER (WHERE b_chosen = 'yes') AS consistency,
+       count(*) FILTER (WHERE s = m) AS bias,
+       count(*) FILTER (WHERE s = slot_a AND m = slot_a) AS bias_a,
+       count(*) FILTER (WHERE s <> slot_a AND m = s) AS bias_b,
+       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s = slot_a) AS prefer_a,
+       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s <> slot_a) AS prefer_b,
+       count(*) FILTER (WHERE s = slot_a AND m IN ('female', 'male') AND m <> slot_a) AS switch_a2b,
+       count(*) FILTER (WHERE s <> slot_a AND m = slot_a) AS switch_b2a
+FROM flagged
+GROUP BY ALL
+ORDER BY ALL
+"""
 # category_metrics' ranked metrics: rank 1 = the highest estimate of its condition, attribute and metric
 RANKED = ("strength", "kway_strength", "win_share")
 RANKING_METHOD = (
@@ -93,12 +135,13 @@ def kway_counts(impact_counts: pd.DataFrame) -> pd.DataFrame:
     return used.assign(shown=shown)[["condition", "attribute", "set_id", "category", "hits", "shown"]]
 
 
-def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None
-                       ) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:  # fmt: skip
+def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None,
+                       instances: pd.DataFrame | None = None) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:
     """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts` (and the K-way
-    choice's `kway_counts`): the preference of every stage-2 condition, the grant gap of stage 1, the K-way
-    preference (analyze's rows and the contrast gate read these)."""
-    estimates: dict[Contrast, ShareEstimate | DifferenceEstimate] = _kway_estimates(kway)
+    choice's `kway_counts`, the contests' CONTRAST_INSTANCES): the preference of every stage-2 condition, the grant
+    gap of stage 1, the K-way preference, position, consistency, bias and the gaps (analyze's rows and the contrast
+    gate read these)."""
+    estimates = _kway_estimates(kway) | _instance_estimates(instances)
     for (condition, attribute, a, b), group in contests.groupby(["condition", "attribute", "category_a",
                                                                  "category_b"]):  # fmt: skip
         used = group[group["n"] > 0]
@@ -132,9 +175,28 @@ def _kway_estimates(kway: pd.DataFrame | None) -> dict[Contrast, ShareEstimate]:
     return estimates
 
 
-def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`)."""
-    rows = [_contrast(*key, estimate) for key, estimate in contrast_estimates(contests, grants, kway).items()]
+def _instance_estimates(instances: pd.DataFrame | None) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:
+    """position_first, consistency and bias (shares of the contests' valid instances) and the gaps (category_a's
+    share minus category_b's, paired by set) per contrast, over the sets."""
+    estimates: dict[Contrast, ShareEstimate | DifferenceEstimate] = {}
+    if instances is None:
+        return estimates
+    for key, group in instances.groupby(["condition", "attribute", "category_a", "category_b"]):
+        n = group["n"].to_numpy(float)
+        for metric in ("position_first", *DESCRIBED):
+            estimates[(*key, metric)] = share_estimate(group[metric], n, n)
+        for gap, (first, second) in GAPS.items():
+            estimates[(*key, gap)] = difference_estimate((group[first].to_numpy(float), n, n),
+                                                         (group[second].to_numpy(float), n, n))
+    return estimates
+
+
+def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None,
+                  instances: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`, the
+    CONTRAST_INSTANCES)."""
+    estimates = contrast_estimates(contests, grants, kway, instances)
+    rows = [_contrast(*key, estimate) for key, estimate in estimates.items()]
     families: dict[tuple[str, str, str], int] = {}
     for row in rows:
         key = (row["condition"], row["attribute"], row["metric"])
@@ -157,6 +219,11 @@ def _contrast(condition: str, attribute: str, a: str, b: str, metric: str,
 def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons: int) -> dict:
     """The row's interval at 1 - 0.05 / comparisons and its Bonferroni p-value (none without an estimate; no
     interval where the sets cannot reach that level)."""
+    if metric in DESCRIBED:  # no test: a plain 95% interval
+        interval = estimate.interval()
+        return {"comparisons": 1, "ci_low": interval[0] if interval else math.nan,
+                "ci_high": interval[1] if interval else math.nan, "p_value": math.nan,
+                "method": estimate.method if interval else None}  # fmt: skip
     alpha = (1 - CONFIDENCE) / comparisons
     reachable = estimate.pairs > 0 and binomial_min_p(estimate.pairs) < alpha
     interval = estimate.interval(1 - alpha) if reachable else None

@@ -22,6 +22,7 @@ from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interv
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
+    CONTRAST_INSTANCES,
     SLOT_METRICS,
     category_rows,
     contrast_rows,
@@ -96,6 +97,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
             slots = ", ".join("?" * len(SLOT_METRICS))
             con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
         impact_counts = con.execute(queries["impact_counts"], params).df()
+        instances = con.execute(CONTRAST_INSTANCES, params).df() if name_sets else None
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
@@ -116,7 +118,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "workforce_occupations": occupations,
         "adverse_impact": impact_rows(impact_counts),
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants, kway) if name_sets else pd.DataFrame(
+        "contrast_metrics": contrast_rows(contests, grants, kway, instances) if name_sets else pd.DataFrame(
             columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants, kway) if name_sets else pd.DataFrame(
             columns=CATEGORY_COLUMNS),

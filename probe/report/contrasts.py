@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, RANKING_METHOD
+from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, DIRECT, RANKING_METHOD
 from probe.analysis.impact import IMPACT_METHOD
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import order_index, records
@@ -158,12 +158,13 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
     preference per stage-2 condition, stage 1's grant gap), then the overall adverse-impact findings (per occupation:
     the section); no slot-based verdict, no table of pairs read as a woman and a man."""
     contrasts = pd.DataFrame(document["contrasts"], columns=CONTRAST_COLUMNS)
+    contrasts = contrasts[contrasts["metric"].isin(DIRECT)]
     verdicts, cannot = [], []
     for (condition, attribute, metric), family in contrasts.groupby(["condition", "attribute", "metric"], sort=False):
         shown = family[family["flagged"]]
         verdicts += [_verdict(row) for row in (shown if len(family) > 1 else family).to_dict("records")]
         if len(family) > 1 and shown.empty:
-            effect = "preference between" if metric == "preference" else "difference in grant rates between"
+            effect = "difference in grant rates between" if metric == "grant_gap" else "preference between"
             verdicts.append({"condition": condition, "attribute": attribute, "metric": metric, "shown": False,
                              "direction": None, "sentence": f"No {effect} any two {attribute} categories is shown "
                              f"({condition}; {len(family)} contrasts, Bonferroni over them)."})  # fmt: skip
@@ -183,7 +184,8 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
 def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
     """One contrast's finding in a plain sentence, a direction only where its (Bonferroni) test shows one."""
     a, b = (category_noun(row["attribute"], row[side]) for side in ("category_a", "category_b"))
-    preference = row["metric"] == "preference"
+    preference = row["metric"] != "grant_gap"
+    where = f"{row['condition']}, K-way choice" if row["metric"] == "kway_preference" else row["condition"]
     null = 0.5 if preference else 0.0
     if preference:
         value = fmt_pct(row["estimate"])
@@ -198,13 +200,13 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
         winner, loser = (a, b) if above else (b, a)
         claim = (f"{winner} are picked over {loser}" if preference
                  else f"Stage 1 granted {winner} more attributes than {loser}")  # fmt: skip
-        sentence = f"{claim} ({row['condition']}): {evidence}."
+        sentence = f"{claim} ({where}): {evidence}."
     elif pd.isna(row["ci_low"]):
         what = "The preference between" if preference else "The grant gap between"
-        sentence = f"{what} {a} and {b} ({row['condition']}) is not testable at this size: {evidence}."
+        sentence = f"{what} {a} and {b} ({where}) is not testable at this size: {evidence}."
     else:
         what = "preference between" if preference else "difference in grant rates between"
-        sentence = f"No {what} {a} and {b} is shown ({row['condition']}): {evidence}."
+        sentence = f"No {what} {a} and {b} is shown ({where}): {evidence}."
     sentence = sentence[0].upper() + sentence[1:]
     return {"condition": row["condition"], "attribute": row["attribute"], "metric": row["metric"],
             "category_a": row["category_a"], "category_b": row["category_b"], "shown": bool(row["flagged"]),
