@@ -28,8 +28,16 @@ def planted_kway(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> t
     folder = tmp_path_factory.mktemp("kway")
     db_file = folder / "probe.duckdb"
     db_file.write_bytes(seeded_db.read_bytes())
-    settings = dict(backend="replay", names=str(sets_file(folder / "sets.csv", sets=SETS)), db=str(db_file),
-                    occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",), questions=("kway",), quiet=True)
+    settings = dict(
+        backend="replay",
+        names=str(sets_file(folder / "sets.csv", sets=SETS)),
+        db=str(db_file),
+        occupations=OCCUPATIONS,
+        top_k=1,
+        conditions=("taxonomy",),
+        questions=("kway",),
+        quiet=True,
+    )
     answers = unknown_answers(folder / "answers.csv", **settings)
     rows = pd.read_csv(answers, dtype={"label": object})
     rows.loc[rows["stage"] == 1, "label"] = "yes"
@@ -43,9 +51,13 @@ def planted_kway(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> t
 
 def test_the_top_picks_between_two_categories_are_their_preference(planted_kway) -> None:
     db_file, run_id = planted_kway
-    rows = query(db_file, "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, sets, comparisons, "
-                          "flagged FROM contrast_metrics WHERE run_id = ? AND metric = 'kway_preference' "
-                          "ORDER BY attribute, category_a, category_b", [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, sets, comparisons, "
+        "flagged FROM contrast_metrics WHERE run_id = ? AND metric = 'kway_preference' "
+        "ORDER BY attribute, category_a, category_b",
+        [run_id],
+    )
     found = {(r.attribute, r.category_a, r.category_b): round(r.estimate, 12) for r in rows.itertuples()}
     assert found == {  # pooled over the 12 sets: women 144 picks, the Black man 24, the White man 72 of 240
         ("race_ethnicity", "Black", "White"): 0.4,  # (72 + 24) / 240
@@ -60,26 +72,42 @@ def test_the_top_picks_between_two_categories_are_their_preference(planted_kway)
     assert (rows["sets"] == SETS).all() and rows["comparisons"].tolist() == [1, 1, 6, 6, 6, 6, 6, 6]
     assert all(r.ci_low <= r.estimate <= r.ci_high for r in rows.itertuples())
     flagged = {(r.category_a, r.category_b) for r in rows.itertuples() if r.flagged}
-    assert flagged == {("Black", "White"), ("female", "male"), ("female x Black", "male x Black"),
-                       ("female x White", "male x Black"), ("male x Black", "male x White")}  # fmt: skip
+    assert flagged == {
+        ("Black", "White"),
+        ("female", "male"),
+        ("female x Black", "male x Black"),
+        ("female x White", "male x Black"),
+        ("male x Black", "male x White"),
+    }
     # the pair questions were not asked: no contest preference
-    assert query(db_file, "SELECT count(*) AS n FROM contrast_metrics WHERE run_id = ? AND metric = 'preference'",
-                 [run_id])["n"].item() == 0
+    assert (
+        query(
+            db_file, "SELECT count(*) AS n FROM contrast_metrics WHERE run_id = ? AND metric = 'preference'", [run_id]
+        )["n"].item()
+        == 0
+    )
 
 
 def test_a_luce_fit_ranks_the_categories_by_their_top_picks(planted_kway) -> None:
     """Every answer shows every person of the set: the Luce fit is the share of top picks (of a marginal category's
     people, over as many people of each)."""
     db_file, run_id = planted_kway
-    rows = query(db_file, "SELECT attribute, category, estimate, ci_low, ci_high, sets, n, rank, method FROM "
-                          "category_metrics WHERE run_id = ? AND metric = 'kway_strength' ORDER BY attribute, rank",
-                 [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT attribute, category, estimate, ci_low, ci_high, sets, n, rank, method FROM "
+        "category_metrics WHERE run_id = ? AND metric = 'kway_strength' ORDER BY attribute, rank",
+        [run_id],
+    )
     assert [(r.attribute, r.category, round(r.estimate, 12), r.rank) for r in rows.itertuples()] == [
-        ("race_ethnicity", "White", 0.6, 1), ("race_ethnicity", "Black", 0.4, 2),
-        ("sex", "female", 0.6, 1), ("sex", "male", 0.4, 2),
-        (JOINT, "female x Black", 0.3, 1), (JOINT, "female x White", 0.3, 2), (JOINT, "male x White", 0.3, 3),
+        ("race_ethnicity", "White", 0.6, 1),
+        ("race_ethnicity", "Black", 0.4, 2),
+        ("sex", "female", 0.6, 1),
+        ("sex", "male", 0.4, 2),
+        (JOINT, "female x Black", 0.3, 1),
+        (JOINT, "female x White", 0.3, 2),
+        (JOINT, "male x White", 0.3, 3),
         (JOINT, "male x Black", 0.1, 4),
-    ]  # fmt: skip
+    ]
     assert (rows["sets"] == SETS).all() and (rows["n"] == SETS * 20).all() and set(rows["method"]) == {"luce sandwich"}
     assert all(r.ci_low <= r.estimate <= r.ci_high for r in rows.itertuples())
     black_man = rows[rows["category"] == "male x Black"].iloc[0]
@@ -91,7 +119,10 @@ def test_the_report_shows_the_k_way_matrix_and_ranking(planted_kway, tmp_path: P
     probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
     document = json.loads((tmp_path / "report.json").read_text())
     assert [(entry["attribute"], entry["question"]) for entry in document["ranking"]] == [
-        ("sex", "kway"), ("race_ethnicity", "kway"), (JOINT, "kway")]
+        ("sex", "kway"),
+        ("race_ethnicity", "kway"),
+        (JOINT, "kway"),
+    ]
     matrix = next(entry for entry in document["groups"]["matrices"] if entry["attribute"] == JOINT)
     assert (matrix["metric"], matrix["categories"][-1]) == ("kway_preference", "male x Black")
     assert [cell["text"][:5] for cell in matrix["rows"][-1][:3]] == ["25.0%", "25.0%", "25.0%"]

@@ -26,13 +26,12 @@ import math
 from itertools import combinations
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import group_ratios
-from probe.analysis.ranking import BRADLEY_TERRY, LUCE, Picks, luce_strengths
+from probe.analysis.ranking import strength_rows
 from probe.analysis.statistics import ShareEstimate, share_estimate
 
 # The metrics that read a contest's slots as the woman and the man (DESIGN.md section 5): for a run over name sets the
@@ -47,8 +46,15 @@ CONTRAST_COLUMNS = ["condition", "attribute", "category_a", "category_b", "metri
                     "p_value", "sets", "n", "comparisons", "method", "flagged"]  # fmt: skip
 CATEGORY_COLUMNS = ["condition", "attribute", "category", "metric", "estimate", "ci_low", "ci_high", "p_value",
                     "sets", "n", "rank", "method"]  # fmt: skip
-CONTRAST_NULLS = {"preference": 0.5, "kway_preference": 0.5, "grant_gap": 0.0, "position_first": 0.5,
-                  "prefer_gap": 0.0, "bias_gap": 0.0, "switch_gap": 0.0}  # fmt: skip
+CONTRAST_NULLS = {
+    "preference": 0.5,
+    "kway_preference": 0.5,
+    "grant_gap": 0.0,
+    "position_first": 0.5,
+    "prefer_gap": 0.0,
+    "bias_gap": 0.0,
+    "switch_gap": 0.0,
+}
 # The direct findings of a contrast (the report's bottom line and matrices); the others describe how it was decided
 DIRECT = ("preference", "kway_preference", "grant_gap")
 # Per-contrast shares of the valid instances of its contests (DESIGN.md section 5's metrics read by the people's
@@ -56,8 +62,11 @@ DIRECT = ("preference", "kway_preference", "grant_gap")
 DESCRIBED = ("consistency", "bias")
 # category_a's share minus category_b's, paired by set: the group-directed metrics of section 5 (prefer_f - prefer_m,
 # bias_f - bias_m, switch_f2m - switch_m2f with a and b for f and m)
-GAPS = {"prefer_gap": ("prefer_a", "prefer_b"), "bias_gap": ("bias_a", "bias_b"), "switch_gap": ("switch_a2b",
-                                                                                                  "switch_b2a")}
+GAPS = {
+    "prefer_gap": ("prefer_a", "prefer_b"),
+    "bias_gap": ("bias_a", "bias_b"),
+    "switch_gap": ("switch_a2b", "switch_b2a"),
+}
 # Per (condition, attribute, set, contrast) the valid stage-2 instances of the contests between two categories (of
 # metrics.sql's metric_instances, which exists while analyze runs) and their flags, by the people's own categories:
 # slot_a is the slot (first / second person, stored as female / male) of category_a's person.
@@ -135,23 +144,27 @@ def kway_counts(impact_counts: pd.DataFrame) -> pd.DataFrame:
     return used.assign(shown=shown)[["condition", "attribute", "set_id", "category", "hits", "shown"]]
 
 
-def contrast_estimates(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None,
-                       instances: pd.DataFrame | None = None) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:
+def contrast_estimates(
+    contests: pd.DataFrame,
+    grants: pd.DataFrame,
+    kway: pd.DataFrame | None = None,
+    instances: pd.DataFrame | None = None,
+) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:
     """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts` (and the K-way
     choice's `kway_counts`, the contests' CONTRAST_INSTANCES): the preference of every stage-2 condition, the grant
     gap of stage 1, the K-way preference, position, consistency, bias and the gaps (analyze's rows and the contrast
     gate read these)."""
     estimates = _kway_estimates(kway) | _instance_estimates(instances)
-    for (condition, attribute, a, b), group in contests.groupby(["condition", "attribute", "category_a",
-                                                                 "category_b"]):  # fmt: skip
+    for (condition, attribute, a, b), group in contests.groupby(["condition", "attribute", "category_a", "category_b"]):
         used = group[group["n"] > 0]
         estimates[condition, attribute, a, b, "preference"] = share_estimate(used["hits"], used["n"], used["n"])
     for (condition, attribute), group in grants.groupby(["condition", "attribute"]):
-        wide = group.pivot_table(index="set_id", columns="category", values=["hits", "n"], aggfunc="sum",
-                                 fill_value=0)  # fmt: skip
+        wide = group.pivot_table(index="set_id", columns="category", values=["hits", "n"], aggfunc="sum", fill_value=0)
         for a, b in combinations(sorted(wide["n"].columns), 2):
-            sides = [(wide["hits"][c].to_numpy(float), wide["n"][c].to_numpy(float), wide["n"][c].to_numpy(float))
-                     for c in (a, b)]  # fmt: skip
+            sides = [
+                (wide["hits"][c].to_numpy(float), wide["n"][c].to_numpy(float), wide["n"][c].to_numpy(float))
+                for c in (a, b)
+            ]
             estimates[condition, attribute, a, b, "grant_gap"] = difference_estimate(*sides)
     return estimates
 
@@ -165,8 +178,9 @@ def _kway_estimates(kway: pd.DataFrame | None) -> dict[Contrast, ShareEstimate]:
         return {}
     estimates = {}
     for (condition, attribute), group in kway.groupby(["condition", "attribute"]):
-        wide = group.pivot_table(index="set_id", columns="category", values=["hits", "shown"], aggfunc="sum",
-                                 fill_value=0)  # fmt: skip
+        wide = group.pivot_table(
+            index="set_id", columns="category", values=["hits", "shown"], aggfunc="sum", fill_value=0
+        )
         for a, b in combinations(sorted(wide["hits"].columns), 2):
             if (wide["shown"][a] != wide["shown"][b]).any():
                 continue
@@ -186,13 +200,18 @@ def _instance_estimates(instances: pd.DataFrame | None) -> dict[Contrast, ShareE
         for metric in ("position_first", *DESCRIBED):
             estimates[(*key, metric)] = share_estimate(group[metric], n, n)
         for gap, (first, second) in GAPS.items():
-            estimates[(*key, gap)] = difference_estimate((group[first].to_numpy(float), n, n),
-                                                         (group[second].to_numpy(float), n, n))
+            estimates[(*key, gap)] = difference_estimate(
+                (group[first].to_numpy(float), n, n), (group[second].to_numpy(float), n, n)
+            )
     return estimates
 
 
-def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None,
-                  instances: pd.DataFrame | None = None) -> pd.DataFrame:
+def contrast_rows(
+    contests: pd.DataFrame,
+    grants: pd.DataFrame,
+    kway: pd.DataFrame | None = None,
+    instances: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`, the
     CONTRAST_INSTANCES)."""
     estimates = contrast_estimates(contests, grants, kway, instances)
@@ -202,8 +221,9 @@ def contrast_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFra
         key = (row["condition"], row["attribute"], row["metric"])
         families[key] = families.get(key, 0) + row["_estimate"].estimable
     for row in rows:
-        row |= _test(row.pop("_estimate"), row["metric"], max(families[row["condition"], row["attribute"],
-                                                                           row["metric"]], 1))  # fmt: skip
+        row |= _test(
+            row.pop("_estimate"), row["metric"], max(families[row["condition"], row["attribute"], row["metric"]], 1)
+        )
     table = pd.DataFrame(rows, columns=CONTRAST_COLUMNS)
     table["flagged"] = (table["p_value"] < SIGNIFICANCE).astype(bool)
     return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float})
@@ -221,28 +241,38 @@ def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons
     interval where the sets cannot reach that level)."""
     if metric in DESCRIBED:  # no test: a plain 95% interval
         interval = estimate.interval()
-        return {"comparisons": 1, "ci_low": interval[0] if interval else math.nan,
-                "ci_high": interval[1] if interval else math.nan, "p_value": math.nan,
-                "method": estimate.method if interval else None}  # fmt: skip
+        return {
+            "comparisons": 1,
+            "ci_low": interval[0] if interval else math.nan,
+            "ci_high": interval[1] if interval else math.nan,
+            "p_value": math.nan,
+            "method": estimate.method if interval else None,
+        }
     alpha = (1 - CONFIDENCE) / comparisons
     reachable = estimate.pairs > 0 and binomial_min_p(estimate.pairs) < alpha
     interval = estimate.interval(1 - alpha) if reachable else None
     p_value = estimate.p_value(CONTRAST_NULLS[metric])
-    return {"comparisons": comparisons, "ci_low": interval[0] if interval else math.nan,
-            "ci_high": interval[1] if interval else math.nan,
-            "p_value": math.nan if p_value is None else min(1.0, comparisons * p_value),
-            "method": estimate.method if interval else None}  # fmt: skip
+    return {
+        "comparisons": comparisons,
+        "ci_low": interval[0] if interval else math.nan,
+        "ci_high": interval[1] if interval else math.nan,
+        "p_value": math.nan if p_value is None else min(1.0, comparisons * p_value),
+        "method": estimate.method if interval else None,
+    }
 
 
 def category_rows(contests: pd.DataFrame, grants: pd.DataFrame, kway: pd.DataFrame | None = None) -> pd.DataFrame:
     """The category_metrics rows: each category's strength (Bradley-Terry over the contests, Luce over the K-way
     choice) and win share, each ranked (1 = the highest), its grant rate and grant ratio."""
-    rows = [*_strength_rows(contests, kway), *_win_rows(contests), *_grant_rows(grants)]
+    rows = [*strength_rows(contests, kway), *_win_rows(contests), *_grant_rows(grants)]
     table = pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
     ranked = table[table["metric"].isin(RANKED)].assign(estimate=lambda frame: frame["estimate"].round(12))
     # ties (to rounding) in the categories' alphabetical order
-    table["rank"] = ranked.sort_values("category").groupby(["condition", "attribute", "metric"])["estimate"].rank(
-        method="first", ascending=False)  # fmt: skip
+    table["rank"] = (
+        ranked.sort_values("category")
+        .groupby(["condition", "attribute", "metric"])["estimate"]
+        .rank(method="first", ascending=False)
+    )
     return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float, "rank": "Int64"})
 
 
@@ -269,52 +299,20 @@ def _grant_rows(grants: pd.DataFrame) -> list[dict]:
             estimate = share_estimate(used["hits"], used["n"], used["n"])
             rows.append(_category(condition, attribute, category, "grant_rate", estimate, estimate.interval(), None))
             p_value = ratios.p_below(category)
-            rows.append(_category(condition, attribute, category, "grant_ratio", estimate, ratios.interval(category),
-                                  p_value, ratios.value(category), "fieller"))  # fmt: skip
+            rows.append(
+                _category(
+                    condition,
+                    attribute,
+                    category,
+                    "grant_ratio",
+                    estimate,
+                    ratios.interval(category),
+                    p_value,
+                    ratios.value(category),
+                    "fieller",
+                )
+            )
     return rows
-
-
-def _strength_rows(contests: pd.DataFrame, kway: pd.DataFrame | None) -> list[dict]:
-    """`strength` (Bradley-Terry over the contests' picks) and `kway_strength` (Luce over the K-way choice's top
-    picks) per category (probe/analysis/ranking.py)."""
-    fits = [(key, "strength", BRADLEY_TERRY, contest_picks(group))
-            for key, group in contests.groupby(["condition", "attribute"])]  # fmt: skip
-    if kway is not None:
-        fits += [(key, "kway_strength", LUCE, kway_picks(group))
-                 for key, group in kway.groupby(["condition", "attribute"])]  # fmt: skip
-    rows = []
-    for (condition, attribute), metric, method, (categories, picks) in fits:
-        fit = luce_strengths(picks)
-        rows += [{"condition": condition, "attribute": attribute, "category": category, "metric": metric,
-                  "estimate": fit.strength[k], "ci_low": fit.ci_low[k], "ci_high": fit.ci_high[k],
-                  "p_value": fit.p_value[k], "sets": int(fit.sets[k]), "n": int(fit.n[k]), "rank": None,
-                  "method": method if np.isfinite(fit.ci_low[k]) else None}
-                 for k, category in enumerate(categories)]  # fmt: skip
-    return rows
-
-
-def contest_picks(contests: pd.DataFrame) -> tuple[list[str], Picks]:
-    """The categories and picks of one condition and attribute's contests (contrast_counts rows): per contest row
-    the picks of category_a and those of category_b, each shown beside the other."""
-    categories = sorted(set(contests["category_a"]) | set(contests["category_b"]))
-    column = {category: index for index, category in enumerate(categories)}
-    a, b = contests["category_a"].map(column).to_numpy(), contests["category_b"].map(column).to_numpy()
-    shown = np.zeros((len(contests), len(categories)))
-    shown[np.arange(len(contests)), a] = shown[np.arange(len(contests)), b] = 1
-    hits, n = contests["hits"].to_numpy(float), contests["n"].to_numpy(float)
-    sets = contests["set_id"].to_numpy()
-    return categories, Picks(np.vstack([shown, shown]), np.concatenate([a, b]), np.concatenate([hits, n - hits]),
-                             np.concatenate([sets, sets]))  # fmt: skip
-
-
-def kway_picks(kway: pd.DataFrame) -> tuple[list[str], Picks]:
-    """The categories and picks of one condition and attribute's K-way choice (kway_counts rows): per set and
-    category the top picks of its people, each answer showing every person of the set."""
-    categories = sorted(set(kway["category"]))
-    shown = kway.pivot_table(index="set_id", columns="category", values="shown", aggfunc="sum", fill_value=0)
-    shown = shown.reindex(columns=categories, fill_value=0).loc[kway["set_id"]].to_numpy(float)
-    picked = kway["category"].map({category: index for index, category in enumerate(categories)}).to_numpy()
-    return categories, Picks(shown, picked, kway["hits"].to_numpy(float), kway["set_id"].to_numpy())
 
 
 def _category(condition: str, attribute: str, category: str, metric: str, estimate: ShareEstimate,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 from scipy.special import expit, logsumexp
 
@@ -55,6 +56,68 @@ class Strengths:
     p_value: np.ndarray
     sets: np.ndarray
     n: np.ndarray
+
+
+def strength_rows(contests: pd.DataFrame, kway: pd.DataFrame | None) -> list[dict]:
+    """category_metrics rows (probe/analysis/contrasts.py): `strength` (Bradley-Terry over metrics.sql
+    `contrast_counts`' picks) and `kway_strength` (Luce over contrasts.kway_counts' top picks) per category."""
+    fits = [
+        (key, "strength", BRADLEY_TERRY, contest_picks(group))
+        for key, group in contests.groupby(["condition", "attribute"])
+    ]
+    if kway is not None:
+        fits += [
+            (key, "kway_strength", LUCE, kway_picks(group)) for key, group in kway.groupby(["condition", "attribute"])
+        ]
+    rows = []
+    for (condition, attribute), metric, method, (categories, picks) in fits:
+        fit = luce_strengths(picks)
+        rows += [
+            {
+                "condition": condition,
+                "attribute": attribute,
+                "category": category,
+                "metric": metric,
+                "estimate": fit.strength[k],
+                "ci_low": fit.ci_low[k],
+                "ci_high": fit.ci_high[k],
+                "p_value": fit.p_value[k],
+                "sets": int(fit.sets[k]),
+                "n": int(fit.n[k]),
+                "rank": None,
+                "method": method if np.isfinite(fit.ci_low[k]) else None,
+            }
+            for k, category in enumerate(categories)
+        ]
+    return rows
+
+
+def contest_picks(contests: pd.DataFrame) -> tuple[list[str], Picks]:
+    """The categories and picks of one condition and attribute's contests (contrast_counts rows): per contest row
+    the picks of category_a and those of category_b, each shown beside the other."""
+    categories = sorted(set(contests["category_a"]) | set(contests["category_b"]))
+    column = {category: index for index, category in enumerate(categories)}
+    a, b = contests["category_a"].map(column).to_numpy(), contests["category_b"].map(column).to_numpy()
+    shown = np.zeros((len(contests), len(categories)))
+    shown[np.arange(len(contests)), a] = shown[np.arange(len(contests)), b] = 1
+    hits, n = contests["hits"].to_numpy(float), contests["n"].to_numpy(float)
+    sets = contests["set_id"].to_numpy()
+    return categories, Picks(
+        np.vstack([shown, shown]),
+        np.concatenate([a, b]),
+        np.concatenate([hits, n - hits]),
+        np.concatenate([sets, sets]),
+    )
+
+
+def kway_picks(kway: pd.DataFrame) -> tuple[list[str], Picks]:
+    """The categories and picks of one condition and attribute's K-way choice (kway_counts rows): per set and
+    category the top picks of its people, each answer showing every person of the set."""
+    categories = sorted(set(kway["category"]))
+    shown = kway.pivot_table(index="set_id", columns="category", values="shown", aggfunc="sum", fill_value=0)
+    shown = shown.reindex(columns=categories, fill_value=0).loc[kway["set_id"]].to_numpy(float)
+    picked = kway["category"].map({category: index for index, category in enumerate(categories)}).to_numpy()
+    return categories, Picks(shown, picked, kway["hits"].to_numpy(float), kway["set_id"].to_numpy())
 
 
 def luce_strengths(picks: Picks) -> Strengths:

@@ -90,15 +90,36 @@ def _ranking(categories: pd.DataFrame) -> list[dict[str, Any]]:
     question = {metric: name for name, (metric, _) in QUESTIONS.items()} | {"win_share": "pairs"}
     entries = []
     for (condition, attribute, metric), group in ranked.groupby(["condition", "attribute", "metric"], sort=False):
-        shares = wins["estimate"].reindex(list(zip(group["condition"], group["attribute"], group["category"],
-                                                   strict=True)))  # fmt: skip
+        shares = wins["estimate"].reindex(
+            list(zip(group["condition"], group["attribute"], group["category"], strict=True))
+        )
         rows = group.rename(columns={"estimate": "strength"}).assign(
             win_share=shares.to_numpy() if metric == "strength" else None
         )
-        entries.append({"condition": condition, "attribute": attribute, "question": question[metric],
-                        "method": RANKING_METHOD, "categories": records(rows[
-                            ["category", "rank", "strength", "ci_low", "ci_high", "p_value", "sets", "n", "method",
-                             "win_share"]])})  # fmt: skip
+        entries.append(
+            {
+                "condition": condition,
+                "attribute": attribute,
+                "question": question[metric],
+                "method": RANKING_METHOD,
+                "categories": records(
+                    rows[
+                        [
+                            "category",
+                            "rank",
+                            "strength",
+                            "ci_low",
+                            "ci_high",
+                            "p_value",
+                            "sets",
+                            "n",
+                            "method",
+                            "win_share",
+                        ]
+                    ]
+                ),
+            }
+        )
     return entries
 
 
@@ -115,15 +136,25 @@ def _matrices(contrasts: pd.DataFrame, ranking: list[dict[str, Any]]) -> list[di
         preference = contrasts[contrasts["metric"] == metric]
         for (condition, attribute), group in preference.groupby(["condition", "attribute"], sort=False):
             ranked = order.get((condition, attribute, question)) or sorted(
-                set(group["category_a"]) | set(group["category_b"]))  # fmt: skip
+                set(group["category_a"]) | set(group["category_b"])
+            )
             cells = {}
             for row in group.to_dict("records"):
                 cells[row["category_a"], row["category_b"]] = row
                 cells[row["category_b"], row["category_a"]] = row | {
-                    "estimate": 1 - row["estimate"], "ci_low": 1 - row["ci_high"], "ci_high": 1 - row["ci_low"]}
-            matrices.append({"condition": condition, "attribute": attribute, "metric": metric, "categories": ranked,
-                             "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked]
-                                      for a in ranked]})  # fmt: skip
+                    "estimate": 1 - row["estimate"],
+                    "ci_low": 1 - row["ci_high"],
+                    "ci_high": 1 - row["ci_low"],
+                }
+            matrices.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "metric": metric,
+                    "categories": ranked,
+                    "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked] for a in ranked],
+                }
+            )
     return matrices
 
 
