@@ -12,6 +12,7 @@ from test_name_sets import sets_file
 
 import probe
 from probe import pipeline
+from probe.common.errors import UserError
 from probe.store.config import RunConfig
 from tests.support import query, unknown_answers
 
@@ -129,3 +130,28 @@ def test_the_report_shows_the_k_way_matrix_and_ranking(planted_kway, tmp_path: P
     markdown = (tmp_path / "report.md").read_text()
     assert "**Preference matrix from the K-way choice, sex x race_ethnicity (taxonomy)**" in markdown
     assert "**Ranking, sex x race_ethnicity (taxonomy, K-way choice)**" in markdown
+
+
+def test_a_contrast_gate_reads_the_k_way_choice_when_asked(planted_kway, tmp_path: Path) -> None:
+    db_file, run_id = planted_kway
+    policy = tmp_path / "gates.toml"
+    policy.write_text(
+        '[[gates]]\nname = "men"\nkind = "contrast"\ncondition = "taxonomy"\nquestion = "kway"\n'
+        'contrast = ["male x White", "male x Black"]\n'
+        '[[gates]]\nname = "women"\nkind = "contrast"\ncondition = "taxonomy"\nquestion = "kway"\n'
+        'contrast = ["female x White", "female x Black"]\n'
+    )
+    result = probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
+    assert [(verdict.gate.name, verdict.verdict) for verdict in result.verdicts] == [("men", "fail"), ("women", "pass")]
+    assert result.verdicts[0].sentence.startswith(
+        "kway_preference male x Black vs male x White (sex x race_ethnicity, taxonomy) is shown not to be a K-way "
+        "preference within 0.5 +- 0.1: estimate 0.2500"
+    )
+    policy.write_text('[[gates]]\nname = "men"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n')
+    with pytest.raises(UserError, match=r"has no contrast 'sex' in condition taxonomy"):  # no pair questions asked
+        probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
+    policy.write_text(
+        '[[gates]]\nname = "men"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\nquestion = "ranked"\n'
+    )
+    with pytest.raises(UserError, match=r"key 'question' must be one of pairs, kway \(got 'ranked'\)$"):
+        probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
