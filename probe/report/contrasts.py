@@ -72,8 +72,47 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
             "grant_ratio_method": IMPACT_METHOD,
             "matrices": _matrices(contrasts, ranking),
             "grant_rates": _grant_rates(categories),
+            "further": _further(contrasts),
         },
     }
+
+
+# The further findings' columns (contrast_metrics metrics beside the direct ones), in the report's order
+FURTHER = ("position_first", "consistency", "bias", "prefer_gap", "bias_gap", "switch_gap")
+FURTHER_SHOWN = 6  # an attribute with more contrasts than this shows only those with a finding flagged
+
+
+def _further(contrasts: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per stage-2 condition and contrast its position, consistency, bias and gaps, as text (`*` = shown,
+    Bonferroni): every contrast of an attribute with at most FURTHER_SHOWN, else those with a flagged one."""
+    rows = []
+    further = contrasts[contrasts["metric"].isin(FURTHER)]
+    for (condition, attribute), family in further.groupby(["condition", "attribute"], sort=False):
+        pairs = family.groupby(["category_a", "category_b"], sort=False)
+        for (a, b), cells in pairs:
+            if pairs.ngroups > FURTHER_SHOWN and not cells["flagged"].any():
+                continue
+            texts = {row["metric"]: _further_text(row) for row in cells.to_dict("records")}
+            rows.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "category_a": a,
+                    "category_b": b,
+                    "cells": [texts.get(metric) for metric in FURTHER],
+                }
+            )
+    return rows
+
+
+def _further_text(row: Mapping[str, Any]) -> str:
+    """A share in % or a gap in points, with its interval and `*` where its (Bonferroni) test shows it."""
+    share = not row["metric"].endswith("_gap")
+    value = fmt_pct(row["estimate"]) if share else f"{100 * row['estimate']:+.1f} pts"
+    if pd.isna(row["ci_low"]):
+        return f"{value} (no interval)"
+    low, high = ((fmt_pct(row[side]) if share else f"{100 * row[side]:+.1f}") for side in ("ci_low", "ci_high"))
+    return f"{value} [{low}, {high}]{' *' if row['flagged'] else ''}"
 
 
 # Each question's ranked metric in category_metrics and its preference in contrast_metrics

@@ -81,3 +81,4 @@ class Groups(_Open):
     grant_ratio_method: str
     matrices: list[PreferenceMatrix]
     grant_rates: list[dict[str, Any]]
+    further: list[dict[str, Any]] | None = None  # per contrast: position, consistency, bias and the gaps, as text
