@@ -81,7 +81,7 @@ def test_the_report_ranks_by_strength_and_orders_its_matrix_so(planted, tmp_path
     document = json.loads((tmp_path / "report.json").read_text())
     joint = next(entry for entry in document["ranking"] if entry["attribute"] == JOINT)
     joint_order = [row["category"] for row in joint["categories"]]
-    assert (joint["question"], [row["category"] for row in joint["categories"]]) == (
+    assert (joint["question"], joint_order) == (
         "pairs",
         ["male x White", "female x Black", "female x White", "male x Black"],
     )
@@ -92,23 +92,18 @@ def test_the_report_ranks_by_strength_and_orders_its_matrix_so(planted, tmp_path
         round(208 / 480, 12),
     ]
     matrix = next(entry for entry in document["groups"]["matrices"] if entry["attribute"] == JOINT)
-    assert (matrix["metric"], matrix["categories"]) == (
-        "preference",
-        joint["categories"] and [row["category"] for row in joint["categories"]],
-    )
+    assert (matrix["metric"], matrix["categories"]) == ("preference", joint_order)
     assert matrix["rows"][0][3]["text"].startswith("70.0% [")  # White men over Black men
     markdown = (tmp_path / "report.md").read_text()
     assert "| Rank | Category | Strength [95% CI] | p (strength = 1/K) | Win share | Name sets | Answers |" in markdown
     # further findings: every contrast of an attribute with at most 6 (here all 1 + 1 + 6), in the contrasts' order
     further = [(row["attribute"], row["category_a"], row["category_b"]) for row in document["groups"]["further"]]
-    joint = sorted((a, b) for a in joint_order for b in joint_order if a < b)
-    assert further == [("sex", "female", "male"), ("race_ethnicity", "Black", "White")] + [(JOINT, *p) for p in joint]
+    contrasts = sorted((a, b) for a in joint_order for b in joint_order if a < b)
+    assert further == [("sex", "female", "male"), ("race_ethnicity", "Black", "White")] + [
+        (JOINT, a, b) for a, b in contrasts
+    ]
     women = document["groups"]["further"][2]["cells"]
-    assert (women[0].startswith("100.0% ["), women[2].startswith("50.0% ["), women[4].startswith("+50.0 pts [")) == (
-        True,
-        True,
-        True,
-    )
+    assert [women[0][:8], women[2][:7], women[4][:11]] == ["100.0% [", "50.0% [", "+50.0 pts ["]
     assert (
         women[4].endswith(" *") and "| sex x race_ethnicity | female x Black vs female x White | 100.0% [" in markdown
     )
