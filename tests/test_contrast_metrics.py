@@ -141,3 +141,16 @@ def test_position_consistency_bias_and_the_gaps_per_contrast(planted) -> None:
     assert (men["estimate"], men["flagged"], men["comparisons"]) == (0.5, False, 6)
     # consistency and bias are described, not tested
     assert rows.loc[rows["metric"].isin(["consistency", "bias"]), "p_value"].isna().all()
+
+
+def test_the_api_gives_the_ranking(planted) -> None:
+    db_file, run_id, _ = planted
+    ranking = probe.open_run(run_id, db=db_file).ranking()
+    joint = ranking[ranking["attribute"] == JOINT]
+    assert joint[["category", "rank"]].values.tolist() == [
+        ["male x White", 1],
+        ["female x Black", 2],
+        ["female x White", 3],
+        ["male x Black", 4],
+    ]
+    assert set(ranking["metric"]) == {"strength"} and len(ranking) == 2 + 2 + 4
