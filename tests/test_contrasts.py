@@ -213,6 +213,9 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
     preference = next(row for row in document["contrasts"] if row["attribute"] == "sex"
                       and row["metric"] == "preference")  # fmt: skip
     assert (preference["category_a"], preference["category_b"]) == ("Man", "Woman")
+    by_sex = {(row["category_a"], row["category_b"]) for row in document["contrasts"] if row["attribute"] == "sex"}
+    assert by_sex == {("Man", "Woman")}  # every metric of the contrast, position and the gaps too, by the people
+    assert "| taxonomy | sex | Man vs Woman |" in markdown
     assert [verdict["metric"] for verdict in sex] == ["preference", "grant_gap"]
     # 6 sets of 4: the mixed-sex contests fall in 4 of them (the rotation), too few for an interval
     assert sex[0]["sentence"] == ("The preference between men and women (taxonomy) is not testable at this size: "
