@@ -13,7 +13,8 @@ reading for the K-way choice, where a pick beats K - 1 people at once. One model
   person of each category (1 / K = no group difference; with two categories it is the pooled preference share);
 - the interval is logit(strength) +- t(G - 1) x its standard error (delta method from the sandwich covariance, with
   the small-sample factor G / (G - 1), G sets), and p the same t test of strength = 1 / K. Answers of one set share
-  its names: the sandwich lets them be correlated as they like. No interval under MIN_PAIRS sets, and no estimate
+  its names: the sandwich lets them be correlated as they like. No interval under MIN_PAIRS sets or under K sets
+  (the sets' scores, summing to zero, span at most G - 1 directions of the K - 1 strengths), and no estimate
   where the likelihood has no maximum (a category that won none or all of its picks).
 """
 
@@ -133,7 +134,8 @@ def luce_strengths(picks: Picks) -> Strengths:
         return Strengths(missing, missing, missing, missing, sets, n)
     strength = np.exp(logits - logsumexp(logits))
     clusters = np.unique(picks.cluster[picks.weight > 0])
-    covariance = _sandwich(picks, logits, clusters) if len(clusters) >= MIN_PAIRS else None
+    # the set scores sum to 0 at the maximum: their covariance has rank G - 1 at most, K - 1 strengths need G >= K
+    covariance = _sandwich(picks, logits, clusters) if len(clusters) >= max(MIN_PAIRS, count) else None
     if covariance is None:
         return Strengths(strength, missing, missing, missing, sets, n)
     low, high, p_value = (np.empty(count) for _ in range(3))
