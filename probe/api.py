@@ -52,7 +52,7 @@ class Run:
         ("race_ethnicity", "sex x race_ethnicity") gives every contrast of it, two categories (["male x Black",
         "male x White"], in either order) that contrast: its rows of contrast_metrics (condition, attribute,
         category_a, category_b, metric, estimate, ci_low, ci_high, p_value, sets, n, comparisons, method, flagged;
-        category_a is the first in alphabetical order, a preference is its share)."""
+        category_a is the first in alphabetical order, a preference is its share; metrics in docs/groups.md)."""
         if contrast is None:
             return self._query(
                 "SELECT condition, scope, key, metric, value, ci_low, ci_high, n FROM metrics WHERE run_id = ? "
@@ -99,6 +99,17 @@ class Run:
         return self._query(
             "SELECT * EXCLUDE (run_id) FROM adverse_impact WHERE run_id = ? "
             "ORDER BY condition, attribute, rate_kind, scope DESC, key, category",
+            analysed=True,
+        )
+
+    def ranking(self) -> pd.DataFrame:
+        """A run over name sets' categories ranked per condition and attribute (docs/groups.md): the category_metrics
+        rows of `strength` (Bradley-Terry over the contests) and `kway_strength` (Luce over the K-way choice's top
+        picks), rank 1 the strongest, each with its 95% interval clustered by name set and p of strength = 1 / K;
+        empty for a run over name pairs (analysed if needed)."""
+        return self._query(
+            "SELECT * EXCLUDE (run_id) FROM category_metrics WHERE run_id = ? AND metric IN ('strength', "
+            "'kway_strength') ORDER BY condition, attribute, metric, rank",
             analysed=True,
         )
 

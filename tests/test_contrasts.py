@@ -23,12 +23,14 @@ from tests.test_name_sets import sets_file
 
 OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "astronaut", "athlete", "lawyer", "teacher",
                "plumber")  # fmt: skip
+JOINT = "sex x race_ethnicity"
 SETS = 24  # 4 categories: each of the 6 intersectional contrasts in 8 sets, enough for Bonferroni over 6
 
 
 def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
     """Black men are picked over White men in 6 of every contest's 20 single answers (30%); every other contest is
-    won by whoever is named first (50%); stage 1 grants women the first 60% of the attributes (sorted) and men the
+    won by whoever is named first (50%); the multiple-choice question names the Black woman in every contest of the
+    two women (else both); stage 1 grants women the first 60% of the attributes (sorted) and men the
     first 40%. Returns the run id and the planted grant gap (exact: a whole number of attributes each)."""
     names = sets_file(tmp_path / "sets.csv", sets=SETS)
     settings = dict(backend="replay", names=str(names), occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",),
@@ -47,6 +49,11 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
         if set(slots) == {"male x Black", "male x White"}:
             black, white = slots["male x Black"], slots["male x White"]
             rows.loc[group.index, "label"] = [black] * 6 + [white] * (len(group) - 6)
+    multiple = rows["qtype"] == "multiple"  # the multiple-choice question names the Black woman against the White
+    for pair_id, group in rows[multiple].groupby("pair_id"):
+        slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
+        if set(slots) == {"female x Black", "female x White"}:
+            rows.loc[group.index, "label"] = slots["female x Black"]
     stage1 = rows["stage"] == 1
     attributes = sorted(set(rows.loc[stage1, "attribute"]))
     women, men = round(0.6 * len(attributes)), round(0.4 * len(attributes))
@@ -206,6 +213,9 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
     preference = next(row for row in document["contrasts"] if row["attribute"] == "sex"
                       and row["metric"] == "preference")  # fmt: skip
     assert (preference["category_a"], preference["category_b"]) == ("Man", "Woman")
+    by_sex = {(row["category_a"], row["category_b"]) for row in document["contrasts"] if row["attribute"] == "sex"}
+    assert by_sex == {("Man", "Woman")}  # every metric of the contrast, position and the gaps too, by the people
+    assert "| taxonomy | sex | Man vs Woman |" in markdown
     assert [verdict["metric"] for verdict in sex] == ["preference", "grant_gap"]
     # 6 sets of 4: the mixed-sex contests fall in 4 of them (the rotation), too few for an interval
     assert sex[0]["sentence"] == ("The preference between men and women (taxonomy) is not testable at this size: "
@@ -224,10 +234,14 @@ def test_the_api_gives_a_contrasts_rows(planted) -> None:
     db_file, run_id, _ = planted
     run = probe.open_run(run_id, db=db_file)
     pair = run.metrics(contrast=["male x White", "male x Black"])
-    assert pair[["condition", "metric", "flagged"]].values.tolist() == [["stage1", "grant_gap", False],
-                                                                        ["taxonomy", "preference", True]]
-    assert pair["estimate"].round(12).tolist() == [0.0, 0.3]
-    assert len(run.metrics(contrast="race_ethnicity")) == 2  # its one contrast: preference and grant gap
+    direct = pair[pair["metric"].isin(["grant_gap", "preference"])]
+    assert direct[["condition", "metric", "flagged"]].values.tolist() == [
+        ["stage1", "grant_gap", False],
+        ["taxonomy", "preference", True],
+    ]
+    assert direct["estimate"].round(12).tolist() == [0.0, 0.3]
+    # its one contrast: grant gap, preference, position, consistency, bias and the three gaps
+    assert len(run.metrics(contrast="race_ethnicity")) == 8
     with pytest.raises(UserError, match=r"^contrast: run \S+ has no contrast 'region'"):
         run.metrics(contrast="region")
 
@@ -254,12 +268,19 @@ def test_a_gate_on_the_planted_contrast_fails_and_on_an_unplanted_one_passes(pla
         probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
 
 
-def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(planted, tmp_path: Path) -> None:
+@pytest.mark.parametrize("before", ["DELETE FROM contrast_metrics WHERE run_id = ?",
+                                    "DELETE FROM category_metrics WHERE run_id = ? AND metric = 'strength'"])
+def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(
+    planted, tmp_path: Path, before: str
+) -> None:
+    """Analysed before the contrasts, or before the Bradley-Terry ranking: the report analyses it again."""
     db_file, run_id, _ = planted
     copy = tmp_path / "old.duckdb"
     copy.write_bytes(db_file.read_bytes())
     con = duckdb.connect(str(copy))
-    con.execute("DELETE FROM contrast_metrics WHERE run_id = ?", [run_id])
+    con.execute(before, [run_id])
     con.close()
     probe.open_run(run_id, db=copy).report(tmp_path / "report.html")
-    assert json.loads((tmp_path / "report.json").read_text())["contrasts"]
+    document = json.loads((tmp_path / "report.json").read_text())
+    assert document["contrasts"] and len(document["ranking"]) == 3
+    assert document["ranking"][0]["categories"][0]["method"] == "bradley-terry sandwich"

@@ -22,9 +22,11 @@ from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interv
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
+    CONTRAST_INSTANCES,
     SLOT_METRICS,
     category_rows,
     contrast_rows,
+    kway_counts,
     over_name_sets,
     without_slots,
 )
@@ -115,6 +117,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
             slots = ", ".join("?" * len(SLOT_METRICS))
             con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
         impact_counts = con.execute(queries["impact_counts"], params).df()
+        instances = con.execute(CONTRAST_INSTANCES, params).df() if name_sets else None
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)
@@ -123,6 +126,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
+    kway = kway_counts(impact_counts)
     fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
     by_sex = by_wording.iloc[0:0] if name_sets else by_wording
@@ -139,8 +143,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "pair_heterogeneity": heterogeneity(by_sex),
         "instance_metrics": instance_metrics,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
-        "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
+        "contrast_metrics": contrast_rows(contests, grants, kway, instances) if name_sets else pd.DataFrame(
+            columns=CONTRAST_COLUMNS),
+        "category_metrics": category_rows(contests, grants, kway) if name_sets else pd.DataFrame(
+            columns=CATEGORY_COLUMNS),
     }
     if name_sets:
         results = without_slots(results)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
+from probe.analysis.contrasts import DIRECT
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -41,10 +43,10 @@ def read_outcome(con: duckdb.DuckDBPyConnection, run_id: str, db: str) -> RunOut
     ).df()
     pairs = [row[0] for row in con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id])
              .fetchall()]  # fmt: skip
-    contrasts = con.execute(
+    contrasts = con.execute(  # its direct findings (docs/groups.md): the report has the others
         "SELECT condition, attribute, category_a, category_b, metric, estimate, ci_low, ci_high, p_value, sets, "
-        "comparisons, flagged FROM contrast_metrics WHERE run_id = ? ORDER BY condition, attribute, metric, "
-        "category_a, category_b",
-        [run_id],
+        "comparisons, flagged FROM contrast_metrics WHERE run_id = ? AND list_contains(?, metric) "
+        "ORDER BY condition, attribute, metric, category_a, category_b",
+        [run_id, list(DIRECT)],
     ).df()
     return RunOutcome(run_id, db, int(items), int(failed), overall, preferred, pairs, contrasts)

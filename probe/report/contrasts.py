@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, RANKING_METHOD
+from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, DIRECT, RANKING_METHOD
 from probe.analysis.impact import IMPACT_METHOD
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import order_index, records
@@ -60,11 +60,7 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
                              [run_id]).df()  # fmt: skip
     contrasts = _sorted(contrasts, attributes, ["condition", "attribute", "metric", "category_a", "category_b"])
     categories = _sorted(categories, attributes, ["condition", "attribute", "metric", "rank", "category"])
-    wins = categories[categories["metric"] == "win_share"]
-    ranking = [{"condition": condition, "attribute": attribute, "method": RANKING_METHOD,
-                "categories": records(group.rename(columns={"estimate": "strength"})[
-                    ["category", "rank", "strength", "ci_low", "ci_high", "sets", "n", "method"]])}
-               for (condition, attribute), group in wins.groupby(["condition", "attribute"], sort=False)]  # fmt: skip
+    ranking = _ranking(categories)
     return {
         "contrasts": records(contrasts),
         "ranking": ranking,
@@ -74,27 +70,130 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
             "method": CONTRAST_METHOD,
             "ranking_method": RANKING_METHOD,
             "grant_ratio_method": IMPACT_METHOD,
-            "matrices": _matrices(contrasts, wins),
+            "matrices": _matrices(contrasts, ranking),
             "grant_rates": _grant_rates(categories),
+            "further": _further(contrasts),
         },
     }
 
 
-def _matrices(contrasts: pd.DataFrame, wins: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per stage-2 condition and attribute the K x K preference matrix: cell (row, column) = the share of picks of
-    the row's category in contests between the two, with its interval (Bonferroni over the attribute's contrasts);
-    categories in ranking order."""
+# The further findings' columns (contrast_metrics metrics beside the direct ones), in the report's order
+FURTHER = ("position_first", "consistency", "bias", "prefer_gap", "bias_gap", "switch_gap")
+FURTHER_SHOWN = 6  # an attribute with more contrasts than this shows only those with a finding flagged
+
+
+def _further(contrasts: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per stage-2 condition and contrast its position, consistency, bias and gaps, as text (`*` = shown,
+    Bonferroni): every contrast of an attribute with at most FURTHER_SHOWN, else those with a flagged one."""
+    rows = []
+    further = contrasts[contrasts["metric"].isin(FURTHER)]
+    for (condition, attribute), family in further.groupby(["condition", "attribute"], sort=False):
+        pairs = family.groupby(["category_a", "category_b"], sort=False)
+        for (a, b), cells in pairs:
+            if pairs.ngroups > FURTHER_SHOWN and not cells["flagged"].any():
+                continue
+            texts = {row["metric"]: _further_text(row) for row in cells.to_dict("records")}
+            rows.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "category_a": a,
+                    "category_b": b,
+                    "cells": [texts.get(metric) for metric in FURTHER],
+                }
+            )
+    return rows
+
+
+def _further_text(row: Mapping[str, Any]) -> str:
+    """A share in % or a gap in points, with its interval and `*` where its (Bonferroni) test shows it."""
+    share = not row["metric"].endswith("_gap")
+    value = fmt_pct(row["estimate"]) if share else f"{100 * row['estimate']:+.1f} pts"
+    if pd.isna(row["ci_low"]):
+        return f"{value} (no interval)"
+    low, high = ((fmt_pct(row[side]) if share else f"{100 * row[side]:+.1f}") for side in ("ci_low", "ci_high"))
+    return f"{value} [{low}, {high}]{' *' if row['flagged'] else ''}"
+
+
+# Each question's ranked metric in category_metrics and its preference in contrast_metrics
+QUESTIONS = {"pairs": ("strength", "preference"), "kway": ("kway_strength", "kway_preference")}
+
+
+def _ranking(categories: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per condition, attribute and question (the contests' Bradley-Terry fit, the K-way choice's Luce fit) the
+    categories by strength, with the win share beside the contests' (a run analysed before the fit: the win share
+    alone, as it was ranked then)."""
+    wins = categories[categories["metric"] == "win_share"].set_index(["condition", "attribute", "category"])
+    fitted = categories["metric"].isin([metric for metric, _ in QUESTIONS.values()])
+    ranked = categories[fitted] if fitted.any() else categories[categories["metric"] == "win_share"]
+    question = {metric: name for name, (metric, _) in QUESTIONS.items()} | {"win_share": "pairs"}
+    entries = []
+    for (condition, attribute, metric), group in ranked.groupby(["condition", "attribute", "metric"], sort=False):
+        shares = wins["estimate"].reindex(
+            list(zip(group["condition"], group["attribute"], group["category"], strict=True))
+        )
+        rows = group.rename(columns={"estimate": "strength"}).assign(
+            win_share=shares.to_numpy() if metric == "strength" else None
+        )
+        entries.append(
+            {
+                "condition": condition,
+                "attribute": attribute,
+                "question": question[metric],
+                "method": RANKING_METHOD,
+                "categories": records(
+                    rows[
+                        [
+                            "category",
+                            "rank",
+                            "strength",
+                            "ci_low",
+                            "ci_high",
+                            "p_value",
+                            "sets",
+                            "n",
+                            "method",
+                            "win_share",
+                        ]
+                    ]
+                ),
+            }
+        )
+    return entries
+
+
+def _matrices(contrasts: pd.DataFrame, ranking: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per stage-2 condition, attribute and question the K x K preference matrix: cell (row, column) = the share of
+    picks of the row's category in contests (or of the two's top picks in the K-way choice) between the two, with its
+    interval (Bonferroni over the attribute's contrasts); categories in ranking order."""
     matrices = []
-    preference = contrasts[contrasts["metric"] == "preference"]
-    for (condition, attribute), group in preference.groupby(["condition", "attribute"], sort=False):
-        ranked = wins[(wins["condition"] == condition) & (wins["attribute"] == attribute)]["category"].tolist()
-        cells = {}
-        for row in group.to_dict("records"):
-            cells[row["category_a"], row["category_b"]] = row
-            cells[row["category_b"], row["category_a"]] = row | {
-                "estimate": 1 - row["estimate"], "ci_low": 1 - row["ci_high"], "ci_high": 1 - row["ci_low"]}
-        matrices.append({"condition": condition, "attribute": attribute, "categories": ranked,
-                         "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked] for a in ranked]})
+    order = {
+        (entry["condition"], entry["attribute"], entry["question"]): [row["category"] for row in entry["categories"]]
+        for entry in ranking
+    }
+    for question, (_, metric) in QUESTIONS.items():
+        preference = contrasts[contrasts["metric"] == metric]
+        for (condition, attribute), group in preference.groupby(["condition", "attribute"], sort=False):
+            ranked = order.get((condition, attribute, question)) or sorted(
+                set(group["category_a"]) | set(group["category_b"])
+            )
+            cells = {}
+            for row in group.to_dict("records"):
+                cells[row["category_a"], row["category_b"]] = row
+                cells[row["category_b"], row["category_a"]] = row | {
+                    "estimate": 1 - row["estimate"],
+                    "ci_low": 1 - row["ci_high"],
+                    "ci_high": 1 - row["ci_low"],
+                }
+            matrices.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "metric": metric,
+                    "categories": ranked,
+                    "rows": [[_cell(cells.get((a, b))) if a != b else None for b in ranked] for a in ranked],
+                }
+            )
     return matrices
 
 
@@ -129,12 +228,13 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
     preference per stage-2 condition, stage 1's grant gap), then the overall adverse-impact findings (per occupation:
     the section); no slot-based verdict, no table of pairs read as a woman and a man."""
     contrasts = pd.DataFrame(document["contrasts"], columns=CONTRAST_COLUMNS)
+    contrasts = contrasts[contrasts["metric"].isin(DIRECT)]
     verdicts, cannot = [], []
     for (condition, attribute, metric), family in contrasts.groupby(["condition", "attribute", "metric"], sort=False):
         shown = family[family["flagged"]]
         verdicts += [_verdict(row) for row in (shown if len(family) > 1 else family).to_dict("records")]
         if len(family) > 1 and shown.empty:
-            effect = "preference between" if metric == "preference" else "difference in grant rates between"
+            effect = "difference in grant rates between" if metric == "grant_gap" else "preference between"
             verdicts.append({"condition": condition, "attribute": attribute, "metric": metric, "shown": False,
                              "direction": None, "sentence": f"No {effect} any two {attribute} categories is shown "
                              f"({condition}; {len(family)} contrasts, Bonferroni over them)."})  # fmt: skip
@@ -154,7 +254,8 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
 def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
     """One contrast's finding in a plain sentence, a direction only where its (Bonferroni) test shows one."""
     a, b = (category_noun(row["attribute"], row[side]) for side in ("category_a", "category_b"))
-    preference = row["metric"] == "preference"
+    preference = row["metric"] != "grant_gap"
+    where = f"{row['condition']}, K-way choice" if row["metric"] == "kway_preference" else row["condition"]
     null = 0.5 if preference else 0.0
     if preference:
         value = fmt_pct(row["estimate"])
@@ -169,17 +270,16 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
         winner, loser = (a, b) if above else (b, a)
         claim = (f"{winner} are picked over {loser}" if preference
                  else f"Stage 1 granted {winner} more attributes than {loser}")  # fmt: skip
-        sentence = f"{claim} ({row['condition']}): {evidence}."
+        sentence = f"{claim} ({where}): {evidence}."
     elif pd.isna(row["ci_low"]):
         what = "The preference between" if preference else "The grant gap between"
-        sentence = f"{what} {a} and {b} ({row['condition']}) is not testable at this size: {evidence}."
+        sentence = f"{what} {a} and {b} ({where}) is not testable at this size: {evidence}."
     else:
         what = "preference between" if preference else "difference in grant rates between"
-        sentence = f"No {what} {a} and {b} is shown ({row['condition']}): {evidence}."
+        sentence = f"No {what} {a} and {b} is shown ({where}): {evidence}."
     sentence = sentence[0].upper() + sentence[1:]
     return {"condition": row["condition"], "attribute": row["attribute"], "metric": row["metric"],
             "category_a": row["category_a"], "category_b": row["category_b"], "shown": bool(row["flagged"]),
             "direction": (row["category_a"] if above else row["category_b"]) if row["flagged"] else None,
             "estimate": row["estimate"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
             "p_value": row["p_value"], "sentence": sentence}  # fmt: skip
-

@@ -4,10 +4,8 @@
 Why models and not the docstring alone: a user's pipeline can validate a document against a published, versioned
 schema, and the tests validate every document the probe writes against the same schema, so the two cannot drift.
 
-Open to additions: every object allows keys it does not name (`extra="allow"`), so a later release that adds a
-key (a section, a column) keeps validating and old readers keep working; a new top-level section is one line in
-`ReportDocument` or `CompareDocument` (an optional field, `None` for documents written before it). Keys are
-required where every document since schema_version 1 has them; sections added later are optional.
+Open to additions: every object allows keys it does not name (`extra="allow"`), so old readers keep working; a new
+section is one optional field of `ReportDocument` or `CompareDocument`; keys every document has had are required.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probe.common.errors import UserError
 from probe.report.data import SCHEMA_VERSION
 from probe.report.schema_compare import PerContrast, SetRunRecord
+from probe.report.schema_groups import ContrastRow, Groups, Ranking
 
 Number = float | None  # an estimate or bound: null where it cannot be estimated
 Record = dict[str, Any]
@@ -261,6 +260,9 @@ class ReportDocument(_Open):
     robustness: Record | None = None  # a run in several wordings
     workforce: Workforce | None = None  # runs analysed before the comparison existed have none
     adverse_impact: AdverseImpact | None = None  # runs analysed before the table existed have none
+    contrasts: list[ContrastRow] | None = None  # a run over name sets only
+    ranking: list[Ranking] | None = None  # a run over name sets only
+    groups: Groups | None = None  # a run over name sets only
 
 
 class ComparedRun(RunRecord, SetRunRecord):

@@ -191,15 +191,19 @@ CREATE TABLE IF NOT EXISTS adverse_impact (
 );
 -- Findings per contrast of two categories (probe/analysis/contrasts.py; DESIGN.md section 11), for runs over name sets:
 -- per condition, attribute (or the intersection) and pair of its categories each metric (preference = share of picks
--- of category_a in single-subject contests between the two; grant_rate_a / grant_rate_b / grant_gap = stage-1 rates
--- and a minus b) with its interval and test over the sets, Bonferroni over the attribute's contrasts (comparisons).
+-- of category_a in single-subject contests between the two; kway_preference = its share of the two's K-way top picks;
+-- grant_gap = stage-1 rate of a minus b; position_first, consistency, bias and prefer_gap / bias_gap / switch_gap over
+-- the contests' instances; docs/groups.md) with its interval and test over the sets, Bonferroni over the attribute's
+-- contrasts (comparisons).
 CREATE TABLE IF NOT EXISTS contrast_metrics (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category_a VARCHAR, category_b VARCHAR, metric VARCHAR,
     estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, comparisons BIGINT,
     method VARCHAR, flagged BOOLEAN
 );
--- Per category of each attribute (runs over name sets): win_share (share of its contests won: the ranking's strength,
--- rank 1 the highest) and grant_rate (stage 1) with grant_ratio (to the highest grant rate, p: ratio = 1).
+-- Per category of each attribute (runs over name sets): strength (a Bradley-Terry fit over the contests' picks) and
+-- kway_strength (a Luce fit over the K-way choice's top picks), each with its interval clustered by name set and p of
+-- 1 / K (probe/analysis/ranking.py), win_share (share of its contests won), each ranked (rank 1 the highest), and
+-- grant_rate (stage 1) with grant_ratio (to the highest grant rate, p: ratio = 1).
 CREATE TABLE IF NOT EXISTS category_metrics (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category VARCHAR, metric VARCHAR, estimate DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, rank INTEGER, method VARCHAR

@@ -2,7 +2,8 @@
 by the contrasts' own estimators over name sets (probe/analysis/contrasts.py). Keys: `contrast` (two categories,
 `["male x Black", "male x White"]`, in either order) or `attribute` (every contrast of it, `"race_ethnicity"`), and
 `margin` (default 0.1). The condition names the finding: a stage-2 condition its preference (the share of picks of
-the alphabetically first category, band 0.5 +- margin), `stage1` its grant gap (band 0 +- margin).
+the alphabetically first category, band 0.5 +- margin; with `question = "kway"` the K-way choice's, of the two
+categories' top picks), `stage1` its grant gap (band 0 +- margin).
 
 Pass: every chosen contrast's 90% interval inside the band (an intersection-union test: no adjustment). Fail: a
 contrast's interval at 1 - 0.05 / k (k chosen contrasts: Bonferroni) entirely outside the band; p_fail = k x the test
@@ -20,7 +21,7 @@ import duckdb
 from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
-from probe.analysis.contrasts import CONTRAST_METHOD, CONTRAST_NULLS, Contrast, contrast_estimates
+from probe.analysis.contrasts import CONTRAST_METHOD, CONTRAST_NULLS, Contrast, contrast_estimates, kway_counts
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.errors import UserError
@@ -47,10 +48,25 @@ def _attribute(value: Any, metric: str | None, where: str) -> str | None:
     return value
 
 
+def _question(value: Any, metric: str | None, where: str) -> str:
+    if value not in QUESTIONS:
+        raise UserError(f"{where}: key 'question' must be one of {', '.join(QUESTIONS)} (got {value!r})")
+    return value
+
+
+# The stage-2 question a gate reads: the two-person contests' preference or the K-way choice's top picks
+QUESTIONS = {"pairs": "preference", "kway": "kway_preference"}
+
+
+def _metric(gate: Gate) -> str:
+    return "grant_gap" if gate.condition == STAGE1_CONDITION else QUESTIONS[gate.settings["question"]]
+
+
 class ContrastGate(GateKind):
     name = "contrast"
     keys = (Key("contrast", _contrast, required=False), Key("attribute", _attribute, required=False),
-            Key("margin", margin, required=False, default=DEFAULT_MARGIN))  # fmt: skip
+            Key("margin", margin, required=False, default=DEFAULT_MARGIN),
+            Key("question", _question, required=False, default="pairs"))  # fmt: skip
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {"contrast": CONTRAST_METHOD}
     unit: ClassVar[str] = "name sets"
@@ -67,17 +83,18 @@ class ContrastGate(GateKind):
         return contrast_verdict(con, run_id, gate)
 
     def requirement(self, gate: Gate) -> str:
-        finding = "grant gap" if gate.condition == STAGE1_CONDITION else "preference"
-        null = CONTRAST_NULLS["grant_gap" if gate.condition == STAGE1_CONDITION else "preference"]
-        return f"a {finding} within {null:g} +- {gate.settings['margin']:g}"
+        finding = {"grant_gap": "grant gap", "preference": "preference", "kway_preference": "K-way preference"}
+        return f"a {finding[_metric(gate)]} within {CONTRAST_NULLS[_metric(gate)]:g} +- {gate.settings['margin']:g}"
 
 
 def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
     """The gate's verdict on the chosen contrasts of the run (module docstring)."""
-    metric = "grant_gap" if gate.condition == STAGE1_CONDITION else "preference"
+    metric = _metric(gate)
     queries, params = metric_queries(), {"run_id": run_id}
-    estimates = contrast_estimates(con.execute(queries["contrast_counts"], params).df(),
-                                   con.execute(queries["grant_counts"], params).df())  # fmt: skip
+    kway = kway_counts(con.execute(queries["impact_counts"], params).df()) if metric == "kway_preference" else None
+    estimates = contrast_estimates(
+        con.execute(queries["contrast_counts"], params).df(), con.execute(queries["grant_counts"], params).df(), kway
+    )
     pair, attribute = gate.settings.get("contrast"), gate.settings.get("attribute")
     chosen = {key: estimate for key, estimate in estimates.items() if key[0] == gate.condition and key[4] == metric
               and (key[1] == attribute if attribute else key[2:4] == pair)}  # fmt: skip
