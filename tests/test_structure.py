@@ -91,8 +91,9 @@ def test_the_dataset_imports_no_backend() -> None:
 
 
 def test_the_store_imports_no_pipeline_step() -> None:
-    """db.py opens the store; it needs only the error type and the seed data, never a step that uses it."""
-    assert _graph()["probe.store.db"] <= {"probe.common.errors", "probe.store.snapshot"}
+    """db.py opens the store; it needs only the error type, the tables' DDL and the seed data, never a step."""
+    assert _graph()["probe.store.db"] <= {"probe.common.errors", "probe.store.snapshot", "probe.store.tables"}
+    assert _graph()["probe.store.tables"] <= {"probe.store.snapshot"}
     assert "probe.store.db" not in _graph()["probe.store.snapshot"]
 
 
