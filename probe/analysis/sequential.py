@@ -32,7 +32,8 @@ CHUNK = 2**18  # cells (rows x steps x candidate means) evaluated at once: 2 MB 
 @dataclass(frozen=True)
 class _Bets:
     """A sample's observations and each step's running mean and variance: what every bet needs except the
-    candidate mean, computed once however many means are tried. (rows, steps) arrays."""
+    candidate mean, computed once however many means are tried. (steps, rows) arrays: step-major, so the capital is
+    summed over whole rows of memory, step after step (`_log_capital`)."""
 
     values: np.ndarray  # the observation, 0 where none
     seen: np.ndarray
@@ -55,27 +56,37 @@ def _bets(x: np.ndarray, weights: np.ndarray | None) -> _Bets:
     count_before = np.hstack([before, count[:, :-1]])
     mean_hat = (0.5 + np.hstack([before, total[:, :-1]])) / (count_before + 1)
     var_hat = (0.25 + np.hstack([before, squares[:, :-1]])) / (count_before + 1)
-    return _Bets(values, seen, weights, mean_hat, var_hat)
+    return _Bets(*(np.ascontiguousarray(array.T) for array in (values, seen, weights, mean_hat, var_hat)))
 
 
 def _log_capital(bets: _Bets, means: np.ndarray) -> np.ndarray:
-    """Log capital (rows, k) of the bets at candidate means (rows, k): every step and mean in one array, summed
-    over the steps in step order; rows in chunks of at most CHUNK cells."""
-    rows, steps = bets.values.shape
+    """Log capital (rows, k) of the bets at candidate means (rows, k): every step and mean in one (steps, rows, k)
+    array, summed over the steps in step order; rows in chunks of at most CHUNK cells."""
+    steps, rows = bets.values.shape
     per_chunk = max(1, CHUNK // max(1, steps * means.shape[1]))
     result = np.zeros((rows, means.shape[1]))
     for first in range(0, rows if steps else 0, per_chunk):
         part = slice(first, first + per_chunk)
-        m = means[part][:, None, :]
-        gap = bets.mean_hat[part][:, :, None] - m
-        stake = gap / (bets.var_hat[part][:, :, None] + gap**2)
-        np.clip(stake, -MAX_STAKE / (1 - m), MAX_STAKE / m, out=stake)
-        stake *= bets.weights[part][:, :, None] * (bets.values[part][:, :, None] - m)
+        m = means[part][None, :, :]
+        gap = bets.mean_hat[:, part, None] - m
+        stake = gap / (bets.var_hat[:, part, None] + gap**2)
+        np.maximum(stake, -MAX_STAKE / (1 - m), out=stake)  # np.clip's two steps, without its slow broadcasting
+        np.minimum(stake, MAX_STAKE / m, out=stake)
+        stake *= bets.weights[:, part, None] * (bets.values[:, part, None] - m)
         growth = np.log1p(stake, out=stake)
-        if not bets.seen[part].all():
-            growth[~bets.seen[part]] = 0.0
-        result[part] = np.cumsum(growth, axis=1)[:, -1, :]  # in step order, as one step after another
+        if not bets.seen[:, part].all():
+            growth[~bets.seen[:, part]] = 0.0
+        result[part] = _sum_in_step_order(growth)
     return result
+
+
+def _sum_in_step_order(growth: np.ndarray) -> np.ndarray:
+    """The sum over axis 0, one step after another (the capital as it grows). numpy adds along an axis that is not
+    the fastest in memory one row after another, but pairwise along the fastest: a single column (one row, one
+    mean) is accumulated instead."""
+    if growth[0].size > 1:
+        return np.add.reduce(growth, axis=0)
+    return np.add.accumulate(growth, axis=0)[-1]
 
 
 def log_capital(x: np.ndarray, m: np.ndarray | float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -159,7 +170,8 @@ def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _rows(bets: _Bets, rows: np.ndarray) -> _Bets:
     """The bets of some rows."""
-    return _Bets(*(getattr(bets, name)[rows] for name in ("values", "seen", "weights", "mean_hat", "var_hat")))
+    names = ("values", "seen", "weights", "mean_hat", "var_hat")
+    return _Bets(*(np.ascontiguousarray(getattr(bets, name)[:, rows]) for name in names))
 
 
 def e_bh(log_e: np.ndarray, alpha: float) -> np.ndarray:
