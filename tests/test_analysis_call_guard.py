@@ -16,7 +16,8 @@ from probe.analysis.impact import group_ratios
 from probe.analysis.sequential import mean_interval
 from probe.analysis.statistics import ShareEstimate, prepare_betting_intervals, share_estimate
 
-MOST_CALLS = 1_000  # after issue 49: 688 for a betting interval, about 550 for a group
+MOST_CALLS = 1_000  # 628 for a betting interval, about 600 for a group (688 and 550 when issue 49 closed)
+PER_ESTIMATE = 10  # calls each further betting estimate may add to one pass (7: reading its values into the arrays)
 
 
 def python_calls(function: Callable[..., object], *args: object) -> int:
@@ -40,8 +41,9 @@ def rare_values(pairs: int, seed: int) -> np.ndarray:
     return np.where(rng.random(pairs) < 0.05, rng.random(pairs), 0.0)
 
 
-def test_a_betting_interval_costs_the_same_calls_over_20_pairs_as_over_400() -> None:
-    few, many = (python_calls(mean_interval, rare_values(pairs, 1), np.ones(pairs), 0.05) for pairs in (20, 400))
+def test_a_betting_interval_costs_the_same_calls_over_400_pairs_as_over_2000() -> None:
+    # both intervals narrower than a coarse step of the grid: the path with the most calls (over 20 pairs: 541)
+    few, many = (python_calls(mean_interval, rare_values(pairs, 1), np.ones(pairs), 0.05) for pairs in (400, 2000))
     assert few == many
     assert many < MOST_CALLS
 
@@ -61,7 +63,7 @@ def test_fifty_betting_intervals_cost_about_the_calls_of_five() -> None:
 
     five, fifty = (python_calls(prepare_betting_intervals, estimates(count)) for count in (5, 50))
     assert five < MOST_CALLS  # one pass for all: rows whose interval is narrower than a coarse step add one call
-    assert fifty < 1.5 * five
+    assert fifty - five < PER_ESTIMATE * 45
 
 
 def test_an_impact_group_costs_few_calls_whatever_its_sets() -> None:

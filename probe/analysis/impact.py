@@ -147,7 +147,7 @@ class RatioEstimate:
         names: V_set + V_name - V_answer, Cameron, Gelbach & Miller 2011), at least the binomial variance under the
         null rate = ratio x reference rate."""
         own, other, inflation = self._influences
-        spread = float(np.sum((own - ratio * other) ** 2 * inflation)) if self.sets >= 2 else math.nan
+        spread = float(((own - ratio * other) ** 2 * inflation).sum()) if self.sets >= 2 else math.nan
         spread += self.name_excess[0] + ratio**2 * self.name_excess[1]
         hits, total, reference_hits, reference_total = self._totals
         null_rate, null_reference = constrained_rates(ratio, hits, total, reference_hits, reference_total)
@@ -276,7 +276,7 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
     person's name where names recur: imported decisions): each
     category's counts summed per set with numpy (a pandas pivot per group cost seconds over a run's groups)."""
     sets, set_index = np.unique(counts["set_id"].to_numpy(), return_inverse=True)
-    categories, category_index = np.unique(counts["category"].to_numpy(), return_inverse=True)
+    category_index, categories = pd.factorize(counts["category"].to_numpy(object), sort=True, use_na_sentinel=False)
     table = np.zeros((len(COUNT_PARTS), len(categories), len(sets)))
     for part, column in enumerate(COUNT_PARTS):
         np.add.at(table[part], (category_index, set_index), counts[column].to_numpy(float))
@@ -323,6 +323,8 @@ def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
     the overall rows of a condition, attribute and rate kind (its categories but the highest-rate one) and over its
     occupation rows (occupations, or an imported run's jobs, x those categories)."""
     rows, references = [], []
+    if "name" in counts and counts["name"].isna().all():  # a probed run: no names recur (a test per group cost 1 s)
+        counts = counts.drop(columns="name")
     for (condition, attribute, rate_kind, scope, key), group in counts.groupby(GROUP_COLUMNS):
         ratios = group_ratios(group)
         references += [category == ratios.reference for category in ratios.categories]

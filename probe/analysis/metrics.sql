@@ -255,21 +255,41 @@ subject_answers AS (
            r.label = p.name AS hit, r.label <> 'unknown' AS usable, NULL::DOUBLE AS p_yes
     FROM ranked AS r JOIN set_members AS p ON p.set_id = r.set_id
 ),
+-- Every rate kind but scoring counted per occupation once; the overall scope sums those counts (grouping every
+-- answer a second time for it cost a second at 1M answers).
+occupation_counts AS (
+    SELECT condition, attribute, rate_kind, occupation, set_id, category,
+           count(*) FILTER (WHERE usable AND hit) AS hits,
+           count(*) FILTER (WHERE usable) AS n,
+           count(*) FILTER (WHERE NOT usable) AS unknown
+    FROM subject_answers WHERE rate_kind <> 'scoring'
+    GROUP BY condition, attribute, rate_kind, occupation, set_id, category
+),
+-- scoring: above the median of its own scope, so each scope counts the answers themselves
 scoped AS (
-    SELECT *, 'overall' AS scope, 'all' AS key FROM subject_answers
+    SELECT *, 'overall' AS scope, 'all' AS key FROM subject_answers WHERE rate_kind = 'scoring'
     UNION ALL
-    SELECT *, 'occupation' AS scope, occupation AS key FROM subject_answers
+    SELECT *, 'occupation' AS scope, occupation AS key FROM subject_answers WHERE rate_kind = 'scoring'
 ),
 medians AS (
     SELECT condition, attribute, scope, key, median(p_yes) AS median_p_yes
-    FROM scoped WHERE rate_kind = 'scoring' AND p_yes IS NOT NULL
+    FROM scoped WHERE p_yes IS NOT NULL
     GROUP BY condition, attribute, scope, key
 ),
 probed_counts AS (
-    SELECT s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category, NULL::VARCHAR AS name,
-           count(*) FILTER (WHERE s.usable AND coalesce(s.hit, s.p_yes > m.median_p_yes)) AS hits,
-           count(*) FILTER (WHERE s.usable) AS n,
-           count(*) FILTER (WHERE NOT s.usable) AS unknown
+    SELECT condition, attribute, rate_kind, 'occupation' AS scope, occupation AS key, set_id, category,
+           NULL::VARCHAR AS name, hits, n, unknown
+    FROM occupation_counts
+    UNION ALL
+    SELECT condition, attribute, rate_kind, 'overall', 'all', set_id, category, NULL, sum(hits)::BIGINT,
+           sum(n)::BIGINT, sum(unknown)::BIGINT
+    FROM occupation_counts
+    GROUP BY condition, attribute, rate_kind, set_id, category
+    UNION ALL
+    SELECT s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category, NULL,
+           count(*) FILTER (WHERE s.usable AND s.p_yes > m.median_p_yes),
+           count(*) FILTER (WHERE s.usable),
+           count(*) FILTER (WHERE NOT s.usable)
     FROM scoped AS s
     LEFT JOIN medians AS m USING (condition, attribute, scope, key)
     GROUP BY s.condition, s.attribute, s.rate_kind, s.scope, s.key, s.set_id, s.category

@@ -25,14 +25,16 @@ import numpy as np
 MAX_STAKE = 0.75  # fraction of the largest admissible bet (1/m up, 1/(1-m) down): never bet everything
 GRID = np.linspace(0.0, 1.0, 401)[1:-1]  # candidate means for confidence sequences (0.5 is on it)
 BISECTION_STEPS = 20  # refines an interval's ends from the grid's 0.0025 to ~2e-9
-COARSE = 20  # the grid is read at every 20th mean first, then at every mean only where the ends lie
+COARSE = 20  # the grid is read at every 20th mean first, then halved to a mean where the ends lie
+FINE_STEPS = int(np.ceil(np.log2(COARSE)))  # halvings from a coarse step to one mean
 CHUNK = 2**18  # cells (rows x steps x candidate means) evaluated at once: 2 MB arrays stay in the cache
 
 
 @dataclass(frozen=True)
 class _Bets:
     """A sample's observations and each step's running mean and variance: what every bet needs except the
-    candidate mean, computed once however many means are tried. (rows, steps) arrays."""
+    candidate mean, computed once however many means are tried. (steps, rows) arrays: step-major, so the capital is
+    summed over whole rows of memory, step after step (`_log_capital`)."""
 
     values: np.ndarray  # the observation, 0 where none
     seen: np.ndarray
@@ -55,27 +57,37 @@ def _bets(x: np.ndarray, weights: np.ndarray | None) -> _Bets:
     count_before = np.hstack([before, count[:, :-1]])
     mean_hat = (0.5 + np.hstack([before, total[:, :-1]])) / (count_before + 1)
     var_hat = (0.25 + np.hstack([before, squares[:, :-1]])) / (count_before + 1)
-    return _Bets(values, seen, weights, mean_hat, var_hat)
+    return _Bets(*(np.ascontiguousarray(array.T) for array in (values, seen, weights, mean_hat, var_hat)))
 
 
 def _log_capital(bets: _Bets, means: np.ndarray) -> np.ndarray:
-    """Log capital (rows, k) of the bets at candidate means (rows, k): every step and mean in one array, summed
-    over the steps in step order; rows in chunks of at most CHUNK cells."""
-    rows, steps = bets.values.shape
+    """Log capital (rows, k) of the bets at candidate means (rows, k): every step and mean in one (steps, rows, k)
+    array, summed over the steps in step order; rows in chunks of at most CHUNK cells."""
+    steps, rows = bets.values.shape
     per_chunk = max(1, CHUNK // max(1, steps * means.shape[1]))
     result = np.zeros((rows, means.shape[1]))
     for first in range(0, rows if steps else 0, per_chunk):
         part = slice(first, first + per_chunk)
-        m = means[part][:, None, :]
-        gap = bets.mean_hat[part][:, :, None] - m
-        stake = gap / (bets.var_hat[part][:, :, None] + gap**2)
-        np.clip(stake, -MAX_STAKE / (1 - m), MAX_STAKE / m, out=stake)
-        stake *= bets.weights[part][:, :, None] * (bets.values[part][:, :, None] - m)
+        m = means[part][None, :, :]
+        gap = bets.mean_hat[:, part, None] - m
+        stake = gap / (bets.var_hat[:, part, None] + gap**2)
+        np.maximum(stake, -MAX_STAKE / (1 - m), out=stake)  # np.clip's two steps, without its slow broadcasting
+        np.minimum(stake, MAX_STAKE / m, out=stake)
+        stake *= bets.weights[:, part, None] * (bets.values[:, part, None] - m)
         growth = np.log1p(stake, out=stake)
-        if not bets.seen[part].all():
-            growth[~bets.seen[part]] = 0.0
-        result[part] = np.cumsum(growth, axis=1)[:, -1, :]  # in step order, as one step after another
+        if not bets.seen[:, part].all():
+            growth[~bets.seen[:, part]] = 0.0
+        result[part] = _sum_in_step_order(growth)
     return result
+
+
+def _sum_in_step_order(growth: np.ndarray) -> np.ndarray:
+    """The sum over axis 0, one step after another (the capital as it grows). numpy adds along an axis that is not
+    the fastest in memory one row after another, but pairwise along the fastest: a single column (one row, one
+    mean) is accumulated instead."""
+    if growth[0].size > 1:
+        return np.add.reduce(growth, axis=0)
+    return np.add.accumulate(growth, axis=0)[-1]
 
 
 def log_capital(x: np.ndarray, m: np.ndarray | float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -128,25 +140,43 @@ def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndar
 
     The kept means form one interval around the running mean (the capital grows away from it on either side;
     tests/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th mean, then
-    at every mean of the coarse steps where the ends lie: about 60 means instead of 399. Where no coarse mean is
-    kept (an interval narrower than a coarse step) the interval lies within a step beside the coarse mean of least
-    capital: both steps are read; where none of those is kept either, the whole grid.
+    each end is halved down to one mean within the coarse step where it lies: 31 means instead of 399 (the 62 of a
+    scan of both steps cost a third of a run's betting intervals). Where no coarse mean is kept (an interval
+    narrower than a coarse step) the interval lies within a step beside the coarse mean of least capital: both steps
+    are read (`_ends_beside`).
     """
     rows, last_index = len(thresholds), len(GRID) - 1
     coarse = np.unique(np.append(np.arange(0, len(GRID), COARSE), last_index))
     capital = _log_capital(bets, np.broadcast_to(GRID[coarse], (rows, len(coarse))))
     kept = capital < thresholds[:, None]
     found = kept.any(axis=1)
-    # the fine means from the coarse mean before the first kept one to it, and from the last kept one to the next
+    first_kept, last_kept = np.argmax(kept, axis=1), len(coarse) - 1 - np.argmax(kept[:, ::-1], axis=1)
+    bounds = np.append(coarse, len(GRID))  # a rejected mean beyond the grid's last one
+    # (rejected, kept) below the interval and (kept, rejected) above it: halved at once, rows and ends together
+    outside = np.stack([np.where(first_kept > 0, coarse[first_kept - 1], -1), bounds[last_kept + 1]], axis=1)
+    inside = np.stack([coarse[first_kept], coarse[last_kept]], axis=1)
+    for _ in range(FINE_STEPS):
+        middle = np.where(np.abs(outside - inside) > 1, (outside + inside) // 2, inside)  # an end found stays
+        is_kept = _log_capital(bets, GRID[middle]) < thresholds[:, None]
+        inside, outside = np.where(is_kept, middle, inside), np.where(is_kept, outside, middle)
+    first, last = inside[:, 0], inside[:, 1]
+    missing = np.flatnonzero(~found)
+    if len(missing):
+        least = coarse[np.argmin(capital[missing], axis=1)]
+        first[missing], last[missing], found[missing] = _ends_beside(_rows(bets, missing), thresholds[missing], least)
+    return first, last, found
+
+
+def _ends_beside(bets: _Bets, thresholds: np.ndarray, least: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`_kept_ends` for rows without a kept coarse mean: every mean of the coarse steps on both sides of the coarse
+    mean of least capital, and where none of those is kept either, the whole grid."""
+    rows, last_index = len(thresholds), len(GRID) - 1
     steps = np.arange(COARSE + 1)
-    least = coarse[np.argmin(capital, axis=1)]
-    low_start = np.where(found, coarse[np.argmax(kept, axis=1)] - COARSE, least - COARSE)
-    high_start = np.where(found, coarse[len(coarse) - 1 - np.argmax(kept[:, ::-1], axis=1)], least)
-    candidates = np.clip(np.hstack([low_start[:, None] + steps, high_start[:, None] + steps]), 0, last_index)
+    candidates = np.clip(np.hstack([(least - COARSE)[:, None] + steps, least[:, None] + steps]), 0, last_index)
     fine = _log_capital(bets, GRID[candidates]) < thresholds[:, None]
     first = candidates[np.arange(rows), np.argmax(fine, axis=1)]
     last = candidates[np.arange(rows), candidates.shape[1] - 1 - np.argmax(fine[:, ::-1], axis=1)]
-    found |= fine.any(axis=1)
+    found = fine.any(axis=1)
     missing = np.flatnonzero(~found)
     if len(missing):
         whole = _log_capital(_rows(bets, missing), np.broadcast_to(GRID, (len(missing), len(GRID))))
@@ -159,7 +189,8 @@ def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _rows(bets: _Bets, rows: np.ndarray) -> _Bets:
     """The bets of some rows."""
-    return _Bets(*(getattr(bets, name)[rows] for name in ("values", "seen", "weights", "mean_hat", "var_hat")))
+    names = ("values", "seen", "weights", "mean_hat", "var_hat")
+    return _Bets(*(np.ascontiguousarray(getattr(bets, name)[:, rows]) for name in names))
 
 
 def e_bh(log_e: np.ndarray, alpha: float) -> np.ndarray:
