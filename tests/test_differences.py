@@ -158,3 +158,43 @@ def test_a_difference_of_rare_rates_with_less_spread_than_their_binomial_varianc
     common = difference_estimate(_side(women + 0.1875), _side(men + 0.1875))
     reference = stats.ttest_rel(women, men).confidence_interval(0.95)
     assert common.interval() == pytest.approx((reference.low, reference.high))
+
+
+def _unequal_sides() -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """32 pairs: women 1 of 10 in every eighth pair; men 1 of 30 in every eighth pair (10 answers elsewhere), so
+    2 events in 8 pairs: the betting interval. Pooled: 4 / 320 - 4 / 400 = 0.0025."""
+    women, women_n = np.tile([1.0, 0, 0, 0, 0, 0, 0, 0], 4), np.full(32, 10.0)
+    men, men_n = np.tile([0.0, 0, 0, 0, 0, 0, 0, 1], 4), np.tile([10.0] * 7 + [30.0], 4)
+    return (women, women_n, women_n), (men, men_n, men_n)
+
+
+def test_the_betting_interval_of_a_difference_targets_the_difference_of_pooled_rates() -> None:
+    # each pair's part of the pooled difference, (h1 W / N1 - h2 W / N2) / (n1 + n2), W = 720, N1 = 320, N2 = 400:
+    # +2.25 / 20 in a women's pair, -1.8 / 40 in a men's pair; the widest side's n W / (N w) is 30 x 1.8 / 40 = 1.35
+    # (the answer-weighted mean of per-pair differences, read before, was (8 x 0.1 - 4 x 40 / 30) / 720 = 0.0037)
+    estimate = difference_estimate(*_unequal_sides())
+    assert estimate.method == "betting"
+    assert estimate.value == pytest.approx(0.0025, abs=1e-15) and estimate.scale == pytest.approx(1.35, abs=1e-15)
+    values, weights = np.array(estimate.mapped.values), np.array(estimate.mapped.weights)
+    assert sorted(set(values.round(12))) == pytest.approx([(1 - 0.045 / 1.35) / 2, 0.5, (1 + 0.1125 / 1.35) / 2])
+    assert np.sum(values * weights) / np.sum(weights) == pytest.approx((0.0025 / 1.35 + 1) / 2, abs=1e-15)
+    assert estimate.interval() == pytest.approx((-0.2675979917049408, 0.2721880710124971), abs=1e-9)
+
+
+def test_equal_answer_counts_on_both_sides_bet_on_the_pairs_differences_as_before() -> None:
+    women, women_n, _ = _unequal_sides()[0]
+    men = np.tile([0.0, 0, 0, 0, 0, 0, 0, 1], 4)
+    estimate = difference_estimate((women, women_n, women_n), (men, women_n, women_n))
+    assert estimate.method == "betting" and estimate.scale == 1.0
+    assert estimate.mapped.values == tuple((women / 10 - men / 10 + 1) / 2)
+
+
+def test_the_betting_difference_p_value_rejects_exactly_outside_its_interval() -> None:
+    estimate = difference_estimate(*_unequal_sides())
+    low, high = estimate.interval()
+    assert estimate.p_value(low) == pytest.approx(0.05, abs=1e-6) and estimate.p_value(high) == pytest.approx(
+        0.05, abs=1e-6
+    )
+    for null in np.linspace(-1, 1, 201):
+        if min(abs(null - low), abs(null - high)) > 1e-6:
+            assert (estimate.p_value(null) < 0.05) == (not low <= null <= high), null

@@ -185,14 +185,26 @@ def test_clopper_pearson_matches_statsmodels_and_the_binomial_test_at_any_level(
     assert binomial.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))
 
 
-def test_fewer_events_than_pairs_get_the_betting_interval_however_spread() -> None:
+def test_fewer_events_than_pairs_get_the_pair_score_interval_however_spread() -> None:
     # 70 pairs of 40, 14 of them with one event: spread over 14 pairs (participation ratio 14), but 14 events
     # for 70 pairs - a run that missed the few pairs carrying a rare event looks just like this (issue 40).
     hits = np.array([1.0] * 14 + [0.0] * 56)
-    assert share_estimate(hits, np.full(70, 40.0), np.full(70, 40.0)).method == "betting"
+    estimate = share_estimate(hits, np.full(70, 40.0), np.full(70, 40.0))
+    assert estimate.method == "pair_score" and estimate.pair_scale == pytest.approx(1 / 70)
+    # each pair one trial: the Wilson interval of 0.005 over 70 trials at t(69), whatever the 2,800 answers
+    t, n, p = stats.t.ppf(0.975, 69), 70, 0.005
+    centre, half = (
+        (p + t**2 / (2 * n)) / (1 + t**2 / n),
+        t / (1 + t**2 / n) * math.sqrt(p * (1 - p) / n + t**2 / (4 * n**2)),
+    )
+    assert estimate.interval() == pytest.approx((centre - half, centre + half), abs=1e-10)
+    assert estimate.interval() == pytest.approx((0.00037618413, 0.06288171536), abs=1e-10)
+    assert estimate.p_value(estimate.interval()[1]) == pytest.approx(0.05, abs=1e-9)
     # 70 events over the same 70 pairs, one each: score; a mean of pair values counts the pairs' instances alike.
     assert share_estimate(np.ones(70), np.full(70, 40.0), np.full(70, 40.0)).method == "score"
-    assert share_estimate(hits / 40, np.ones(70), np.full(70, 40.0)).method == "betting"
+    assert share_estimate(hits / 40, np.ones(70), np.full(70, 40.0)).method == "pair_score"
+    # the same 14 events in two pairs (participation ratio 2, below FEW_CARRIERS): the betting interval
+    assert share_estimate(np.array([7.0] * 2 + [0.0] * 68), np.full(70, 40.0), np.full(70, 40.0)).method == "betting"
     assert statistics.events(0.9, np.array([3.0, 4.0]), np.array([4.0, 4.0]), np.array([4.0, 4.0])) == 1.0
 
 

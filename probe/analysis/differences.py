@@ -29,8 +29,8 @@ class DifferenceEstimate:
     the second, `df` its Bell-McCaffrey degrees of freedom (pairs - 1 for pairs of equal size; for a difference of
     means of pairs, Satterthwaite's from the pairs' sizes); `sides` are the rates' own estimates (their intervals
     combine where every pair differs alike); `mapped`: for a difference of two rates whose events are fewer than its
-    pairs, the pairs' differences mapped onto [0, 1] ((d + 1) / 2, each pair weighted by its valid answers) as a
-    betting share whose interval and test the difference's are (method "betting").
+    pairs, each pair's share of the pooled difference mapped onto [0, 1] (`_mapped_differences`: its mean is
+    (value / scale + 1) / 2) as a betting share whose interval and test the difference's are (method "betting").
     """
 
     value: float
@@ -42,6 +42,7 @@ class DifferenceEstimate:
     method: str = "paired_t"
     mapped: ShareEstimate | None = field(default=None, repr=False)
     signs: tuple[int, ...] = (1, -1)
+    scale: float = 1.0
 
     @property
     def bound(self) -> float:
@@ -66,7 +67,9 @@ class DifferenceEstimate:
             return None
         if self.mapped is not None:
             mapped = self.mapped.interval(confidence)
-            return None if mapped is None else (2 * mapped[0] - 1, 2 * mapped[1] - 1)
+            if mapped is None:
+                return None
+            return max(self.scale * (2 * mapped[0] - 1), -1.0), min(self.scale * (2 * mapped[1] - 1), 1.0)
         if self._combined():
             bounds = [side.interval(confidence) for side in self.sides]
             if any(interval is None for interval in bounds):
@@ -87,7 +90,7 @@ class DifferenceEstimate:
             return None
         floor = binomial_min_p(self.pairs)
         if self.mapped is not None:
-            return self.mapped.p_value((null + 1) / 2)
+            return self.mapped.p_value((null / self.scale + 1) / 2)
         if self._combined():
             interval = self.interval()
             return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
@@ -166,22 +169,37 @@ def contrast_estimate(
     value = sum(sign * estimate.value for sign, estimate in zip(signs, estimates, strict=True))
     few = sum(events(estimate.value, *side) for estimate, side in zip(estimates, sides, strict=True)) < pairs
     if signs == (1, -1) and few and not no_spread(variance, value):  # no spread: the rates' own intervals combine
-        return DifferenceEstimate(value, variance, pairs, instances, estimates, df, "betting",
-                                  _mapped_differences(value, sides, used, instances))  # fmt: skip
+        mapped, scale = _mapped_differences(value, sides, used, instances)
+        return DifferenceEstimate(value, variance, pairs, instances, estimates, df, "betting", mapped, scale=scale)
     return DifferenceEstimate(value, variance, pairs, instances, estimates, df, signs=signs)
 
 
-def _mapped_differences(value: float, sides: list[tuple[np.ndarray, ...]], used: np.ndarray,
-                        instances: int) -> ShareEstimate:  # fmt: skip
-    """The pairs' differences of the two rates mapped onto [0, 1], (d + 1) / 2, each pair weighted by its valid
-    answers (both sides' denominators, over the largest), as a betting share (issue 40: the paired t covered 0.81
-    with one pair in 12 carrying 0.3 against 0.1). A pair without data on a side has no difference (NaN: the bet
-    skips it)."""
+def _mapped_differences(
+    value: float, sides: list[tuple[np.ndarray, ...]], used: np.ndarray, instances: int
+) -> tuple[ShareEstimate, float]:
+    """Each pair's part of the pooled difference as a betting share, and the scale that maps it back (issue 48).
+
+    The reported value is the difference of pooled rates, H1 / N1 - H2 / N2, so the bet is on the pairs' values
+    y = (h1 W / N1 - h2 W / N2) / w, each weighted by its valid answers w = n1 + n2 (W their total): their weighted
+    mean is exactly the reported value, given the pairs' answer counts (the answer-weighted mean of per-pair
+    differences, which the betting interval read before, is another quantity where a pair's two sides have
+    different counts). y lies within -+scale, the largest n W / (N w) of either side (1 where every pair has as many
+    answers on both sides: then y is the pair's difference of rates); y / scale is mapped onto [0, 1] by (. + 1) / 2.
+    """
     (first, first_den, _), (second, second_den, _) = ((part[used] for part in side) for side in sides)
-    both = (first_den > 0) & (second_den > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        differences = np.where(both, first / first_den - second / second_den, np.nan)
-    weights = np.where(both, first_den + second_den, 0.0)
-    weights = weights / weights.max()
-    return ShareEstimate((value + 1) / 2, math.nan, int(both.sum()), instances, math.nan, math.nan, "betting",
-                         tuple((differences + 1) / 2), tuple(weights))  # fmt: skip
+    weights = first_den + second_den
+    first_share, second_share = weights.sum() / first_den.sum(), weights.sum() / second_den.sum()
+    scale = float(max(np.max(first_den * first_share / weights), np.max(second_den * second_share / weights)))
+    values = (first * first_share / weights - second * second_share / weights) / scale
+    mapped = ShareEstimate(
+        (value / scale + 1) / 2,
+        math.nan,
+        len(values),
+        instances,
+        math.nan,
+        math.nan,
+        "betting",
+        tuple((values + 1) / 2),
+        tuple(weights / weights.max()),
+    )
+    return mapped, scale

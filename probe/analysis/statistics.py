@@ -10,9 +10,15 @@ method for a share or rate from what the pairs show:
 - `no_events`: the estimate is exactly 0 (or 1). Every pair showed no event, so the spread is no guide; the bound
   counts pairs, not instances: whatever the correlation within a pair, P(a pair shows no event) <= 1 - p, so
   P(no pair does) <= (1 - p)^pairs, giving [0, 1 - (alpha/2)^(1/pairs)] and p = 2 (1 - p0)^pairs.
-- `betting`: a rare event (rate below 20% or above 80%) with fewer events than pairs, or carried by fewer than
+- `pair_score`: a rare event (rate below 20% or above 80%) with fewer events than pairs, or carried by fewer than
   MIN_PAIRS pairs' worth (participation ratio of the pairs' distances from the near end). No variance estimate
-  from so few events or carriers is reliable; the distribution-free betting interval (sequential.py) is.
+  from so few events or carriers is reliable, so none is made: the score interval with the largest variance a
+  pair's value in [0, 1] of mean p can have, p(1-p) (Bhatia-Davis), over the pairs' effective number (Kish, of
+  their weights): each pair counts as one trial, however many answers it has (issue 48: valid in every rare cell of
+  issues 29 and 40 and 0.79-0.96 times the betting interval's width).
+- `betting`: a rare event carried by fewer than FEW_CARRIERS (3) pairs' worth: too few for the normal
+  approximation of the pairs' trials (one all-yes pair in 100, 70 pairs: the truth below pair_score's interval in
+  4.2% of runs, 0.8% with this rule); the distribution-free betting interval (sequential.py).
 - `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
   pairs (CR2), floored at the estimator's own binomial variance, with Bell-McCaffrey degrees of freedom (pairs - 1
   when pairs are equal in size, fewer when a few large pairs dominate).
@@ -47,8 +53,11 @@ VARIANCE_POWER = 1.5
 # never below that bound. The same count of pairs' worth must carry a rare event for the score interval.
 MIN_PAIRS = 6
 # A rate below RARE (or above 1 - RARE) is a rare event (or a rare absence): where few pairs carry it, no
-# variance estimate over pairs is reliable and the betting interval takes over.
+# variance estimate over pairs is reliable: pair_score (or, carried by very few pairs, betting) takes over.
 RARE = 0.2
+# A rare event carried by fewer pairs' worth than this gets the betting interval, not pair_score's normal
+# approximation over pairs (bench/rare_events.py).
+FEW_CARRIERS = 3
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
 
@@ -57,9 +66,13 @@ METHODS = {
     "least the estimator's binomial variance; t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
     "no_events": "no-event bound over name pairs: no pair showed the event (or every pair always did), so the "
     "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
-    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): fewer events than "
-    "pairs, or events carried by fewer than 6 pairs' worth, too few for a variance estimate (for a difference, of "
-    "the pairs' differences); the p-value is 1 / the betting capital",
+    "pair_score": "score interval over name pairs with each pair as one trial: fewer events than pairs, or events "
+    "carried by fewer than 6 pairs' worth, too few for a variance estimate, so the variance is the largest a pair's "
+    "value can have, p(1-p), over the pairs' effective number (Kish); t with Bell-McCaffrey degrees of freedom; the "
+    "p-value is the same test",
+    "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): a rare event "
+    "carried by fewer than 3 pairs' worth (for a difference: fewer events than pairs, each pair's part of the pooled "
+    "difference); the p-value is 1 / the betting capital",
     "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2; for two rare rates at "
     "least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of "
     "unequal size); the p-value is the same test (where every pair differs alike, the rates' own intervals combined)",
@@ -69,8 +82,9 @@ METHODS = {
 
 OVERALL_METHOD = (
     "over name pairs, the method chosen per estimate by what the pairs show: "
-    f"{METHODS['score']}; at exactly 0 or 100%, the {METHODS['no_events']}; where few pairs carry the events, the "
-    f"{METHODS['betting']}; for a difference of two rates, the {METHODS['paired_t']}"
+    f"{METHODS['score']}; at exactly 0 or 100%, the {METHODS['no_events']}; for rare events, the "
+    f"{METHODS['pair_score']}; where fewer than three pairs' worth carry them, the {METHODS['betting']}; for a "
+    f"difference of two rates, the {METHODS['paired_t']}"
 )
 OCCUPATION_TEST = (
     "exact two-sided sign test over name pairs (a pair leans to the gender it picked more often, order-balanced), "
@@ -88,7 +102,8 @@ class ShareEstimate:
     estimator's variance per unit p(1-p) were instances independent (1/instances for a pooled rate, sum(1/n_g)/G^2
     for a mean of pair values); `method`: which interval (module docstring); `values` / `weights`: the pairs'
     values and weights the betting interval needs; `betting_bounds`: its bounds per alpha, once computed
-    (`prepare_betting_intervals` computes many at once).
+    (`prepare_betting_intervals` computes many at once); `pair_scale`: 1 / the pairs' effective number, the
+    variance per unit p(1-p) of pair_score.
     """
 
     value: float
@@ -101,6 +116,7 @@ class ShareEstimate:
     values: tuple[float, ...] = field(default=(), repr=False)
     weights: tuple[float, ...] = field(default=(), repr=False)
     betting_bounds: dict[float, tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
+    pair_scale: float = math.nan
 
     @property
     def estimable(self) -> bool:
@@ -116,6 +132,8 @@ class ShareEstimate:
 
     def _variance_at(self, share: float) -> float:
         binomial = share * (1 - share)
+        if self.method == "pair_score":
+            return binomial * self.pair_scale
         return max(self._spread * binomial**VARIANCE_POWER, binomial * self.floor_scale)
 
     def _critical(self, confidence: float) -> float:
@@ -219,6 +237,9 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
         floor_scale = float(np.sum(leverage**2 / np.maximum(sizes, 1)))
     df = bell_mccaffrey_df(denominator)
     method = _share_method(value, residual, denominator, sizes, df)
+    if method == "pair_score":
+        pair_scale = float(np.sum(denominator**2) / total**2)
+        return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, pair_scale=pair_scale)
     if method != "betting":  # only the betting interval reads the pairs' values (tuples of 500 pairs cost time)
         return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method)
     weights = denominator / denominator.max()
@@ -227,9 +248,10 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
 
 
 def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, sizes: np.ndarray, df: float) -> str:
-    """no_events at 0 or 1; betting for a rare event - a rate within RARE of an end of the range with fewer events
+    """no_events at 0 or 1; pair_score for a rare event - a rate within RARE of an end of the range with fewer events
     than pairs, or carried by fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate
-    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare); else score. A rate of 0.7 from
+    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare) - and betting where fewer than
+    FEW_CARRIERS pairs' worth carry it; else score. A rate of 0.7 from
     pairs at 1 and a few below is no rare event: the score interval's variance function holds it.
     Fewer events than pairs: a run cannot tell a rate spread thinly over every pair from one carried by a few pairs
     it did not draw (one pair in 24 at 0.3, 0.01 elsewhere, 70 pairs: the score interval missed in 21% of runs).
@@ -242,10 +264,11 @@ def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, s
         return "score"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
-    if events(value, residual + value * denominator, denominator, sizes) < len(distance):
-        return "betting"
     carriers = distance.sum() ** 2 / np.sum(distance**2)
-    return "betting" if carriers < min(MIN_PAIRS, (df + 1) / 2) else "score"
+    few = events(value, residual + value * denominator, denominator, sizes) < len(distance)
+    if not few and carriers >= min(MIN_PAIRS, (df + 1) / 2):
+        return "score"
+    return "betting" if carriers < FEW_CARRIERS else "pair_score"
 
 
 def events(value: float, numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> float:

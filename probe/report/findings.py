@@ -36,11 +36,13 @@ from probe.report.formatting import fmt_num, fmt_p, fmt_pct, p_phrase
 NO_INTERVAL = f"no interval can be estimated (fewer than {MIN_PAIRS} name pairs with valid instances)"
 # The Summary table names each interval's method by a short label; a legend under it gives the full method once.
 METHOD_LABELS = {"score": "score interval", "no_events": "no-event bound", "betting": "betting interval",
-                 "paired_t": "paired t", "correlation": "permutation-calibrated Fisher z"}  # fmt: skip
+                 "pair_score": "score interval over pairs", "paired_t": "paired t",
+                 "correlation": "permutation-calibrated Fisher z"}  # fmt: skip
 NOT_TESTABLE = "not testable at this size"
 # The test each interval inverts, as a finding's sentence names it.
 TESTS = {"score": "score test over name pairs", "no_events": "no-event test over name pairs",
-         "betting": "betting test over name pairs", "paired_t": "paired t test over name pairs"}  # fmt: skip
+         "betting": "betting test over name pairs", "pair_score": "score test over name pairs as trials",
+         "paired_t": "paired t test over name pairs"}  # fmt: skip
 
 
 def lead_condition(overall: Mapping[str, Any]) -> str | None:
@@ -128,9 +130,11 @@ _SET_SENTENCES = _SENTENCES | {
 # What a reader must know when an interval is not the usual score interval (statistics.METHODS has the details).
 _METHOD_NOTES = {
     "no_events": " No name pair showed otherwise, so the interval counts pairs, not instances (no-event bound).",
-    "betting": " The events are rare (fewer than the name pairs) or a few pairs carry them, so the interval is the "
-    "distribution-free betting interval "
-    "(wider than the usual one, and valid however unevenly the pairs share the events).",
+    "pair_score": " The events are rare (fewer than the name pairs) or a few pairs carry them, so each name pair "
+    "counts as one trial with the largest variance its share can have (wider than the usual interval, and valid "
+    "however unevenly the pairs share the events).",
+    "betting": " Fewer than three name pairs' worth carry the events (or, for a difference, the events are fewer "
+    "than the name pairs), so the interval is the distribution-free betting interval (wider than the usual one).",
 }
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
 DIRECTIONS = {

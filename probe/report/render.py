@@ -153,7 +153,7 @@ LIMITATIONS = (
     "What coverage remains, by simulation on worlds the methods were not tuned on (BENCHMARKS.md, "
     "\"Statistics\"): shares and rates covered 0.967 on average at 12 pairs and more (worst ordinary cell "
     "0.928), estimates of exactly 0 or 100% 1.00, events carried by one pair in K 0.954 (worst 0.89); the "
-    "difference of two rare grant rates 0.92-0.94. Rare events pay for it with wider (betting) intervals.",
+    "difference of two rare grant rates 0.92-0.94. Rare events pay for it with wider intervals.",
     "The questions are hypothetical hiring-style decisions between two people; they do not measure "
     "harms in any deployed use of the model.",
 )

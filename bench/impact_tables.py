@@ -1,0 +1,224 @@
+"""Issue 48's 1,000-run tables of the impact ratio: K 2/4/8 x 7/12/20/50 sets x top rates 0.05-0.9.
+
+    .venv/bin/python -m bench.impact_tables --runs 1000
+
+Worlds of bench/impact.py (set and name effects, sd 0.5 each; 10 binary questions a person, 90% usable): category 0
+at a population ratio of exactly 0.8 to the others, which sit at the top rate. The runs of a cell are drawn at once
+and every pairwise Fieller interval of RatioEstimate is solved for all runs and pairs together (bisection on the
+same test: the spread between sets as A - 2rB + r^2 C, the binomial floor of `constrained_rates`, Bell-McCaffrey
+df); `check` compares them with the product's `group_ratios` on runs of every K. Methods for the low category:
+- `now`: the product (lower ends at 95%, upper ends at Bonferroni, the binomial Miettinen-Nurminen floor);
+- `before`: both ends at Bonferroni and the Poisson floor (the code before issue 48);
+- `katz`: the log ratio's delta-method interval with the same spread (CR2) and df, no floor (an alternative).
+Per cell: truth below / above each method's interval, median width, and for K = 2 the impact_ratio gate's pass rate
+at its limit (90% lower end, one comparison, above 0.8; <= 0.05 promised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from bench.impact import ANSWERS, NAME_SD, SET_SD
+from bench.impact_verdicts import low_rate
+from probe.analysis.binomial import CONFIDENCE
+from probe.analysis.impact import FOUR_FIFTHS, MIN_PAIRS, group_ratios
+
+BISECTIONS = 60
+LARGEST = 1e6
+
+
+def simulate(rng: np.random.Generator, runs: int, sets: int, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hits, n) of shape (runs, K, sets), drawn as bench/impact.py's `simulate` draws one run."""
+    size = len(rates)
+    effects = rng.normal(0, SET_SD, (runs, 1, sets)) + rng.normal(0, NAME_SD, (runs, size, sets))
+    chance = special.expit(special.logit(rates)[None, :, None] + effects)
+    n = rng.binomial(ANSWERS, 0.9, (runs, size, sets))
+    return rng.binomial(n, chance).astype(float), n.astype(float)
+
+
+class Pairs:
+    """Every run's pairwise ratio tests (category c over k) as arrays of shape (runs, pairs)."""
+
+    def __init__(self, hits: np.ndarray, n: np.ndarray, first: np.ndarray, second: np.ndarray) -> None:
+        h, m, hk, mk = hits[:, first], n[:, first], hits[:, second], n[:, second]  # (runs, pairs, sets)
+        self.H, self.N, self.Hk, self.Nk = h.sum(-1), m.sum(-1), hk.sum(-1), mk.sum(-1)
+        self.p, self.q = self.H / self.N, self.Hk / self.Nk
+        used = (m > 0) | (mk > 0)
+        self.sets = used.sum(-1)
+        combined = np.where(used, m / self.N[..., None] + mk / self.Nk[..., None], 0.0)
+        own = np.where(used, (h - self.p[..., None] * m) / self.N[..., None], 0.0)
+        other = np.where(used, (hk - self.q[..., None] * mk) / self.Nk[..., None], 0.0)
+        inflation = 1 / (1 - combined / combined.sum(-1, keepdims=True))
+        self.A, self.B, self.C = ((x * y * inflation).sum(-1) for x, y in ((own, own), (own, other), (other, other)))
+        total = combined.sum(-1)
+        leverage = combined / total[..., None]
+        weight = np.where(used, 1 / (total[..., None] ** 2 * (1 - leverage)), 0.0)
+        squares = (weight**2 * combined**2).sum(-1) - 2 * (weight**2 * combined**3).sum(-1) / total
+        squares += (weight * combined**2).sum(-1) ** 2 / total**2
+        self.df = (1 / total) ** 2 / squares
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.value = self.p / self.q
+
+    def floor(self, ratio: np.ndarray, binomial: bool) -> np.ndarray:
+        """The binomial variance under rate = ratio x reference rate: both rates' binomial constrained MLE
+        (`constrained_rates`), or the Poisson one (before issue 48)."""
+        c = self.H + self.Hk
+        if binomial:
+            a, b = ratio * (self.N + self.Nk), ratio * self.N + self.H + self.Nk + ratio * self.Hk
+            root = 2 * c / (b + np.sqrt(np.maximum(b * b - 4 * a * c, 0.0)))
+            reference = np.where(c > 0, np.minimum(root, 1.0), 0.0)
+        else:
+            reference = c / (ratio * self.N + self.Nk)
+        rate = np.minimum(ratio * reference, 1.0)
+        return rate * (1 - rate) / self.N + ratio**2 * reference * (1 - reference) / self.Nk
+
+    def _excess(self, ratio: np.ndarray, critical: np.ndarray, binomial: bool) -> np.ndarray:
+        spread = self.A - 2 * ratio * self.B + ratio**2 * self.C
+        return (self.p - ratio * self.q) ** 2 - critical**2 * np.maximum(spread, self.floor(ratio, binomial))
+
+    def interval(self, confidence: float, binomial: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """RatioEstimate.interval for every run and pair (NaN where it gives none)."""
+        critical = stats.t.ppf(1 - (1 - confidence) / 2, self.df)
+        step = 1e-9 * np.maximum(self.value, 1.0)
+        inner = np.full(self.value.shape, np.nan)
+        for candidate in (self.value - step, self.value + step, self.value):  # the first that holds wins
+            holds = (candidate >= 0) & (self._excess(candidate, critical, binomial) < 0)
+            inner = np.where(holds, candidate, inner)
+        valid = (self.sets >= MIN_PAIRS) & (2 * 0.5**self.sets < 1 - confidence) & np.isfinite(self.value)
+        valid &= np.isfinite(inner)
+        inner = np.where(valid, inner, 1.0)
+        zero_kept = self._excess(np.zeros_like(inner), critical, binomial) <= 0
+        low = self._bisect(np.zeros_like(inner), inner, critical, binomial, rising=False)
+        low = np.where(zero_kept, 0.0, low)
+        high = np.maximum(inner, 1.0)
+        for _ in range(21):  # doubling to LARGEST, as the product's search
+            grow = self._excess(high, critical, binomial) <= 0
+            high = np.where(grow, high * 2, high)
+        unbounded = high > LARGEST
+        high = self._bisect(inner, np.minimum(high, LARGEST * 2), critical, binomial, rising=True)
+        high = np.where(unbounded, np.inf, high)
+        return np.where(valid, low, np.nan), np.where(valid, high, np.nan)
+
+    def _bisect(
+        self, low: np.ndarray, high: np.ndarray, critical: np.ndarray, binomial: bool, rising: bool
+    ) -> np.ndarray:
+        """The root of the excess between low and high (kept inside at `high` when falling, at `low` when rising)."""
+        for _ in range(BISECTIONS):
+            middle = (low + high) / 2
+            kept = self._excess(middle, critical, binomial) < 0
+            if rising:
+                low, high = np.where(kept, middle, low), np.where(kept, high, middle)
+            else:
+                low, high = np.where(kept, low, middle), np.where(kept, middle, high)
+        return (low + high) / 2
+
+    def katz(self, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+        """exp(log ratio -+ t se), se from the same spread between sets (the delta method), no floor."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = self.A / self.p**2 - 2 * self.B / (self.p * self.q) + self.C / self.q**2
+            half = stats.t.ppf(1 - (1 - confidence) / 2, self.df) * np.sqrt(variance)
+            return self.value * np.exp(-half), self.value * np.exp(half)
+
+
+def low_category(pairs: Pairs, count: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """The low category's (category 0, pairs 0..K-2) impact-ratio interval per run: min of the pairs' lower ends,
+    min(1, the pairs' upper ends); NaN where a pair has none."""
+    upper_level = 1 - (1 - CONFIDENCE) / (count - 1)
+    if method == "katz":
+        low, _ = pairs.katz(CONFIDENCE)
+        _, high = pairs.katz(upper_level)
+    else:
+        binomial = method == "now"
+        low, _ = pairs.interval(CONFIDENCE if method == "now" else upper_level, binomial)
+        _, high = pairs.interval(upper_level, binomial)
+    own = slice(0, count - 1)
+    lower, upper = low[:, own].min(axis=1), np.minimum(1.0, high[:, own].min(axis=1))
+    missing = np.isnan(lower) | np.isnan(upper) | (lower >= upper)
+    return np.where(missing, np.nan, lower), np.where(missing, np.nan, upper)
+
+
+def pair_indices(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(c, k) for c != k, category 0's pairs first."""
+    pairs = [(c, k) for c in range(count) for k in range(count) if c != k]
+    return np.array([c for c, _ in pairs]), np.array([k for _, k in pairs])
+
+
+def cell(rng: np.random.Generator, count: int, sets: int, top: float, runs: int, draws: np.ndarray) -> dict:
+    rates = np.array([low_rate(top, FOUR_FIFTHS, draws), *[top] * (count - 1)])
+    hits, n = simulate(rng, runs, sets, rates)
+    pairs = Pairs(hits, n, *pair_indices(count))
+    figures = {}
+    for method in ("now", "before", "katz"):
+        low, high = low_category(pairs, count, method)
+        shown = ~np.isnan(low)
+        figures[method] = {
+            "below": float(np.mean(shown & (low > FOUR_FIFTHS))),
+            "above": float(np.mean(shown & (high < FOUR_FIFTHS))),
+            "missing": float(np.mean(~shown)),
+            "width": float(np.median(np.where(shown, high - low, np.nan)[shown])) if shown.any() else math.nan,
+        }
+    if count == 2:
+        gate_low, _ = pairs.interval(0.90)
+        figures["gate"] = float(np.mean(gate_low[:, 0] > FOUR_FIFTHS))
+    return figures
+
+
+def check(runs: int = 20) -> float:
+    """The largest difference between these intervals and the product's group_ratios on the same runs."""
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for count, sets in ((2, 12), (4, 7), (8, 20)):
+        hits, n = simulate(rng, runs, sets, np.array([0.3, *[0.5] * (count - 1)]))
+        low, high = low_category(Pairs(hits, n, *pair_indices(count)), count, "now")
+        for run in range(runs):
+            frame = pd.DataFrame(
+                {
+                    "set_id": np.tile(np.arange(sets), count),
+                    "category": np.repeat(np.arange(count), sets).astype(str),
+                    "hits": hits[run].ravel(),
+                    "n": n[run].ravel(),
+                    "unknown": 0.0,
+                }
+            )
+            ratios = group_ratios(frame)
+            interval = ratios.interval("0") if ratios.reference != "0" else None
+            if interval is None:
+                continue
+            worst = max(worst, abs(interval[0] - low[run]), abs(interval[1] - high[run]))
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    args = parser.parse_args()
+    started = time.process_time()
+    print(f"largest difference from the product's intervals (60 runs): {check():.2e}\n")
+    rng = np.random.default_rng(4848)
+    draws = rng.normal(0, math.hypot(SET_SD, NAME_SD), 200_000)
+    print(
+        "| K | sets | top rate | runs | now: below / above | width | before: below / above | width | katz: below / "
+        "above | width | gate passes at 0.8 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for count in (2, 4, 8):
+        for sets in (7, 12, 20, 50):
+            for top in (0.05, 0.2, 0.5, 0.9):
+                f = cell(rng, count, sets, top, args.runs, draws)
+                parts = [
+                    f"{f[m]['below']:.3f} / {f[m]['above']:.3f} | {f[m]['width']:.3f}"
+                    for m in ("now", "before", "katz")
+                ]
+                gate = f"{f['gate']:.3f}" if "gate" in f else "-"
+                print(f"| {count} | {sets} | {top} | {args.runs} | {' | '.join(parts)} | {gate} |", flush=True)
+    print(f"\nCPU {time.process_time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""Issue 48 item 4 by simulation: the rare-event cells of issue 40 (bench/edges.py) and issue 29's rare grants, each
+interval the product chooses against the alternatives it chooses between, at 1,000+ runs a cell.
+
+    .venv/bin/python -m bench.rare_events --runs 1000
+
+Per cell and method: how often the truth lies below / above the 95% interval, coverage, median width, and the runs
+whose p-value of the truth disagrees with the interval (p < 0.05 exactly when the truth is outside; 0 promised).
+Methods: `chosen` (the product's `share_estimate` / `difference_estimate`), `score` / `paired_t` (the variance
+interval forced), `betting` (the betting interval forced; for a difference, on each pair's part of the pooled
+difference), and for a share `half_event` (betting only where events < pairs / 2, the threshold issue 40 measured at
+400 runs). Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as
+numpy arrays at once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
+(PYTHONPATH at a checkout of it) for the "before" column: `chosen` reads only the public estimators.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+from scipy.special import expit, logit
+
+from probe.analysis import differences
+from probe.analysis.differences import DifferenceEstimate, difference_estimate
+from probe.analysis.statistics import ShareEstimate, events, prepare_betting_intervals, share_estimate
+
+SIZES = np.array([2.0, 40.0])
+Sides = list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (numerator, denominator, sizes) per side, one run
+Draw = Callable[[np.random.Generator, int], list[Sides]]
+
+
+def _sizes(pairs: int) -> np.ndarray:
+    return np.resize(SIZES, pairs)
+
+
+def carried_share(pairs: int, every: int, rate: float, background: float) -> tuple[Draw, float]:
+    """bench/edges.py's pooled rate: one pair in `every` at `rate`, the rest at `background`."""
+    sizes = _sizes(pairs)
+
+    def draw(rng: np.random.Generator, runs: int) -> list[Sides]:
+        rates = np.where(rng.random((runs, pairs)) < 1 / every, rate, background)
+        hits = rng.binomial(sizes.astype(int), rates).astype(float)
+        return [[(row, sizes, sizes)] for row in hits]
+
+    return draw, rate / every + background * (1 - 1 / every)
+
+
+def carried_difference(pairs: int, every: int, women: float, men: float, background: float) -> tuple[Draw, float]:
+    """bench/edges.py's pooled difference: one pair in `every` at (women, men), the rest at background."""
+    sizes = _sizes(pairs)
+
+    def draw(rng: np.random.Generator, runs: int) -> list[Sides]:
+        carries = rng.random((runs, pairs)) < 1 / every
+        hits = [
+            rng.binomial(sizes.astype(int), np.where(carries, rate, background)).astype(float) for rate in (women, men)
+        ]
+        return [[(first, sizes, sizes), (second, sizes, sizes)] for first, second in zip(*hits, strict=True)]
+
+    return draw, (women - men) / every
+
+
+def rate_difference(pairs: int, women: float, men: float, pooled: bool) -> tuple[Draw, float]:
+    """bench/edges.py's women's rate minus men's in every pair, pooled or as a mean of pair values."""
+    sizes = _sizes(pairs)
+
+    def draw(rng: np.random.Generator, runs: int) -> list[Sides]:
+        hits = [rng.binomial(sizes.astype(int), rate, (runs, pairs)).astype(float) for rate in (women, men)]
+        if pooled:
+            return [[(first, sizes, sizes), (second, sizes, sizes)] for first, second in zip(*hits, strict=True)]
+        ones = np.ones(pairs)
+        return [
+            [(first / sizes, ones, sizes), (second / sizes, ones, sizes)] for first, second in zip(*hits, strict=True)
+        ]
+
+    return draw, women - men
+
+
+def _grant_arrays(rng: np.random.Generator, runs: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Issue 29's rare grants (bench/pair_worlds.py): women 5% vs men 2%, a shared pair effect (sd 0.8), 48 answers
+    per side less 0-80% refusals by pair. (hits, answered) of shape (2, runs, pairs)."""
+    effect = 0.8 * rng.standard_normal((runs, pairs))
+    answered = rng.binomial(48, 1 - rng.uniform(0.0, 0.8, (runs, pairs)), size=(2, runs, pairs))
+    rates = np.array([0.05, 0.02])[:, None, None]
+    hits = rng.binomial(answered, expit(logit(rates) + effect))
+    return hits.astype(float), answered.astype(float)
+
+
+def rare_grants(pairs: int, side: int | None) -> tuple[Draw, float]:
+    """A side's rate (0: women, 1: men) or their difference (None) in issue 29's rare grants."""
+
+    def draw(rng: np.random.Generator, runs: int) -> list[Sides]:
+        hits, answered = _grant_arrays(rng, runs, pairs)
+        chosen = [0, 1] if side is None else [side]
+        return [[(hits[s, run], answered[s, run], answered[s, run]) for s in chosen] for run in range(runs)]
+
+    hits, answered = _grant_arrays(np.random.default_rng(29), 200, 1000)
+    rates = hits.sum(axis=(1, 2)) / answered.sum(axis=(1, 2))
+    return draw, float(rates[0] - rates[1] if side is None else rates[side])
+
+
+CELLS: dict[str, tuple[Draw, float]] = {
+    "share, one pair in 24 at 0.3, background 0.01, 70 pairs": carried_share(70, 24, 0.3, 0.01),
+    "share, same, background 0.005, 70 pairs": carried_share(70, 24, 0.3, 0.005),
+    "share, one in 24 at 0.3, background 0.01, 20 pairs": carried_share(20, 24, 0.3, 0.01),
+    "share, one in 12 at 0.5, 0.01 elsewhere, 70 pairs": carried_share(70, 12, 0.5, 0.01),
+    "share, pairs all or nothing: one in 100 at 1, 70 pairs": carried_share(70, 100, 1.0, 0.0),
+    "share, pairs all or nothing: one in 30 at 1, 70 pairs": carried_share(70, 30, 1.0, 0.0),
+    "share, pairs all or nothing: one in 10 at 1, 20 pairs": carried_share(20, 10, 1.0, 0.0),
+    "share, pairs all or nothing: one in 10 at 1, 70 pairs": carried_share(70, 10, 1.0, 0.0),
+    "difference 0.3 vs 0.1 in one pair in 12, 20 pairs": carried_difference(20, 12, 0.3, 0.1, 0.01),
+    "difference 8% vs 4%, 12 pairs, mean of pairs": rate_difference(12, 0.08, 0.04, pooled=False),
+    "difference 8% vs 4%, 12 pairs, pooled": rate_difference(12, 0.08, 0.04, pooled=True),
+    "rare grants: men's 2%, 12 pairs": rare_grants(12, 1),
+    "rare grants: men's 2%, 20 pairs": rare_grants(20, 1),
+    "rare grants: women's 5%, 12 pairs": rare_grants(12, 0),
+    "rare grants: the gap 5% - 2%, 12 pairs": rare_grants(12, None),
+    "rare grants: the gap 5% - 2%, 20 pairs": rare_grants(20, None),
+}
+
+
+def _forced_share(estimate: ShareEstimate, side: tuple[np.ndarray, ...], method: str) -> ShareEstimate:
+    """The share with its interval forced to `method` (score, or betting on the pairs' rates)."""
+    numerator, denominator, _ = side
+    used = denominator > 0
+    weights = denominator[used] / denominator[used].max()
+    values = tuple(numerator[used] / denominator[used]) if method == "betting" else ()
+    return dataclasses.replace(
+        estimate, method=method, values=values, weights=tuple(weights) if values else (), betting_bounds={}
+    )
+
+
+def _share_methods(sides: Sides) -> dict[str, ShareEstimate]:
+    side = sides[0]
+    chosen = share_estimate(*side)
+    if chosen.method == "no_events":
+        return dict.fromkeys(("chosen", "score", "betting", "half_event", "pair_wilson"), chosen)
+    forced = {method: _forced_share(chosen, side, method) for method in ("score", "betting")}
+    few = events(chosen.value, *side) < chosen.pairs / 2
+    return {
+        "chosen": chosen,
+        **forced,
+        "half_event": forced["betting" if few else "score"],
+        "pair_wilson": _pair_wilson(chosen, side),
+    }
+
+
+def _pair_wilson(estimate: ShareEstimate, side: tuple[np.ndarray, ...]) -> ShareEstimate:
+    """The Wilson-type score interval over the pairs' effective number (Kish, of the pairs' weights) with the largest
+    variance a value in [0, 1] of mean p can have, p(1-p) (Bhatia-Davis): no spread estimate at all."""
+    weights = side[1][side[1] > 0]
+    effective = weights.sum() ** 2 / np.sum(weights**2)
+    return dataclasses.replace(estimate, method="score", variance=0.0, floor_scale=1 / effective, betting_bounds={})
+
+
+def _difference_methods(sides: Sides) -> dict[str, DifferenceEstimate]:
+    chosen = difference_estimate(*sides)
+    if not chosen.estimable or chosen._combined():
+        return dict.fromkeys(("chosen", "paired_t", "betting"), chosen)
+    paired = dataclasses.replace(chosen, method="paired_t", mapped=None, scale=1.0)
+    used = np.logical_or(sides[0][1] > 0, sides[1][1] > 0)
+    mapped, scale = differences._mapped_differences(chosen.value, sides, used, chosen.instances)
+    betting = dataclasses.replace(chosen, method="betting", mapped=mapped, scale=scale)
+    return {"chosen": chosen, "paired_t": paired, "betting": betting}
+
+
+def _chosen(sides: Sides) -> dict[str, ShareEstimate | DifferenceEstimate]:
+    return {"chosen": share_estimate(*sides[0]) if len(sides) == 1 else difference_estimate(*sides)}
+
+
+def cell_table(draw: Draw, truth: float, runs: int, seed: int, only_chosen: bool) -> dict[str, dict[str, float]]:
+    """Per method: truth below / above, coverage, median width, p-value disagreements (a missing interval is a
+    miss on coverage, not on either tail)."""
+    samples = draw(np.random.default_rng(seed), runs)
+    methods = _chosen if only_chosen else lambda s: _share_methods(s) if len(s) == 1 else _difference_methods(s)
+    per_run = [methods(s) for s in samples]
+    shares = [e if isinstance(e, ShareEstimate) else e.mapped for run in per_run for e in run.values()]
+    prepare_betting_intervals(e for e in shares if e is not None)
+    table = {}
+    for method in per_run[0]:
+        below = above = missing = disagree = 0
+        widths = []
+        for run in per_run:
+            estimate = run[method]
+            interval = estimate.interval()
+            if interval is None:
+                missing += 1
+                continue
+            below += truth < interval[0] - 1e-9
+            above += truth > interval[1] + 1e-9
+            widths.append(interval[1] - interval[0])
+            outside = not interval[0] - 1e-6 <= truth <= interval[1] + 1e-6
+            inside = interval[0] + 1e-6 <= truth <= interval[1] - 1e-6
+            rejected = (estimate.p_value(truth) or 1.0) < 0.05
+            disagree += (outside and not rejected) or (inside and rejected)
+        table[method] = {
+            "below": below / runs,
+            "above": above / runs,
+            "coverage": 1 - (below + above + missing) / runs,
+            "width": float(np.median(widths)) if widths else float("nan"),
+            "mean_width": float(np.mean(widths)) if widths else float("nan"),
+            "disagree": disagree,
+        }
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--chosen", action="store_true", help="only the product's choice (for the code before)")
+    args = parser.parse_args()
+    started = time.process_time()
+    print("| cell | method | runs | below / above | coverage | mean / median width | / narrowest valid | p disagrees |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, (draw, truth) in CELLS.items():
+        table = cell_table(draw, truth, args.runs, zlib.crc32(name.encode()), args.chosen)
+        valid = [row["mean_width"] for row in table.values() if max(row["below"], row["above"]) <= 0.035]
+        narrowest = min(valid) if valid else float("nan")
+        for method, row in table.items():
+            print(
+                f"| {name} | {method} | {args.runs} | {row['below']:.3f} / {row['above']:.3f} | {row['coverage']:.3f} "
+                f"| {row['mean_width']:.4f} / {row['width']:.4f} | {row['mean_width'] / narrowest:.2f} "
+                f"| {row['disagree']} |"
+            )
+    print(f"\nCPU {time.process_time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
