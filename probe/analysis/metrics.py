@@ -65,6 +65,7 @@ from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 from probe.store.snapshot import shipped_workforce
 
+IN_DUCKDB = {"instance_metrics": "instance_metric_rows"}  # result table: the temp table metrics.sql fills
 RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
                  "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics", "pair_shares",
                  "pair_heterogeneity", "instance_metrics")
@@ -110,7 +111,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         by_wording = con.execute(queries["wording_cells"]).df()
-        instance_metrics = con.execute(queries["instance_units"]).df()
+        con.execute(queries["instance_units"])  # temp table instance_metric_rows, stored by _replace_run_rows
         analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
         if name_sets:  # the wordings' findings by slot are not findings by sex either
@@ -141,7 +142,6 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
-        "instance_metrics": instance_metrics,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants, kway, instances) if name_sets else pd.DataFrame(
             columns=CONTRAST_COLUMNS),
@@ -154,19 +154,25 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
 
 
 def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict[str, pd.DataFrame]) -> None:
-    """Delete the run's old analysis and insert the new one in one transaction (never duplicates)."""
-    views = {table: f"new_{table}_rows" for table in RESULT_TABLES}
+    """Delete the run's old analysis and insert the new one in one transaction (never duplicates): the frames in
+    `results`, and the tables computed and kept in DuckDB (IN_DUCKDB: temp tables, dropped here)."""
+    views = {table: f"new_{table}_rows" for table in results}
     for table, view in views.items():
         con.register(view, results[table])
     try:
         with db.transaction(con):
-            for table, view in views.items():
+            for table in RESULT_TABLES:
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            for table, view in views.items():
                 if not results[table].empty:
                     con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id])
+            for table, temp in IN_DUCKDB.items():
+                con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {temp}", [run_id])
     finally:
         for view in views.values():
             con.unregister(view)
+        for temp in IN_DUCKDB.values():
+            con.execute(f"DROP TABLE IF EXISTS {temp}")
 
 
 def metric_rows(

@@ -116,7 +116,9 @@ SELECT * FROM stage1_scopes;
 -- Table instance_metrics (stored by analyze()): per stage-2 instance every metric counted by its flag, with hits and n
 -- (0 or 1), and per unit of two instances each metric counted over such units, keyed by its first instance with the
 -- other's condition and name order. A comparison restricted to the instances several runs share
--- (probe/compare/summary.py) and the held-out checks (probe/compare/heldout.py) sum these rows.
+-- (probe/compare/summary.py) and the held-out checks (probe/compare/heldout.py) sum these rows. Kept in DuckDB until
+-- analyze() stores it (millions of rows at 1M answers: through pandas they cost seconds).
+CREATE OR REPLACE TEMP TABLE instance_metric_rows AS
 SELECT condition, pair_id, occupation, wording, name_order, NULL::VARCHAR AS other_condition,
        NULL::VARCHAR AS other_name_order, metric, hits, /* metric_registry: stored_denominator */ AS n
 FROM (
