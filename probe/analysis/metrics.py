@@ -47,7 +47,7 @@ from probe.analysis.statistics import (
     rate,
     share_estimate,
 )
-from probe.analysis.workforce import workforce_rows
+from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
@@ -103,7 +103,8 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
-    fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
+    workforce = workforce.assign(share=workforce["pct_women"] / 100)
+    fit, occupations = workforce_rows(order_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
     results = {
         "metrics": metrics,
@@ -117,9 +118,31 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "contrast_metrics": contrast_rows(contests, grants) if name_sets else pd.DataFrame(columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants) if name_sets else pd.DataFrame(columns=CATEGORY_COLUMNS),
     }
-    if name_sets:
+    if name_sets:  # the workforce comparison by the people's own categories, per contrast
         results = without_slots(results)
+        contest_cells = con.execute(queries["contrast_choice_cells"], params).df()
+        fit, occupations = contrast_workforce_rows(contest_cells, workforce)
+        results |= {"workforce_fit": fit.assign(source=source), "workforce_occupations": occupations}
     _replace_run_rows(con, run_id, results)
+
+
+def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run over name sets' workforce comparison: per contrast whose two categories the source has shares for,
+    category_a's share of picks in the woman's place and the sets in the pairs' (metrics.sql
+    `contrast_choice_cells`), set against category_a's share of the two categories' workers."""
+    fits, occupations = [], []
+    for (attribute, a, b), group in cells.groupby(["attribute", "category_a", "category_b"], sort=True):
+        shares = contrast_shares(workforce, attribute, a, b)
+        if shares is None:
+            continue
+        rows = female_share_rows(group)
+        fit, per_occupation = workforce_rows(order_pair_shares(group), rows[rows["scope"] == "occupation"], shares)
+        labels = {"attribute": attribute, "category_a": a, "category_b": b}
+        fits.append(fit.assign(**labels))
+        occupations.append(per_occupation.assign(**labels))
+    if not fits:
+        return pd.DataFrame(columns=FIT_COLUMNS), pd.DataFrame(columns=OCCUPATION_COLUMNS)
+    return pd.concat(fits, ignore_index=True), pd.concat(occupations, ignore_index=True)
 
 
 def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict[str, pd.DataFrame]) -> None:
@@ -244,12 +267,14 @@ def order_balanced_shares(cells: pd.DataFrame, keys: list[str]) -> tuple[pd.Seri
     return values, cells.groupby(keys)["n"].sum().reindex(values.index)
 
 
-def occupation_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
-    """The order-balanced pair shares behind each occupation's female_share: index (condition, occupation), one
-    column per pair (NaN where the pair has no valid answer)."""
+def order_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
+    """The pair shares behind each occupation's female_share, per name order: index (condition, occupation,
+    pair_id), one column per name order (NaN where the pair has no valid answer in it); their mean over the orders
+    with an answer is the pair's order-balanced share."""
     if cells.empty:
-        return pd.DataFrame()
-    return order_balanced_shares(cells, ["condition", "occupation", "pair_id"])[0].unstack("pair_id")
+        return pd.DataFrame(index=pd.MultiIndex.from_tuples([], names=["condition", "occupation", "pair_id"]))
+    by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
+    return pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index).unstack("name_order")
 
 
 def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:

@@ -21,7 +21,7 @@ from probe.analysis.binomial import CONFIDENCE
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, records, run_record
-from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION
+from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_comparison
 
 STATISTICS = ("slope", "spearman", "pearson")
 DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% two-way bootstrap interval) "
@@ -36,6 +36,7 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
     ).df()  # fmt: skip
     if fit.empty:
         return None
+    fit = fit.groupby("run_id", group_keys=False).apply(lambda own: own[main_comparison(own)])  # sex, not race
     shared = set.intersection(*(set(fit.loc[fit["run_id"] == run_id, "condition"]) for run_id in run_ids))
     if not shared:
         return None
@@ -51,7 +52,8 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
                                                                        "verdict")}  # fmt: skip
         occupations = con.execute(
             f"SELECT {', '.join(OCCUPATION_FIELDS)} FROM workforce_occupations WHERE run_id = ? AND condition = ? "
-            "ORDER BY occupation", [run_id, condition]
+            "AND coalesce(attribute, 'sex') = 'sex' AND coalesce(category_a, 'female') = 'female' ORDER BY occupation",
+            [run_id, condition],
         ).df()  # fmt: skip
         entry["occupations"] = records(occupations)
         runs.append(entry)

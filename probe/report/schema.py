@@ -226,6 +226,13 @@ class Workforce(_Open):
     spearman: Estimate | None
     pearson: Estimate | None
     slope: Estimate | None
+    adjusted_slope: Estimate | None = None  # the slope with the position in the fit (runs analysed since issue 48)
+    estimand: str | None = None
+    min_verdict_occupations: int | None = None  # no verdict on a slope below it
+    attribute: str | None = None  # runs over name sets: the headline contrast (sex), every one under contrasts
+    category_a: str | None = None
+    category_b: str | None = None
+    contrasts: list[Record] | None = None
 
 
 class AdverseImpact(_Open):
