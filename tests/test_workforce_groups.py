@@ -93,7 +93,7 @@ def test_each_contrast_is_compared_by_the_peoples_categories(planted) -> None:
 
 
 def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path) -> None:
-    db_file, run_id, women = planted
+    db_file, run_id, _ = planted
     fit = query(db_file, "SELECT attribute, statistic, estimate, ci_low, ci_high, n_occupations, pairs, verdict FROM "
                          "workforce_fit WHERE run_id = ? ORDER BY ALL", [run_id]).set_index(["attribute", "statistic"])
     sex = query(db_file, "SELECT model_share, workforce_share FROM workforce_occupations WHERE run_id = ? AND "

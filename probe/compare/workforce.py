@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE
@@ -36,7 +37,7 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
     ).df()  # fmt: skip
     if fit.empty:
         return None
-    fit = fit.groupby("run_id", group_keys=False).apply(lambda own: own[main_comparison(own)])  # sex, not race
+    fit = fit[pd.concat([main_comparison(own) for _, own in fit.groupby("run_id")])]  # a run over sets: sex
     shared = set.intersection(*(set(fit.loc[fit["run_id"] == run_id, "condition"]) for run_id in run_ids))
     if not shared:
         return None
