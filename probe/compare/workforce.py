@@ -25,7 +25,7 @@ from probe.report.data import clean, records, run_record
 from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_comparison
 
 STATISTICS = ("slope", "spearman", "pearson")
-DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% two-way bootstrap interval) "
+DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% interval) "
                      "added in quadrature: conservative where the runs share occupations and name pairs")  # fmt: skip
 
 
