@@ -36,11 +36,11 @@ from scipy import special, stats
 
 from probe.analysis.binomial import CONFIDENCE
 from probe.analysis.statistics import MIN_PAIRS
+from probe.common.vocabulary import NAME_ORDERS  # woman named first, second: position +1, -1 in the adjusted slope
 
 BOUNDS = (0.005, 0.995)
 MIN_OCCUPATIONS = 4
 MIN_VERDICT_OCCUPATIONS = 12
-ORDERS = ("fm", "mf")  # woman named first, second: position +1, -1 in the adjusted slope
 STATISTICS = ("spearman", "pearson", "slope", "adjusted_slope")
 FIT_COLUMNS = ["condition", "statistic", "estimate", "ci_low", "ci_high", "n_occupations", "pairs", "method",
                "verdict"]  # fmt: skip
@@ -76,7 +76,7 @@ def workforce_rows(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(fit rows, occupation rows) of every condition.
 
-    `order_shares`: index (condition, occupation, pair_id), one column per name order (ORDERS), the pair's share of
+    `order_shares`: index (condition, occupation, pair_id), one column per name order (NAME_ORDERS), the pair's share of
     picks of the woman in that order (NaN where it has no valid answer); `occupation_shares`: the occupation-scope
     female_share metrics rows (condition, key, value, ci_low, ci_high, method); `workforce`: occupation, soc_code,
     share (0-1) of the run's occupations.
@@ -111,10 +111,10 @@ def contrast_shares(workforce: pd.DataFrame, attribute: str, category_a: str, ca
 
 
 def order_array(order_shares: pd.DataFrame, occupations: pd.Index) -> np.ndarray:
-    """occupations x pairs x name orders (ORDERS) of one condition's `order_shares` (NaN where none)."""
-    wide = order_shares.reindex(columns=list(ORDERS)).unstack("pair_id").reindex(occupations)
+    """occupations x pairs x name orders (NAME_ORDERS) of one condition's `order_shares` (NaN where none)."""
+    wide = order_shares.reindex(columns=list(NAME_ORDERS)).unstack("pair_id").reindex(occupations)
     pairs = wide.columns.get_level_values("pair_id").unique()
-    return np.stack([wide[order].reindex(columns=pairs).to_numpy(float) for order in ORDERS], axis=2)
+    return np.stack([wide[order].reindex(columns=pairs).to_numpy(float) for order in NAME_ORDERS], axis=2)
 
 
 def versus_workforce(ci_low: pd.Series, ci_high: pd.Series, share: pd.Series) -> np.ndarray:
@@ -129,7 +129,7 @@ def versus_workforce(ci_low: pd.Series, ci_high: pd.Series, share: pd.Series) ->
 
 def fit_rows(condition: str, values: np.ndarray, workforce_share: np.ndarray) -> list[dict]:
     """The statistics of one condition with their intervals and verdicts. `values`: occupations x pairs of
-    order-balanced shares, or occupations x pairs x name orders (ORDERS), which adds the position-adjusted slope.
+    order-balanced shares, or occupations x pairs x name orders (NAME_ORDERS), which adds the position-adjusted slope.
     No estimate below MIN_OCCUPATIONS occupations or 2 pairs; no interval below MIN_PAIRS pairs; no verdict on a
     slope below MIN_VERDICT_OCCUPATIONS occupations."""
     occupations, pairs = values.shape[:2]

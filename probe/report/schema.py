@@ -226,13 +226,8 @@ class Workforce(_Open):
     spearman: Estimate | None
     pearson: Estimate | None
     slope: Estimate | None
-    adjusted_slope: Estimate | None = None  # the slope with the position in the fit (runs analysed since issue 48)
-    estimand: str | None = None
-    min_verdict_occupations: int | None = None  # no verdict on a slope below it
-    attribute: str | None = None  # runs over name sets: the headline contrast (sex), every one under contrasts
-    category_a: str | None = None
-    category_b: str | None = None
-    contrasts: list[Record] | None = None
+    adjusted_slope: Estimate | None = None  # the position in the fit; also estimand, min_verdict_occupations (48)
+    contrasts: list[Record] | None = None  # a run over name sets: per contrast, its headline's attribute, category_a/b
 
 
 class AdverseImpact(_Open):
