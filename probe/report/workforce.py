@@ -170,8 +170,11 @@ def figure_workforce(section: dict[str, Any] | None) -> str | None:
     for row in rows.assign(size=-rows["departure"].abs()).sort_values("size").head(LABELLED).itertuples():
         ax.annotate(row.occupation, (row.workforce_share, row.model_share), fontsize=8, xytext=(4, 4),
                     textcoords="offset points")  # fmt: skip
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="women in the workforce (BLS 2022)",
-           ylabel=f"woman picked by the model ({section['condition']})")  # fmt: skip
+    labels = ("women in the workforce (BLS 2022)", "woman picked")
+    if section.get("category_a") and section.get("attribute") != "sex":  # a run over name sets without a sex contrast
+        a, b = section["category_a"], section["category_b"]
+        labels = (f"{a} among {a} and {b} workers", f"{a} person picked")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=labels[0], ylabel=f"{labels[1]} by the model ({section['condition']})")
     ax.legend(loc="upper left", frameon=False, fontsize=8)
     return _figure_uri(fig)
 
