@@ -37,7 +37,7 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
     ).df()  # fmt: skip
     if fit.empty:
         return None
-    fit = fit[pd.concat([main_comparison(own) for _, own in fit.groupby("run_id")])]  # a run over sets: sex
+    fit = fit[pd.concat([main_comparison(own) for _, own in fit.groupby("run_id")]).reindex(fit.index)]  # sets: sex
     shared = set.intersection(*(set(fit.loc[fit["run_id"] == run_id, "condition"]) for run_id in run_ids))
     if not shared:
         return None
