@@ -89,13 +89,18 @@ def test_each_contrast_is_compared_by_the_peoples_categories(planted) -> None:
                             "USING (soc_code) WHERE run_id = ? AND source = 'bls-cps-2022'", [run_id])  # fmt: skip
     black = shares.set_index("occupation")
     assert race["workforce_share"].to_dict() == pytest.approx(
-        (black["pct_black"] / (black["pct_black"] + black["pct_white"])).loc[race.index].to_dict(), abs=1e-12)
+        (black["pct_black"] / (black["pct_black"] + black["pct_white"])).loc[race.index].to_dict(), abs=1e-12
+    )
 
 
 def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path) -> None:
     db_file, run_id, _ = planted
-    fit = query(db_file, "SELECT attribute, statistic, estimate, ci_low, ci_high, n_occupations, pairs, verdict FROM "
-                         "workforce_fit WHERE run_id = ? ORDER BY ALL", [run_id]).set_index(["attribute", "statistic"])
+    fit = query(
+        db_file,
+        "SELECT attribute, statistic, estimate, ci_low, ci_high, n_occupations, pairs, verdict FROM "
+        "workforce_fit WHERE run_id = ? ORDER BY ALL",
+        [run_id],
+    ).set_index(["attribute", "statistic"])
     sex = query(db_file, "SELECT model_share, workforce_share FROM workforce_occupations WHERE run_id = ? AND "
                          "attribute = 'sex' ORDER BY occupation", [run_id])  # fmt: skip
     x = special.logit(np.clip(sex["workforce_share"], *BOUNDS))
@@ -115,8 +120,17 @@ def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path
 
 
 def test_a_contrast_is_set_against_the_first_categorys_share_of_the_two() -> None:
-    workforce = pd.DataFrame({"occupation": ["nurse"], "soc_code": ["29-1141.00"], "pct_women": [87.9],
-                              "pct_white": [75.0], "pct_black": [15.0], "pct_asian": [9.0], "pct_hispanic": [8.0]})
+    workforce = pd.DataFrame(
+        {
+            "occupation": ["nurse"],
+            "soc_code": ["29-1141.00"],
+            "pct_women": [87.9],
+            "pct_white": [75.0],
+            "pct_black": [15.0],
+            "pct_asian": [9.0],
+            "pct_hispanic": [8.0],
+        }
+    )
     assert contrast_shares(workforce, "race_ethnicity", "Black", "White")["share"].tolist() == [15.0 / 90.0]
     assert contrast_shares(workforce, "sex", "female", "male")["share"].tolist() == pytest.approx([0.879])
     assert contrast_shares(workforce, "sex x race_ethnicity", "female x Black", "male x Black") is None

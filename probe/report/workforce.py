@@ -59,13 +59,17 @@ def _sentence(statistics: dict[str, Any], n: int, split: str) -> str:
     if slope["estimate"] is None:
         return f"Too few occupations with a workforce share ({n}) or name pairs for the comparison."
     if slope["ci_low"] is None:
-        return (f"Over {n} occupations the amplification slope is {slope['estimate']:.2f} and the rank correlation "
-                f"{spearman['estimate']:.2f}, with no interval and no reading: fewer than {MIN_PAIRS} name pairs.")
+        return (
+            f"Over {n} occupations the amplification slope is {slope['estimate']:.2f} and the rank correlation "
+            f"{spearman['estimate']:.2f}, with no interval and no reading: fewer than {MIN_PAIRS} name pairs."
+        )
     rank = f"rank correlation {_interval(spearman)}"
     if slope["verdict"] is None:
-        return (f"Over {n} occupations the amplification slope is {_interval(slope)}, with no reading: fewer than "
-                f"{MIN_VERDICT_OCCUPATIONS} occupations (there the slope is biased upwards by a few percent and "
-                f"cannot tell 1.5 from 1); {rank}.")
+        return (
+            f"Over {n} occupations the amplification slope is {_interval(slope)}, with no reading: fewer than "
+            f"{MIN_VERDICT_OCCUPATIONS} occupations (there the slope is biased upwards by a few percent and "
+            f"cannot tell 1.5 from 1); {rank}."
+        )
     reading = {
         "amplifies": f"the model exaggerates {split}",
         "flattens": f"the model follows {split} less than the workforce does",
