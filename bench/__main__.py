@@ -11,8 +11,8 @@
     .venv/bin/python -m bench --only impact  # the impact ratio's interval coverage over name sets (bench/impact.py)
     .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
     .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
-    .venv/bin/python -m bench --only workforce  # workforce comparison coverage, 8 and 62 occupations
-    .venv/bin/python -m bench --only workforce_large  # the same at 300 occupations
+    .venv/bin/python -m bench --only workforce  # workforce slope and correlations: coverage, width, power (8/20/62
+                                                # occupations x 6/12/20 pairs, 1,000 runs a cell; ~8 CPU-minutes)
 """
 
 from __future__ import annotations
@@ -76,12 +76,6 @@ def _workforce(quick: bool, folder: Path) -> dict[str, float]:
     from bench.workforce import measure
 
     return measure(quick)
-
-
-def _workforce_large(quick: bool, folder: Path) -> dict[str, float]:
-    from bench.workforce import measure
-
-    return measure(quick, large=True)
 
 
 def _pairs(quick: bool, folder: Path) -> dict[str, float]:
@@ -169,7 +163,6 @@ BENCHMARKS: dict[str, Callable[[bool, Path], dict[str, float]]] = {
     "gpu": _gpu,
     "unusable": _unusable,
     "workforce": _workforce,
-    "workforce_large": _workforce_large,
 }
 
 

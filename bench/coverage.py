@@ -28,7 +28,8 @@ from scipy import optimize
 from scipy.special import expit
 
 from bench.worlds import HEADLINE, ParametricWorld, ResampledWorld, to_frames, true_values
-from probe.analysis.metrics import analyze, occupation_preference_rows
+from probe.analysis.metrics import analyze
+from probe.analysis.preference import occupation_preference_rows
 from probe.store.db import SCHEMA
 
 SIZES = (12, 20, 70)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.differences import difference_estimate
-from probe.analysis.metrics import occupation_preference_rows
+from probe.analysis.preference import occupation_preference_rows
 from probe.analysis.statistics import ShareEstimate, share_estimate
 from probe.gates.gate import FAIL, PASS, Gate, Verdict
 from probe.gates.kinds import KINDS

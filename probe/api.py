@@ -86,7 +86,7 @@ class Run:
 
     def workforce_fit(self) -> pd.DataFrame:
         """Per condition the rank and linear correlations with the workforce and the amplification slope (1 mirrors
-        the workforce), each with its two-way bootstrap interval over occupations and name pairs."""
+        the workforce) and adjusted_slope (the position in the fit), each with its interval."""
         return self._query(
             "SELECT * EXCLUDE (run_id) FROM workforce_fit WHERE run_id = ? ORDER BY condition, statistic",
             analysed=True,

@@ -187,10 +187,12 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
             problems.append(f"occupation {row['occupation']}: [{row['ci_low']}, {row['ci_high']}] beside "
                             f"preferred {row['preferred']}")  # fmt: skip
     for condition, entry in ((data.get("workforce") or {}).get("by_condition") or {}).items():
-        for name, null in (("slope", 1.0), ("spearman", 0.0), ("pearson", 0.0)):
-            fit = entry[name]
+        for name, null in (("slope", 1.0), ("adjusted_slope", 1.0), ("spearman", 0.0), ("pearson", 0.0)):
+            fit = entry.get(name)
+            if fit is None:  # the adjusted slope of an older run; no verdict below MIN_VERDICT_OCCUPATIONS either
+                continue
             check(f"workforce {condition} {name}", fit["ci_low"], fit["ci_high"], fit["estimate"])
-            if fit["ci_low"] is not None and (fit["verdict"] != "inconclusive") != (
+            if fit["ci_low"] is not None and fit["verdict"] is not None and (fit["verdict"] != "inconclusive") != (
                 fit["ci_low"] > null or fit["ci_high"] < null
             ):
                 problems.append(f"workforce {condition} {name}: verdict {fit['verdict']} beside its interval")

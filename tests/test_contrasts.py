@@ -200,8 +200,11 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
     run_id = pipeline.run(config).run_id
     stored = query(db_file, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"]
     assert not set(stored) & set(SLOT_METRICS)
-    for table in ("occupation_preference", "regression", "workforce_fit"):
+    for table in ("occupation_preference", "regression"):
         assert query(db_file, f"SELECT count(*) AS n FROM {table} WHERE run_id = ?", [run_id])["n"].item() == 0
+    # the workforce comparison by the people's categories: Black vs White only (Woman / Man has no share), no slot
+    compared = query(db_file, "SELECT DISTINCT attribute, category_a FROM workforce_fit WHERE run_id = ?", [run_id])
+    assert compared.values.tolist() == [["race_ethnicity", "Black"]]
     probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
     document = json.loads((tmp_path / "report.json").read_text())
     markdown, html = (tmp_path / "report.md").read_text(), (tmp_path / "report.html").read_text()

@@ -10,7 +10,7 @@ import statsmodels.api as sm
 from scipy import special, stats
 
 import probe
-from probe.analysis.workforce import BOUNDS, fit_rows, versus_workforce
+from probe.analysis.workforce import BOUNDS, correlation_interval, fit_rows, versus_workforce
 from probe.common.errors import UserError
 from probe.compare.workforce import amplifies_most
 from probe.pipeline import compare
@@ -39,15 +39,79 @@ def test_estimates_match_scipy_and_a_binomial_glm():
     assert {row["pairs"] for row in rows.values()} == {4}
 
 
-def test_intervals_hold_the_estimate_are_seeded_and_say_what_they_show():
-    # intervals need MIN_PAIRS (6) name pairs, as every other interval: two more pairs, the shares' order kept
-    six = np.hstack([VALUES, [[0.0, 0.5], [1.0, 0.5], [0.5, 0.5], [1.0, 1.0], [0.0, 0.0]]])
-    first = fit_rows("baseline", six, WORKFORCE)
-    assert fit_rows("baseline", six, WORKFORCE) == first  # a fixed seed: the same figures every time
-    for row in first:
-        assert row["ci_low"] < row["estimate"] < row["ci_high"]
-        assert "two-way bootstrap" in row["method"]
-    assert first[0]["ci_low"] >= -1 and first[1]["ci_high"] <= 1  # correlations stay in range (Fisher z)
+# 6 occupations x 6 pairs x 2 name orders (woman named first, second): 1 = the woman picked
+ORDERS = np.array([
+    [[1, 0], [0, 0], [0, 1], [1, 1], [0, 0], [0, 0]],
+    [[1, 0], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]],
+    [[0, 0], [1, 1], [0, 1], [1, 1], [1, 0], [0, 1]],
+    [[1, 1], [1, 0], [1, 0], [0, 1], [1, 0], [0, 0]],
+    [[0, 1], [1, 1], [0, 0], [0, 1], [0, 0], [0, 1]],
+    [[1, 0], [0, 0], [1, 1], [1, 1], [1, 0], [1, 1]],
+], dtype=float)  # fmt: skip
+SIX = np.array([0.035, 0.385, 0.797, 0.879, 0.12, 0.5])
+
+
+def _two_way(y: np.ndarray, design: np.ndarray, occupation: np.ndarray, pair: np.ndarray) -> tuple[float, float]:
+    """statsmodels' slope and its two-way variance: clustered by occupation and by pair (each x 6/5) minus HC0."""
+    def fit(cov_type: str, **kwds):
+        return sm.GLM(y, design, family=sm.families.Binomial()).fit(cov_type=cov_type, cov_kwds=kwds or None)
+
+    by = [fit("cluster", groups=groups, use_correction=False).cov_params()[1, 1] * 6 / 5 for groups in (occupation,
+                                                                                                      pair)]
+    cell = fit("HC0")
+    return cell.params[1], by[0] + max(by[1] - cell.cov_params()[1, 1], 0)
+
+
+def test_slope_intervals_are_two_way_cluster_robust_t_intervals():
+    rows = {row["statistic"]: row for row in fit_rows("baseline", ORDERS, SIX)}
+    x = special.logit(np.clip(SIX, *BOUNDS))
+    cells = np.repeat(np.arange(6), 6), np.tile(np.arange(6), 6)  # occupation, pair of each (occupation, pair)
+    slope, variance = _two_way(ORDERS.mean(axis=2).ravel(), sm.add_constant(np.repeat(x, 6)), *cells)
+    half = stats.t.isf(0.025, 6 - 2) * np.sqrt(variance)
+    assert [rows["slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
+        [slope, slope - half, slope + half], abs=1e-12)  # fmt: skip
+    assert [rows["slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
+        [0.17028145129944655, 0.019997625583030088, 0.320565277015863], abs=1e-12)  # fmt: skip
+    # the position in the fit: each name order's share, position +1 where the woman is named first
+    design = np.column_stack([np.ones(72), np.repeat(x, 12), np.tile([1.0, -1.0], 36)])
+    slope, variance = _two_way(ORDERS.ravel(), design, np.repeat(np.arange(6), 12), np.tile(np.repeat(np.arange(6), 2),
+                                                                                                6))  # fmt: skip
+    half = stats.t.isf(0.025, 6 - 3) * np.sqrt(variance)
+    assert [rows["adjusted_slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
+        [slope, slope - half, slope + half], abs=1e-12)  # fmt: skip
+    assert rows["adjusted_slope"]["ci_low"] == pytest.approx(-0.0007173610223289995, abs=1e-12)
+    # 6 occupations, fewer than MIN_VERDICT_OCCUPATIONS: intervals, no reading of a slope
+    assert (rows["slope"]["verdict"], rows["adjusted_slope"]["verdict"]) == (None, None)
+    assert "cluster-robust" in rows["slope"]["method"] and "position" in rows["adjusted_slope"]["method"]
+
+
+def test_correlation_intervals_are_fisher_z_over_occupations():
+    rows = {row["statistic"]: row for row in fit_rows("baseline", ORDERS, SIX)}
+    z = stats.norm.isf(0.025)
+    for name, spread in (("spearman", np.sqrt(1 + 0.753702346348183**2 / 2)), ("pearson", 1.0)):
+        r = rows[name]["estimate"]
+        expected = np.tanh(np.arctanh(r) + np.array([-1, 1]) * z * spread / np.sqrt(6 - 3))
+        assert [rows[name]["ci_low"], rows[name]["ci_high"]] == pytest.approx(expected, abs=1e-12)
+    assert [rows["spearman"][key] for key in ("estimate", "ci_low", "ci_high", "verdict")] == pytest.approx(
+        [0.753702346348183, -0.2920325473570046, 0.9786149676566027, "inconclusive"], abs=1e-12)  # fmt: skip
+    # a correlation of 0.95 over 8 occupations has an interval well inside [-1, 1]
+    for name, expected in (("pearson", (0.742, 0.991)), ("spearman", (0.650, 0.994))):
+        _, low, high = correlation_interval(name, np.array([0.95]), np.array([8]))
+        assert (round(low[0], 3), round(high[0], 3)) == expected
+
+
+def test_a_slope_is_read_from_twelve_occupations_and_position_bias_alone_flattens_it():
+    # a model that mirrors the workforce exactly in each name order, with the first-named person's logit +1
+    share = np.linspace(0.05, 0.95, 12)
+    x = special.logit(share)
+    orders = np.stack([special.expit(x + 1), special.expit(x - 1)], axis=1)[:, None, :].repeat(6, axis=1)
+    rows = {row["statistic"]: row for row in fit_rows("baseline", orders, share)}
+    assert rows["adjusted_slope"]["estimate"] == pytest.approx(1.0, abs=1e-9)
+    balanced = sm.GLM(orders.mean(axis=(1, 2)), sm.add_constant(x), family=sm.families.Binomial()).fit()
+    assert rows["slope"]["estimate"] == pytest.approx(balanced.params[1], abs=1e-9)  # the population-averaged slope
+    assert rows["slope"]["estimate"] == pytest.approx(0.835864, abs=1e-6)
+    assert (rows["slope"]["verdict"], rows["adjusted_slope"]["verdict"]) == ("flattens", "inconclusive")
+    assert fit_rows("baseline", orders[:11], share[:11])[2]["verdict"] is None  # 11 occupations: no reading
 
 
 def test_too_few_occupations_or_pairs_get_no_estimate():
@@ -84,10 +148,10 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     pd.testing.assert_frame_equal(stored, shares.iloc[:, 1:])
     assert rows["workforce_share"].tolist() == pytest.approx([0.035, 0.879, 0.092, 0.925, 0.797])
     fit = query(db_file, "SELECT statistic, n_occupations, pairs FROM workforce_fit WHERE run_id = 'w'")
-    assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4]]
+    assert fit.values.tolist() == [["spearman", 5, 4], ["pearson", 5, 4], ["slope", 5, 4], ["adjusted_slope", 5, 4]]
     run = probe.open_run("w", db=db_file)  # the API reads the same rows
     assert run.workforce()["occupation"].tolist() == rows["occupation"].tolist()
-    assert run.workforce_fit()["statistic"].tolist() == ["pearson", "slope", "spearman"]
+    assert run.workforce_fit()["statistic"].tolist() == ["adjusted_slope", "pearson", "slope", "spearman"]
     # 4 name pairs, under the 6 every interval needs: the report and compare give the estimates, no interval
     report = json.loads(run.report(tmp_path / "r.html").with_suffix(".json").read_text())["workforce"]
     assert report["slope"]["ci_low"] is None and report["finding"].endswith(
@@ -99,7 +163,8 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
 
 def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
     use_backend(FakeBackend())
-    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer", "engineer", "accountant",
+                   "architect", "plumber", "cashier", "dentist"]  # fmt: skip
     probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
     low, high = query(db_file, "SELECT ci_low, ci_high FROM workforce_fit WHERE statistic = 'slope'").iloc[0]
     policy = tmp_path / "gates.toml"
@@ -112,6 +177,13 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
     policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = "1.2"\n')
     with pytest.raises(UserError, match="key 'limit' must be a number"):
         probe.gate("w", policy, db=db_file, output=tmp_path / "out")
+    # 6 occupations, fewer than the 12 a reading of the slope needs: inconclusive, the reason said
+    probe.run(pairs=6, occupations=occupations[:6], top_k=1, db=db_file, run_id="six", conditions=["baseline"])
+    policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = 9\n')
+    result = probe.gate("six", policy, db=db_file, output=tmp_path / "out")
+    assert (result.outcome, result.verdicts[0].sentence) == ("inconclusive", (
+        "run 'six' compares 6 occupations with the workforce, fewer than the 12 a reading of the slope needs (there "
+        "it is biased and cannot tell 1.5 from 1)"))  # fmt: skip
 
 
 def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_tie(db_file, use_backend, tmp_path):

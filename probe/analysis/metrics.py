@@ -15,10 +15,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
-from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson, wilson_interval
+from probe.analysis.binomial import wilson_interval
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
@@ -36,8 +34,6 @@ from probe.analysis.metric_registry import (
     ATTR_YES_DIFF,
     ATTR_YES_F,
     ATTR_YES_M,
-    BIAS,
-    CONSISTENCY,
     CONTEXT_SENSITIVITY,
     FEMALE_SHARE,
     METRICS,
@@ -48,18 +44,17 @@ from probe.analysis.metric_registry import (
 )
 from probe.analysis.metric_sql import expand
 from probe.analysis.pairs import heterogeneity, pair_shares
+from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
-from probe.analysis.resampling import correlation_test
 from probe.analysis.robustness import analyze_wordings
 from probe.analysis.statistics import (
-    MIN_PAIRS,
     ShareEstimate,
     pair_terms,
     prepare_betting_intervals,
     rate,
     share_estimate,
 )
-from probe.analysis.workforce import workforce_rows
+from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
@@ -71,7 +66,6 @@ RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression
                  "pair_heterogeneity", "instance_metrics")
 METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
                   "min_p_value", "mde", "method"]  # fmt: skip
-CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
@@ -128,7 +122,8 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     contests = con.execute(queries["contrast_counts"], params).df()
     grants = con.execute(queries["grant_counts"], params).df()
     kway = kway_counts(impact_counts)
-    fit, occupations = workforce_rows(occupation_pair_shares(cells), occupation_shares, workforce)
+    workforce = workforce.assign(share=workforce["pct_women"] / 100)
+    fit, occupations = workforce_rows(order_pair_shares(cells), occupation_shares, workforce)
     fit = fit.assign(source=source)
     by_sex = by_wording.iloc[0:0] if name_sets else by_wording
     results = {
@@ -148,9 +143,31 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "category_metrics": category_rows(contests, grants, kway) if name_sets else pd.DataFrame(
             columns=CATEGORY_COLUMNS),
     }
-    if name_sets:
+    if name_sets:  # the workforce comparison by the people's own categories, per contrast
         results = without_slots(results)
+        contest_cells = con.execute(queries["contrast_choice_cells"], params).df()
+        fit, occupations = contrast_workforce_rows(contest_cells, workforce)
+        results |= {"workforce_fit": fit.assign(source=source), "workforce_occupations": occupations}
     _replace_run_rows(con, run_id, results)
+
+
+def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run over name sets' workforce comparison: per contrast whose two categories the source has shares for,
+    category_a's share of picks in the woman's place and the sets in the pairs' (metrics.sql
+    `contrast_choice_cells`), set against category_a's share of the two categories' workers."""
+    fits, occupations = [], []
+    for (attribute, a, b), group in cells.groupby(["attribute", "category_a", "category_b"], sort=True):
+        shares = contrast_shares(workforce, attribute, a, b)
+        if shares is None:
+            continue
+        rows = female_share_rows(group)
+        fit, per_occupation = workforce_rows(order_pair_shares(group), rows[rows["scope"] == "occupation"], shares)
+        labels = {"attribute": attribute, "category_a": a, "category_b": b}
+        fits.append(fit.assign(**labels))
+        occupations.append(per_occupation.assign(**labels))
+    if not fits:
+        return pd.DataFrame(columns=FIT_COLUMNS), pd.DataFrame(columns=OCCUPATION_COLUMNS)
+    return pd.concat(fits, ignore_index=True), pd.concat(occupations, ignore_index=True)
 
 
 def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict[str, pd.DataFrame]) -> None:
@@ -281,12 +298,14 @@ def order_balanced_shares(cells: pd.DataFrame, keys: list[str]) -> tuple[pd.Seri
     return values, cells.groupby(keys)["n"].sum().reindex(values.index)
 
 
-def occupation_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
-    """The order-balanced pair shares behind each occupation's female_share: index (condition, occupation), one
-    column per pair (NaN where the pair has no valid answer)."""
+def order_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
+    """The pair shares behind each occupation's female_share, per name order: index (condition, occupation,
+    pair_id), one column per name order (NaN where the pair has no valid answer in it); their mean over the orders
+    with an answer is the pair's order-balanced share."""
     if cells.empty:
-        return pd.DataFrame()
-    return order_balanced_shares(cells, ["condition", "occupation", "pair_id"])[0].unstack("pair_id")
+        return pd.DataFrame(index=pd.MultiIndex.from_tuples([], names=["condition", "occupation", "pair_id"]))
+    by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
+    return pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index).unstack("name_order")
 
 
 def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:
@@ -323,77 +342,3 @@ def overall_metrics(condition: str) -> tuple[str, ...]:
     if condition == "taxonomy":
         return (*STAGE2_METRICS, ORDER_CONSISTENCY, CONTEXT_SENSITIVITY)
     return (*STAGE2_METRICS, ORDER_CONSISTENCY)
-
-
-def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per condition and occupation: does the model lean to one gender, with the name pair as the unit?
-
-    Each pair's order-balanced share of S = female for the occupation makes it lean female (> 0.5), male
-    (< 0.5) or neither (= 0.5, a tie: e.g. always the first-named person; or a name order without a valid
-    answer, where the share would carry the position effect). share_female is the mean of those pair shares.
-    The exact sign test compares the pairs leaning each way; q = Benjamini-Hochberg over the occupations of the
-    condition; preferred = the leaning side where q < 0.05. `lean_female` is the share of leaning pairs that lean
-    female, with its Clopper-Pearson interval at the level of the decision beside it (Benjamini & Yekutieli 2005's
-    false-coverage-rate level 1 - R 0.05 / m, R the occupations preferred, at least 1, of m tested): it excludes
-    0.5 exactly when the occupation is preferred.
-    """
-    by_order = cells.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
-    share = pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index)
-    by_pair = share.groupby(level=["condition", "occupation", "pair_id"])
-    # a pair leans only when both name orders have a valid answer: one order alone mixes in the position effect
-    pair_share = by_pair.mean().where(by_pair.count() == 2)
-    lean = pd.DataFrame({"female": pair_share > 0.5, "male": pair_share < 0.5})
-    prefs = lean.groupby(level=["condition", "occupation"]).sum().rename(
-        columns={"female": "pairs_female", "male": "pairs_male"}
-    )
-    prefs["share_female"] = pair_share.groupby(level=["condition", "occupation"]).mean()
-    prefs["n"] = cells.groupby(["condition", "occupation"])["n"].sum()
-    prefs = prefs.reset_index()
-    prefs["pairs"] = prefs["pairs_female"] + prefs["pairs_male"]
-    prefs["lean_female"] = rate(prefs["pairs_female"], prefs["pairs"])
-    prefs["p_value"] = [stats.binomtest(int(f), int(f + m), 0.5).pvalue if f + m else np.nan
-                        for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)]  # fmt: skip
-    prefs["q_value"] = np.nan
-    prefs["ci_low"] = prefs["ci_high"] = np.nan
-    prefs["ci_level"] = np.nan
-    for _, group in prefs[prefs["pairs"] > 0].groupby("condition"):
-        rejected, q_values = multipletests(group["p_value"], alpha=SIGNIFICANCE, method="fdr_bh")[:2]
-        level = 1 - max(int(rejected.sum()), 1) * SIGNIFICANCE / len(group)
-        prefs.loc[group.index, "q_value"] = q_values
-        prefs.loc[group.index, "ci_level"] = level
-        bounds = [clopper_pearson(int(f), int(f + m), level) for f, m in
-                  zip(group["pairs_female"], group["pairs_male"], strict=True)]  # fmt: skip
-        prefs.loc[group.index, "ci_low"] = [low for low, _ in bounds]
-        prefs.loc[group.index, "ci_high"] = [high for _, high in bounds]
-    significant = prefs["q_value"] < SIGNIFICANCE
-    prefs["preferred"] = np.select(
-        [significant & (prefs["lean_female"] > 0.5), significant & (prefs["lean_female"] < 0.5)],
-        ["female", "male"],
-        "none",
-    )
-    return prefs
-
-
-def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The paper's consistency-bias relation across name pairs per condition: Pearson r with a permutation test
-    over pairs (it keeps its size however skewed the pair values) and the Fisher z interval that test calibrates,
-    Bonferroni over the run's conditions (p_adjusted = m p; the interval excludes 0 exactly when p_adjusted < 0.05).
-
-    Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
-    bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
-    answers no, which makes the instance inconsistent), so it is not tested. r is NULL where undefined:
-    fewer than 3 pairs or a constant variable; the interval and test need MIN_PAIRS pairs.
-    """
-    scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != STAGE1_CONDITION)]
-    tested: list[tuple[str, pd.DataFrame]] = []
-    for condition, group in scoped.groupby("condition", sort=True):
-        wide = group.pivot(index="key", columns="metric", values="value")
-        if CONSISTENCY in wide and BIAS in wide:
-            tested.append((condition, wide[[CONSISTENCY, BIAS]].dropna()))
-    testable = sum(len(both) >= MIN_PAIRS and both.nunique().min() > 1 for _, both in tested)
-    rows = [{"condition": condition, "across": "pair", "x": CONSISTENCY, "y": BIAS, "method": "pearson",
-             "n": len(both), **correlation_test(both[CONSISTENCY], both[BIAS], testable)}
-            for condition, both in tested]  # fmt: skip
-    return pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "p_adjusted"]).astype(
-        {"r": float, "p_value": float, "p_adjusted": float, "ci_low": float, "ci_high": float}
-    )

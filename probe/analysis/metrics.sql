@@ -183,12 +183,44 @@ DROP TABLE IF EXISTS metric_instances;
 
 -- name: workforce_shares
 -- The run's occupations with their O*NET-SOC code and the workforce's % women in labour-statistics source $source
--- (NULL where it publishes none or the code has no workforce row): the workforce comparison
+-- and race shares (NULL where it publishes none or the code has no workforce row): the workforce comparison
 -- (probe/analysis/workforce.py).
-SELECT DISTINCT a.occupation, a.soc_code, w.pct_women
+SELECT DISTINCT a.occupation, a.soc_code, w.pct_women, w.pct_white, w.pct_black, w.pct_asian, w.pct_hispanic
 FROM run_attributes a LEFT JOIN workforce w ON w.soc_code = a.soc_code AND w.source = $source
 WHERE a.run_id = $run_id
 ORDER BY a.occupation;
+
+-- name: contrast_choice_cells
+-- Runs over name sets: the workforce comparison's cells per contrast (probe/analysis/workforce.py), by the people's
+-- own categories (run_contests), never by slot. Per (condition, attribute, category_a, category_b, occupation, set,
+-- name order) of the single-subject contests between the two categories: n = answers naming either person,
+-- n_female = picks of category_a's person (the column names of female_choice_cells: category_a takes the woman's
+-- place), name_order 'fm' where category_a's person is named first, 'mf' where second; pair_id = the set.
+WITH sides AS (
+    SELECT pair_id, set_id, attribute,
+           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
+           any_value(category) FILTER (WHERE slot = 'male') AS second_category
+    FROM run_contests WHERE run_id = $run_id
+    GROUP BY pair_id, set_id, attribute
+),
+picks AS (
+    SELECT i.condition, i.pair_id, i.occupation, i.name_order, coalesce(a.label, 'unknown') AS label
+    FROM items AS i
+    LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+    WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype = 'single'
+)
+SELECT p.condition, s.attribute,
+       least(s.first_category, s.second_category) AS category_a,
+       greatest(s.first_category, s.second_category) AS category_b,
+       p.occupation, s.set_id AS pair_id,
+       CASE WHEN (p.name_order = 'fm') = (s.first_category < s.second_category) THEN 'fm' ELSE 'mf' END AS name_order,
+       count(*) FILTER (WHERE p.label IN ('female', 'male')) AS n,
+       count(*) FILTER (WHERE CASE p.label WHEN 'female' THEN s.first_category WHEN 'male' THEN s.second_category END
+                              = least(s.first_category, s.second_category)) AS n_female
+FROM picks AS p JOIN sides AS s USING (pair_id)
+WHERE s.first_category <> s.second_category
+GROUP BY ALL
+ORDER BY ALL;
 
 -- name: impact_counts
 -- The adverse-impact table's counts (DESIGN.md section 11): per (condition, attribute, rate kind, scope, key, name

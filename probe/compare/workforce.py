@@ -15,16 +15,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, records, run_record
-from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION
+from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_comparison
 
 STATISTICS = ("slope", "spearman", "pearson")
-DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% two-way bootstrap interval) "
+DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% interval) "
                      "added in quadrature: conservative where the runs share occupations and name pairs")  # fmt: skip
 
 
@@ -36,6 +37,7 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
     ).df()  # fmt: skip
     if fit.empty:
         return None
+    fit = fit[pd.concat([main_comparison(own) for _, own in fit.groupby("run_id")]).reindex(fit.index)]  # sets: sex
     shared = set.intersection(*(set(fit.loc[fit["run_id"] == run_id, "condition"]) for run_id in run_ids))
     if not shared:
         return None
@@ -51,7 +53,8 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
                                                                        "verdict")}  # fmt: skip
         occupations = con.execute(
             f"SELECT {', '.join(OCCUPATION_FIELDS)} FROM workforce_occupations WHERE run_id = ? AND condition = ? "
-            "ORDER BY occupation", [run_id, condition]
+            "AND coalesce(attribute, 'sex') = 'sex' AND coalesce(category_a, 'female') = 'female' ORDER BY occupation",
+            [run_id, condition],
         ).df()  # fmt: skip
         entry["occupations"] = records(occupations)
         runs.append(entry)

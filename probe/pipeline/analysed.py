@@ -17,9 +17,9 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
     saves the user a step without changing what the report says. An analysis stored before intervals and
     tests were computed over name pairs (no `pairs` on its overall rows), a run over name sets analysed before its
-    findings were computed per contrast (read by slot) or its categories ranked by a fitted strength, or a run with stage-2 metrics analysed before its per-instance
-    counts and pair shares were stored (instance_metrics, pair_shares: what compare and the report read), is redone
-    the same way.
+    findings were computed per contrast (read by slot) or its categories ranked by a fitted strength, or a run with
+    stage-2 metrics analysed before its per-instance counts and pair shares were stored (instance_metrics,
+    pair_shares: what compare and the report read), is redone the same way.
     """
     if run_row(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
         if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probe.common.errors import UserError
 from probe.report.data import SCHEMA_VERSION
 from probe.report.schema_compare import PerContrast, SetRunRecord
-from probe.report.schema_groups import ContrastRow, Groups, Ranking
+from probe.report.schema_groups import AdverseImpact, ContrastRow, Groups, Ranking
 
 Number = float | None  # an estimate or bound: null where it cannot be estimated
 Record = dict[str, Any]
@@ -226,14 +226,8 @@ class Workforce(_Open):
     spearman: Estimate | None
     pearson: Estimate | None
     slope: Estimate | None
-
-
-class AdverseImpact(_Open):
-    """The adverse-impact table: per category a rate and its impact ratio to the highest (DESIGN.md section 11)."""
-
-    method: str
-    meaning: str
-    rows: list[Record]
+    adjusted_slope: Estimate | None = None  # the position in the fit; also estimand, min_verdict_occupations (48)
+    contrasts: list[Record] | None = None  # a run over name sets: per contrast, its headline's attribute, category_a/b
 
 
 class ReportDocument(_Open):

@@ -1,5 +1,6 @@
-"""report.json's sections of a run over name sets (DESIGN.md section 11; probe/report/contrasts.py): its findings per
-contrast, the ranking of each attribute's categories and the groups section (matrices, grant rates, methods)."""
+"""report.json's sections by group (DESIGN.md section 11): the adverse-impact table, and of a run over name sets
+(probe/report/contrasts.py) its findings per contrast, the ranking of each attribute's categories and the groups
+section (matrices, grant rates, methods)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ class _Open(BaseModel):
     """An object of a run over name sets' sections: open as every object of the documents is (schema.py's _Open)."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class AdverseImpact(_Open):
+    """The adverse-impact table: per category a rate and its impact ratio to the highest (DESIGN.md section 11)."""
+
+    method: str
+    meaning: str
+    rows: list[dict[str, Any]]
 
 
 class ContrastRow(_Open):

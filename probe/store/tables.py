@@ -152,7 +152,7 @@ CREATE TABLE IF NOT EXISTS robustness (
     pair_ci_low DOUBLE, pair_ci_high DOUBLE, verdict VARCHAR
 );
 -- The workforce comparison (probe/analysis/workforce.py): per condition the correlations and the amplification slope
--- across occupations with their two-way bootstrap intervals, and each occupation's share beside the workforce's.
+-- across occupations with their intervals, and each occupation's share beside the workforce's.
 CREATE TABLE IF NOT EXISTS workforce_fit (
     run_id VARCHAR, condition VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
     n_occupations BIGINT, pairs BIGINT, method VARCHAR, verdict VARCHAR
@@ -163,6 +163,15 @@ CREATE TABLE IF NOT EXISTS workforce_occupations (
     run_id VARCHAR, condition VARCHAR, occupation VARCHAR, soc_code VARCHAR, model_share DOUBLE, ci_low DOUBLE,
     ci_high DOUBLE, method VARCHAR, workforce_share DOUBLE, departure DOUBLE, versus VARCHAR
 );
+-- Runs over name sets (issue 45): the comparison per contrast of two categories the source has shares for (sex:
+-- female / male; race_ethnicity: Asian, Black, Hispanic, White), by the people's own categories; NULL for a run over
+-- name pairs (its one comparison is the woman's share).
+ALTER TABLE workforce_fit ADD COLUMN IF NOT EXISTS attribute VARCHAR;
+ALTER TABLE workforce_fit ADD COLUMN IF NOT EXISTS category_a VARCHAR;
+ALTER TABLE workforce_fit ADD COLUMN IF NOT EXISTS category_b VARCHAR;
+ALTER TABLE workforce_occupations ADD COLUMN IF NOT EXISTS attribute VARCHAR;
+ALTER TABLE workforce_occupations ADD COLUMN IF NOT EXISTS category_a VARCHAR;
+ALTER TABLE workforce_occupations ADD COLUMN IF NOT EXISTS category_b VARCHAR;
 -- The adverse-impact table (probe/analysis/impact.py; DESIGN.md section 11): per condition, attribute, scope and
 -- category each rate kind's rate and its impact ratio to the highest-rate category, with the ratio's interval and test
 -- over name sets.
