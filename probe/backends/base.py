@@ -108,9 +108,9 @@ class Backend(Protocol):
         """Answer `queries`, one Reply each, in order. Must not raise for a single bad item."""
         ...
 
-    def check_pairs(self, pairs: pd.DataFrame) -> None:
-        """Called with the run's name pairs (pair_id, female, male) before it writes anything: check what they show
-        (replay: a file naming other people). Raises UserError."""
+    def check_pairs(self, pairs: pd.DataFrame, sets: bool = False) -> None:
+        """Called with the run's name pairs (pair_id, female, male; `sets`: the contests of name sets) before it
+        writes anything: check what they show (replay: a file naming other people). Raises UserError."""
         ...
 
     def finish(self) -> None:
@@ -130,7 +130,7 @@ class BackendDefaults:
     cacheable = True
     labels_are_data = False
 
-    def check_pairs(self, pairs: pd.DataFrame) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, sets: bool = False) -> None:
         """Nothing to check in the run's name pairs."""
 
     def finish(self) -> None:
