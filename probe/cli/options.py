@@ -73,6 +73,7 @@ SystemPromptOption = Annotated[
     str | None,
     typer.Option("--system-prompt", help="A system prompt (TEXT, or a .txt/.md FILE) before every question."),
 ]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")]
 RunIdOption = Annotated[str | None, typer.Option("--run-id", help="Run id; an existing one is resumed.")]
 RunDbOption = Annotated[str | None, typer.Option("--db", help="DuckDB database file (default runs/probe.duckdb).")]
 ConfigOption = Annotated[

@@ -24,6 +24,7 @@ from probe.cli.options import (
     DtypeOption,
     MaxFailedShareOption,
     NamesOption,
+    NoCacheOption,
     OccupationsOption,
     PairsOption,
     PresetOption,
@@ -81,7 +82,7 @@ def run_command(
     run_id: RunIdOption = None,
     db: RunDbOption = None,
     config: ConfigOption = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")] = False,
+    no_cache: NoCacheOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars; print only the run id.")] = False,
     report: Annotated[
         bool, typer.Option("--report", help="Also write the audit report (runs/<run id>/report.html).")

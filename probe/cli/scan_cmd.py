@@ -21,6 +21,7 @@ from probe.cli.options import (
     MaxFailedShareOption,
     ModelOption,
     NamesOption,
+    NoCacheOption,
     PairsOption,
     RunDbOption,
     ThreadsOption,
@@ -73,7 +74,7 @@ def scan_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Report folder (default: <db folder>/<scan id>).")
     ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")] = False,
+    no_cache: NoCacheOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print titles, rounds, model calls and an estimated time; write nothing.")
