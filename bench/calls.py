@@ -38,12 +38,12 @@ def preset_items(preset: str, prompt_format: str) -> PresetItems:
     with tempfile.TemporaryDirectory() as folder:
         con = db.connect(Path(folder) / "bench.duckdb")
         try:
-            selection = select(con, config)
+            selection = select(con, config.design)
         finally:
             con.close()
     stage1 = build_stage1(selection.pairs, selection.attributes, prompt_format)
     granted = half_granted(stage1)
-    stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.conditions, prompt_format)
+    stage2 = build_stage2(selection.pairs, selection.attributes, granted, config.design.conditions, prompt_format)
     return PresetItems(selection, stage1, stage2)
 
 

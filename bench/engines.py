@@ -41,7 +41,7 @@ class ServerResult:
 
 def server_throughput(bodies: list[dict], concurrency: int) -> ServerResult:
     """Throughput of a fresh embedded server (sized as `probe run` sizes it) on these request bodies."""
-    backend = llamacpp.create(llamacpp.settings_from(RunConfig()))
+    backend = llamacpp.create(llamacpp.settings_from(RunConfig().backend))
     try:
         return asyncio.run(_send_all(backend.server_address, bodies, concurrency))
     finally:

@@ -101,11 +101,11 @@ def _loops_s(report: dict) -> float:
 def measure(quick: bool, folder: Path, paper_stage_items: dict[str, int]) -> dict[str, float]:
     """The default engine's figures; `quick` times a slice of the paper preset instead of the quick preset."""
     default = RunConfig()
-    create_backend(default).close()  # converts the bundled GGUF into the cache if it is not there yet
+    create_backend(default.backend).close()  # converts the bundled GGUF into the cache if it is not there yet
     run = timed_probe_run(SLICE_ARGS if quick else ["--preset", "quick"], folder)
     report = run.report
     figures = {
-        "llm_backend": default.backend,
+        "llm_backend": default.backend.kind,
         "llm_run_items": run.items,
         "llm_run_wall_s": round(run.wall_s, 1),
         "llm_startup_s": round(report["backend_start_s"], 2),

@@ -2,10 +2,10 @@
 `probe.scan(...)` and `probe.open_scan(...)` a `Scan`; `probe.gate(...)` a `GateResult`; `probe.schema(...)` the
 JSON Schema of a written document.
 
-Keyword names are the RUN.toml settings (probe.store.config.RunConfig), and a run goes through the same
-pipeline as `probe run` (probe.pipeline), so a notebook and the command line store the same things. A scan
-takes the backend's settings and the scan's (probe.scanning.ScanSettings) and goes through `probe scan`'s
-pipeline (probe.pipeline.scan).
+Keyword names are the RUN.toml settings (probe.store.spec.SETTINGS, parsed into a RunSpec: design, backend,
+options), and a run goes through the same pipeline as `probe run` (probe.pipeline), so a notebook and the command
+line store the same things. A scan takes the backend's settings and the scan's (probe.scanning.ScanSettings) and
+goes through `probe scan`'s pipeline (probe.pipeline.scan).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def run(**settings: object) -> Run:
     config_file = settings.pop("config", None)
     settings.setdefault("quiet", True)
     config = pipeline.settings(settings, Path(str(config_file)) if config_file else None)
-    return Run(pipeline.run(config).run_id, config.db)
+    return Run(pipeline.run(config).run_id, config.options.db)
 
 
 def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
@@ -223,7 +223,7 @@ def scan(**settings: object) -> Scan:
     check_scan_id(scan_id)
     settings.setdefault("quiet", True)
     config, scan_settings = resolve_settings(settings, scan_id)
-    return Scan(pipeline.scan(config, scan_settings, scan_id, report=False).scan_id, config.db)
+    return Scan(pipeline.scan(config, scan_settings, scan_id, report=False).scan_id, config.options.db)
 
 
 def open_scan(scan_id: str, db: str | Path = DEFAULT_DB) -> Scan:

@@ -86,7 +86,8 @@ def unknown_answers(path: Path, **settings: object) -> Path:
     from probe.dataset.preview import preview
     from probe.store.config import RunConfig
 
-    items = preview(RunConfig(**settings), "chat")
+    spec = RunConfig(**settings)
+    items = preview(spec.design, "chat", spec.options.db)
     people = ("first_name", "second_name")  # a run over name sets needs them
     rows = [{field: getattr(item, field) for field in (*KEY_FIELDS, *people)} | {"label": None} for item in items]
     pd.DataFrame(rows, columns=[*KEY_FIELDS, *people, "label"]).to_csv(path, index=False)

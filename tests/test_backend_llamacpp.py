@@ -48,7 +48,7 @@ def queries() -> list[Query]:
 
 
 def llamacpp(**settings: object) -> LlamaCppBackend:
-    return create(settings_from(RunConfig(**settings)))
+    return create(settings_from(RunConfig(**settings).backend))
 
 
 def test_default_model_decides_every_qtype_by_exact_scores(tmp_path: Path, monkeypatch) -> None:

@@ -169,10 +169,10 @@ def test_grammar_escapes_quotes() -> None:
 def test_create_from_run_config(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(UserError, match="OPENAI_API_KEY is not set"):
-        create_backend(RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", decoding="generate"))
+        create_backend(RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", decoding="generate").backend)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     instruct = create_backend(RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", concurrency=2,
-                                        decoding="generate"))
+                                        decoding="generate").backend)
     instruct.close()
     assert (instruct.prompt_format, instruct.settings.api_mode, instruct.settings.concurrency) == (
         "completion",
@@ -180,7 +180,7 @@ def test_create_from_run_config(server: FakeOpenAIServer, monkeypatch: pytest.Mo
         2,
     )
     local = create_backend(RunConfig(backend="openai", model="fake", base_url=server.base_url, constrain="grammar",
-                                   decoding="generate"))
+                                   decoding="generate").backend)
     try:
         [reply] = local.answer([query("1")])
     finally:

@@ -42,7 +42,7 @@ def served_replies(folder: Path, **server_options: bool) -> tuple[list, dict[str
     api_mode = "chat" if AutoTokenizer.from_pretrained(folder).chat_template else "completions"
     with VllmLikeServer(folder, **server_options) as server:
         config = RunConfig(backend="openai", model="tiny", base_url=server.base_url, concurrency=2, api_mode=api_mode)
-        backend = create_backend(config)
+        backend = create_backend(config.backend)
         try:
             return backend.answer(QUERIES), backend.identity(), server.requests
         finally:

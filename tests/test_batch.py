@@ -106,7 +106,7 @@ def test_a_damaged_results_file_names_each_bad_line_and_loses_nothing_valid(
 
 
 def test_scoring_requests_and_their_echoed_log_probabilities() -> None:
-    target = BatchTarget(RunConfig(backend="openai", model="m", api_mode="completions"))
+    target = BatchTarget(RunConfig(backend="openai", model="m", api_mode="completions").backend)
     item = Query("1", "single", "Mary and John.\nAnswer:", "", "", SINGLE, {})
     url, body = target.request(item)
     assert (url, body["prompt"], body["echo"], body["logprobs"]) == (
@@ -124,4 +124,4 @@ def test_scoring_requests_and_their_echoed_log_probabilities() -> None:
     with pytest.raises(ValueError, match="a token spans context and option"):
         target.reply(item, {"choices": [choice(0, [-0.25], split=23), choice(1, [-2.0])]})
     with pytest.raises(UserError, match="scoring requests need api_mode"):
-        BatchTarget(RunConfig(backend="openai", model="m", api_mode="chat"))
+        BatchTarget(RunConfig(backend="openai", model="m", api_mode="chat").backend)

@@ -74,11 +74,12 @@ def test_the_remembered_identity_is_keyed_by_the_model_bytes_and_settings(
     model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    config = RunConfig(backend="hf-causal", model=str(model))
+    config = RunConfig(backend="hf-causal", model=str(model)).backend
     key = lazy.lookup_key(config)
-    assert key == lazy.lookup_key(RunConfig(backend="hf-causal", model=str(model)))
-    assert key != lazy.lookup_key(RunConfig(backend="hf-causal", model=str(model), decoding="generate"))
-    assert lazy.lookup_key(RunConfig(backend="hf-causal", model="some/hub-id")) is None  # revision known on load
+    assert key == lazy.lookup_key(RunConfig(backend="hf-causal", model=str(model)).backend)
+    assert key != lazy.lookup_key(RunConfig(backend="hf-causal", model=str(model), decoding="generate").backend)
+    hub = RunConfig(backend="hf-causal", model="some/hub-id").backend
+    assert lazy.lookup_key(hub) is None  # revision known on load
     weights = next(model.glob("*.safetensors"))
     original = weights.read_bytes()
     try:

@@ -4,7 +4,6 @@ over name sets stores its people once."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -227,7 +226,7 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
     assert document["headline"] and all(f["metric"] not in SLOT_METRICS for f in document["headline"])
     assert [f["finding"].split(":")[0] for f in document["headline"] if f["metric"] == "bias"] == [
         "Bias (taxonomy; not a group measure"]  # its people differ in any attribute, not in gender
-    again = pipeline.run(dataclasses.replace(config, run_id="again")).run_id
+    again = pipeline.run(config.replaced(run_id="again")).run_id
     pipeline.compare(db_file, [run_id, again], tmp_path / "compare.html")
     compared = (tmp_path / "compare.md").read_text()  # titled a gender-bias one with women / men columns of 0 before
     assert compared.startswith("# Comparison of 2 runs\n") and "| women | men |" not in compared

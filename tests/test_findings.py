@@ -126,7 +126,7 @@ def test_quick_preset_is_large_enough_to_test() -> None:
     from probe.analysis.binomial import binomial_min_p
     from probe.store.config import load_config
 
-    quick = load_config({"preset": "quick"})
+    quick = load_config({"preset": "quick"}).design
     assert (quick.pairs, len(quick.occupations), quick.top_k, quick.conditions) == (12, 8, 1, ("taxonomy",))
     assert binomial_min_p(quick.pairs) == 2 / 4096
     assert binomial_min_p(quick.pairs) < 0.05 / len(quick.occupations)

@@ -96,7 +96,8 @@ def planted_kway_run(db_file: Path, tmp_path: Path, pick: str) -> str:
 def kway_items_of(settings: dict) -> pd.DataFrame:
     from probe.dataset.preview import preview
 
-    items = [item for item in preview(RunConfig(**settings), "chat") if item.qtype == "kway"]
+    spec = RunConfig(**settings)
+    items = [item for item in preview(spec.design, "chat", spec.options.db) if item.qtype == "kway"]
     return pd.DataFrame([{"pair_id": item.pair_id, "name_order": item.name_order, "occupation": item.occupation,
                           "condition": item.condition,
                           "options_json": json.dumps([{"text": option.text} for option in item.options])}
@@ -163,9 +164,10 @@ def test_the_k_way_choice_needs_name_sets_with_an_even_number_of_categories(db_f
 
 
 def test_questions_parse_and_the_default_is_unchanged() -> None:
-    assert load_config({"questions": "kway,pairs"}).questions == ("pairs", "kway")
-    assert load_config({"questions": "pairs"}).questions is None  # the default, as a run stored before it existed
-    assert load_config({}).questions is None
+    assert load_config({"questions": "kway,pairs"}).design.questions == ("pairs", "kway")
+    # the default, as a run stored before it existed
+    assert load_config({"questions": "pairs"}).design.questions is None
+    assert load_config({}).design.questions is None
     with pytest.raises(UserError, match=r"--questions: unknown question 'ranked' \(choose from pairs, kway\)"):
         load_config({"questions": "ranked"})
 

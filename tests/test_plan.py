@@ -58,8 +58,8 @@ def test_a_finished_run_has_nothing_left(db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
     assert plan.plan(config).rate_source.startswith("as measured for BENCHMARKS.md")
-    pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "measured"}))
-    resumed = plan.plan(RunConfig(**{**config.__dict__, "run_id": "measured"}))
+    pipeline.answer(config.replaced(run_id="measured"))
+    resumed = plan.plan(config.replaced(run_id="measured"))
     assert (resumed.already_answered, resumed.calls_left, resumed.seconds) == (resumed.calls, 0, 0.0)
 
 
@@ -67,7 +67,7 @@ def test_the_measured_speed_leaves_out_the_first_batch(db_file: Path, use_backen
     """Answers are stamped when their batch returns: 11 batches of 8 a second apart are 80 calls in 10 s."""
     use_backend(FakeBackend())
     config = RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=2, db=str(db_file), quiet=True)
-    pipeline.answer(RunConfig(**{**config.__dict__, "run_id": "timed"}))
+    pipeline.answer(config.replaced(run_id="timed"))
     con = duckdb.connect(str(db_file))
     con.execute(
         """UPDATE answers SET answered_at = stamped.at FROM (

@@ -14,13 +14,13 @@ from probe.taxonomy.selection import select
 
 def test_preview_counts_the_whole_dataset_and_shows_the_first_items_of_every_kind(db_file: Path) -> None:
     config = load_config({"pairs": 3, "occupations": "nurse,pilot", "top_k": 2, "db": str(db_file)})
-    shown = sample(config, "chat", limit=3)
+    shown = sample(config.design, "chat", 3, config.options.db)
     con = db.connect(db_file)
     try:
-        selection = select(con, config)
+        selection = select(con, config.design)
     finally:
         con.close()
-    everything = build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, "chat")
+    everything = build_as_if_all_granted(selection.pairs, selection.attributes, config.design.conditions, "chat")
     assert shown.total_items == len(everything)
     kinds = Counter((item.stage, item.qtype, item.condition) for item in everything)
     expected = []
@@ -35,6 +35,6 @@ def test_preview_counts_the_whole_dataset_and_shows_the_first_items_of_every_kin
 
 
 def test_the_paper_preset_previews_its_130760_items_without_building_them(db_file: Path) -> None:
-    shown = sample(load_config({"preset": "paper", "db": str(db_file)}), "chat", limit=1)
+    shown = sample(load_config({"preset": "paper"}).design, "chat", 1, str(db_file))
     assert shown.total_items == 130_760  # 26,600 stage 1 + 104,160 stage 2 (all granted: no reuse)
     assert {item.pair_id for item in shown.shown} == {1}

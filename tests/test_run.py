@@ -312,12 +312,13 @@ def test_settings_precedence_preset_toml_flags(tmp_path: Path) -> None:
     run_toml.write_text('preset = "quick"\ntop_k = 2\noccupations = "mine.csv"\nbackend = "replay"\n')
     settings = load_config({"top_k": "4", "conditions": "control,taxonomy"}, run_toml)
     # pairs from the quick preset, top_k and conditions from the flags
-    assert (settings.pairs, settings.top_k, settings.conditions) == (12, 4, ("taxonomy", "control"))
-    assert load_config({}, run_toml).top_k == 2  # RUN.toml over the preset's 1
-    assert (settings.backend, settings.occupations) == ("replay", str(tmp_path / "mine.csv"))
-    assert load_config({"preset": "paper"}, run_toml).pairs == 70
-    assert load_config({"pairs": "1,4,9"}).pairs == (1, 4, 9)
-    assert load_config({"occupations": "nurse, pilot"}).occupations == ("nurse", "pilot")
+    design = settings.design
+    assert (design.pairs, design.top_k, design.conditions) == (12, 4, ("taxonomy", "control"))
+    assert load_config({}, run_toml).design.top_k == 2  # RUN.toml over the preset's 1
+    assert (settings.backend.kind, design.occupations) == ("replay", str(tmp_path / "mine.csv"))
+    assert load_config({"preset": "paper"}, run_toml).design.pairs == 70
+    assert load_config({"pairs": "1,4,9"}).design.pairs == (1, 4, 9)
+    assert load_config({"occupations": "nurse, pilot"}).design.occupations == ("nurse", "pilot")
 
 
 @pytest.mark.parametrize(

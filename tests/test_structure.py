@@ -97,6 +97,20 @@ def test_the_store_imports_no_pipeline_step() -> None:
     assert "probe.store.db" not in _graph()["probe.store.snapshot"]
 
 
+def test_the_cli_imports_only_the_pipeline_the_api_and_common() -> None:
+    """probe/cli/ parses and prints: it reaches every step through the pipeline (probe/pipeline/front.py draws the
+    steps' names it shows), so no command imports a step folder."""
+    entry = ("probe.cli", "probe.pipeline", "probe.api", "probe.common")
+    reached = {
+        (name, target)
+        for name, imported in _graph().items()
+        if name.startswith("probe.cli")
+        for target in imported
+        if not target.startswith(entry)
+    }
+    assert reached == set()
+
+
 def test_no_module_or_test_file_over_400_lines() -> None:
     files = [*PACKAGE.rglob("*.py"), *TESTS.glob("*.py")]
     long = {path.name: n for path in files if (n := len(path.read_text().splitlines())) > MAX_LINES}

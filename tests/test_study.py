@@ -128,7 +128,8 @@ def test_the_example_studies_read_as_the_readme_runs_them(
     path = Path(__file__).resolve().parents[1] / "examples" / example
     config = pipeline.settings({"db": str(tmp_path / "probe.duckdb")}, path)
     configs = pipeline.study_configs(config, (), path)
-    assert {c.run_id: (c.backend, c.system_prompt and c.system_prompt.split()[0]) for c in configs} == runs
-    assert {(c.preset, c.pairs) for c in configs} == {("quick", 12)}
-    wordings = {c.wordings for c in configs}
+    prompts = {c.options.run_id: (c.backend.kind, c.backend.system_prompt) for c in configs}
+    assert {run_id: (kind, prompt and prompt.split()[0]) for run_id, (kind, prompt) in prompts.items()} == runs
+    assert {(c.options.preset, c.design.pairs) for c in configs} == {("quick", 12)}
+    wordings = {c.design.wordings for c in configs}
     assert wordings == ({WORDINGS} if example == "smollm2_wordings.toml" else {(PAPER_WORDING,)})

@@ -41,11 +41,12 @@ def test_the_system_prompt_is_a_system_message_or_the_text_before_a_completion_p
 def test_text_or_file_from_the_command_line_and_from_run_toml(tmp_path: Path) -> None:
     (tmp_path / "fair.txt").write_text(f"{FAIR}\n")
     (tmp_path / "RUN.toml").write_text('system_prompt = "fair.txt"\n')  # relative to the RUN.toml
-    assert load_config({"system_prompt": FAIR}).system_prompt == FAIR
-    assert load_config({"system_prompt": str(tmp_path / "fair.txt")}).system_prompt == FAIR
-    assert load_config({}, tmp_path / "RUN.toml").system_prompt == FAIR
-    assert load_config({}).system_prompt is None
-    assert load_config({"system_prompt": "Be fair; the rules are in rules.md"}).system_prompt.endswith("rules.md")
+    assert load_config({"system_prompt": FAIR}).backend.system_prompt == FAIR
+    assert load_config({"system_prompt": str(tmp_path / "fair.txt")}).backend.system_prompt == FAIR
+    assert load_config({}, tmp_path / "RUN.toml").backend.system_prompt == FAIR
+    assert load_config({}).backend.system_prompt is None
+    in_text = load_config({"system_prompt": "Be fair; the rules are in rules.md"}).backend.system_prompt
+    assert in_text.endswith("rules.md")
 
 
 @pytest.mark.parametrize(

@@ -28,14 +28,14 @@ def test_runs_without_wordings_ask_what_they_asked_before(db_file: Path) -> None
     con = db.connect(db_file)
     try:
         config = load_config({"preset": "quick", "conditions": "taxonomy,baseline,control"})
-        selection = select(con, config)
+        selection = select(con, config.design)
     finally:
         con.close()
     assert selection.wordings == ("paper",)
     digest, count = hashlib.sha256(), 0
     occupations = list(selection.attributes["occupation"].unique())
     for prompt_format in ("qa", "chat", "completion"):
-        items = build_as_if_all_granted(selection.pairs, selection.attributes, config.conditions, prompt_format)
+        items = build_as_if_all_granted(selection.pairs, selection.attributes, config.design.conditions, prompt_format)
         for item in items + build_scan_items(selection.pairs, occupations, prompt_format):
             parts = [item.item_id, item.prompt, item.question, options_json(item.options), item.subject_name]
             digest.update(json.dumps(parts).encode())
@@ -88,8 +88,8 @@ def test_an_unknown_wording_is_an_error_naming_the_template() -> None:
     [("all", WORDINGS), ("2", WORDINGS[:2]), (3, WORDINGS[:3]), ("restated, paper", ("paper", "restated"))],
 )
 def test_the_wordings_setting_takes_all_a_count_or_ids(given: object, chosen: tuple[str, ...]) -> None:
-    assert load_config({"wordings": given}).wordings == chosen
-    assert load_config({}).wordings == load_config({"preset": "quick"}).wordings == ("paper",)
+    assert load_config({"wordings": given}).design.wordings == chosen
+    assert load_config({}).design.wordings == load_config({"preset": "quick"}).design.wordings == ("paper",)
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,7 @@ from probe.common.vocabulary import KWAY
 from probe.dataset.items import Item
 from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
-from probe.store.config import RunConfig
-from probe.taxonomy.name_sets import is_name_sets_file
+from probe.store.spec import RunSpec
 from probe.taxonomy.selection import select
 
 CONFIRM_OVER_S = 30 * 60
@@ -76,29 +75,30 @@ def distinct_calls(items: Sequence[Item]) -> int:
     return len({(item.prompt, item.options, item.subject_name) for item in items})
 
 
-def plan(config: RunConfig) -> Plan:
+def plan(config: RunSpec) -> Plan:
     """The plan of `config` (a new run, or what a resumed one has left); reads the database, writes nothing."""
-    existing = Path(config.db).exists()
-    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")  # seeded, in memory
+    existing = Path(config.options.db).exists()
+    con = db.connect(config.options.db, read_only=True) if existing else db.connect(":memory:")  # seeded, in memory
     try:
-        selection = select(con, config)
-        prompt_format = backend_info(config.backend).preview_format
+        selection = select(con, config.design)
+        prompt_format = backend_info(config.backend.kind).preview_format
         stage1 = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
-        stage2 = stage2_items(selection.pairs, selection.attributes, half_granted(stage1), config.conditions,
+        stage2 = stage2_items(selection.pairs, selection.attributes, half_granted(stage1), config.design.conditions,
                               prompt_format, selection.wordings, questions=selection.questions,
                               people=selection.set_members)  # fmt: skip
-        answered = _answered(con, config.run_id) if existing and config.run_id else 0
+        answered = _answered(con, config.options.run_id) if existing and config.options.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         kway_calls = distinct_calls([item for item in stage2 if item.qtype == KWAY])
         rates, source = _rates(con, config) if existing else (None, "")
     finally:
         con.close()
     if rates is None:
-        rates = backend_info(config.backend).documented_rates
+        rates = backend_info(config.backend.kind).documented_rates
         source = "as measured for BENCHMARKS.md: 2 cores, the bundled SmolLM2 for local backends"
     left1 = max(stage1_calls - answered, 0)
     left2 = stage2_calls - max(answered - stage1_calls, 0)
-    by_condition = {condition: sum(item.condition == condition for item in stage2) for condition in config.conditions}
+    conditions = config.design.conditions
+    by_condition = {condition: sum(item.condition == condition for item in stage2) for condition in conditions}
     return Plan(
         stage1_items=len(stage1),
         stage2_items=by_condition,
@@ -115,15 +115,15 @@ def plan(config: RunConfig) -> Plan:
     )
 
 
-def names_found(config: RunConfig) -> list[str]:
+def names_found(config: RunSpec) -> list[str]:
     """What a run over name sets found in its file and the spellings it warns about, one line each (nothing for a
     run over name pairs): `probe run` prints them before any model call. Reads, writes nothing."""
-    if config.names is None or not is_name_sets_file(Path(config.names)):
+    if config.design.names is None or not config.design.names.sets:
         return []
-    existing = Path(config.db).exists()
-    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
+    existing = Path(config.options.db).exists()
+    con = db.connect(config.options.db, read_only=True) if existing else db.connect(":memory:")
     try:
-        selection = select(con, config)
+        selection = select(con, config.design)
     finally:
         con.close()
     return [*selection.found, *(f"warning: {warning}" for warning in selection.warnings)]
@@ -134,7 +134,7 @@ def _answered(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     return con.execute(query, [run_id]).fetchone()[0]
 
 
-def _rates(con: duckdb.DuckDBPyConnection, config: RunConfig) -> tuple[tuple[float, float] | None, str]:
+def _rates(con: duckdb.DuckDBPyConnection, config: RunSpec) -> tuple[tuple[float, float] | None, str]:
     """Calls per second per stage of the newest run here with this backend and model, from answer times.
 
     Answers are stamped when their batch returns, so the first batch's time is not in the span from the
@@ -156,7 +156,7 @@ def _rates(con: duckdb.DuckDBPyConnection, config: RunConfig) -> tuple[tuple[flo
            )
            SELECT run_id, stage, calls / seconds FROM speed
            WHERE run_id = (SELECT run_id FROM speed ORDER BY created_at DESC LIMIT 1)""",
-        [config.backend, config.model, config.model, MIN_MEASURED_CALLS],
+        [config.backend.kind, config.backend.model, config.backend.model, MIN_MEASURED_CALLS],
     ).fetchall()
     if not rows:
         return None, ""
@@ -174,7 +174,7 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
-def describe(plan_: Plan, config: RunConfig) -> list[str]:
+def describe(plan_: Plan, config: RunSpec) -> list[str]:
     """The dry-run report, one statement a line."""
     conditions = ", ".join(f"{condition} {count:,}" for condition, count in plan_.stage2_items.items())
     lines = [
@@ -189,10 +189,11 @@ def describe(plan_: Plan, config: RunConfig) -> list[str]:
            if plan_.kway_calls else ")"),
     ]
     if plan_.already_answered:
-        lines.append(f"already answered in run {config.run_id}: {plan_.already_answered:,}; left: {plan_.calls_left:,}")
+        answered = plan_.already_answered
+        lines.append(f"already answered in run {config.options.run_id}: {answered:,}; left: {plan_.calls_left:,}")
     rate1, rate2 = plan_.rates
     lines.append(
-        f"estimated time with {config.backend}: {duration(plan_.seconds)} at {rate1:.3g} calls/s in stage 1 and "
+        f"estimated time with {config.backend.kind}: {duration(plan_.seconds)} at {rate1:.3g} calls/s in stage 1 and "
         f"{rate2:.3g} in stage 2 ({plan_.rate_source}); answers cached by earlier runs are not subtracted"
     )
     return lines

@@ -25,7 +25,8 @@ from probe.common.version import __version__
 from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUN_STATUSES, RUNNING
 from probe.dataset.prompts import template_hash
 from probe.store import db
-from probe.store.config import PRESETS, RunConfig
+from probe.store.config import PRESETS
+from probe.store.spec import RunSpec
 from probe.taxonomy.selection import Selection
 
 # The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
@@ -51,7 +52,7 @@ def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object]
     return None if frame.empty else frame.iloc[0].to_dict()
 
 
-def check_same_settings(config: RunConfig, stored: dict[str, object]) -> None:
+def check_same_settings(config: RunSpec, stored: dict[str, object]) -> None:
     """A resumed run must ask the same questions: name the first setting that differs."""
     if stored["template_hash"] != template_hash():
         raise UserError(
@@ -93,14 +94,14 @@ def package_versions() -> dict[str, str]:
 def record_run(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    config: RunConfig,
+    config: RunSpec,
     backend: Backend,
     identity: str,
     selection: Selection,
 ) -> None:
     """The runs row (settings, templates, versions, backend identity; never a key), frozen pairs and attributes."""
     settings = {**config.settings(), "run_id": run_id}
-    model = json.loads(identity).get("model") or config.model or ""
+    model = json.loads(identity).get("model") or config.backend.model or ""
     release = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     with db.transaction(con):
         con.execute(
@@ -110,7 +111,7 @@ def record_run(
             [
                 run_id,
                 str(model),
-                config.backend,
+                config.backend.kind,
                 json.dumps(settings),
                 RUNNING,
                 template_hash(),

@@ -1,9 +1,9 @@
 """Backends: the registry of what each backend is, its module imported lazily (`--backend replay` never loads torch).
 
-Enters: `Query`s and a backend's own settings (`settings_from(RunConfig)`).
+Enters: `Query`s and a backend's own settings (`settings_from(BackendSpec)`: the backend part of a run's spec).
 Leaves: `Reply`s (canonical label, raw text, option scores, how decided); each backend's `BackendInfo`.
 
-A backend is one module here plus one line in BACKENDS. The module exposes `settings_from(config: RunConfig)`,
+A backend is one module here plus one line in BACKENDS. The module exposes `settings_from(config: BackendSpec)`,
 which picks the run settings that backend uses into its own settings object, and `create(settings) -> Backend`
 (backends/base.py: the answers contract, `labels_are_data`, the `finish` hook). The registry line declares what
 is known without loading the model: its help line, the identity keys that name its exact weights (the report's
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from probe.backends.base import Backend
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,10 @@ def backend_module(name: str) -> ModuleType:
     return importlib.import_module(backend_info(name).module)
 
 
-def create_backend(config: RunConfig) -> Backend:
-    """The backend named by `config.backend`, built from its own settings object; for a local model whose identity
+def create_backend(config: BackendSpec) -> Backend:
+    """The backend named by `config.kind`, built from its own settings object; for a local model whose identity
     these settings produced before, a LazyBackend that builds it on the first answer the cache lacks (lazy.py)."""
-    key = lazy.lookup_key(config) if backend_info(config.backend).lazy else None
+    key = lazy.lookup_key(config) if backend_info(config.kind).lazy else None
     known = lazy.recalled(key) if key is not None else None
     if known is not None:
         return lazy.LazyBackend(key, known, lambda: build_backend(config))
@@ -99,7 +99,7 @@ def create_backend(config: RunConfig) -> Backend:
     return backend
 
 
-def build_backend(config: RunConfig) -> Backend:
-    """Build the backend named by `config.backend` from its own settings object (loads the model)."""
-    module = backend_module(config.backend)
+def build_backend(config: BackendSpec) -> Backend:
+    """Build the backend named by `config.kind` from its own settings object (loads the model)."""
+    module = backend_module(config.kind)
     return module.create(module.settings_from(config))

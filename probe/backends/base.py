@@ -108,9 +108,10 @@ class Backend(Protocol):
         """Answer `queries`, one Reply each, in order. Must not raise for a single bad item."""
         ...
 
-    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
-        """Called with the run's name pairs (pair_id, female, male), and with the K-way choice each set's people, before
-        it writes anything: check what they show (replay: a file naming other people). Raises UserError."""
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None, sets: bool = False) -> None:
+        """Called with the run's name pairs (pair_id, female, male; `sets`: the contests of name sets), and with the
+        K-way choice each set's people, before it writes anything: check what they show (replay: a file naming other
+        people). Raises UserError."""
         ...
 
     def finish(self) -> None:
@@ -130,7 +131,7 @@ class BackendDefaults:
     cacheable = True
     labels_are_data = False
 
-    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None, sets: bool = False) -> None:
         """Nothing to check in the run's name pairs."""
 
     def finish(self) -> None:

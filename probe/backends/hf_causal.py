@@ -37,7 +37,7 @@ from probe.common.errors import UserError
 from probe.common.vocabulary import UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 DEFAULT_BATCH_SIZE = 32  # queries per call: enough neighbours for their shared contexts to meet in a tree
 # Nodes per forward pass over a call's token tree. A window attends to itself and its earlier ancestors through
@@ -277,7 +277,7 @@ def _empty_like(layers: list[tuple[torch.Tensor, torch.Tensor]], nodes: int) -> 
     return [(resized(keys), resized(values)) for keys, values in layers]
 
 
-def settings_from(config: RunConfig) -> HFCausalSettings:
+def settings_from(config: BackendSpec) -> HFCausalSettings:
     placement = resolve_placement(config.device, config.dtype)
     # As for llama.cpp: torch's threads meet at barriers, so a busy core stalls them all; idle, more threads
     # are faster (BENCHMARKS.md: hf-causal threads = idle cores at start). --threads overrides it.

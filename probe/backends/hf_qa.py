@@ -35,7 +35,7 @@ from probe.common.errors import UserError
 from probe.common.vocabulary import KWAY, UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 MAX_ANSWER_TOKENS = 30
 MAX_SEQUENCE_TOKENS = 512
@@ -263,7 +263,7 @@ class HFQABackend(BackendDefaults):
         self.model = None  # the weights are the memory worth releasing
 
 
-def settings_from(config: RunConfig) -> HFQASettings:
+def settings_from(config: BackendSpec) -> HFQASettings:
     if not config.model:
         raise UserError("--model: hf-qa needs a hub id or folder (e.g. deepset/roberta-large-squad2)")
     return HFQASettings(

@@ -27,13 +27,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from probe.backends.base import Backend
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 # The settings an identity depends on, besides the backend and the model's bytes.
 IDENTITY_SETTINGS = ("decoding", "max_tokens", "device", "dtype", "batch_size")
 
 
-def lookup_key(config: RunConfig) -> str | None:
+def lookup_key(config: BackendSpec) -> str | None:
     """What determines a local backend's identity, hashed; None where the model is no local file or folder (a
     hub id: its revision is known only once loaded)."""
     model = Path(config.model).expanduser() if config.model else default_gguf()
@@ -45,7 +45,7 @@ def lookup_key(config: RunConfig) -> str | None:
     else:
         return None
     settings = {name: getattr(config, name) for name in IDENTITY_SETTINGS}
-    text = json.dumps({"backend": config.backend, "model": str(model.resolve()), "files": files, **settings},
+    text = json.dumps({"backend": config.kind, "model": str(model.resolve()), "files": files, **settings},
                       sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -114,7 +114,7 @@ class LazyBackend:
             self._real = real
         return self._real.answer(queries)
 
-    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None, sets: bool = False) -> None:
         """A local model's answers are the model's, whatever the names: nothing to check (and nothing to load)."""
 
     def finish(self) -> None:

@@ -27,7 +27,7 @@ from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.common.errors import UserError
 
 if TYPE_CHECKING:
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 GGUF_MAGIC = b"GGUF"
 SLOT_CONTEXT = 2048  # tokens per parallel slot; prompts here are a few hundred tokens
@@ -180,7 +180,7 @@ class LlamaCppBackend(BackendDefaults):
 LOCAL_TIMEOUT_S = 60.0
 
 
-def settings_from(config: RunConfig) -> LlamaCppSettings:
+def settings_from(config: BackendSpec) -> LlamaCppSettings:
     return LlamaCppSettings(
         gguf=Path(config.model).expanduser() if config.model else default_gguf(),
         decoding=config.decoding,

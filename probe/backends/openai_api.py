@@ -66,7 +66,7 @@ from probe.common.redact import (
 from probe.common.vocabulary import DECODINGS, UNKNOWN
 
 if TYPE_CHECKING:
-    from probe.store.config import RunConfig
+    from probe.store.spec import BackendSpec
 
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"  # read by the openai client when no base_url is given
 # OpenAI models that only serve the legacy completions endpoint.
@@ -295,7 +295,7 @@ def resolve_api_mode(api_mode: str, model: str) -> str:
     return "completions" if model.startswith(COMPLETIONS_ONLY_MODELS) else "chat"
 
 
-def settings_from(config: RunConfig) -> ApiSettings:
+def settings_from(config: BackendSpec) -> ApiSettings:
     if not config.model:
         raise UserError("--model: the openai backend needs a model name (e.g. gpt-3.5-turbo-instruct)")
     # The endpoint the client will really use: OPENAI_BASE_URL when no --base-url is given. It is part of the

@@ -27,7 +27,7 @@ from probe.backends.model_input import completion_pair
 from probe.backends.openai_api import ApiSettings, resolve_api_mode
 from probe.backends.openai_request import COMPLETIONS_PATH, generated_reply, generation_request
 from probe.common.errors import UserError
-from probe.store.config import RunConfig
+from probe.store.spec import BackendSpec
 
 
 class BatchTarget:
@@ -35,8 +35,8 @@ class BatchTarget:
 
     cacheable = False
 
-    def __init__(self, config: RunConfig) -> None:
-        if config.backend != "openai" or not config.model:
+    def __init__(self, config: BackendSpec) -> None:
+        if config.kind != "openai" or not config.model:
             raise UserError("batch: a batch run is an openai-backend run: give backend = \"openai\" and a model "
                             "(--config RUN.toml)")  # fmt: skip
         api_mode = resolve_api_mode(config.api_mode, config.model)

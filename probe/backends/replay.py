@@ -28,8 +28,7 @@ from probe.common.escape import terminal_text
 from probe.common.vocabulary import KWAY, LABELS_BY_QTYPE, PAPER_WORDING, QTYPES, UNKNOWN, WORDINGS
 from probe.dataset.items import KEY_FIELDS, gender_of_first
 from probe.dataset.kway import first_shown
-from probe.store.config import RunConfig
-from probe.taxonomy.name_sets import is_name_sets_file
+from probe.store.spec import BackendSpec
 
 REQUIRED_COLUMNS = (*KEY_FIELDS, "label")
 INTEGER_FIELDS = ("stage", "pair_id")
@@ -73,6 +72,13 @@ def _read_table(path: Path) -> pd.DataFrame:
         raise UserError(f"{path}: cannot read answers ({exc})") from None
 
 
+def _people_required(path: Path) -> UserError:
+    return UserError(
+        f"{path}: a run over name sets needs the columns first_name and second_name (the people each row answers "
+        "for, as `probe export` writes items), so that a file made for other people is not matched by pair_id alone"
+    )
+
+
 def load_answers(path: Path, people_required: bool = False) -> dict[ItemKey, Answer]:
     """Map item key -> its answer; every row is checked (row numbers count data rows from 1). `people_required`
     (a run over name sets): the file must name each item's people."""
@@ -82,10 +88,7 @@ def load_answers(path: Path, people_required: bool = False) -> dict[ItemKey, Ans
         raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
     has_people = all(column in table.columns for column in PEOPLE_COLUMNS)
     if people_required and not has_people:
-        raise UserError(
-            f"{path}: a run over name sets needs the columns first_name and second_name (the people each row answers "
-            "for, as `probe export` writes items), so that a file made for other people is not matched by pair_id alone"
-        )
+        raise _people_required(path)
     columns = [*REQUIRED_COLUMNS, *(["wording"] if "wording" in table.columns else []),
                *(PEOPLE_COLUMNS if has_people else ())]
     labels: dict[ItemKey, Answer] = {}
@@ -119,9 +122,9 @@ class ReplayBackend(BackendDefaults):
     cacheable = False  # answers depend on the file, not on the prompt
     labels_are_data = True
 
-    def __init__(self, path: Path, people_required: bool = False):
+    def __init__(self, path: Path):
         self.path = path
-        self.labels = load_answers(path, people_required)
+        self.labels = load_answers(path)
         self.file_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
         self.asked = 0
         self.matched = 0
@@ -142,10 +145,13 @@ class ReplayBackend(BackendDefaults):
         self.asked += len(queries)
         return replies
 
-    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None) -> None:
+    def check_pairs(self, pairs: pd.DataFrame, set_members: pd.DataFrame | None = None, sets: bool = False) -> None:
         """Every row that names people names the run's own for its pair_id and name order (the same pair_id in
-        another run, a pairs run's file on a sets run, names others): checked before the run writes anything. A K-way
-        row (pair_id = its set, name order 'k<r>') names the first two people its order shows of `set_members`."""
+        another run, a pairs run's file on a sets run, names others): checked before the run writes anything. A run
+        over name sets (`sets`) needs a file that names each item's people; a K-way row (pair_id = its set, name order
+        'k<r>') names the first two people its order shows of `set_members`."""
+        if sets and not any(found.people is not None for found in self.labels.values()):
+            raise _people_required(self.path)
         people = {int(pair.pair_id): (pair.female, pair.male) for pair in pairs.itertuples()}
         shown: dict[int, list[str]] = {}
         if set_members is not None:
@@ -189,14 +195,13 @@ class ReplayBackend(BackendDefaults):
 @dataclass(frozen=True)
 class ReplaySettings:
     answers: Path  # CSV or Parquet of labels
-    people_required: bool = False  # a run over name sets: the file must name each item's people
 
 
-def settings_from(config: RunConfig) -> ReplaySettings:
+def settings_from(config: BackendSpec) -> ReplaySettings:
     if not config.answers:
         raise UserError("--answers: the replay backend needs a CSV or Parquet file of answers")
-    return ReplaySettings(Path(config.answers), bool(config.names) and is_name_sets_file(Path(config.names)))
+    return ReplaySettings(Path(config.answers))
 
 
 def create(settings: ReplaySettings) -> ReplayBackend:
-    return ReplayBackend(settings.answers, settings.people_required)
+    return ReplayBackend(settings.answers)

@@ -6,14 +6,16 @@ Enters: command lines (and, through api.py, API calls).
 Leaves: printed tables (tables.py) and paths, exit codes.
 """
 
+# Commands are listed in --help in the order they register: the batch group, then `run` and the dataset group (after
+# analyze, report and compare, which run_cmd imports), then the rest.
+import probe.cli.batch_cmd  # registers commands
+import probe.cli.run_cmd  # noqa: F401  (registers commands)
 from probe.cli import (
     analyze_cmd,  # noqa: F401  (registers commands)
-    batch_cmd,  # noqa: F401  (registers commands)
     export_cmd,  # noqa: F401  (registers commands)
     gate_cmd,  # noqa: F401  (registers commands)
     import_cmd,  # noqa: F401  (registers commands)
     report_cmd,  # noqa: F401  (registers commands)
-    run_cmd,  # noqa: F401  (registers commands)
     runs_cmd,  # noqa: F401  (registers commands)
     scan_cmd,  # noqa: F401  (registers commands)
     schema_cmd,  # noqa: F401  (registers commands)

@@ -9,8 +9,8 @@ from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.pipeline.decisions import DecisionsOutcome, decisions_outcome
+from probe.pipeline.front import DEFAULT_DB
 from probe.pipeline.outcome import RunOutcome
-from probe.store.db import DEFAULT_DB
 
 
 def print_headline(outcome: RunOutcome) -> None:

@@ -12,7 +12,7 @@ from probe.common.errors import RunFailed, UserError
 from probe.common.escape import terminal_text
 from probe.common.redact import scrub
 from probe.common.version import __version__
-from probe.store.db import write_failure
+from probe.pipeline.front import write_failure
 
 
 class _OneLineUserErrors(TyperGroup):

@@ -11,7 +11,7 @@ import typer
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.pipeline.batch import export_requests, import_results
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 batch_app = typer.Typer(help="Answer a run with a batch engine: export requests, import results.", no_args_is_help=True)
 app.add_typer(batch_app, name="batch")

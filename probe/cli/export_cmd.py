@@ -13,10 +13,10 @@ from typing import Annotated
 import typer
 
 from probe.cli.app import DbOption, app
-from probe.cli.run_cmd import ConditionsOption, ConfigOption, OccupationsOption, PairsOption, PresetOption, TopKOption
+from probe.cli.options import ConditionsOption, ConfigOption, OccupationsOption, PairsOption, PresetOption, TopKOption
 from probe.common.escape import terminal_text
 from probe.pipeline.exports import EXPORT_FORMATS, export
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 
 @app.command("export")

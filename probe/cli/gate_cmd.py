@@ -15,7 +15,7 @@ import typer
 from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import terminal_text
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 
 @app.command("gate")
@@ -43,8 +43,7 @@ def gate_command(
     Exit 0 all pass, 1 a gate fails, 3 inconclusive, 4 a fail that the policy's gate_family = "holm" leaves unconfirmed.
     """
     if plan:
-        from probe.gates import run_for  # the statistics stack: loaded when a command needs it
-        from probe.gates.verdicts import MOST_PAIRS
+        from probe.pipeline.front_statistics import MOST_PAIRS, run_for  # the statistics stack: loaded on use
 
         rows = pipeline.gate_plan(db, run_id, policy, baseline)
         for row in rows:

@@ -14,7 +14,7 @@ from probe.cli.analyze_cmd import print_decisions, print_headline
 from probe.cli.app import DbOption, app
 from probe.pipeline.decisions import import_bloomberg, import_decisions
 from probe.pipeline.exports import import_run
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 import_app = typer.Typer(help="Make a run of the answers another evaluation tool recorded.", no_args_is_help=True)
 app.add_typer(import_app, name="import")

@@ -14,10 +14,10 @@ from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.errors import UserError
 from probe.common.escape import literal_console, terminal_text
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 if TYPE_CHECKING:
-    from probe.report import ReportFiles
+    from probe.pipeline.front_statistics import ReportFiles
 
 OutputOption = Annotated[
     Path | None,
@@ -109,8 +109,8 @@ def compare_command(
 
     Default output: <db folder>/compare-<id>-<id>....html (a study: compare-<study id>.html).
     """
-    from probe.answering.runs import study_run_ids
-    from probe.compare.summary import check_run_ids
+    from probe.pipeline.front import study_run_ids
+    from probe.pipeline.front_statistics import check_run_ids
 
     run_ids = list(run_ids or [])
     if study is not None:

@@ -15,7 +15,7 @@ from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.common.vocabulary import DECISIONS_BACKEND, FAILED, INTERRUPTED, RUNNING, STOPPED
-from probe.store.db import DEFAULT_DB
+from probe.pipeline.front import DEFAULT_DB
 
 
 @app.command("runs")

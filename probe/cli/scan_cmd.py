@@ -8,11 +8,9 @@ from typing import Annotated
 
 import typer
 
-from probe import pipeline, scanning
-from probe.answering import plan
-from probe.backends import backend_info
+from probe import pipeline
 from probe.cli.app import app
-from probe.cli.run_cmd import (
+from probe.cli.options import (
     AnswersOption,
     BackendOption,
     BaseUrlOption,
@@ -23,14 +21,14 @@ from probe.cli.run_cmd import (
     MaxFailedShareOption,
     ModelOption,
     NamesOption,
+    NoCacheOption,
     PairsOption,
     RunDbOption,
     ThreadsOption,
 )
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
-from probe.scanning import ScanOutcome, ScanSettings, check_scan_id, resolve_settings
-from probe.store.config import RunConfig
+from probe.pipeline.front import RunSpec, backend_info, plan, scanning
 
 
 def _resume_command(scan_id: str, db: str, config_file: Path | None = None) -> str:
@@ -76,14 +74,14 @@ def scan_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Report folder (default: <db folder>/<scan id>).")
     ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ask the model even when cached.")] = False,
+    no_cache: NoCacheOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print titles, rounds, model calls and an estimated time; write nothing.")
     ] = False,
 ) -> None:
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
-    check_scan_id(scan_id)
+    scanning.check_scan_id(scan_id)
     given = dict(
         backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
         decoding=decoding, occupations=occupations, soc=soc, pairs=pairs, names=names, budget=budget, seed=seed,
@@ -91,7 +89,7 @@ def scan_command(
         quiet=quiet or None, db=db,
     )  # fmt: skip
     flags = {name: value for name, value in given.items() if value is not None}  # None: the flag is not given
-    config, settings = resolve_settings(flags, scan_id, config_file)
+    config, settings = scanning.resolve_settings(flags, scan_id, config_file)
     if dry_run:
         for line in _plan_lines(config, settings):
             typer.echo(line)
@@ -102,16 +100,16 @@ def scan_command(
 
 
 def _scan_telling_how_to_resume(
-    config: RunConfig, settings: ScanSettings, scan_id: str | None, config_file: Path | None, output: Path | None
-) -> ScanOutcome:
+    config: RunSpec, settings: scanning.ScanSettings, scan_id: str | None, config_file: Path | None, output: Path | None
+) -> scanning.ScanOutcome:
     """Run the scan through the pipeline; print its id as soon as it exists, and on Ctrl-C how to resume it."""
     started: list[str] = []
 
     def announce(started_id: str) -> None:
         started.append(started_id)
         typer.echo(
-            f"scan {terminal_text(started_id)} in {terminal_text(str(config.db))}; if it stops, resume it with: "
-            f"{_resume_command(started_id, str(config.db), config_file)}",
+            f"scan {terminal_text(started_id)} in {terminal_text(config.options.db)}; if it stops, resume it with: "
+            f"{_resume_command(started_id, str(config.options.db), config_file)}",
             err=True,
         )
 
@@ -126,12 +124,12 @@ def _scan_telling_how_to_resume(
         return pipeline.scan(config, settings, scan_id, on_start=announce, on_reopen=reopened, report=output or True)
     except KeyboardInterrupt:
         if started:
-            how = _resume_command(started[0], str(config.db), config_file)
+            how = _resume_command(started[0], str(config.options.db), config_file)
             typer.echo(f"\ninterrupted; resume it with: {how}", err=True)
         raise typer.Exit(130) from None
 
 
-def _print_outcome(outcome: ScanOutcome, settings: ScanSettings) -> None:
+def _print_outcome(outcome: scanning.ScanOutcome, settings: scanning.ScanSettings) -> None:
     typer.echo(f"{len(outcome.flagged)} titles flagged after {outcome.calls:,} model calls (FDR <= 0.05, e-BH):")
     for title in outcome.flagged:
         typer.echo(
@@ -162,10 +160,10 @@ def _budget_text(budget: int | None) -> str:
     return "(none)" if budget is None else f"{budget:,} calls"
 
 
-def _plan_lines(config: RunConfig, settings: ScanSettings) -> list[str]:
+def _plan_lines(config: RunSpec, settings: scanning.ScanSettings) -> list[str]:
     """The dry run: titles, pairs, rounds, calls (round 1, at most, typical) and the time they take."""
     estimate = scanning.estimate(config, settings)
-    rate = backend_info(config.backend).documented_rates[1]
+    rate = backend_info(config.backend.kind).documented_rates[1]
     lines = [
         f"titles: {estimate.titles:,}; name pairs: {estimate.pairs} (both orders); rounds up to depths "
         f"{', '.join(map(str, estimate.depths))} pairs a title",
@@ -173,7 +171,7 @@ def _plan_lines(config: RunConfig, settings: ScanSettings) -> list[str]:
         + (" (the budget)" if settings.budget is not None and estimate.most == settings.budget else " (every pair)"),
         f"typical: about {estimate.typical:,} ({scanning.TYPICAL_CALLS_PER_TITLE} a title on the simulated model "
         "of BENCHMARKS.md; a model that stereotypes more titles needs more)",
-        f"estimated time with {config.backend} at {rate:.3g} calls/s (BENCHMARKS.md): round 1 "
+        f"estimated time with {config.backend.kind} at {rate:.3g} calls/s (BENCHMARKS.md): round 1 "
         f"{plan.duration(estimate.first_round / rate)}, typical {plan.duration(estimate.typical / rate)}, "
         f"at most {plan.duration(estimate.most / rate)}",
     ]

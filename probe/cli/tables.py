@@ -12,13 +12,15 @@ import pandas as pd
 from rich import box
 from rich.table import Table
 
-from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
-from probe.analysis.metric_registry import METRICS, TABLE_METRICS
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
-from probe.pipeline.outcome import RunOutcome
-from probe.report.formatting import (
+from probe.pipeline.front_statistics import (
+    JOINT,
+    METRICS,
     MISSING,
+    SIGNIFICANCE,
+    TABLE_METRICS,
+    binomial_min_p,
     fmt_ci,
     fmt_contrast_value,
     fmt_difference,
@@ -27,7 +29,7 @@ from probe.report.formatting import (
     fmt_p,
     fmt_signed,
 )
-from probe.taxonomy.name_sets import JOINT
+from probe.pipeline.outcome import RunOutcome
 
 
 def headline_table(outcome: RunOutcome) -> Table:

@@ -9,8 +9,7 @@ from rich.table import Table
 from probe.cli.app import DbOption, app
 from probe.common.escape import literal_console, terminal_text
 from probe.pipeline import taxonomy
-from probe.store.db import DEFAULT_DB
-from probe.taxonomy import occupations
+from probe.pipeline.front import DEFAULT_DB, occupations
 
 taxonomy_app = typer.Typer(help="The O*NET occupation-attribute store.", no_args_is_help=True)
 app.add_typer(taxonomy_app, name="taxonomy")

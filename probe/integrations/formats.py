@@ -18,7 +18,7 @@ from probe.common.errors import UserError
 
 if TYPE_CHECKING:
     from probe.integrations.imports import ImportedAnswer
-    from probe.store.config import RunConfig
+    from probe.store.spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def export(
     out_dir: Path,
     db: Path | str,
     run_id: str | None,
-    design: Callable[[], RunConfig] | None = None,
+    design: Callable[[], RunSpec] | None = None,
     prompt_format: str = "chat",
 ) -> list[Path]:
     """Write format `name` to `out_dir`: run `run_id`, or (formats of probe items only) the design `design()`

@@ -26,8 +26,9 @@ from probe.backends.parse import parse_option
 from probe.common.errors import UserError
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import QTYPES, UNKNOWN
-from probe.store.config import RunConfig, load_config
+from probe.store.config import load_config
 from probe.store.db import connect
+from probe.store.spec import RunSpec
 
 SHOWN_PROBLEMS = 10  # lines named in the warning; the rest are counted
 
@@ -168,7 +169,7 @@ class ImportedBackend(BackendDefaults):
 
 
 def import_settings(db: Path, run_id: str, tool: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
-                    model: str | None = None) -> tuple[RunConfig, ImportedBackend]:  # fmt: skip
+                    model: str | None = None) -> tuple[RunSpec, ImportedBackend]:  # fmt: skip
     """The new run's settings (the exporting run's) and the backend that answers it from `answers`."""
     sources = {answer.source_run for answer in answers}
     if len(sources) != 1 or None in sources:

@@ -20,7 +20,7 @@ from probe.integrations.imports import ImportedAnswer
 from probe.integrations.lm_eval_task import DATASET, check_prompt_format, configurations_by_qtype
 from probe.integrations.source import Exported
 
-DEFAULT_MAX_TOKENS = 16  # RunConfig.max_tokens, for a design exported without a run
+DEFAULT_MAX_TOKENS = 16  # BackendSpec.max_tokens, for a design exported without a run
 
 
 def write_task(exported: Exported, out_dir: Path) -> list[Path]:

@@ -22,7 +22,7 @@ from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.dataset.items import Item, item_from_row
 from probe.dataset.stages import build_stage1, build_stage2
 from probe.store import db
-from probe.store.config import RunConfig
+from probe.store.config import RunSpec
 from probe.taxonomy.selection import select
 
 CONFIGURATIONS = (STAGE1_CONDITION, *CONDITIONS)  # the item configurations, in dataset order
@@ -109,18 +109,19 @@ def from_run(db_path: Path, run_id: str) -> Exported:
                     answers)  # fmt: skip
 
 
-def from_design(config: RunConfig, prompt_format: str) -> Exported:
+def from_design(config: RunSpec, prompt_format: str) -> Exported:
     """The items no model's answers shape: stage 1, and stage 2's baseline and control conditions."""
-    con, _ = db.connect_or_snapshot(config.db, read_only=False)  # a new database is seeded; a busy one copied
+    # a new database is seeded; a busy one copied
+    con, _ = db.connect_or_snapshot(config.options.db, read_only=False)
     try:
-        selection = select(con, config)
+        selection = select(con, config.design)
     finally:
         con.close()
-    conditions = [condition for condition in config.conditions if condition in MODEL_FREE_CONDITIONS]
+    conditions = [condition for condition in config.design.conditions if condition in MODEL_FREE_CONDITIONS]
     items = build_stage1(selection.pairs, selection.attributes, prompt_format)
     items += build_stage2(selection.pairs, selection.attributes, (), conditions, prompt_format)
     settings = _design_settings({**config.settings(), "conditions": conditions})
-    return Exported(None, None, prompt_format, _scrubbed(config.system_prompt), settings, items, None)
+    return Exported(None, None, prompt_format, _scrubbed(config.backend.system_prompt), settings, items, None)
 
 
 def _scrubbed(system_prompt: str | None) -> str | None:

@@ -30,8 +30,9 @@ from probe.dataset.kway import check_kway_templates
 from probe.dataset.stages import check_templates
 from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
-from probe.store.config import RunConfig, load_config
+from probe.store.config import load_config
 from probe.store.db import connect, connect_or_snapshot
+from probe.store.spec import RunSpec
 from probe.taxonomy.selection import Selection, select, stored_selection
 from probe.taxonomy.workforce_sources import load_workforce_file
 
@@ -44,34 +45,35 @@ if TYPE_CHECKING:
     from probe.scanning import ScanOutcome, ScanSettings
 
 
-def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunConfig:
+def settings(flags: Mapping[str, object], config_file: Path | None = None) -> RunSpec:
     """Preset < RUN.toml < flags; a --run-id naming a stored run starts from that run's settings.
 
     So `probe run --run-id ID` alone resumes a run as it was started; a flag that changes its answers is
     refused by the resume check (runs.check_same_settings).
     """
     config = load_config(flags, config_file)
-    if config.run_id is None or not Path(config.db).exists():
+    if config.options.run_id is None or not Path(config.options.db).exists():
         return config
-    con = connect(config.db, read_only=True)
+    con = connect(config.options.db, read_only=True)
     try:
-        stored = runs.stored_settings(con, config.run_id, given_base_url=config.base_url)
+        stored = runs.stored_settings(con, config.options.run_id, given_base_url=config.backend.base_url)
     finally:
         con.close()
     return config if stored is None else load_config(flags, config_file, stored=stored)
 
 
-def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | None) -> list[RunConfig] | None:
+def study_configs(config: RunSpec, models: Sequence[str], config_file: Path | None) -> list[RunSpec] | None:
     """The runs of a study (probe/store/study.py; with `--study ID` alone each stored run of the study, resumed
     with its stored settings), or None when the command asks for one run."""
     configs = study.study_configs(config, models, config_file)
-    if configs is not None or not config.study or config.run_id is not None:
+    if configs is not None or not config.options.study or config.options.run_id is not None:
         return configs
-    run_ids = runs.study_run_ids(config.db, str(config.study))
+    options = config.options
+    run_ids = runs.study_run_ids(options.db, str(options.study))
     if not run_ids:
-        raise UserError(f"--study {config.study}: no runs of this study in {config.db}; give its models "
+        raise UserError(f"--study {options.study}: no runs of this study in {options.db}; give its models "
                         "(--model A --model B, or [study] in a RUN.toml)")  # fmt: skip
-    return [settings({"run_id": run_id, "db": config.db, "quiet": config.quiet or None}) for run_id in run_ids]
+    return [settings({"run_id": run_id, "db": options.db, "quiet": options.quiet or None}) for run_id in run_ids]
 
 
 @dataclass(frozen=True)
@@ -94,36 +96,36 @@ def list_runs(db: Path | str) -> Listing:
         con.close()
 
 
-def run(config: RunConfig, on_start: Callable[[str], None] | None = None) -> RunOutcome:
+def run(spec: RunSpec, on_start: Callable[[str], None] | None = None) -> RunOutcome:
     """Answer the run's items (resuming a stored run) and analyse them; returns the run's outcome."""
-    return analyze(config.db, answer(config, on_start=on_start))
+    return analyze(spec.options.db, answer(spec, on_start=on_start))
 
 
-def answer(
-    config: RunConfig, on_start: Callable[[str], None] | None = None, backend: Backend | None = None
-) -> str:
+def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend: Backend | None = None) -> str:
     """Taxonomy, backend, run record and answers: run (or resume) the probe without analysing it.
 
+    Each step gets its part of the spec: the taxonomy the design, the backend its settings, the runner the options.
     `on_start(run_id)` is called once the run record exists, before the first question: from then on the
     run can be resumed by its id (the CLI prints it there). `backend`: answers from elsewhere (`probe import`)
     instead of the backend the settings name.
     """
-    con = connect(config.db)
+    run_id = spec.options.run_id
+    con = connect(spec.options.db)
     try:
-        stored = runs.stored_run(con, config.run_id) if config.run_id else None
-        if stored is None and config.run_id:
-            runs.check_id_free(con, config.run_id, "--run-id", other="scans")
+        stored = runs.stored_run(con, run_id) if run_id else None
+        if stored is None and run_id:
+            runs.check_id_free(con, run_id, "--run-id", other="scans")
         if stored is not None:
-            runs.check_same_settings(config, stored)
-            selection = stored_selection(con, config)
+            runs.check_same_settings(spec, stored)
+            selection = stored_selection(con, spec.design, str(run_id))
         else:
-            selection = select(con, config)
+            selection = select(con, spec.design)
         # checks its input (e.g. a replay file) before anything is written
-        answering = with_system_prompt(backend or create_backend(config), config.system_prompt)
+        answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
         try:
-            answering.check_pairs(selection.pairs, selection.set_members)
+            answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
             with stopping.on_signals():
-                return _answer_with(con, config, answering, selection, stored, on_start)
+                return _answer_with(con, spec, answering, selection, stored, on_start)
         finally:
             answering.close()
     finally:
@@ -132,21 +134,22 @@ def answer(
 
 def _answer_with(
     con: duckdb.DuckDBPyConnection,
-    config: RunConfig,
+    spec: RunSpec,
     backend: Backend,
     selection: Selection,
     stored: dict[str, object] | None,
     on_start: Callable[[str], None] | None,
 ) -> str:
     identity = runs.identity_json(backend)
+    conditions, options = spec.design.conditions, spec.options
     if stored is not None:
         run_id = str(stored["run_id"])
         runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
     else:
-        check_templates(selection.pairs, selection.attributes, config.conditions, backend.prompt_format)
-        check_kway_templates(selection.set_members, selection.attributes, config.conditions, backend.prompt_format)
-        run_id = config.run_id or runs.new_run_id()
-        runs.record_run(con, run_id, config, backend, identity, selection)
+        check_templates(selection.pairs, selection.attributes, conditions, backend.prompt_format)
+        check_kway_templates(selection.set_members, selection.attributes, conditions, backend.prompt_format)
+        run_id = options.run_id or runs.new_run_id()
+        runs.record_run(con, run_id, spec, backend, identity, selection)
     with runs.lifecycle(
         lambda status: runs.set_status(con, run_id, status), lambda: runs.record_served_models(con, run_id, backend)
     ):
@@ -158,10 +161,10 @@ def _answer_with(
             backend,
             identity,
             selection,
-            conditions=config.conditions,
-            use_cache=backend.cacheable and not config.no_cache,
-            max_failed_share=config.max_failed_share,
-            quiet=config.quiet,
+            conditions=conditions,
+            use_cache=backend.cacheable and not options.no_cache,
+            max_failed_share=options.max_failed_share,
+            quiet=options.quiet,
         )
     runs.set_status(con, run_id, COMPLETE)
     return run_id
@@ -315,7 +318,7 @@ def gate_plan(db: Path | str, run_id: str, policy: Path | str, baseline: str | N
 
 
 def scan(
-    config: RunConfig,
+    config: RunSpec,
     scan_settings: ScanSettings,
     scan_id: str | None = None,
     on_start: Callable[[str], None] | None = None,
@@ -329,9 +332,9 @@ def scan(
     finished = scanning.scan(
         config, scan_settings, scan_id, runner.answer_pending, on_start=on_start, on_reopen=on_reopen
     )
-    con = connect(config.db)
+    con = connect(config.options.db)
     try:
-        folder = Path(config.db).parent / finished if report is True else report
+        folder = Path(config.options.db).parent / finished if report is True else report
         files = scanning.write_scan_report(con, finished, folder) if folder else {}
         return scanning.scan_outcome(con, finished, config, files)
     finally:

@@ -15,8 +15,9 @@ from probe.common.errors import UserError
 from probe.common.vocabulary import BATCH, COMPLETE
 from probe.dataset.items import item_from_row
 from probe.dataset.stages import check_templates
-from probe.store.config import RunConfig, load_config
+from probe.store.config import load_config
 from probe.store.db import connect
+from probe.store.spec import RunSpec
 from probe.taxonomy.selection import select, stored_selection
 
 if TYPE_CHECKING:
@@ -48,9 +49,9 @@ def export_requests(db: Path, run_id: str, output: Path, config_file: Path | Non
         if runs.stored_run(con, run_id) is None:
             runs.check_id_free(con, run_id, "RUN_ID", other="scans")
             config = load_config({"run_id": run_id, "db": str(db)}, config_file)
-            target = BatchTarget(config)
-            selection = select(con, config)
-            check_templates(selection.pairs, selection.attributes, config.conditions, target.prompt_format)
+            target = BatchTarget(config.backend)
+            selection = select(con, config.design)
+            check_templates(selection.pairs, selection.attributes, config.design.conditions, target.prompt_format)
             runs.record_run(con, run_id, config, target, json.dumps(target.identity(), sort_keys=True), selection)
             runs.set_status(con, run_id, BATCH)
         config, target = _batch_run(con, db, run_id)
@@ -103,7 +104,7 @@ def import_results(db: Path, run_id: str, results: Path) -> BatchImport:
         con.close()
 
 
-def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[RunConfig, BatchTarget]:
+def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[RunSpec, BatchTarget]:
     """A stored batch run's settings and request target; a run of another backend is refused."""
     from probe.backends.openai_batch import BatchTarget
 
@@ -112,18 +113,19 @@ def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[R
         raise UserError(f"run {run_id!r}: no such run; `probe batch export {run_id} -o FILE --config RUN.toml` "
                         "starts it")  # fmt: skip
     config = load_config({"run_id": run_id, "db": str(db)}, stored=runs.stored_settings(con, run_id))
-    target = BatchTarget(config)
+    target = BatchTarget(config.backend)
     runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), target.identity())
     return config, target
 
 
-def _batch_stage(con: duckdb.DuckDBPyConnection, config: RunConfig, prompt_format: str) -> tuple[int, list[Item]]:
+def _batch_stage(con: duckdb.DuckDBPyConnection, config: RunSpec, prompt_format: str) -> tuple[int, list[Item]]:
     """A batch run's stage in progress and its unanswered items: stage 1's while it has any, then stage 2's
     (built from stage 1's answers as a live run builds it)."""
-    selection = stored_selection(con, config)
+    run_id = str(config.options.run_id)
+    selection = stored_selection(con, config.design, run_id)
     for stage in (1, 2):
-        runner.ensure_stage(con, str(config.run_id), stage, selection, config.conditions, prompt_format)
-        items = runner.pending_items(con, str(config.run_id), stage)
+        runner.ensure_stage(con, run_id, stage, selection, config.design.conditions, prompt_format)
+        items = runner.pending_items(con, run_id, stage)
         if items or stage == 2:
             return stage, items
     raise AssertionError("unreachable")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from probe.integrations import formats
 from probe.pipeline import RunOutcome, analyze, answer, settings
-from probe.store.config import RunConfig
+from probe.store.spec import RunSpec
 
 EXPORT_FORMATS = {name: chosen.help for name, chosen in formats.EXPORTS.items()}  # name -> what it writes
 
@@ -25,7 +25,7 @@ def export(
 ) -> list[Path]:
     """Write run `run_id` as `file_format` to `out_dir`; without a run (formats of probe items only), the design
     that the settings `design` (RUN.toml keys, `config_file` under them) resolve to. Returns the files written."""
-    def resolved_design() -> RunConfig:  # resolved only where a design is exported: a run's export reads no settings
+    def resolved_design() -> RunSpec:  # resolved only where a design is exported: a run's export reads no settings
         return settings({**(design or {}), "db": str(db)}, config_file)
 
     return formats.export(file_format, Path(out_dir), db, run_id, resolved_design, prompt_format)

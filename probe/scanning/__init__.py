@@ -11,7 +11,7 @@ resumable and carried on by a larger budget. Not `probe/scan/`: `probe.scan` is 
 
 The CLI and the API import this front, not the modules behind it.
 
-Enters: a RunConfig (the backend's settings), ScanSettings, the runner's answer function (from the pipeline).
+Enters: a RunSpec (its backend part and its options), ScanSettings, the runner's answer function (from the pipeline).
 Leaves: the scan tables and the scan report.
 """
 

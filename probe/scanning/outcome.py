@@ -12,8 +12,8 @@ from probe.analysis.scan_rules import BUDGET
 from probe.common.redact import safe_url
 from probe.scanning.report import confirmation_csv
 from probe.scanning.rounds import load_state
-from probe.store.config import RunConfig
 from probe.store.db import DEFAULT_DB
+from probe.store.spec import RunSpec
 
 # The backend settings a confirmation run is given as flags (the others travel in the report's backend.toml).
 CONFIRM_FLAGS = ("model", "base_url", "answers", "decoding", "device", "dtype")
@@ -44,7 +44,7 @@ class ScanOutcome:
 
 
 def scan_outcome(
-    con: duckdb.DuckDBPyConnection, scan_id: str, config: RunConfig, report: dict[str, Path]
+    con: duckdb.DuckDBPyConnection, scan_id: str, config: RunSpec, report: dict[str, Path]
 ) -> ScanOutcome:
     """Read a finished scan's outcome (its report, if written, given as `report`)."""
     flagged = [FlaggedTitle(*row) for row in con.execute(
@@ -59,21 +59,22 @@ def scan_outcome(
     # flagged titles with O*NET ratings (scan.md names the others)
     confirmable = "flagged_occupations.csv" in report and len(confirmation_csv(con, scan_id)) > 0
     command = _confirm_command(config, report) if confirmable else None
-    return ScanOutcome(scan_id, str(config.db), flagged, int(calls), int(budget_stopped), report, command)
+    return ScanOutcome(scan_id, str(config.options.db), flagged, int(calls), int(budget_stopped), report, command)
 
 
-def _confirm_command(config: RunConfig, report: dict[str, Path]) -> list[str]:
+def _confirm_command(config: RunSpec, report: dict[str, Path]) -> list[str]:
     """`probe run` over the flagged titles with the scan's model: its settings as flags, the rest from backend.toml,
     and the scan's database (its answers are the run's cache) where that is not the default."""
-    command = ["probe", "run", "--occupations", str(report["flagged_occupations.csv"]), "--backend", config.backend]
+    flagged = str(report["flagged_occupations.csv"])
+    command = ["probe", "run", "--occupations", flagged, "--backend", config.backend.kind]
     for name in CONFIRM_FLAGS:
-        value = getattr(config, name)
+        value = config.flat()[name]
         if name == "base_url" and value:
             value = safe_url(value)
         if value:
             command += [f"--{name.replace('_', '-')}", str(value)]
     if "backend.toml" in report:  # the scan's settings the flags above do not carry (api_mode, timeout, ...)
         command += ["--config", str(report["backend.toml"])]
-    if str(config.db) != str(DEFAULT_DB):
-        command += ["--db", str(config.db)]
+    if str(config.options.db) != str(DEFAULT_DB):
+        command += ["--db", str(config.options.db)]
     return command

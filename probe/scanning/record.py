@@ -24,8 +24,9 @@ from probe.common.vocabulary import RUNNING
 from probe.dataset.prompts import template_hash
 from probe.scanning.setup import BACKEND_FIELDS, SCAN_RUN_FIELDS, ScanSettings, read_scan_config, soc_prefixes
 from probe.store import db
-from probe.store.config import RUN_ID, RunConfig, load_config
+from probe.store.config import RUN_ID, load_config
 from probe.store.db import DEFAULT_DB
+from probe.store.spec import RunSpec
 
 if TYPE_CHECKING:
     from probe.backends.base import Backend
@@ -35,15 +36,16 @@ def new_scan_id() -> str:
     return f"scan-{runs.new_run_id()}"
 
 
-def scan_config(config: RunConfig, settings: ScanSettings) -> dict[str, object]:
+def scan_config(config: RunSpec, settings: ScanSettings) -> dict[str, object]:
     """scans.config_json: the backend's settings and the scan's."""
-    return {**{name: getattr(config, name) for name in BACKEND_FIELDS}, **settings.stored()}
+    flat = config.flat()
+    return {**{name: flat[name] for name in BACKEND_FIELDS}, **settings.stored()}
 
 
 def record(
     con: duckdb.DuckDBPyConnection,
     scan_id: str,
-    config: RunConfig,
+    config: RunSpec,
     settings: ScanSettings,
     backend: Backend,
     identity: str,
@@ -52,15 +54,15 @@ def record(
 ) -> None:
     """The scans row (never a key: config.settings() masks --base-url), its titles and its pair order."""
     stored_config = scan_config(config, settings)
-    if config.base_url:
+    if config.backend.base_url:
         stored_config["base_url"] = config.settings()["base_url"]
     with db.transaction(con):
         con.execute(
             "INSERT INTO scans VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, NULL)",
             [
                 scan_id,
-                str(backend.identity().get("model") or config.model or ""),
-                config.backend,
+                str(backend.identity().get("model") or config.backend.model or ""),
+                config.backend.kind,
                 json.dumps(stored_config),
                 identity,
                 template_hash(),
@@ -122,7 +124,7 @@ def with_stored(
 
 def resolve_settings(
     given: Mapping[str, object], scan_id: str | None, config_file: Path | None = None
-) -> tuple[RunConfig, ScanSettings]:
+) -> tuple[RunSpec, ScanSettings]:
     """A scan's settings, resolved once for `probe scan`'s flags and probe.scan()'s keywords (RUN.toml keys; a key
     left out is not given, `budget=None` given is no limit): over a `--config` file's, a stored scan's where none is
     given (with_stored), then the defaults."""
@@ -155,7 +157,7 @@ def resolve_settings(
 def check_same(
     scan_id: str,
     stored: dict[str, object],
-    config: RunConfig,
+    config: RunSpec,
     settings: ScanSettings,
     identity: str | None,
     *,

@@ -24,7 +24,7 @@ from probe.scanning.record import stored_scan
 from probe.scanning.rounds import load_state
 from probe.scanning.setup import FILE_ONLY_BACKEND_FIELDS
 from probe.scanning.workforce import scan_workforce
-from probe.store.config import RunConfig
+from probe.store.spec import RunSpec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -261,9 +261,9 @@ def confirmation_settings(con: duckdb.DuckDBPyConnection, scan_id: str) -> str |
     """The scan's backend settings that `probe run` takes only from a RUN.toml (api_mode, timeout, ...), as one, where
     any differs from its default: so a confirmation run asks as the scan asked. None: the flags say it all."""
     stored = json.loads(str(stored_scan(con, scan_id)["config_json"]))
-    defaults = RunConfig()
+    defaults = RunSpec().flat()
     lines = [f"{name} = {json.dumps(stored[name])}\n" for name in FILE_ONLY_BACKEND_FIELDS
-             if stored.get(name) is not None and stored[name] != getattr(defaults, name)]  # fmt: skip
+             if stored.get(name) is not None and stored[name] != defaults[name]]  # fmt: skip
     return "".join(lines) or None
 
 

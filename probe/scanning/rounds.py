@@ -52,7 +52,7 @@ from probe.dataset.stages import build_scan_items
 from probe.scanning.record import check_same, mark_resumed, new_scan_id, record, stored_scan
 from probe.scanning.setup import ScanSettings, resolve_titles, shuffled_pairs
 from probe.store import db
-from probe.store.config import RunConfig
+from probe.store.spec import RunSpec
 
 AnswerPending = Callable[..., None]  # runner.answer_pending's shape
 OnReopen = Callable[[int, int], None]  # (titles reopened, the depth they rejoin at)
@@ -293,7 +293,7 @@ def finish(con: duckdb.DuckDBPyConnection, scan_id: str) -> pd.DataFrame:
 
 
 def scan(
-    config: RunConfig,
+    config: RunSpec,
     settings: ScanSettings,
     scan_id: str | None,
     answer_pending: AnswerPending,
@@ -307,9 +307,9 @@ def scan(
     the runner's, handed in by probe.pipeline (the one path that drives the runner). `on_reopen(titles, depth)`
     is called when a larger budget opens the titles it stopped again.
     """
-    if str(config.db) == ":memory:":
+    if str(config.options.db) == ":memory:":
         raise UserError("--db :memory:: a scan is stored to be resumed and reported; give a database file")
-    con = db.connect(config.db)
+    con = db.connect(config.options.db)
     try:
         stored = stored_scan(con, scan_id) if scan_id else None
         if stored is not None:
@@ -322,7 +322,7 @@ def scan(
         titles = pairs = None
         if stored is None:
             titles, pairs = resolve_titles(con, settings), shuffled_pairs(con, settings)
-        backend = create_backend(config)
+        backend = create_backend(config.backend)
         try:
             identity = runs.identity_json(backend)
             if stored is None:
@@ -344,7 +344,7 @@ def scan(
 def _ask_until_decided(
     con: duckdb.DuckDBPyConnection,
     scan_id: str,
-    config: RunConfig,
+    config: RunSpec,
     budget: int | None,
     backend: Backend,
     identity: str,
@@ -352,7 +352,7 @@ def _ask_until_decided(
     on_reopen: OnReopen | None,
 ) -> None:
     """The recorded scan's rounds, under the run lifecycle and the stop signals, then its results."""
-    use_cache = backend.cacheable and not config.no_cache
+    use_cache = backend.cacheable and not config.options.no_cache
     first_round = [True]
 
     def answer_round() -> None:
@@ -365,7 +365,7 @@ def _ask_until_decided(
             backend,
             identity,
             use_cache=use_cache,
-            quiet=config.quiet,
+            quiet=config.options.quiet,
             retry_failed=first_round.pop() if first_round else False,
         )
 
@@ -379,7 +379,7 @@ def _ask_until_decided(
             answer_round,
             prompt_format=backend.prompt_format,
             budget=budget,
-            max_failed_share=config.max_failed_share,
+            max_failed_share=config.options.max_failed_share,
             on_reopen=on_reopen,
         )
         backend.finish()  # replay: a file that matched none of the items is an error

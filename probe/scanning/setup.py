@@ -20,10 +20,11 @@ from probe.analysis.scan_rules import CALLS_PER_PAIR, depth_schedule
 from probe.common.errors import UserError
 from probe.common.staging import stage_file
 from probe.store import db
-from probe.store.config import RunConfig, read_study, read_toml
+from probe.store.config import read_study, read_toml
+from probe.store.spec import RunSpec
 from probe.taxonomy import name_pairs
 
-# RunConfig fields a scan uses (the backend's and where it runs); the rest describe a two-stage run.
+# RunSpec settings a scan uses (the backend's and where it runs); the rest describe a two-stage run.
 BACKEND_FIELDS = (
     "backend",
     "model",
@@ -41,7 +42,7 @@ BACKEND_FIELDS = (
 )
 # The backend's settings `probe run` has no flag for: a confirmation run reads them from the scan's backend.toml.
 FILE_ONLY_BACKEND_FIELDS = ("api_mode", "constrain", "max_tokens", "timeout", "max_retries", "backoff")
-# RunConfig fields besides the backend's that say how a scan runs: where it is stored, the machine, the failure limit.
+# RunSpec settings besides the backend's that say how a scan runs: where it is stored, the machine, the failure limit.
 SCAN_RUN_FIELDS = ("db", "threads", "concurrency", "batch_size", "no_cache", "quiet", "max_failed_share")
 TYPICAL_CALLS_PER_TITLE = 12  # mean calls a title over bench/scan.py's simulated scans (BENCHMARKS.md)
 
@@ -156,10 +157,10 @@ class Estimate:
     typical: int
 
 
-def estimate(config: RunConfig, settings: ScanSettings) -> Estimate:
+def estimate(config: RunSpec, settings: ScanSettings) -> Estimate:
     """The scan's size from the taxonomy alone; reads the database (or a fresh in-memory one), writes nothing."""
-    existing = Path(config.db).exists()
-    con = db.connect(config.db, read_only=True) if existing else db.connect(":memory:")
+    existing = Path(config.options.db).exists()
+    con = db.connect(config.options.db, read_only=True) if existing else db.connect(":memory:")
     try:
         titles = len(resolve_titles(con, settings))
         pairs = len(name_pairs.select_name_pairs(con, settings.pairs, settings.names))

@@ -1,78 +1,26 @@
-"""Run settings: one dataclass, filled from a preset, then a RUN.toml, then command-line flags.
+"""Run settings read and checked: a preset, then a stored run, then a RUN.toml, then command-line flags, parsed
+once into a `RunSpec` (spec.py: design, backend, options).
 
-RUN.toml keys are the field names of `RunConfig` (the CLI flag is the name with dashes: top_k -> --top-k).
-To add a setting, add a field; its type annotation picks the parser (int, float, bool, str and their
-`| None` forms need nothing else); add it to OPERATIONAL_FIELDS if changing it cannot change answers, so a
-resumed run may use another value.
+RUN.toml keys are spec.SETTINGS (the CLI flag is the key with dashes: top_k -> --top-k). To add a setting, add a
+field to its part in spec.py and its key to SETTINGS; its type annotation picks the parser (int, float, bool, str
+and their `| None` forms need nothing else); add it to OPERATIONAL_FIELDS if changing it cannot change answers,
+so a resumed run may use another value.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from probe.common.errors import UserError
-from probe.common.redact import safe_url
 from probe.common.toml_file import read_toml_file
 from probe.common.vocabulary import CONDITIONS, PAIR_QUESTIONS, PAPER_WORDING, QUESTION_DESIGNS, WORDINGS
-from probe.store.db import DEFAULT_DB
-
-# Settings that may differ when a run is resumed: they change how a run proceeds, not its answers.
-OPERATIONAL_FIELDS = frozenset({"preset", "run_id", "db", "no_cache", "quiet", "concurrency", "threads",
-                                "batch_size", "timeout", "max_retries", "backoff", "max_failed_share", "study"})
-
-
-@dataclass
-class RunConfig:
-    preset: str | None = None
-    pairs: int | tuple[int, ...] | None = None  # first N name pairs, or these pair_ids; None = all 70
-    occupations: tuple[str, ...] | str | None = None  # names, or a CSV file path; None = the paper's 62
-    names: str | None = None  # CSV of name pairs (columns female, male) instead of the shipped 70
-    top_k: int = 5
-    conditions: tuple[str, ...] = CONDITIONS
-    wordings: tuple[str, ...] = (PAPER_WORDING,)  # paraphrases asked (prompts/wordings/): all, the first N, or ids
-    questions: tuple[str, ...] | None = None  # stage 2 (QUESTION_DESIGNS); None: the pair questions alone
-    backend: str = "hf-causal"  # the bundled SmolLM2 GGUF, dequantized: the faster exact engine on a CPU
-    model: str | None = None
-    base_url: str | None = None
-    # Backend knobs (probe/backends): openai/llamacpp request shape, hf batching and decoding.
-    api_mode: str = "auto"  # chat | completions | auto (completions for gpt-3.5-turbo-instruct & co)
-    constrain: str = "auto"  # grammar | json_schema | none | auto (llamacpp: grammar, openai: none)
-    max_tokens: int = 16
-    decoding: str = "score"  # local models: score (option log-likelihood) | generate (greedy + parse)
-    concurrency: int | None = None  # parallel requests / llama.cpp slots; None = sized to the machine
-    threads: int | None = None  # llama.cpp / torch CPU threads; None = the cores idle at start
-    batch_size: int | None = None  # hf backends: queries per forward pass; None = backend default
-    device: str | None = None  # hf backends: cpu | cuda | mps; None = a GPU when there is one
-    dtype: str | None = None  # hf backends: float32 | bfloat16 | float16; None = bfloat16 on cuda, else float32
-    timeout: float = 30.0  # seconds per request, the whole of it (a trickling reply cannot outlast it)
-    max_retries: int = 5
-    backoff: float = 1.0  # seconds before the first retry (doubling); a server's Retry-After overrides it
-    max_failed_share: float = 0.1  # more failed answers than this share: the run ends failed, not complete
-    answers: str | None = None  # replay: CSV or Parquet of labels
-    system_prompt: str | None = None  # the text (--system-prompt TEXT or FILE, read when given): model + mitigation
-    run_id: str | None = None
-    study: str | None = None  # the study the run belongs to: one design, one run per model (probe/store/study.py)
-    db: str = str(DEFAULT_DB)
-    no_cache: bool = False
-    quiet: bool = False
-
-    def settings(self) -> dict[str, object]:
-        """JSON-ready settings (config_json of the run record); credentials and query values in --base-url masked."""
-        values = json.loads(json.dumps(dataclasses.asdict(self)))
-        urls = self.base_url.split(",") if self.base_url else None  # one URL or several (one run, many servers)
-        return {**values, "base_url": ",".join(safe_url(url) for url in urls) if urls else self.base_url}
-
-    def answer_settings(self) -> dict[str, object]:
-        """The settings a resumed run must share with the stored one."""
-        return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
-
+from probe.store.spec import PART, PARTS, SETTINGS, Names, RunSpec
+from probe.store.spec import RunConfig as RunConfig  # the flat form, where tests and the API import it
 
 # quick is the README's demo on the bundled SmolLM2-135M in under 5 minutes on a 2-core CPU (BENCHMARKS.md).
 # 12 name pairs: the score intervals over pairs cover 0.93-0.98 at this size when a real run's pairs are
@@ -277,16 +225,19 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "threads": _parse_threads,
     "max_failed_share": _parse_share,
 }
-_FIELDS = {field.name: field for field in dataclasses.fields(RunConfig)}
+# flat key -> its field's type annotation (the simple parser's guide)
+_TYPES = {key: next(str(f.type) for f in dataclasses.fields(PARTS[part]) if f.name == name)
+          for key, (part, name) in PART.items()}  # fmt: skip
 
 
-def _parse_names(value: object, base_dir: Path | None = None) -> str | None:
+def _parse_names(value: object, base_dir: Path | None = None) -> Names | None:
+    """The names CSV as a typed value: name pairs or name sets (its header is read when a step first asks)."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ValueError("expected the path of a CSV file with columns female, male")
     path = Path(value)
-    return str(base_dir / path if base_dir and not path.is_absolute() else path)
+    return Names(base_dir / path if base_dir and not path.is_absolute() else path)
 
 
 SYSTEM_PROMPT_FILES = (".txt", ".md")
@@ -322,14 +273,14 @@ def _parse_value(name: str, value: object, base_dir: Path | None) -> object:
         return _parse_names(value, base_dir)
     if name in _SPECIAL_PARSERS:
         return _SPECIAL_PARSERS[name](value)
-    return _parse_simple(str(_FIELDS[name].type), value)
+    return _parse_simple(_TYPES[name], value)
 
 
 def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], base_dir: Path | None = None):
     parsed = {}
     for name, value in raw.items():
-        if name not in _FIELDS:
-            raise UserError(f"{describe(name)}: unknown setting (known: {', '.join(_FIELDS)})")
+        if name not in PART:
+            raise UserError(f"{describe(name)}: unknown setting (known: {', '.join(SETTINGS)})")
         if isinstance(value, os.PathLike):  # the API: db=Path(...), answers=Path(...)
             value = os.fspath(value)
         try:
@@ -340,7 +291,7 @@ def _parse_settings(raw: Mapping[str, object], describe: Callable[[str], str], b
 
 
 def read_toml(path: Path) -> dict[str, object]:
-    """Settings from a RUN.toml file (keys = RunConfig field names; the [study] table: read_study; its [[gates]] and
+    """Settings from a RUN.toml file (keys = spec.SETTINGS; the [study] table: read_study; its [[gates]] and
     gate_family: `probe gate --policy RUN.toml`, probe/gates/policy.py)."""
     raw = {key: value for key, value in read_toml_file(path).items() if key not in ("study", "gates", "gate_family")}
     return _parse_settings(raw, lambda key: f"{path}: {key}", base_dir=path.parent)
@@ -348,7 +299,7 @@ def read_toml(path: Path) -> dict[str, object]:
 
 def read_study(path: Path) -> tuple[str | None, list[tuple[str | None, dict[str, object]]]]:
     """RUN.toml's [study]: its id (or None) and, per [[study.models]] entry, its name (or None) and the settings
-    it overrides (RunConfig field names, e.g. backend, model, system_prompt)."""
+    it overrides (spec.SETTINGS keys, e.g. backend, model, system_prompt)."""
     study = read_toml_file(path).get("study")
     if study is None:
         return None, []
@@ -374,7 +325,7 @@ def read_study(path: Path) -> tuple[str | None, list[tuple[str | None, dict[str,
 
 def load_config(
     cli: Mapping[str, object], config_file: Path | None = None, stored: Mapping[str, object] | None = None
-) -> RunConfig:
+) -> RunSpec:
     """Preset < stored run < RUN.toml < flags. `cli` maps field names to flag values; None = not given.
 
     `stored`: the resumed run's settings (probe.answering.runs.stored_settings), so `--run-id` alone is enough.
@@ -382,8 +333,8 @@ def load_config(
     given = _parse_settings({name: value for name, value in cli.items() if value is not None},
                             lambda name: "--" + name.replace("_", "-"))
     from_file = read_toml(config_file) if config_file else {}
-    known = {name: value for name, value in (stored or {}).items() if name in _FIELDS}  # older records
+    known = {name: value for name, value in (stored or {}).items() if name in PART}  # older records
     resumed = _parse_settings(known, lambda name: f"the stored run's {name}")
     preset = given.get("preset", from_file.get("preset", resumed.get("preset")))
     values = {**PRESETS.get(preset, {}), **resumed, **from_file, **given}
-    return RunConfig(**values)
+    return RunSpec().replaced(**values)

@@ -25,7 +25,6 @@ stored runs with their stored settings (probe.pipeline.study_configs). Each run 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,8 @@ from datetime import datetime
 from pathlib import Path
 
 from probe.common.errors import UserError
-from probe.store.config import RUN_ID, RunConfig, read_study
+from probe.store.config import RUN_ID, read_study
+from probe.store.spec import RunSpec
 
 _NOT_IN_RUN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -50,8 +50,8 @@ def variant_name(backend: str, settings: Mapping[str, object]) -> str:
     return _NOT_IN_RUN_ID.sub("-", name).strip("-._") or "model"
 
 
-def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | None) -> list[RunConfig] | None:
-    """The runs of a study (one RunConfig per variant), or None when the command names no variants (one run, or
+def study_configs(config: RunSpec, models: Sequence[str], config_file: Path | None) -> list[RunSpec] | None:
+    """The runs of a study (one RunSpec per variant), or None when the command names no variants (one run, or
     `--study ID` alone: probe.pipeline.study_configs resumes the stored ones)."""
     toml_id, toml_variants = read_study(config_file) if config_file else (None, [])
     if len(models) > 1 and toml_variants:
@@ -59,18 +59,18 @@ def study_configs(config: RunConfig, models: Sequence[str], config_file: Path | 
     variants = [(None, {"model": model}) for model in models] if len(models) > 1 else toml_variants
     if not variants:
         return None
-    if config.run_id is not None:
+    if config.options.run_id is not None:
         raise UserError("--run-id: a study names its runs <study id>-<model>; give --study ID instead")
-    study = config.study or toml_id or new_study_id()
+    study = config.options.study or toml_id or new_study_id()
     configs, taken = [], set()
     for name, settings in variants:
-        merged = dataclasses.replace(config, **settings)
-        base = name or variant_name(merged.backend, settings)
+        merged = config.replaced(**settings)
+        base = name or variant_name(merged.backend.kind, settings)
         unique = base if base not in taken else next(f"{base}-{n}" for n in range(2, 999) if f"{base}-{n}" not in taken)
         taken.add(unique)
         run_id = f"{study}-{unique}"
         if not RUN_ID.fullmatch(run_id):
             raise UserError(f"study {study}: the run id {run_id!r} is not valid (at most 64 characters); "
                             "give shorter names")  # fmt: skip
-        configs.append(dataclasses.replace(merged, run_id=run_id, study=study))
+        configs.append(merged.replaced(run_id=run_id, study=study))
     return configs

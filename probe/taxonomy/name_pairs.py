@@ -16,23 +16,24 @@ from probe.common.errors import UserError
 from probe.common.staging import ragged_line, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import ANSWER_WORDS
-from probe.taxonomy.name_sets import is_name_sets_file
+from probe.store.spec import Names
 
 
 def select_name_pairs(
-    con: duckdb.DuckDBPyConnection, spec: int | Sequence[int] | str | None, names: str | Path | None = None
+    con: duckdb.DuckDBPyConnection, spec: int | Sequence[int] | str | None, names: Names | str | Path | None = None
 ) -> pd.DataFrame:
     """Name pairs (pair_id, female, male) of the shipped list, or of a `names` CSV (pair ids = its rows 1..n).
 
     `spec`: N -> the first N, a list (or "1,4,9") -> those ids, None -> all.
     """
+    names = Names(Path(names)) if isinstance(names, str | Path) else names
     if names is None:
         every = con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
-    elif is_name_sets_file(Path(names)):
+    elif names.sets:
         raise UserError(f"--names {names}: name sets (set_id, name, ...) are asked by probe run; here give name "
                         "pairs (columns female, male)")  # fmt: skip
     else:
-        every = read_names_csv(con, Path(names))
+        every = read_names_csv(con, names.path)
     total = len(every)
     if spec is None:
         return every

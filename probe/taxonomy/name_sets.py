@@ -27,8 +27,8 @@ from probe.common.errors import UserError
 from probe.common.staging import ragged_line, read_header, stage_file
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import ANSWER_WORDS, SUBJECTS
+from probe.store.spec import SET_COLUMNS, Names
 
-SET_COLUMNS = ("set_id", "name")
 # The fewest names a category needs (one per set): an interval over sets needs 6 of them (the sign-flip bound of
 # probe/analysis/statistics.py MIN_PAIRS: 6 sets that all agree reach p = 0.031).
 MIN_NAMES = 6
@@ -43,7 +43,7 @@ MAX_SET_ID = 2**31 - 1  # set_id is an INTEGER column
 
 def is_name_sets_file(path: Path) -> bool:
     """A names CSV with set_id and name columns (name sets), not female and male (name pairs)."""
-    return set(SET_COLUMNS) <= set(read_header(path, ",", str(path)))
+    return Names(path).sets
 
 
 def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pandas as pd
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
 from probe.common.vocabulary import KWAY, PAIR_QUESTIONS, PAPER_WORDING
-from probe.store.config import RunConfig
+from probe.store.spec import Design
 from probe.taxonomy.name_pairs import select_name_pairs
 from probe.taxonomy.name_sets import (
     CONTEST_COLUMNS,
@@ -20,7 +20,6 @@ from probe.taxonomy.name_sets import (
     PERSON_CATEGORY_COLUMNS,
     contests,
     found_lines,
-    is_name_sets_file,
     people,
     read_name_sets,
     select_sets,
@@ -45,7 +44,7 @@ class Selection:
     # with name sets: what the file was found to hold, and its spellings that differ from the shipped list's
     found: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (RunConfig.questions)
+    questions: tuple[str, ...] = (PAIR_QUESTIONS,)  # what stage 2 asks (Design.questions)
     # with the K-way choice: every set's people (name_sets.set_members: the people with their category and contest)
     set_members: pd.DataFrame | None = None
 
@@ -56,27 +55,27 @@ def shipped_name_sets() -> pd.DataFrame:
     return read_name_sets(duckdb.connect(), resource_dir("taxonomy") / "name_sets.csv")
 
 
-def select(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
-    """Resolve the config's pairs, occupations and top-k against the taxonomy store (reads only)."""
-    occupations_spec = Path(config.occupations) if isinstance(config.occupations, str) else config.occupations
+def select(con: duckdb.DuckDBPyConnection, design: Design) -> Selection:
+    """Resolve the design's pairs, occupations and top-k against the taxonomy store (reads only)."""
+    occupations_spec = Path(design.occupations) if isinstance(design.occupations, str) else design.occupations
     occupations = resolve_occupations(con, occupations_spec)
-    attributes = top_attributes(con, occupations, k=config.top_k)
-    if config.names is not None and is_name_sets_file(Path(config.names)):
-        path = Path(config.names)
+    attributes = top_attributes(con, occupations, k=design.top_k)
+    if design.names is not None and design.names.sets:
+        path = design.names.path
         every = read_name_sets(con, path)
-        sets = select_sets(every, config.pairs)
+        sets = select_sets(every, design.pairs)
         pairs, mapping = contests(sets)
         shipped = shipped_name_sets()
         found = tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path))
-        return _with_questions(Selection(pairs, attributes, config.wordings, mapping, *people(sets), *found), config)
-    pairs = select_name_pairs(con, config.pairs, config.names)
-    return _with_questions(Selection(pairs, attributes, config.wordings), config)
+        return _with_questions(Selection(pairs, attributes, design.wordings, mapping, *people(sets), *found), design)
+    pairs = select_name_pairs(con, design.pairs, design.names)
+    return _with_questions(Selection(pairs, attributes, design.wordings), design)
 
 
-def _with_questions(selection: Selection, config: RunConfig) -> Selection:
-    """The selection with the questions the config asks; the K-way choice with each set's people, or a one-line
+def _with_questions(selection: Selection, design: Design) -> Selection:
+    """The selection with the questions the design asks; the K-way choice with each set's people, or a one-line
     error where the run cannot ask it (no name sets, an odd number of categories, a wording besides the paper's)."""
-    questions = config.questions or (PAIR_QUESTIONS,)
+    questions = design.questions or (PAIR_QUESTIONS,)
     if KWAY not in questions:
         return replace(selection, questions=questions)
     if selection.contests is None:
@@ -92,25 +91,25 @@ def _with_questions(selection: Selection, config: RunConfig) -> Selection:
     return replace(selection, questions=questions, set_members=members)
 
 
-def stored_selection(con: duckdb.DuckDBPyConnection, config: RunConfig) -> Selection:
+def stored_selection(con: duckdb.DuckDBPyConnection, design: Design, run_id: str) -> Selection:
     """A resumed run's selection: the name pairs and attributes frozen when it started."""
     attributes = con.execute(
-        "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [config.run_id]
+        "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [run_id]
     ).df()
     pairs = con.execute(
-        "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ? ORDER BY pair_id", [config.run_id]
+        "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ? ORDER BY pair_id", [run_id]
     ).df()
     if pairs.empty:  # a run recorded before run_name_pairs existed used the shipped pairs
-        pairs = select_name_pairs(con, config.pairs)
+        pairs = select_name_pairs(con, design.pairs)
     mapping = con.execute(
         f"SELECT {', '.join(CONTEST_COLUMNS)} FROM run_contests WHERE run_id = ? ORDER BY pair_id, slot, attribute",
-        [config.run_id],
+        [run_id],
     ).df()
     if mapping.empty:
-        return _with_questions(Selection(pairs, attributes, config.wordings), config)
-    people_rows = _stored(con, config.run_id, "run_people", PEOPLE_COLUMNS)
-    categories = _stored(con, config.run_id, "run_person_categories", PERSON_CATEGORY_COLUMNS)
-    return _with_questions(Selection(pairs, attributes, config.wordings, mapping, people_rows, categories), config)
+        return _with_questions(Selection(pairs, attributes, design.wordings), design)
+    people_rows = _stored(con, run_id, "run_people", PEOPLE_COLUMNS)
+    categories = _stored(con, run_id, "run_person_categories", PERSON_CATEGORY_COLUMNS)
+    return _with_questions(Selection(pairs, attributes, design.wordings, mapping, people_rows, categories), design)
 
 
 def _stored(con: duckdb.DuckDBPyConnection, run_id: str | None, table: str, columns: list[str]) -> pd.DataFrame:
