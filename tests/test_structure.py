@@ -97,7 +97,7 @@ def test_the_store_imports_no_pipeline_step() -> None:
 
 
 def test_no_module_or_test_file_over_400_lines() -> None:
-    files = [*PACKAGE.rglob("*.py"), *TESTS.glob("*.py")]
+    files = [*PACKAGE.rglob("*.py"), *TESTS.rglob("*.py")]
     long = {path.name: n for path in files if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 

@@ -21,8 +21,9 @@ from bench.synthetic import create_synthetic_run
 from probe.analysis.metrics import RESULT_TABLES, analyze
 from probe.analysis.sequential import confidence_sequence, log_capital, mean_interval
 from probe.store import db
+from tests.support import DATA
 
-FROZEN = Path(__file__).parent / "data" / "analysis_identity"
+FROZEN = DATA / "analysis_identity"
 RUN_ID = "identity"
 PAIRS, OCCUPATIONS = 12, 20  # 16,704 answers: 530 betting rows, every other method too
 

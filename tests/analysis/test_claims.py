@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import interval_problems
 
 from bench.wordings import WordingWorld, simulated_labels
 from bench.worlds import ParametricWorld, to_frames
@@ -32,6 +31,7 @@ from probe.compare.heldout import _generalizes
 from probe.report.document import summary
 from probe.report.findings import DIRECTIONS
 from probe.store.db import SCHEMA
+from tests.support import interval_problems
 
 RUNS = 14
 

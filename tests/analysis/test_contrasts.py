@@ -19,7 +19,7 @@ from probe.common.errors import UserError
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import contests, read_name_sets
 from tests.support import FakeBackend, query, unknown_answers
-from tests.test_name_sets import sets_file
+from tests.taxonomy.test_name_sets import sets_file
 
 OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "astronaut", "athlete", "lawyer", "teacher",
                "plumber")  # fmt: skip

@@ -28,7 +28,7 @@ from probe import pipeline
 from probe.cli import app
 from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.support import FakeBackend, assert_one_line_error, labels, query, seeded_copy
+from tests.support import ROOT, FakeBackend, assert_one_line_error, labels, query, seeded_copy
 
 RUN_ID = "audit"
 REQUEST_DELAY_S = 0.03
@@ -259,7 +259,7 @@ def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_fi
                     quiet=True, no_cache=True)  # fmt: skip
     use_backend(FakeBackend())
     reference = pipeline.answer(RunConfig(**settings, run_id="uninterrupted"))
-    script = KILLABLE_RUN.format(root=str(Path(__file__).parents[1]), settings=settings)
+    script = KILLABLE_RUN.format(root=str(ROOT), settings=settings)
     slow = {**os.environ, "BATCH_SECONDS": "0.6"}
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=slow)
     for _ in range(4):  # the backend is asked its 4th batch: 3 are answered

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.support import query, seeded_copy
+from tests.support import ROOT, query, seeded_copy
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
 STOPPED = (
     "error: stopped by SIGTERM: the answers so far are saved and the run is marked interrupted; run the same "

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import ROOT
+
 THROWAWAY_MODULE = '''
 """Picks the first option of every question; its "model" is a file, named by its sha256."""
 
@@ -78,7 +80,7 @@ def test_a_throwaway_backend_runs_end_to_end_and_shows_everywhere(db_file: Path,
     model = tmp_path / "weights.bin"
     model.write_bytes(b"not a real model")
     report = tmp_path / "report.html"
-    script = SESSION.format(modules=str(tmp_path), root=str(Path(__file__).parents[1]), model=str(model),
+    script = SESSION.format(modules=str(tmp_path), root=str(ROOT), model=str(model),
                             db=str(db_file), report=str(report))  # fmt: skip
     wide = {**os.environ, "COLUMNS": "300"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=wide)

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny_models import build_causal_model
 
 from probe.backends import lazy
 from probe.store.config import RunConfig
+from tests.tiny_models import build_causal_model
 
 SLICE = ["--pairs", "1", "--occupations", "nurse,pilot,dancer", "--top-k", "1", "--conditions", "taxonomy", "--yes",
          "--quiet"]  # fmt: skip

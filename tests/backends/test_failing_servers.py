@@ -25,9 +25,8 @@ from probe.backends.openai_api import ApiSettings, OpenAIBackend
 from probe.cli import app
 from probe.common.errors import RunFailed
 from tests.fake_openai_server import FakeOpenAIServer, Step, prompt_hash
-from tests.support import YES_NO, query, seeded_copy
+from tests.support import ROOT, YES_NO, query, seeded_copy
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
 # The CLI, writing its own peak RSS (VmHWM, kB) to argv[1] as it exits. Measured inside: a child's ru_maxrss
 # from wait4 counts the pytest process it was forked from.

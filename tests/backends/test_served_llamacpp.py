@@ -13,9 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from probe.cli import app
-from tests.support import query, seeded_copy
+from tests.support import ROOT, query, seeded_copy
 
-ROOT = Path(__file__).resolve().parents[1]
 SLICE = ["--pairs", "1", "--occupations", "nurse,pilot", "--top-k", "1", "--conditions", "taxonomy", "--quiet"]
 
 

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 import probe
 from probe.cli import app
 from probe.common.errors import UserError
-from tests.support import assert_one_line_error, fingerprint, query, unknown_answers
+from tests.support import ROOT, assert_one_line_error, fingerprint, query, unknown_answers
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "api_tour.py"
+EXAMPLE = ROOT / "examples" / "api_tour.py"
 
 
 def _tour_module():

@@ -23,8 +23,8 @@ from probe.cli import app
 from probe.compare.leaderboard import paired_analysis, ranks
 from probe.compare.summary import STAGE1_UNPAIRED, counts_on_instances, shared_instances, shared_pair_counts
 from probe.store import db
+from tests.report.test_report import PAIRS, first_named_choice, replay_run, steady_choice
 from tests.support import assert_one_line_error, query
-from tests.test_report import PAIRS, first_named_choice, replay_run, steady_choice
 
 RUNS = ["steady", "first", "men"]
 

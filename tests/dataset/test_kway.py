@@ -12,9 +12,6 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from test_bad_input import assert_refused
-from test_name_sets import sets_file
-from tiny_models import build_causal_model
 from typer.testing import CliRunner
 
 from probe import pipeline
@@ -25,7 +22,10 @@ from probe.dataset import prompts
 from probe.dataset.kway import latin_orders
 from probe.store.config import RunConfig, load_config
 from probe.taxonomy.name_sets import contests, read_name_sets, set_people
+from tests.cli.test_bad_input import assert_refused
 from tests.support import FakeBackend, assert_one_line_error, query, unknown_answers
+from tests.taxonomy.test_name_sets import sets_file
+from tests.tiny_models import build_causal_model
 
 JOINT_CATEGORIES = ("female x Black", "female x White", "male x Black", "male x White")
 KWAY_SETTINGS = dict(occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy", "baseline"), quiet=True,

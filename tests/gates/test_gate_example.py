@@ -11,14 +11,12 @@ import sys
 from pathlib import Path
 
 import junitparser
-from test_report import replay_answers, steady_choice
 
 import probe
 from probe.store import db
 from probe.store.config import QUICK_OCCUPATIONS
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
+from tests.report.test_report import replay_answers, steady_choice
+from tests.support import DATA, ROOT
 
 
 def test_release_gate_example_runs_end_to_end(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-import test_report
 
 import probe
 from probe.analysis.statistics import share_estimate
@@ -25,8 +24,10 @@ from probe.gates.gate import Gate
 from probe.gates.keys import Key, number
 from probe.gates.kinds import KINDS
 from probe.gates.verdicts import IntervalKind, interval_verdict
+from tests.report import test_report
+from tests.support import ROOT
 
-GATES = Path(__file__).resolve().parents[1] / "probe" / "gates"
+GATES = ROOT / "probe" / "gates"
 runs_db = test_report.runs_db
 
 

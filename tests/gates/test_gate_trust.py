@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import test_report
 from typer.testing import CliRunner
 
 import probe
@@ -22,6 +21,7 @@ from probe.common.errors import UserError
 from probe.gates import parse_policy, run_for
 from probe.gates.gate import PairsNeeded
 from probe.gates.verdicts import MOST_PAIRS, decides
+from tests.report import test_report
 from tests.support import interval_problems
 
 SHARE_MAX = """

@@ -18,7 +18,6 @@ from pathlib import Path
 import junitparser
 import numpy as np
 import pytest
-import test_report
 from typer.testing import CliRunner
 
 import probe
@@ -32,6 +31,7 @@ from probe.gates.kinds import KINDS
 from probe.gates.kinds.occupations import leaning_pairs_needed
 from probe.gates.verdicts import interval_verdict, pairs_needed
 from probe.store import db
+from tests.report import test_report
 from tests.support import interval_problems
 
 BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]

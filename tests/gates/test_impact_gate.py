@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from test_adverse_impact import planted_run
 
 import probe
 from probe import pipeline
 from probe.common.errors import UserError
 from probe.gates import load_policy
+from tests.analysis.test_adverse_impact import planted_run
 from tests.support import interval_problems
 
 

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import invoke
-from tests.test_report import replay_run, steady_choice
+from tests.report.test_report import replay_run, steady_choice
+from tests.support import ROOT, invoke
 
-ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 

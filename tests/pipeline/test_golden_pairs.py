@@ -14,9 +14,9 @@ import duckdb
 import probe
 from probe import pipeline
 from probe.store.config import RunConfig
-from tests.support import FakeBackend
+from tests.support import DATA, FakeBackend
 
-GOLDEN = Path(__file__).with_name("data") / "golden_pairs"
+GOLDEN = DATA / "golden_pairs"
 RUN_ID = "golden"
 # report.json's parts that change from run to run whatever the code: the run record (times, versions) and counts of
 # items that carry the times

@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
-from test_claims import _store, claim_problems
 
 from bench.worlds import ResampledWorld, to_frames
 from probe.analysis.pairs import heterogeneity, pair_shares
 from probe.report.findings import _correlation_finding, _own_test, _test_text, _verdict
 from probe.report.render import occupation_levels, render_report
 from probe.store.db import SCHEMA
+from tests.analysis.test_claims import _store, claim_problems
 
 
 @pytest.fixture(scope="module")

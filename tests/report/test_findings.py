@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 from scipy import stats
-from support import interval_problems
-from test_report import first_named_choice, replay_run
 from typer.testing import CliRunner
 
 from probe.cli import app
 from probe.store import db
+from tests.report.test_report import first_named_choice, replay_run
+from tests.support import ROOT, interval_problems
 
 FEMALE_PLANTED = ("nurse", "secretary", "dancer")
 MALE_PLANTED = ("pilot", "butcher", "firefighter")
@@ -151,7 +151,7 @@ def test_the_manuals_figures_for_the_quick_preset_come_from_the_stored_run() -> 
     shifts = {metric: f"{100 * value:.1f}" for metric, value in mde}
     preferences = con.execute("SELECT * FROM occupation_preference").df()
     occupations = occupation_testability(preferences)["taxonomy"]
-    readme = " ".join((Path(__file__).parents[1] / "docs" / "getting-started.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
     assert (
         f"a shift of {shifts['female_share']} percentage points in the woman's share, {shifts['position_first']} "
         f"in the position effect or {shifts['attr_yes_diff']} in the stage-1 grant gap"

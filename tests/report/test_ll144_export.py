@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from test_adverse_impact import planted_run
-from test_name_sets import sets_file
 from typer.testing import CliRunner
 
 from probe import pipeline
 from probe.cli import app
 from probe.store.config import RunConfig
+from tests.analysis.test_adverse_impact import planted_run
 from tests.support import unknown_answers
+from tests.taxonomy.test_name_sets import sets_file
 
 HOSTILE = "=HYPERLINK(\"http://x\")<script>alert(1)</script>"
 

@@ -10,8 +10,9 @@ import pytest
 
 import probe
 from probe.report.items import ITEMS_SHOWN, margin
+from tests.support import ROOT
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "api_tour.py"
+EXAMPLE = ROOT / "examples" / "api_tour.py"
 
 
 def test_margin_is_best_minus_second_best_score() -> None:

@@ -11,12 +11,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from documents import schema_problems
-from support import assert_one_line_error, invoke
 
 import probe
 from probe.report.data import SCHEMA_VERSION
 from probe.report.schema import ReportDocument
+from tests.documents import schema_problems
+from tests.support import assert_one_line_error, invoke
 
 ENTRY = {"value": 0.5, "ci_low": 0.2, "ci_high": 0.8, "n": 96, "pairs": 8}
 # A report.json of schema_version 1 as the first release wrote it: no bottom line, robustness, workforce or

@@ -21,9 +21,8 @@ import probe
 from probe.cli import app
 from probe.store import db
 from tests.fake_openai_server import FakeOpenAIServer, Step
-from tests.support import assert_one_line_error, fingerprint, query, seeded_copy
+from tests.support import ROOT, assert_one_line_error, fingerprint, query, seeded_copy
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

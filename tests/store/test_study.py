@@ -13,8 +13,8 @@ from probe import pipeline
 from probe.cli import app
 from probe.common.vocabulary import PAPER_WORDING, WORDINGS
 from probe.store import db
-from tests.support import assert_one_line_error, query
-from tests.test_report import OCCUPATIONS, first_named_choice, replay_answers, steady_choice
+from tests.report.test_report import OCCUPATIONS, first_named_choice, replay_answers, steady_choice
+from tests.support import ROOT, assert_one_line_error, query
 from tests.tiny_models import build_causal_model
 
 DESIGN = ["--pairs", "4", "--occupations", ",".join(OCCUPATIONS), "--top-k", "2", "--quiet"]
@@ -125,7 +125,7 @@ def test_the_example_studies_read_as_the_readme_runs_them(
     example: str, runs: dict[str, tuple[str, str | None]], tmp_path: Path
 ) -> None:
     """The settings of each example in examples/, without running it: its runs, backends and system prompts."""
-    path = Path(__file__).resolve().parents[1] / "examples" / example
+    path = ROOT / "examples" / example
     config = pipeline.settings({"db": str(tmp_path / "probe.duckdb")}, path)
     configs = pipeline.study_configs(config, (), path)
     assert {c.run_id: (c.backend, c.system_prompt and c.system_prompt.split()[0]) for c in configs} == runs

@@ -13,9 +13,9 @@ import pytest
 
 from probe.report.workforce import citation
 from probe.store import db, snapshot
-from tests.support import assert_one_line_error, fingerprint, invoke, query
+from tests.support import ROOT, assert_one_line_error, fingerprint, invoke, query
 
-TAXONOMY = Path(__file__).resolve().parents[1] / "taxonomy"
+TAXONOMY = ROOT / "taxonomy"
 SHIPPED = "bls-cps-2022"
 CITATION = "US BLS Current Population Survey 2022, Table 11 (% women), by O*NET-SOC code (taxonomy/workforce.csv)"
 NURSE = "29-1141.00"
@@ -97,7 +97,7 @@ def test_a_changed_shipped_source_reseeds_an_existing_database_and_keeps_other_s
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A replayed run over 6 occupations (nurse, secretary and dancer always the woman, pilot and butcher the man)."""
-    from test_report import replay_run, steady_choice
+    from tests.report.test_report import replay_run, steady_choice
 
     tmp = tmp_path_factory.mktemp("workforce_sources")
     db_file = tmp / "probe.duckdb"

@@ -1,15 +1,14 @@
 """The shipped workforce table (taxonomy/workforce.csv from BLS CPS Table 11, 2022) and the rules that built it."""
 
-from pathlib import Path
 
 import duckdb
 import pandas as pd
 
 from probe.store import db
 from probe.taxonomy.workforce_build import map_to_onet, read_crosswalk, read_table11, soc_prefix
-from tests.support import query
+from tests.support import ROOT, query
 
-TAXONOMY = Path(__file__).resolve().parents[1] / "taxonomy"
+TAXONOMY = ROOT / "taxonomy"
 
 
 def shipped() -> pd.DataFrame:
