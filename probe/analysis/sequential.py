@@ -127,8 +127,8 @@ def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndar
     any does.
 
     The kept means form one interval around the running mean (the capital grows away from it on either side;
-    tests/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th mean, then
-    at every mean of the coarse steps where the ends lie: about 60 means instead of 399. Where no coarse mean is
+    tests/analysis/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th mean,
+    then at every mean of the coarse steps where the ends lie: about 60 means instead of 399. Where no coarse mean is
     kept (an interval narrower than a coarse step) the interval lies within a step beside the coarse mean of least
     capital: both steps are read; where none of those is kept either, the whole grid.
     """

@@ -4,7 +4,7 @@ script on the code of 2026-11-27 (commit 63cc24f). adverse_impact.parquet was wr
 its numbers on purpose (lower ends unadjusted, the binomial variance floor, the four-fifths verdict, q over
 categories); its p-values did not change, and up to that change the speed-up left every value bit-identical.
 
-    PYTHONPATH=$PWD .venv/bin/python tests/test_analysis_identity.py   # rewrite the frozen files (not routinely)
+    PYTHONPATH=$PWD .venv/bin/python tests/analysis/test_analysis_identity.py  # rewrite the frozen files (rarely)
 """
 
 from __future__ import annotations

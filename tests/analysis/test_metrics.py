@@ -126,7 +126,7 @@ def test_overall_is_the_mean_of_pair_values_not_the_pooled_share(con, two_pair_r
 
 def test_occupation_scope_and_a_scope_without_valid_instances(con, two_pair_run):
     # doctor: a, b, e valid (consistency 1, 1, 0), f invalid: pooled 2/3. Two pairs: no interval (an interval
-    # over pairs needs 6; tests/test_inference.py has them).
+    # over pairs needs 6; tests/analysis/test_inference.py has them).
     assert metric(con, "taxonomy", "occupation", "doctor", "consistency") == pytest.approx((2 / 3, None, None, 3))
     assert metric(con, "taxonomy", "occupation", "doctor", "prefer_f")[0] == pytest.approx(1 / 3)
     assert metric(con, "taxonomy", "occupation", "nurse", "bias")[0] == pytest.approx(1 / 2)

@@ -216,8 +216,8 @@ def test_a_second_process_on_the_database_gets_one_line_and_changes_nothing(
         process = start_probe(run_args(server, db_file))
         wait_for(lambda: len(server.served) >= 5, "the first run to start")
         in_use = f"{db_file}: the database is in use by another probe process; wait for it to finish"
-        # (`probe runs`, `probe report` and `probe export` read a snapshot instead: tests/test_bad_files.py,
-        # tests/test_export_cli.py)
+        # (`probe runs`, `probe report` and `probe export` read a snapshot instead: tests/store/test_bad_files.py,
+        # tests/integrations/test_export_cli.py)
         for args in (
             ["run", "--backend", "replay", "--answers", "x.csv", "--run-id", "other", "--db", str(db_file)],
             ["analyze", RUN_ID, "--db", str(db_file)],

@@ -2,7 +2,7 @@
 
 All 1,016 titles, planted effects (5% at shares 0.8-0.9 either way, 10% at 0.6-0.75) and the heterogeneity of
 real runs (pair lean sd 1, pair x title lean sd 0.5, a position effect), through the scan's rules in memory;
-tests/test_scan.py shows the same rules give the same flagged list through DuckDB and the replay backend.
+tests/scanning/test_scan.py shows the same rules give the same flagged list through DuckDB and the replay backend.
 """
 
 from __future__ import annotations
