@@ -1,10 +1,9 @@
 """Each command of `probe` lives in the module of probe/cli/ named for it and registers itself on the one `app`
-(probe/cli/__init__.py imports them all); `python -m probe` is the same command line, and `--version` prints the
-installed version. What each command does: the tests of its step."""
+(probe/cli/__init__.py imports them all), and `--version` prints the installed version. What each command does: the
+tests of its step (`python -m probe`: test_export_cli.py)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from types import ModuleType
 
@@ -25,7 +24,6 @@ from probe.cli import (
     taxonomy_cmd,
 )
 from probe.common import version
-from tests.support import ROOT
 
 
 def _home(callback) -> ModuleType:
@@ -64,8 +62,6 @@ def test_each_command_is_registered_by_its_own_module() -> None:
     }
 
 
-def test_python_dash_m_probe_is_the_same_command_line() -> None:
+def test_version_prints_the_installed_version() -> None:
     shown = CliRunner().invoke(app, ["--version"])
     assert (shown.exit_code, shown.output) == (0, f"probe (taxonomy-probe) {version.__version__}\n")
-    done = subprocess.run([sys.executable, "-m", "probe", "--version"], capture_output=True, text=True, cwd=ROOT)
-    assert (done.returncode, done.stdout, done.stderr) == (0, shown.output, "")

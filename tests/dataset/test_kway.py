@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -106,9 +107,17 @@ def ranking(db_file: Path, run_id: str) -> list[list]:
                           "ORDER BY attribute, category", [run_id]).values.tolist()
 
 
-def test_a_model_that_always_picks_the_first_name_shows_no_group_difference(db_file: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def first_named(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple[Path, str]:
+    """The `first` K-way run, built once for the tests that only read it (the database and the run id)."""
+    folder = tmp_path_factory.mktemp("kway-first")
+    db_file = Path(shutil.copy(seeded_db, folder / "probe.duckdb"))
+    return db_file, planted_kway_run(db_file, folder, "first")
+
+
+def test_a_model_that_always_picks_the_first_name_shows_no_group_difference(first_named: tuple[Path, str]) -> None:
     """Positions balanced: a pure position bias lands on every category alike (48 items per condition, 4 names)."""
-    run_id = planted_kway_run(db_file, tmp_path, "first")
+    db_file, run_id = first_named
     joint = [["sex x race_ethnicity", category, 48, 0.25, 1.0] for category in JOINT_CATEGORIES]
     assert ranking(db_file, run_id) == [
         ["race_ethnicity", "Black", 96, 0.25, 1.0], ["race_ethnicity", "White", 96, 0.25, 1.0],
@@ -181,8 +190,8 @@ def test_a_broken_k_way_template_is_refused_before_the_run_writes_anything(
 
 
 @pytest.mark.parametrize("tool", ["lm-eval", "inspect"])
-def test_a_k_way_run_is_not_exported_as_a_task(db_file: Path, tmp_path: Path, tool: str) -> None:
-    run_id = planted_kway_run(db_file, tmp_path, "first")
+def test_a_k_way_run_is_not_exported_as_a_task(first_named: tuple[Path, str], tmp_path: Path, tool: str) -> None:
+    db_file, run_id = first_named
     result = CliRunner().invoke(app, ["export", run_id, "--format", tool, "-o", str(tmp_path / "task"), "--db",
                                       str(db_file)])
     assert_one_line_error(result.exit_code, result.output, f"run {run_id}: it asked the K-way choice")

@@ -24,16 +24,14 @@ from probe.gates.gate import Gate
 from probe.gates.keys import Key, number
 from probe.gates.kinds import KINDS
 from probe.gates.verdicts import IntervalKind, interval_verdict
-from tests.report import test_report
 from tests.support import ROOT
 
 GATES = ROOT / "probe" / "gates"
-runs_db = test_report.runs_db
 
 
 @pytest.fixture
-def db_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    return Path(shutil.copy(request.getfixturevalue("runs_db"), tmp_path / "probe.duckdb"))
+def db_file(runs_db: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copy(runs_db, tmp_path / "probe.duckdb"))
 
 
 class Around(IntervalKind):

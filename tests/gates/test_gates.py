@@ -31,7 +31,6 @@ from probe.gates.kinds import KINDS
 from probe.gates.kinds.occupations import leaning_pairs_needed
 from probe.gates.verdicts import interval_verdict, pairs_needed
 from probe.store import db
-from tests.report import test_report
 from tests.support import interval_problems
 
 BOUND_8 = 0.025 ** (1 / 8)  # the no-event bound over 8 pairs: every pair at 1 -> [0.6306, 1]
@@ -60,12 +59,10 @@ margin = 0.05
 """
 
 
-runs_db = test_report.runs_db  # the fixture: the steady, first and narrow runs of test_report, built once a module
-
-
 @pytest.fixture
-def db_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    return Path(shutil.copy(request.getfixturevalue("runs_db"), tmp_path / "probe.duckdb"))
+def db_file(runs_db: Path, tmp_path: Path) -> Path:
+    """A copy of conftest's runs_db: the steady, first and narrow runs of test_report, built once a session."""
+    return Path(shutil.copy(runs_db, tmp_path / "probe.duckdb"))
 
 
 def _policy(tmp_path: Path, text: str, name: str = "gates.toml") -> Path:

@@ -107,17 +107,6 @@ def replay_run(
     return pipeline.answer(config)
 
 
-@pytest.fixture(scope="module")
-def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One database with three replay runs (not yet analysed): steady, first-named, and a narrower one."""
-    tmp = tmp_path_factory.mktemp("report")
-    db_file = tmp / "probe.duckdb"
-    replay_run(db_file, tmp, "steady", steady_choice)
-    replay_run(db_file, tmp, "first", first_named_choice)
-    replay_run(db_file, tmp, "narrow", steady_choice, occupations=("nurse", "pilot"), top_k=1)
-    return db_file
-
-
 @pytest.fixture
 def db_file(runs_db: Path, tmp_path: Path) -> Path:
     return Path(shutil.copy(runs_db, tmp_path / "probe.duckdb"))
