@@ -217,7 +217,6 @@ NOT_YET_IMPORTED = (
     "probe.api",
     "probe.backends.endpoints",
     "probe.backends.llamacpp_score",
-    "probe.backends.openai_failures",
     "probe.cli.tables",
     "probe.gates.outputs",
     "probe.pipeline.batch",
