@@ -215,7 +215,6 @@ NOT_YET_IMPORTED = (
     "probe.__main__",
     "probe.analysis.regression",
     "probe.api",
-    "probe.backends.endpoints",
     "probe.backends.llamacpp_score",
     "probe.cli.tables",
     "probe.gates.outputs",
