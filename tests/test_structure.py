@@ -229,7 +229,6 @@ NOT_YET_IMPORTED = (
     "probe.scanning.record",
     "probe.scanning.setup",
     "probe.scanning.workforce",
-    "probe.store.study",
     "probe.taxonomy.heldout_names",
     "probe.taxonomy.workforce_sources",
 )
