@@ -19,8 +19,7 @@ import pandas as pd
 from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.store import db
 
-# The repository (a test reaches its files through ROOT, not its own __file__: tests sit a folder deeper, by step), the
-# files tests replay or compare against, and ../shared (the O*NET release, name lists; the product never reads it).
+# The repository, tests/data/ and ../shared (O*NET, name lists: tests only), for tests in any folder to reach them by.
 ROOT = Path(__file__).resolve().parents[1]
 DATA, SHARED = ROOT / "tests" / "data", ROOT.parent / "shared"
 ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
