@@ -217,7 +217,6 @@ NOT_YET_IMPORTED = (
     "probe.api",
     "probe.backends.llamacpp_score",
     "probe.cli.tables",
-    "probe.gates.outputs",
     "probe.pipeline.batch",
     "probe.pipeline.outcome",
     "probe.pipeline.taxonomy",
