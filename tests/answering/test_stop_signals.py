@@ -19,6 +19,8 @@ from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import ROOT, query, seeded_copy
 
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
+# a stop within 10 s: `make test` runs these alone, after the tests it runs on two processes
+pytestmark = pytest.mark.serial
 STOPPED = (
     "error: stopped by SIGTERM: the answers so far are saved and the run is marked interrupted; run the same "
     "command again to resume it\n"

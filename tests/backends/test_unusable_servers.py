@@ -24,6 +24,8 @@ from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import YES_NO, query, seeded_copy
 
 WINDOW_S = 2.0
+# windows of 2 s: `make test` runs these alone, after the tests it runs on two processes
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(autouse=True)
