@@ -225,7 +225,6 @@ NOT_YET_IMPORTED = (
     "probe.report.decisions",
     "probe.report.figures",
     "probe.scanning.outcome",
-    "probe.scanning.record",
     "probe.scanning.setup",
     "probe.scanning.workforce",
     "probe.taxonomy.heldout_names",
