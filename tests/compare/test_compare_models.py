@@ -210,9 +210,9 @@ def test_compare_prints_a_summary_table(three_runs: Path, tmp_path: Path) -> Non
     assert lines[:2] == [f"report: {out}", f"summaries: {out.with_suffix('.md')}, {out.with_suffix('.json')}"]
     shown = " ".join(result.output.split()).replace("\u2212", "-").replace("\u2013", "-")
     assert "rank woman picked: 1 = closest to 50%; grant gap (stage 1): 1 = closest to 0" in shown
-    assert re.search(r"men .+?\.csv 0\.0% \[0\.0, 36\.9\] -50\.0 p=0\.008 3 \(3-3\) \+0\.0 pts \[-\d\.\d, \+\d\.\d\] "
+    assert re.search(r"men .+? 0\.0% \[0\.0, 36\.9\] -50\.0 p=0\.008 3 \(3-3\) \+0\.0 pts \[-\d\.\d, \+\d\.\d\] "
                      r"\+0\.0 p=1\.000 1 \(1-1\) 0 / 6", shown)  # fmt: skip
-    assert re.search(r"first \(ref\) .+?\.csv 50\.0% \[38\.3, 61\.7\] - 1 \(1-1\)", shown)
+    assert re.search(r"first \(ref\) .+? 50\.0% \[38\.3, 61\.7\] - 1 \(1-1\)", shown)
 
 
 def test_held_out_checks_come_before_the_attribution_and_footer(three_runs: Path, tmp_path: Path) -> None:
