@@ -29,10 +29,13 @@ demo: $(STAMP)
 # pytest's exit code, so a failure still fails `make test`.
 NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (leaked |\.\.\. skipped remainder))
 
+# The tests on two processes (pytest-xdist; `make test` stays under 12 minutes on a 2-core machine), then the ones
+# marked `serial` (they time a server's window of seconds) alone in one process.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
-	$(VENV)/bin/pytest 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
+	$(VENV)/bin/pytest -n 2 --dist loadfile -m 'not serial' 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
+	$(VENV)/bin/pytest -m serial 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

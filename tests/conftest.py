@@ -58,6 +58,20 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One database with three replay runs (not yet analysed): steady, first-named, and a narrower one (the rules of
+    tests/report/test_report.py). Built once a session for the report's and the gates' tests, which take copies."""
+    from tests.report.test_report import first_named_choice, replay_run, steady_choice
+
+    tmp = tmp_path_factory.mktemp("report")
+    db_file = tmp / "probe.duckdb"
+    replay_run(db_file, tmp, "steady", steady_choice)
+    replay_run(db_file, tmp, "first", first_named_choice)
+    replay_run(db_file, tmp, "narrow", steady_choice, occupations=("nurse", "pilot"), top_k=1)
+    return db_file
+
+
 @pytest.fixture
 def db_file(seeded_db: Path, tmp_path: Path) -> Path:
     """A fresh copy of the seeded database (seeding once keeps the tests fast)."""

@@ -1,5 +1,5 @@
 """The written documents against their published JSON Schemas (`probe schema report|compare`): conftest.py checks
-every report.json and compare.json a test writes, tests/test_schema.py the schemas themselves."""
+every report.json and compare.json a test writes, tests/report/test_schema.py the schemas themselves."""
 
 from __future__ import annotations
 

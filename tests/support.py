@@ -19,8 +19,9 @@ import pandas as pd
 from probe.backends.base import BackendDefaults, Option, Query, Reply, default_cache_key_parts
 from probe.store import db
 
-# Tests may read ../shared (the O*NET release and name lists); the product never does.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# The repository, tests/data/ and ../shared (O*NET, name lists: tests only), for tests in any folder to reach them by.
+ROOT = Path(__file__).resolve().parents[1]
+DATA, SHARED = ROOT / "tests" / "data", ROOT.parent / "shared"
 ONET_RELEASE = SHARED / "data" / "onet" / "db_30_0_text"
 # Answer options of hand-made queries about Mary (female) and John (male).
 YES_NO = (Option("yes", "yes"), Option("no", "no"))

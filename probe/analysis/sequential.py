@@ -139,11 +139,11 @@ def _kept_ends(bets: _Bets, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndar
     any does.
 
     The kept means form one interval around the running mean (the capital grows away from it on either side;
-    tests/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th mean, then
-    each end is halved down to one mean within the coarse step where it lies: 31 means instead of 399 (the 62 of a
-    scan of both steps cost a third of a run's betting intervals). Where no coarse mean is kept (an interval
-    narrower than a coarse step) the interval lies within a step beside the coarse mean of least capital: both steps
-    are read (`_ends_beside`).
+    tests/analysis/test_scan_statistics.py checks the whole grid agrees), so the grid is read at every COARSE-th
+    mean, then each end is halved down to one mean within the coarse step where it lies: 31 means instead of 399
+    (the 62 of a scan of both steps cost a third of a run's betting intervals). Where no coarse mean is kept (an
+    interval narrower than a coarse step) the interval lies within a step beside the coarse mean of least capital:
+    both steps are read (`_ends_beside`).
     """
     rows, last_index = len(thresholds), len(GRID) - 1
     coarse = np.unique(np.append(np.arange(0, len(GRID), COARSE), last_index))

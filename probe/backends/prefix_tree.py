@@ -7,7 +7,7 @@ windows of its nodes with positions = depth and an attention mask that lets a no
 and itself, those in earlier windows read from their stored keys and values. That is the same
 computation, token for token, as running every path on its own (masked keys get weight exactly 0), so the
 option log-likelihoods are those of separate sequences up to float rounding
-(tests/test_backend_hf_causal.py holds them to 1e-4 nats).
+(tests/backends/test_backend_hf_causal.py holds them to 1e-4 nats).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
   backend's part;
 - `RunOptions`: where and how the run proceeds (database, run id, study, failure limit, cache, output).
 
-Each step receives only its part (tests/test_spec_parts.py). RUN.toml keys, study overrides, API keywords and
+Each step receives only its part (tests/store/test_spec_parts.py). RUN.toml keys, study overrides, API keywords and
 the stored config_json stay flat: `SETTINGS` lists those keys and `PART` says which part holds each. Settings are
 parsed and checked in config.py; here they are typed values.
 """

@@ -1,0 +1,137 @@
+"""The workforce comparison of a run over name sets (issue 45): per contrast the source has shares for (sex; each
+pair of race/ethnicity categories), by the people's own categories, never by the slots a contest is stored in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import special
+
+import probe
+from probe import pipeline
+from probe.analysis.workforce import BOUNDS, contrast_shares
+from probe.common.resources import resource_dir
+from probe.store.config import RunConfig
+from probe.taxonomy.name_sets import contests, read_name_sets
+from tests.support import query, unknown_answers
+from tests.taxonomy.test_name_sets import sets_file
+
+# 14 occupations with a BLS share of women, 1.1% (plumber) to 92.5% (secretary)
+OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "lawyer", "teacher", "plumber", "cashier",
+               "carpenter", "dentist", "firefighter", "janitor", "secretary")  # fmt: skip
+SETS = 9  # 4 categories (female / male x Black / White), 3 rounds of 2 contests: sex and race each in 6 sets
+
+
+def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, pd.Series]:
+    """In a mixed-sex contest the woman is picked where she is named first and the job's workforce is at least 30%
+    women, and where she is named second and it is at least 60% women: her share per occupation is 0, 0.5 or 1 by
+    the workforce alone. Every other contest is won by whoever is named first (50% each). The sex column sits last,
+    so the first slot of a contest is not the woman's. Returns the run id and the occupations' share of women."""
+    names = sets_file(tmp_path / "sets.csv", sets=SETS)
+    table = pd.read_csv(names)
+    table[["set_id", "name", "race_ethnicity", "sex"]].to_csv(names, index=False)
+    settings = dict(backend="replay", names=str(names), occupations=OCCUPATIONS, top_k=1, conditions=("baseline",),
+                    db=str(db_file), quiet=True)  # fmt: skip
+    answers = unknown_answers(tmp_path / "answers.csv", **settings)
+    mapping = contests(read_name_sets(duckdb.connect(), names))[1]
+    sex = mapping[mapping["attribute"] == "sex"].set_index(["pair_id", "slot"])["category"]
+    codes = pd.read_csv(resource_dir("taxonomy") / "occupations.csv").set_index("occupation")["soc_code"]
+    shares = query(db_file, "SELECT soc_code, pct_women / 100 AS share FROM workforce WHERE source = 'bls-cps-2022'")
+    women = codes.loc[list(OCCUPATIONS)].map(shares.set_index("soc_code")["share"])
+    rows = pd.read_csv(answers, dtype={"label": object})
+    rows.loc[rows["qtype"] == "binary", "label"] = "yes"
+    rows.loc[rows["qtype"] == "multiple", "label"] = "both"
+    single = rows["qtype"] == "single"
+    first = rows["name_order"].map({"fm": "female", "mf": "male"})  # the slot named first
+    rows.loc[single, "label"] = first[single]
+    for index in rows.index[single]:
+        pair, order, job = rows.at[index, "pair_id"], rows.at[index, "name_order"], rows.at[index, "occupation"]
+        people = {slot: sex[pair, slot] for slot in ("female", "male")}
+        if set(people.values()) != {"female", "male"}:
+            continue
+        woman = next(slot for slot, category in people.items() if category == "female")
+        woman_first = (woman == "female") == (order == "fm")
+        picked = women[job] >= (0.3 if woman_first else 0.6)
+        rows.at[index, "label"] = woman if picked else ({"female", "male"} - {woman}).pop()
+    rows.loc[rows["stage"] == 1, "label"] = "yes"
+    rows.to_csv(answers, index=False)
+    return pipeline.run(RunConfig(**settings, answers=str(answers))).run_id, women
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple[Path, str, pd.Series]:
+    folder = tmp_path_factory.mktemp("workforce_groups")
+    db_file = folder / "probe.duckdb"
+    db_file.write_bytes(seeded_db.read_bytes())
+    return db_file, *planted_world(folder, db_file)
+
+
+def test_each_contrast_is_compared_by_the_peoples_categories(planted) -> None:
+    db_file, run_id, women = planted
+    rows = query(db_file, "SELECT attribute, category_a, category_b, occupation, model_share, workforce_share FROM "
+                          "workforce_occupations WHERE run_id = ? ORDER BY ALL", [run_id])  # fmt: skip
+    # sex and race only: the intersection has no workforce share; no row reads a slot (attribute NULL)
+    assert sorted(set(zip(rows["attribute"], rows["category_a"], rows["category_b"], strict=True))) == [
+        ("race_ethnicity", "Black", "White"), ("sex", "female", "male")]  # fmt: skip
+    sex = rows[rows["attribute"] == "sex"].set_index("occupation")
+    planted_share = (women >= 0.3).astype(float) / 2 + (women >= 0.6).astype(float) / 2
+    assert sex["model_share"].to_dict() == planted_share.loc[sex.index].to_dict()
+    assert sex["workforce_share"].to_dict() == pytest.approx(women.loc[sex.index].to_dict(), abs=1e-12)
+    race = rows[rows["attribute"] == "race_ethnicity"].set_index("occupation")
+    assert race["model_share"].tolist() == [0.5] * len(race)  # whoever is named first: half each
+    shares = query(db_file, "SELECT DISTINCT occupation, pct_black, pct_white FROM run_attributes JOIN workforce "
+                            "USING (soc_code) WHERE run_id = ? AND source = 'bls-cps-2022'", [run_id])  # fmt: skip
+    black = shares.set_index("occupation")
+    assert race["workforce_share"].to_dict() == pytest.approx(
+        (black["pct_black"] / (black["pct_black"] + black["pct_white"])).loc[race.index].to_dict(), abs=1e-12
+    )
+
+
+def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path) -> None:
+    db_file, run_id, _ = planted
+    fit = query(
+        db_file,
+        "SELECT attribute, statistic, estimate, ci_low, ci_high, n_occupations, pairs, verdict FROM "
+        "workforce_fit WHERE run_id = ? ORDER BY ALL",
+        [run_id],
+    ).set_index(["attribute", "statistic"])
+    sex = query(db_file, "SELECT model_share, workforce_share FROM workforce_occupations WHERE run_id = ? AND "
+                         "attribute = 'sex' ORDER BY occupation", [run_id])  # fmt: skip
+    x = special.logit(np.clip(sex["workforce_share"], *BOUNDS))
+    glm = sm.GLM(sex["model_share"], sm.add_constant(x), family=sm.families.Binomial()).fit()
+    slope = fit.loc[("sex", "slope")]
+    assert slope["estimate"] == pytest.approx(glm.params.iloc[1], abs=1e-8)
+    assert (slope["n_occupations"], slope["pairs"], slope["verdict"]) == (14, 6, "amplifies")
+    assert fit.loc[("race_ethnicity", "slope"), "estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert fit.loc[("race_ethnicity", "slope"), "verdict"] == "flattens"
+    document_path = probe.open_run(run_id, db=db_file).report(tmp_path / "report.html").with_suffix(".json")
+    section = json.loads(document_path.read_text())["workforce"]
+    assert (section["attribute"], section["category_a"], section["category_b"]) == ("sex", "female", "male")
+    assert [(c["category_a"], c["slope"]["verdict"]) for c in section["contrasts"]] == [
+        ("Black", "flattens"), ("female", "amplifies")]  # fmt: skip
+    assert section["finding"].startswith("Over 14 occupations the amplification slope is ")
+    assert "Black vs White" in (tmp_path / "report.md").read_text()
+
+
+def test_a_contrast_is_set_against_the_first_categorys_share_of_the_two() -> None:
+    workforce = pd.DataFrame(
+        {
+            "occupation": ["nurse"],
+            "soc_code": ["29-1141.00"],
+            "pct_women": [87.9],
+            "pct_white": [75.0],
+            "pct_black": [15.0],
+            "pct_asian": [9.0],
+            "pct_hispanic": [8.0],
+        }
+    )
+    assert contrast_shares(workforce, "race_ethnicity", "Black", "White")["share"].tolist() == [15.0 / 90.0]
+    assert contrast_shares(workforce, "sex", "female", "male")["share"].tolist() == pytest.approx([0.879])
+    assert contrast_shares(workforce, "sex x race_ethnicity", "female x Black", "male x Black") is None
+    assert contrast_shares(workforce, "sex", "Man", "Woman") is None  # not the shipped spelling: no share
