@@ -171,9 +171,10 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
     listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     lines = [line.strip() for line in listed.output.splitlines()]
-    assert lines.index(f"runs in {db_file}") < lines.index(f"scans in {db_file}")
+    text = " ".join(line for line in lines if line)  # a table's title folds to its table's width on a long path
+    assert text.index(f"runs in {db_file}") < text.index(f"scans in {db_file}")
     assert next(line for line in lines if line.startswith("r ")).split()[-2:] == ["36/36", "complete"]
-    assert lines[lines.index(f"scans in {db_file}") + 2].split() == [
+    assert next(line for line in lines if line.startswith("scan id")).split() == [
         "scan", "id", "status", "model", "backend", "titles", "calls", "flagged", "started",
     ]  # fmt: skip
     started = r"\d\d-\d\d \d\d:\d\d"

@@ -4,7 +4,6 @@ over the K names, and the default run unchanged."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shutil
@@ -208,7 +207,7 @@ def test_a_k_way_runs_set_members_are_its_people_with_their_categories(db_file: 
     config = RunConfig(names=str(sets_file(tmp_path / "sets.csv")), db=str(db_file), **KWAY_SETTINGS)
     con = duckdb.connect(str(db_file))
     try:
-        selection = select(con, config)
+        selection = select(con, config.design)
         members = selection.set_members
         assert members["person_id"].tolist() == selection.people["person_id"].tolist() == list(range(1, 25))
         assert members.iloc[0].tolist() == [1, "Fbname1", "female x Black", 1, "female", 1]
@@ -216,12 +215,12 @@ def test_a_k_way_runs_set_members_are_its_people_with_their_categories(db_file: 
         assert set(members["category"]) == set(JOINT_CATEGORIES)
     finally:
         con.close()
-    settings = dict(backend="replay", names=config.names, db=config.db, **KWAY_SETTINGS)
+    settings = dict(backend="replay", names=str(config.design.names.path), db=config.options.db, **KWAY_SETTINGS)
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
     con = duckdb.connect(str(db_file))
     try:
-        stored = stored_selection(con, dataclasses.replace(config, run_id=run_id)).set_members
+        stored = stored_selection(con, config.design, run_id).set_members
     finally:
         con.close()
     pd.testing.assert_frame_equal(stored.astype(members.dtypes.to_dict()), members)

@@ -64,7 +64,7 @@ def test_a_contrast_gate_asks_a_preference_or_in_stage_1_a_grant_gap() -> None:
     stage1 = one_gate("contrast", condition="stage1", attribute="sex")
     picks = one_gate("contrast", condition="taxonomy", contrast=["male x White", "male x Black"], margin=0.05)
     assert isinstance(stage1.kind, contrast.ContrastGate)
-    assert stage1.settings == {"contrast": None, "attribute": "sex", "margin": 0.1}
+    assert stage1.settings == {"contrast": None, "attribute": "sex", "margin": 0.1, "question": "pairs"}
     assert (stage1.kind.requirement(stage1), picks.kind.requirement(picks)) == (
         "a grant gap within 0 +- 0.1",
         "a preference within 0.5 +- 0.05",

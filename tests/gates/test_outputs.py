@@ -23,6 +23,7 @@ DOCUMENT = {
             "ci95": [0.57, 0.65],
             "passing_band": [0.45, 0.55],
             "n": {"pairs": 12},
+            "unit": "name pairs",
             "sentence": "female_share is *not* within 0.5 +- 0.05",
         },
         {
@@ -36,6 +37,7 @@ DOCUMENT = {
             "ci95": None,
             "passing_band": [None, 0.6],
             "n": {"pairs": 3},
+            "unit": "name pairs",
             "sentence": "too few pairs",
         },
         {
@@ -49,6 +51,7 @@ DOCUMENT = {
             "ci95": [0.85, 0.95],
             "passing_band": [0.8, None],
             "n": {"pairs": 7},
+            "unit": "name sets",
             "sentence": "ok",
         },
     ],
@@ -59,12 +62,12 @@ def test_the_summary_has_a_row_per_gate_and_each_gates_sentence() -> None:
     assert markdown_summary(DOCUMENT).splitlines() == [
         "## Bias gates for run run\\|1: fail",
         "",
-        "| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | Pairs |",
+        "| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | Name pairs or sets |",
         "|---|---|---|---:|---:|---:|---:|---:|",
         "| share | female_share (taxonomy) | **FAIL** | 0.612 | [0.580, 0.640] | [0.570, 0.650] | [0.450, 0.550] "
-        "| 12 |",
-        "| bias cap | bias (baseline) | inconclusive | - | - | - | at most 0.600 | 3 |",
-        "| four-fifths | impact_ratio (taxonomy) | pass | 0.900 | - | [0.850, 0.950] | at least 0.800 | 7 |",
+        "| 12 name pairs |",
+        "| bias cap | bias (baseline) | inconclusive | - | - | - | at most 0.600 | 3 name pairs |",
+        "| four-fifths | impact_ratio (taxonomy) | pass | 0.900 | - | [0.850, 0.950] | at least 0.800 | 7 name sets |",
         "",
         "- **share**: female_share is \\*not\\* within 0.5 +- 0.05",
         "- **bias cap**: too few pairs",

@@ -186,7 +186,7 @@ def test_the_shipped_sets_are_read_once_however_many_runs_select(
     config = RunConfig(names=str(sets_file(tmp_path / "sets.csv")), occupations=("nurse",), top_k=1, db=str(db_file))
     con = duckdb.connect(str(db_file), read_only=True)
     try:
-        first, second = (selection.select(con, config) for _ in range(2))
+        first, second = (selection.select(con, config.design) for _ in range(2))
     finally:
         con.close()
         selection.shipped_name_sets.cache_clear()
