@@ -1,18 +1,18 @@
 """Print one `name=value` line per benchmark figure; BENCHMARKS.md explains each and the targets.
 
-    .venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
-    .venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
-    .venv/bin/python -m bench --only calls,analyze
-    .venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects, and the
-                                         # pair-level estimators in worlds of their own (bench/pair_worlds.py)
-                                         # and at the rare-event edges (bench/edges.py)
-    .venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
-    .venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
-    .venv/bin/python -m bench --only impact  # the impact ratio's interval coverage over name sets (bench/impact.py)
-    .venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
-    .venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
-    .venv/bin/python -m bench --only workforce  # workforce slope and correlations: coverage, width, power (8/20/62
-                                                # occupations x 6/12/20 pairs, 1,000 runs a cell; ~8 CPU-minutes)
+.venv/bin/python -m bench            # full: the quick preset run and a paper-preset pair (hours here)
+.venv/bin/python -m bench --quick    # under 10 minutes: a slice of the paper preset, fewer QA items
+.venv/bin/python -m bench --only calls,analyze
+.venv/bin/python -m bench --coverage # coverage per metric, occupation FWER/FDR, detectable effects, and the
+                                     # pair-level estimators in worlds of their own (bench/pair_worlds.py)
+                                     # and at the rare-event edges (bench/edges.py)
+.venv/bin/python -m bench --robustness  # crossed pair x wording intervals by simulation (bench/wordings.py)
+.venv/bin/python -m bench --only scan  # `probe scan` by simulation: FDR, power, calls (--quick: ~1 minute)
+.venv/bin/python -m bench --only impact  # the impact ratio's interval coverage over name sets (bench/impact.py)
+.venv/bin/python -m bench --gpu      # hf-causal on a CUDA GPU: items/s and the paper estimate
+.venv/bin/python -m bench --only unusable   # time to fail per unusable-server class (~4 minutes)
+.venv/bin/python -m bench --only workforce  # workforce slope and correlations: coverage, width, power (8/20/62
+                                            # occupations x 6/12/20 pairs, 1,000 runs a cell; ~8 CPU-minutes)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Time `probe analyze` on a synthetic run of a given size (default 1M answers).
 
-    .venv/bin/python -m bench.analyze_speed --answers 1000000
+.venv/bin/python -m bench.analyze_speed --answers 1000000
 """
 
 from __future__ import annotations

@@ -43,8 +43,10 @@ def ours(db: Path) -> pd.DataFrame:
     """Every job-scope selection row of both runs, with model and the top count."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT r.model, a.* FROM adverse_impact a JOIN runs r USING (run_id) "
-                           "WHERE a.scope = 'job' AND a.rate_kind = 'selection'").df()  # fmt: skip
+        rows = con.execute(
+            "SELECT r.model, a.* FROM adverse_impact a JOIN runs r USING (run_id) "
+            "WHERE a.scope = 'job' AND a.rate_kind = 'selection'"
+        ).df()
     finally:
         con.close()
     rows["top"] = (rows["rate"] * rows["n"]).round().astype(int)
@@ -59,8 +61,11 @@ def reproduce(directory: Path, db: Path) -> pd.DataFrame:
     joint = table[table["attribute"] == INTERSECTION].assign(demo=lambda f: f["category"].map(demo_code))
     published = published_table(directory)
     merged = published.merge(joint, on=["model", "job", "demo"], how="left", suffixes=("_published", ""))
-    merged["equal"] = ((merged["top_published"] == merged["top"]) & (merged["selection_rate"] == merged["rate"])
-                       & (merged["disparate_impact_ratio"] == merged["impact_ratio"]))  # fmt: skip
+    merged["equal"] = (
+        (merged["top_published"] == merged["top"])
+        & (merged["selection_rate"] == merged["rate"])
+        & (merged["disparate_impact_ratio"] == merged["impact_ratio"])
+    )
     return merged
 
 
@@ -71,7 +76,7 @@ def verdict(row: pd.Series) -> str:
         return "at or above 0.8, shown"
     if row["ci_high"] < FOUR_FIFTHS:
         return "below 0.8, shown"
-    return ("below 0.8, not shown" if row["impact_ratio"] < FOUR_FIFTHS else "at or above 0.8, not shown")
+    return "below 0.8, not shown" if row["impact_ratio"] < FOUR_FIFTHS else "at or above 0.8, not shown"
 
 
 def markdown(rows: pd.DataFrame, published: bool) -> str:
@@ -83,9 +88,15 @@ def markdown(rows: pd.DataFrame, published: bool) -> str:
         cells = [row["model"], row["job"], row.get("demo", row["category"])]
         if published:
             cells += [str(row["top_published"]), f"{row['selection_rate']:.3f}", f"{row['disparate_impact_ratio']:.3f}"]
-        interval = ("shown highest" if math.isnan(row["ci_low"]) else f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]")
-        cells += [f"{row['top']} / {row['n']}", f"{row['rate']:.3f}", f"{row['impact_ratio']:.3f}", interval,
-                  f"{row['p_value']:.2g}", verdict(row)]  # fmt: skip
+        interval = "shown highest" if math.isnan(row["ci_low"]) else f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        cells += [
+            f"{row['top']} / {row['n']}",
+            f"{row['rate']:.3f}",
+            f"{row['impact_ratio']:.3f}",
+            interval,
+            f"{row['p_value']:.2g}",
+            verdict(row),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -107,8 +118,15 @@ def width_ratio(db: Path) -> pd.DataFrame:
             for category in two_way.rates:
                 both, single = two_way.interval(category), one_way.interval(category)
                 if both and single:
-                    rows.append({"run_id": run_id, "attribute": attribute, "job": job, "category": category,
-                                 "widening": (both[1] - both[0]) / (single[1] - single[0])})  # fmt: skip
+                    rows.append(
+                        {
+                            "run_id": run_id,
+                            "attribute": attribute,
+                            "job": job,
+                            "category": category,
+                            "widening": (both[1] - both[0]) / (single[1] - single[0]),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 

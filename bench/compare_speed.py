@@ -35,8 +35,17 @@ def analysed_runs(path: Path, runs: int, pairs: int = PAPER_PAIRS) -> list[str]:
 
 def cli_compare_seconds(path: Path, run_ids: list[str]) -> float:
     """Wall time of the `probe compare` command (a new process: start-up and imports included)."""
-    command = [sys.executable, "-c", "from probe.cli import main; main()", "compare", *run_ids, "--db", str(path),
-               "-o", str(path.parent / "compare.html")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-c",
+        "from probe.cli import main; main()",
+        "compare",
+        *run_ids,
+        "--db",
+        str(path),
+        "-o",
+        str(path.parent / "compare.html"),
+    ]
     started = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started

@@ -31,8 +31,10 @@ def simulated_contests(truth: dict[tuple[str, str], float], sets: int, rng: np.r
     for (a, b), share in truth.items():
         logits = np.log(share / (1 - share)) + rng.normal(0, SPREAD, sets)
         hits = rng.binomial(ANSWERS, 1 / (1 + np.exp(-logits)))
-        rows += [("taxonomy", "sex x race_ethnicity", set_id, a, b, int(h), ANSWERS)
-                 for set_id, h in enumerate(hits, start=1)]  # fmt: skip
+        rows += [
+            ("taxonomy", "sex x race_ethnicity", set_id, a, b, int(h), ANSWERS)
+            for set_id, h in enumerate(hits, start=1)
+        ]
     return pd.DataFrame(rows, columns=["condition", "attribute", "set_id", "category_a", "category_b", "hits", "n"])
 
 
@@ -54,9 +56,13 @@ def simulate(planted: float, sets: int, runs: int, seed: int) -> dict[str, float
         false_flags += int(rows["flagged"].to_numpy()[null].any())
         is_planted = (rows["category_a"] == PLANTED[0]) & (rows["category_b"] == PLANTED[1])
         flagged += int(rows.loc[is_planted, "flagged"].any()) if planted != 0.5 else 0
-    return {"false_flag_rate": false_flags / runs, "simultaneous_coverage": simultaneous / runs,
-            "coverage": covered / max(intervals, 1), "power": flagged / runs if planted != 0.5 else float("nan"),
-            "with_interval": intervals / (runs * len(truth))}  # fmt: skip
+    return {
+        "false_flag_rate": false_flags / runs,
+        "simultaneous_coverage": simultaneous / runs,
+        "coverage": covered / max(intervals, 1),
+        "power": flagged / runs if planted != 0.5 else float("nan"),
+        "with_interval": intervals / (runs * len(truth)),
+    }
 
 
 def main() -> None:

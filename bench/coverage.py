@@ -79,9 +79,16 @@ def preference_cells(rng: np.random.Generator, pairs: int, occupations: int, pla
     position = (0.8 + 0.5 * rng.standard_normal((pairs, 1, 1))) * np.array([1.0, -1.0])
     female = rng.random((pairs, occupations, 2)) < expit(lean[None, :, None] + pair_lean + cell_lean + position)
     pair, occupation, order = (grid.ravel() for grid in np.indices(female.shape))
-    return pd.DataFrame({"condition": "taxonomy", "occupation": [f"o{o:02d}" for o in occupation],
-                         "pair_id": pair + 1, "name_order": np.array(["fm", "mf"])[order], "n": 1,
-                         "n_female": female.ravel().astype(int)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "condition": "taxonomy",
+            "occupation": [f"o{o:02d}" for o in occupation],
+            "pair_id": pair + 1,
+            "name_order": np.array(["fm", "mf"])[order],
+            "n": 1,
+            "n_female": female.ravel().astype(int),
+        }
+    )
 
 
 def occupation_errors(runs: int, seed: int, pairs: int = 70, occupations: int = 62) -> dict[str, float]:
@@ -138,8 +145,11 @@ def detectable_effect(runs: int, pairs: int = 12) -> dict[str, float]:
     <= 0.05); where it sits at 0.5 + the median shift those runs report, the test's power (target 0.8)."""
     size, shift = female_share_tests(world_at(0.5), pairs, runs, seed=1)
     power, _ = female_share_tests(world_at(0.5 + shift), pairs, runs, seed=2)
-    return {"female_share_test_size": round(size, 4), "female_share_mde_stated": round(shift, 4),
-            "female_share_power_at_mde": round(power, 4)}  # fmt: skip
+    return {
+        "female_share_test_size": round(size, 4),
+        "female_share_mde_stated": round(shift, 4),
+        "female_share_power_at_mde": round(power, 4),
+    }
 
 
 def measure(quick: bool) -> dict[str, float]:

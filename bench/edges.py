@@ -60,8 +60,9 @@ def carried_difference(pairs: int, every: int, women: float, men: float, backgro
 
     def draw(rng: np.random.Generator) -> tuple[object, float]:
         carries = rng.random(pairs) < 1 / every
-        sides = [rng.binomial(sizes.astype(int), np.where(carries, rate, background)).astype(float)
-                 for rate in (women, men)]  # fmt: skip
+        sides = [
+            rng.binomial(sizes.astype(int), np.where(carries, rate, background)).astype(float) for rate in (women, men)
+        ]
         return difference_estimate(*((hits, sizes, sizes) for hits in sides)), 0.0
 
     return draw, (women - men) / every
@@ -88,8 +89,9 @@ def rare_non_inferiority(pairs: int, baseline: float = 0.03, instances: int = 16
 
     def draw(rng: np.random.Generator) -> tuple[object, float]:
         rates = rng.beta(baseline * total, (1 - baseline) * total, pairs)
-        sides = [rng.binomial(instances, np.clip(rates + shift, 0, 1)) / instances
-                 for shift in (NON_INFERIORITY.margin, 0.0)]  # fmt: skip
+        sides = [
+            rng.binomial(instances, np.clip(rates + shift, 0, 1)) / instances for shift in (NON_INFERIORITY.margin, 0.0)
+        ]
         estimate = difference_estimate(*((values, np.ones(pairs), sizes) for values in sides))
         return estimate, float(interval_verdict(NON_INFERIORITY, estimate).verdict == PASS)
 
@@ -126,9 +128,14 @@ def cell_figures(draw: Draw, truth: float, runs: int, seed: int) -> dict[str, fl
         below += truth < interval[0]
         above += truth > interval[1]
         widths.append(interval[1] - interval[0])
-    return {"truth_below": below / runs, "truth_above": above / runs,
-            "coverage": 1 - (below + above + missing) / runs, "width": float(np.mean(widths)),
-            "gate_passes": passed / runs, "mc_error_at_0.05": math.sqrt(0.05 * 0.95 / runs)}  # fmt: skip
+    return {
+        "truth_below": below / runs,
+        "truth_above": above / runs,
+        "coverage": 1 - (below + above + missing) / runs,
+        "width": float(np.mean(widths)),
+        "gate_passes": passed / runs,
+        "mc_error_at_0.05": math.sqrt(0.05 * 0.95 / runs),
+    }
 
 
 def measure(quick: bool, runs: int | None = None, only: tuple[str, ...] = ()) -> dict[str, float]:

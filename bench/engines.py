@@ -136,8 +136,9 @@ def measure(folder: Path, paper_stage_items: dict[str, int], gpu: bool) -> dict[
 
         if not torch.cuda.is_available():
             return {"gpu": "none: no CUDA GPU on this machine, nothing measured"}
-        _, figures = _engine_run("hf_causal_gpu", ["--backend", "hf-causal", "--device", "cuda"], folder / "gpu",
-                                 paper_stage_items)  # fmt: skip
+        _, figures = _engine_run(
+            "hf_causal_gpu", ["--backend", "hf-causal", "--device", "cuda"], folder / "gpu", paper_stage_items
+        )
         return {"gpu": torch.cuda.get_device_name(0), **figures}
     llama_run, llama_figures = _engine_run(
         "llamacpp", ["--backend", "llamacpp"], folder / "llamacpp", paper_stage_items

@@ -54,8 +54,11 @@ def _share(values: np.ndarray) -> ShareEstimate:
 
 def pass_rate(rng: np.random.Generator, gate: Gate, mean: float, pairs: int, runs: int, outcome: str = PASS) -> float:
     """Share of `runs` runs of `pairs` pairs at truth `mean` whose verdict is `outcome`."""
-    return float(np.mean([interval_verdict(gate, _share(pair_values(rng, mean, pairs)[0])).verdict == outcome
-                          for _ in range(runs)]))  # fmt: skip
+    return float(
+        np.mean(
+            [interval_verdict(gate, _share(pair_values(rng, mean, pairs)[0])).verdict == outcome for _ in range(runs)]
+        )
+    )
 
 
 def non_inferiority_pass_rate(rng: np.random.Generator, pairs: int, runs: int) -> float:
@@ -103,16 +106,19 @@ def occupations_verdict_of(rng: np.random.Generator, occupations: int, pairs: in
     order once, picking the woman half the time; the product's occupation_preference_rows decides (sign tests,
     BH), and the gate fails where one is preferred, entering Holm with the smallest q (as the occupations kind's
     verdict does; only its fails are counted here, so its margin / detectable pass rule does not enter)."""
-    keys = pd.MultiIndex.from_product([["taxonomy"], range(occupations), range(pairs), ["fm", "mf"]],
-                                      names=["condition", "occupation", "pair_id", "name_order"])  # fmt: skip
+    keys = pd.MultiIndex.from_product(
+        [["taxonomy"], range(occupations), range(pairs), ["fm", "mf"]],
+        names=["condition", "occupation", "pair_id", "name_order"],
+    )
     cells = pd.DataFrame({"n": 1, "n_female": rng.integers(0, 2, len(keys))}, index=keys).reset_index()
     rows = occupation_preference_rows(cells)
     verdict = FAIL if (rows["preferred"] != "none").any() else PASS
     return Verdict(OCCUPATIONS, verdict, "", p_fail=float(rows["q_value"].min(skipna=True)))
 
 
-def family_error(rng: np.random.Generator, gates: int, pairs: int, runs: int, occupations: int = 0,
-                 holm: bool = True) -> float:  # fmt: skip
+def family_error(
+    rng: np.random.Generator, gates: int, pairs: int, runs: int, occupations: int = 0, holm: bool = True
+) -> float:
     """Share of runs where any of `gates` max-gates (and an occupations gate over `occupations` occupations, if
     any) fails - after Holm (a policy's gate_family = "holm"), or each gate on its own (`holm` False, the default
     policy) - every metric exactly at its limit (0.5) and no occupation preferred: the hardest case inside the

@@ -29,14 +29,25 @@ def simulate(rng: np.random.Generator, pairs: int, occupations: int, pair_sd: fl
     """wording_cells rows of one run (one pick per pair x occupation x name order)."""
     lean = np.linspace(-1.5, 1.5, occupations)[None, :, None]
     position = np.array([0.5, -0.5])[None, None, :]  # fm: the woman named first
-    logits = (lean + position + cell_sd * rng.standard_normal((pairs, occupations, 1))
-              + pair_sd * rng.standard_normal((pairs, 1, 1)))
+    logits = (
+        lean
+        + position
+        + cell_sd * rng.standard_normal((pairs, occupations, 1))
+        + pair_sd * rng.standard_normal((pairs, 1, 1))
+    )
     picks = rng.random((pairs, occupations, 2)) < special.expit(logits)
     pair, occupation, order = np.meshgrid(np.arange(pairs), np.arange(occupations), np.arange(2), indexing="ij")
-    return pd.DataFrame({"condition": "taxonomy", "wording": "paper", "pair_id": pair.ravel() + 1,
-                         "occupation": [f"o{o:02d}" for o in occupation.ravel()],
-                         "name_order": np.array(["fm", "mf"])[order.ravel()], "n": 1,
-                         "female_share": picks.ravel().astype(int)})
+    return pd.DataFrame(
+        {
+            "condition": "taxonomy",
+            "wording": "paper",
+            "pair_id": pair.ravel() + 1,
+            "occupation": [f"o{o:02d}" for o in occupation.ravel()],
+            "name_order": np.array(["fm", "mf"])[order.ravel()],
+            "n": 1,
+            "female_share": picks.ravel().astype(int),
+        }
+    )
 
 
 def main() -> None:
@@ -49,8 +60,12 @@ def main() -> None:
     print("|---|---|---:|---:|")
     for world, (pair_sd, cell_sd) in WORLDS.items():
         for pairs, occupations in ((12, 8), (12, 20)):
-            rejected = np.mean([heterogeneity(simulate(rng, pairs, occupations, pair_sd, cell_sd)).iloc[0]["differ"]
-                                for _ in range(args.runs)])
+            rejected = np.mean(
+                [
+                    heterogeneity(simulate(rng, pairs, occupations, pair_sd, cell_sd)).iloc[0]["differ"]
+                    for _ in range(args.runs)
+                ]
+            )
             print(f"| {world} | {pairs} x {occupations} | {args.runs} | {rejected:.3f} |")
     print(f"\nCPU {time.process_time() - started:.0f} s")
 

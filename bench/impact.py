@@ -48,8 +48,15 @@ def simulate(rng: np.random.Generator, sets: int, rates: np.ndarray, unequal: bo
     usable = rng.uniform(0.2, 1.0, (sets, 1)) if unequal else np.full((sets, 1), 0.9)
     n = rng.binomial(ANSWERS, np.broadcast_to(usable, (sets, size)))
     hits = rng.binomial(n, chance)
-    return pd.DataFrame({"set_id": np.repeat(np.arange(sets), size), "category": np.tile(np.arange(size), sets),
-                         "hits": hits.ravel(), "n": n.ravel(), "unknown": (ANSWERS - n).ravel()})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "set_id": np.repeat(np.arange(sets), size),
+            "category": np.tile(np.arange(size), sets),
+            "hits": hits.ravel(),
+            "n": n.ravel(),
+            "unknown": (ANSWERS - n).ravel(),
+        }
+    )
 
 
 def coverage_cell(rng: np.random.Generator, size: int, sets: int, world: str, repeats: int) -> tuple[int, int]:

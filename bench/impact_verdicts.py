@@ -47,8 +47,12 @@ def tails(rng: np.random.Generator, top: float, sets: int, runs: int, draws: np.
         widths.append(interval[1] - interval[0])
         shown90 = ratios.interval(low, 0.90, comparisons=1) or ((1.0, 1.0) if ratios.value(low) == 1.0 else None)
         passes += shown90 is not None and shown90[0] > FOUR_FIFTHS
-    return {"lower_miss": below / runs, "upper_miss": above / runs, "median_width": float(np.nanmedian(widths)),
-            "gate_pass": passes / runs}
+    return {
+        "lower_miss": below / runs,
+        "upper_miss": above / runs,
+        "median_width": float(np.nanmedian(widths)),
+        "gate_pass": passes / runs,
+    }
 
 
 def flags(rng: np.random.Generator, ratio: float, sets: int, runs: int, draws: np.ndarray) -> dict[str, float]:
@@ -75,8 +79,10 @@ def main() -> None:
     for top in (0.5, 0.9):
         for sets in (12, 20, 50):
             cell = tails(rng, top, sets, args.runs, draws)
-            print(f"| 2 | {top} | {sets} | {args.runs} | {cell['lower_miss']:.3f} | {cell['upper_miss']:.3f} | "
-                  f"{cell['median_width']:.3f} | {cell['gate_pass']:.3f} |")
+            print(
+                f"| 2 | {top} | {sets} | {args.runs} | {cell['lower_miss']:.3f} | {cell['upper_miss']:.3f} | "
+                f"{cell['median_width']:.3f} | {cell['gate_pass']:.3f} |"
+            )
     print("\n| K | ratio of one category | sets | runs | some category point-flagged | some shown below 0.8 |")
     print("|---|---:|---:|---:|---:|---:|")
     for ratio in (1.0, 0.9):

@@ -54,9 +54,18 @@ def timed_probe_run(probe_args: list[str], folder: Path) -> TimedRun:
     database = folder / "run.duckdb"
     report_path, bodies_path = folder / "report.json", folder / "bodies.jsonl"
     command = [
-        sys.executable, "-m", "bench.timed_run", str(report_path), str(bodies_path), "--",
-        "run", *probe_args, "--db", str(database), "--quiet",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "bench.timed_run",
+        str(report_path),
+        str(bodies_path),
+        "--",
+        "run",
+        *probe_args,
+        "--db",
+        str(database),
+        "--quiet",
+    ]
     started = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
     wall_s = time.perf_counter() - started

@@ -57,12 +57,12 @@ def _before(numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -
 
 def _score(numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> ShareEstimate:
     estimate = share_estimate(numerator, denominator, sizes)
-    return ShareEstimate(estimate.value, estimate.variance, estimate.pairs, estimate.instances,
-                         estimate.floor_scale, estimate.df)  # fmt: skip
+    return ShareEstimate(
+        estimate.value, estimate.variance, estimate.pairs, estimate.instances, estimate.floor_scale, estimate.df
+    )
 
 
-SHARE_METHODS: dict[str, Callable[..., ShareEstimate]] = {"chosen": share_estimate, "score": _score,
-                                                          "before": _before}  # fmt: skip
+SHARE_METHODS: dict[str, Callable[..., ShareEstimate]] = {"chosen": share_estimate, "score": _score, "before": _before}
 
 
 class Tally:
@@ -87,9 +87,13 @@ class Tally:
             self.boundary_covered += hit
 
     def figures(self) -> dict[str, float]:
-        result = {"coverage": self.covered / self.runs, "below": self.below / self.runs,
-                  "above": self.above / self.runs, "width": self.width / self.runs,
-                  "rejects": self.rejected / self.runs}  # fmt: skip
+        result = {
+            "coverage": self.covered / self.runs,
+            "below": self.below / self.runs,
+            "above": self.above / self.runs,
+            "width": self.width / self.runs,
+            "rejects": self.rejected / self.runs,
+        }
         if self.boundary:
             result |= {"boundary_runs": self.boundary, "boundary_coverage": self.boundary_covered / self.boundary}
         return result
@@ -127,8 +131,13 @@ def grant_cells(runs: int, seed: int) -> dict[tuple, dict[str, Tally]]:
     for gap, (women, men) in (("gap", (0.05, 0.02)), ("no gap", (0.035, 0.035))):
         truth = _pooled_truth(rng, women, men)
         for pairs in PAIR_COUNTS:
-            tallies = cells.setdefault(("rare grants", gap, pairs), {name: Tally() for name in (
-                "attr_yes_f", "attr_yes_m", "diff chosen", "diff before", "diff paired t (scipy)")})  # fmt: skip
+            tallies = cells.setdefault(
+                ("rare grants", gap, pairs),
+                {
+                    name: Tally()
+                    for name in ("attr_yes_f", "attr_yes_m", "diff chosen", "diff before", "diff paired t (scipy)")
+                },
+            )
             for _ in range(runs):
                 f, m = _grant_draw(rng, women, men, pairs)
                 for name, side, true in (("attr_yes_f", f, truth[0]), ("attr_yes_m", m, truth[1])):
@@ -149,8 +158,10 @@ def _grant_draw(rng: np.random.Generator, women: float, men: float, pairs: int) 
     """One run's (hits, n, n) per pair for women and men: a shared pair effect, refusals 0-80% by pair."""
     effect = 0.8 * rng.standard_normal(pairs)
     answered = rng.binomial(48, 1 - rng.uniform(0.0, 0.8, pairs), size=(2, pairs)).astype(float)
-    hits = [rng.binomial(answered[index].astype(int), expit(logit(rate) + effect)).astype(float)
-            for index, rate in enumerate((women, men))]  # fmt: skip
+    hits = [
+        rng.binomial(answered[index].astype(int), expit(logit(rate) + effect)).astype(float)
+        for index, rate in enumerate((women, men))
+    ]
     return (hits[0], answered[0], answered[0]), (hits[1], answered[1], answered[1])
 
 
@@ -184,8 +195,10 @@ def compare_cells(runs: int, seed: int) -> dict[tuple, dict[str, Tally]]:
         tallies = cells.setdefault(("compare", pairs), {name: Tally() for name in ("difference b - a", "rank of b")})
         for _ in range(runs):
             lean = 0.8 * rng.standard_normal(pairs)  # the pair shifts every run alike: differences are paired
-            values = [rng.binomial(sizes.astype(int), expit(logit(mean) + lean + 0.5 * rng.standard_normal(pairs)))
-                      / sizes for mean in means]  # fmt: skip
+            values = [
+                rng.binomial(sizes.astype(int), expit(logit(mean) + lean + 0.5 * rng.standard_normal(pairs))) / sizes
+                for mean in means
+            ]
             terms = [(value[:, None], np.ones((pairs, 1)), sizes[:, None]) for value in values]
             estimate = difference_estimate(*(tuple(t[:, 0] for t in term) for term in terms[1::-1]))
             truth = _logit_normal_mean(means[1]) - _logit_normal_mean(means[0])

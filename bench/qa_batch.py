@@ -38,21 +38,35 @@ def build_roberta_base_qa(folder: Path, corpus: Sequence[str]) -> Path:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=VOCAB_SIZE,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,  # its progress lines would break the bench's name=value output
     )
     tokenizer.train_from_iterator(corpus, trainer)
     tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True)
     wrapped = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
-        mask_token="<mask>", model_max_length=512,
-    )  # fmt: skip
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+        model_max_length=512,
+    )
     torch.manual_seed(0)
     config = RobertaConfig(
-        vocab_size=len(wrapped), hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-        intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2,
-    )  # fmt: skip
+        vocab_size=len(wrapped),
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
     AutoModelForQuestionAnswering.from_config(config).save_pretrained(folder)
     wrapped.save_pretrained(folder)
     return folder

@@ -43,9 +43,16 @@ def simulated_counts(name_sd: float, generator: np.random.Generator) -> pd.DataF
     picked = np.argmax(utility + generator.gumbel(size=utility.shape), axis=1)
     hits = (np.arange(CATEGORIES) == picked[:, None]).astype(int)
     sets, categories = np.meshgrid(np.arange(1, SETS + 1), np.arange(CATEGORIES), indexing="ij")
-    return pd.DataFrame({"set_id": sets.ravel(), "category": [f"c{c}" for c in categories.ravel()],
-                         "name": [f"c{c}-{n}" for c, n in zip(categories.ravel(), shown.ravel(), strict=True)],
-                         "hits": hits.ravel(), "n": 1, "unknown": 0})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "set_id": sets.ravel(),
+            "category": [f"c{c}" for c in categories.ravel()],
+            "name": [f"c{c}-{n}" for c, n in zip(categories.ravel(), shown.ravel(), strict=True)],
+            "hits": hits.ravel(),
+            "n": 1,
+            "unknown": 0,
+        }
+    )
 
 
 def coverage(name_sd: float, replicates: int, seed: int = 46) -> dict[str, float]:
@@ -63,15 +70,20 @@ def coverage(name_sd: float, replicates: int, seed: int = 46) -> dict[str, float
                 interval = ratios.interval(category) or (1.0, 1.0)  # shown to be the highest: [1, 1]
                 covered[method].append(interval[0] <= value <= interval[1])
                 widths[method].append(interval[1] - interval[0])
-    return {f"{method}_{kind}": float(np.mean(values)) for method in covered
-            for kind, values in (("coverage", covered[method]), ("width", widths[method]))}  # fmt: skip
+    return {
+        f"{method}_{kind}": float(np.mean(values))
+        for method in covered
+        for kind, values in (("coverage", covered[method]), ("width", widths[method]))
+    }
 
 
 def main(replicates: int) -> None:
     for name_sd in NAME_SDS:
         result = coverage(name_sd, replicates)
-        print(f"name_sd={name_sd} replicates={replicates} " + " ".join(f"{key}={value:.3f}"
-                                                                     for key, value in result.items()))  # fmt: skip
+        print(
+            f"name_sd={name_sd} replicates={replicates} "
+            + " ".join(f"{key}={value:.3f}" for key, value in result.items())
+        )
 
 
 if __name__ == "__main__":

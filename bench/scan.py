@@ -274,14 +274,20 @@ def write_replay_file(path: Path, db_path: Path, answers: np.ndarray, soc: tuple
         np.arange(len(titles)), np.arange(len(pairs)), np.arange(2), indexing="ij"
     )
     picks = answers[: len(titles), : len(pairs)]
-    frame = pd.DataFrame({
-        "stage": 2, "qtype": "single", "condition": "baseline",
-        "pair_id": pairs["pair_id"].to_numpy()[position.ravel()],
-        "name_order": np.array(["fm", "mf"])[order.ravel()],
-        "occupation": titles["title"].to_numpy()[title_index.ravel()],
-        "subject": "", "category": "", "attribute": "",
-        "label": np.where(picks.ravel(), "female", "male"),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "stage": 2,
+            "qtype": "single",
+            "condition": "baseline",
+            "pair_id": pairs["pair_id"].to_numpy()[position.ravel()],
+            "name_order": np.array(["fm", "mf"])[order.ravel()],
+            "occupation": titles["title"].to_numpy()[title_index.ravel()],
+            "subject": "",
+            "category": "",
+            "attribute": "",
+            "label": np.where(picks.ravel(), "female", "male"),
+        }
+    )
     frame.to_csv(path, index=False)
     return list(titles["soc_code"])
 

@@ -54,15 +54,32 @@ def _probe(args: list[str], folder: Path, peak_file: Path) -> tuple[float, int, 
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PEAK_RSS_CLI, str(peak_file), *args, "--db", str(folder / "probe.duckdb"), "--quiet"],
-        capture_output=True, text=True, env=ENV, timeout=600, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+        check=False,
+    )
     return time.perf_counter() - started, done.returncode, done.stderr.strip().splitlines()[-1][:160]
 
 
 def _paper_against(base_url: str, folder: Path, run_id: str) -> tuple[float, int, str]:
-    args = ["run", "--preset", "paper", "--backend", "openai", "--decoding", "generate", "--base-url", base_url,
-            "--model", "m", "--yes",
-            "--run-id", run_id]  # fmt: skip
+    args = [
+        "run",
+        "--preset",
+        "paper",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        base_url,
+        "--model",
+        "m",
+        "--yes",
+        "--run-id",
+        run_id,
+    ]
     return _probe(args, folder, folder / "peak_kb")
 
 
@@ -83,9 +100,23 @@ def measure(folder: Path) -> dict[str, float]:
     run_toml = folder / "RUN.toml"
     run_toml.write_text('constrain = "grammar"\nmax_failed_share = 1.0\n')
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=every_other_a_bomb) as server:
-        args = ["run", "--preset", "quick", "--backend", "openai", "--decoding", "generate",
-                "--base-url", server.base_url, "--model", "m",
-                "--config", str(run_toml), "--run-id", "bombs"]  # fmt: skip
+        args = [
+            "run",
+            "--preset",
+            "quick",
+            "--backend",
+            "openai",
+            "--decoding",
+            "generate",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--config",
+            str(run_toml),
+            "--run-id",
+            "bombs",
+        ]
         seconds, code, _ = _probe(args, folder, folder / "bomb_peak_kb")
         bombs = sum(1 for served in server.served if served.step.kind == "raw")
     figures |= {

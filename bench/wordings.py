@@ -58,10 +58,16 @@ WORLDS = (WordingWorld("planted", wording=0.5), WordingWorld("strong", wording=1
 def _probabilities(world: WordingWorld, pairs: int, wordings: int, rng: np.random.Generator) -> np.ndarray:
     """P(S = female) per (pair, wording, occupation, order): shape pairs x wordings x occupations x 2."""
     occupation = world.occupation * OCCUPATION_LEANS.reshape(1, 1, -1)  # the studied set: fixed, not sampled
-    lean = (world.base + rng.normal(0, world.pair, (pairs, 1, 1)) + rng.normal(0, world.wording, (1, wordings, 1))
-            + rng.normal(0, world.cell, (pairs, wordings, 1)) + occupation)
-    position = (world.position + rng.normal(0, world.pair / 2, (pairs, 1, 1))
-                + rng.normal(0, world.wording, (1, wordings, 1)))  # fmt: skip
+    lean = (
+        world.base
+        + rng.normal(0, world.pair, (pairs, 1, 1))
+        + rng.normal(0, world.wording, (1, wordings, 1))
+        + rng.normal(0, world.cell, (pairs, wordings, 1))
+        + occupation
+    )
+    position = (
+        world.position + rng.normal(0, world.pair / 2, (pairs, 1, 1)) + rng.normal(0, world.wording, (1, wordings, 1))
+    )
     # fm: the woman is named first, so the position effect pushes toward her; mf: away from her
     return expit(np.stack([lean + position, lean - position], axis=-1))
 
@@ -79,8 +85,16 @@ def simulated_labels(world: WordingWorld, pairs: int, wordings: int, rng: np.ran
     female = rng.random(probabilities.shape) < probabilities
     rows = []
     for (g, w, o, r), picked in np.ndenumerate(female):
-        common = {"stage": 2, "condition": "taxonomy", "pair_id": g + 1, "name_order": ORDERS[r],
-                  "occupation": QUICK_OCCUPATIONS[o], "category": None, "attribute": None, "wording": WORDINGS[w]}
+        common = {
+            "stage": 2,
+            "condition": "taxonomy",
+            "pair_id": g + 1,
+            "name_order": ORDERS[r],
+            "occupation": QUICK_OCCUPATIONS[o],
+            "category": None,
+            "attribute": None,
+            "wording": WORDINGS[w],
+        }
         rows.append(common | {"qtype": "single", "subject": None, "label": "female" if picked else "male"})
         rows.append(common | {"qtype": "multiple", "subject": None, "label": "both"})
         rows += [common | {"qtype": "binary", "subject": subject, "label": "yes"} for subject in ("female", "male")]
@@ -88,8 +102,10 @@ def simulated_labels(world: WordingWorld, pairs: int, wordings: int, rng: np.ran
 
 
 def _crossed_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    query = ("SELECT metric, value, ci_low, ci_high, pair_ci_low, pair_ci_high FROM robustness "
-             "WHERE run_id = ? AND scope = 'crossed' AND condition = 'taxonomy' ORDER BY metric")  # fmt: skip
+    query = (
+        "SELECT metric, value, ci_low, ci_high, pair_ci_low, pair_ci_high FROM robustness "
+        "WHERE run_id = ? AND scope = 'crossed' AND condition = 'taxonomy' ORDER BY metric"
+    )
     return con.execute(query, [run_id]).df().set_index("metric")
 
 
@@ -122,8 +138,17 @@ def through_replay(labels: pd.DataFrame, pairs: int) -> pd.DataFrame:
         answers = Path(folder) / "answers.csv"
         labels.to_csv(answers, index=False)
         database = str(Path(folder) / "probe.duckdb")
-        run = probe.run(backend="replay", answers=str(answers), pairs=pairs, occupations=list(QUICK_OCCUPATIONS),
-                        top_k=1, conditions=["taxonomy"], wordings="all", db=database, quiet=True)  # fmt: skip
+        run = probe.run(
+            backend="replay",
+            answers=str(answers),
+            pairs=pairs,
+            occupations=list(QUICK_OCCUPATIONS),
+            top_k=1,
+            conditions=["taxonomy"],
+            wordings="all",
+            db=database,
+            quiet=True,
+        )
         con = duckdb.connect(database, read_only=True)
         try:
             return _crossed_rows(con, run.run_id)

@@ -46,14 +46,20 @@ def workforce_shares() -> np.ndarray:
 
 
 def draw(
-    rng: np.random.Generator, b: float, runs: int, occupations: int, pairs: int, spread: float = OCCUPATION_SD,
+    rng: np.random.Generator,
+    b: float,
+    runs: int,
+    occupations: int,
+    pairs: int,
+    spread: float = OCCUPATION_SD,
     position: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray]:
     """(runs x occupations x pairs x name orders picks of the woman, runs x occupations logit workforce shares)."""
     x = special.logit(np.clip(rng.choice(workforce_shares(), (runs, occupations)), *BOUNDS))
     eta = INTERCEPT + b * x + rng.normal(0, spread, (runs, occupations))
-    lean = (eta[:, :, None] + rng.normal(0, PAIR_SD, (runs, 1, pairs))
-            + rng.normal(0, CELL_SD, (runs, occupations, pairs)))  # fmt: skip
+    lean = (
+        eta[:, :, None] + rng.normal(0, PAIR_SD, (runs, 1, pairs)) + rng.normal(0, CELL_SD, (runs, occupations, pairs))
+    )
     picks = rng.random((runs, occupations, pairs, 2)) < special.expit(lean[..., None] + [position, -position])
     return picks.astype(float), x
 
@@ -65,8 +71,13 @@ def population_slopes(b: float, spread: float = OCCUPATION_SD, position: float =
     x = special.logit(np.clip(rng.choice(workforce_shares(), 100_000), *BOUNDS))
     eta = INTERCEPT + b * x + rng.normal(0, spread, len(x))
     pair_spread = np.hypot(PAIR_SD, CELL_SD)
-    by_order = np.stack([special.expit(eta[:, None] + shift + pair_spread * _NODES) @ _WEIGHTS / _WEIGHTS.sum()
-                         for shift in (position, -position)], axis=-1)  # fmt: skip
+    by_order = np.stack(
+        [
+            special.expit(eta[:, None] + shift + pair_spread * _NODES) @ _WEIGHTS / _WEIGHTS.sum()
+            for shift in (position, -position)
+        ],
+        axis=-1,
+    )
     found = fits(by_order[None, :, None, :], x[None])
     return float(found["slope"][0][0]), float(found["adjusted_slope"][0][0])
 
@@ -74,8 +85,7 @@ def population_slopes(b: float, spread: float = OCCUPATION_SD, position: float =
 @cache
 def world_b(target: float, spread: float = OCCUPATION_SD) -> float:
     """The world's b whose slope without position effect is `target`."""
-    return optimize.brentq(lambda b: population_slopes(b, spread)[0] - target, 0.2 * target, 3 * target + 1,
-                           xtol=1e-6)  # fmt: skip
+    return optimize.brentq(lambda b: population_slopes(b, spread)[0] - target, 0.2 * target, 3 * target + 1, xtol=1e-6)
 
 
 @cache
@@ -88,8 +98,9 @@ def correlation_truth(b: float, pairs: int, spread: float, position: float) -> d
     return pd.DataFrame(found)[["spearman", "pearson"]].mean().to_dict()
 
 
-def world(target: float, spread: float, position: float, occupations: int, pairs: int, runs: int,
-          seed: int) -> pd.DataFrame:  # fmt: skip
+def world(
+    target: float, spread: float, position: float, occupations: int, pairs: int, runs: int, seed: int
+) -> pd.DataFrame:
     """One row per run and statistic: estimate, ci_low, ci_high, truth, and the occupation-only sandwich's interval
     (the best alternative tried) for the slopes."""
     b = world_b(target, spread)
@@ -100,14 +111,25 @@ def world(target: float, spread: float, position: float, occupations: int, pairs
     for start in range(0, runs, CHUNK):
         picks, x = draw(rng, b, min(CHUNK, runs - start), occupations, pairs, spread, position)
         for name, (estimate, low, high) in fits(picks, x).items():
-            frames.append(pd.DataFrame({"statistic": name, "estimate": estimate, "ci_low": low, "ci_high": high,
-                                        "truth": truth[name]}))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {"statistic": name, "estimate": estimate, "ci_low": low, "ci_high": high, "truth": truth[name]}
+                )
+            )
         for name, values, design in _designs(picks, x):
             coefficients, occupation_part, _ = logit_fit(values, design)
             half = stats.t.isf((1 - CONFIDENCE) / 2, occupations - design.shape[-1]) * np.sqrt(occupation_part[:, 1, 1])
-            frames.append(pd.DataFrame({"statistic": f"{name}_occupation_only", "estimate": coefficients[:, 1],
-                                        "ci_low": coefficients[:, 1] - half, "ci_high": coefficients[:, 1] + half,
-                                        "truth": truth[name]}))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "statistic": f"{name}_occupation_only",
+                        "estimate": coefficients[:, 1],
+                        "ci_low": coefficients[:, 1] - half,
+                        "ci_high": coefficients[:, 1] + half,
+                        "truth": truth[name],
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -124,9 +146,13 @@ def summary(rows: pd.DataFrame, null: float = 1.0) -> pd.DataFrame:
     width = rows["ci_high"] - rows["ci_low"]
     table = rows.assign(
         coverage=(rows["ci_low"] <= rows["truth"]) & (rows["truth"] <= rows["ci_high"]),
-        truth_below=rows["truth"] < rows["ci_low"], truth_above=rows["truth"] > rows["ci_high"], width=width,
-        amplifying=rows["ci_low"] > null, flattening=rows["ci_high"] < null, full_range=width > 1.9,
-    ).groupby("statistic", sort=False)  # fmt: skip
+        truth_below=rows["truth"] < rows["ci_low"],
+        truth_above=rows["truth"] > rows["ci_high"],
+        width=width,
+        amplifying=rows["ci_low"] > null,
+        flattening=rows["ci_high"] < null,
+        full_range=width > 1.9,
+    ).groupby("statistic", sort=False)
     found = table[["coverage", "truth_below", "truth_above", "amplifying", "flattening", "full_range"]].mean()
     found["median_width"] = table["width"].median()
     found["truth"] = table["truth"].first()
@@ -139,8 +165,12 @@ def stored_run_fit() -> dict[str, float]:
     """The fit on the real SmolLM2 quick run kept in bench/data/ (taxonomy condition; 7 of its 8 occupations have a
     BLS share: dancer has none), through the product's own pair shares per name order."""
     stage2 = pd.read_parquet(REAL_STAGE2)
-    valid = (stage2["bf"].isin(["yes", "no"]) & stage2["bm"].isin(["yes", "no"]) & stage2["s"].isin(["female", "male"])
-             & (stage2["m"] != "unknown"))  # fmt: skip
+    valid = (
+        stage2["bf"].isin(["yes", "no"])
+        & stage2["bm"].isin(["yes", "no"])
+        & stage2["s"].isin(["female", "male"])
+        & (stage2["m"] != "unknown")
+    )
     marked = stage2.assign(condition="taxonomy", n=valid, n_female=valid & (stage2["s"] == "female"))
     cells = marked.groupby(["condition", "occupation", "pair_id", "name_order"])[["n", "n_female"]].sum()
     shares = order_pair_shares(cells.reset_index()).loc["taxonomy"]
@@ -149,8 +179,11 @@ def stored_run_fit() -> dict[str, float]:
     share = curated.merge(table, on="soc_code").set_index("occupation")["pct_women"].dropna() / 100
     occupations = shares.index.get_level_values("occupation").unique().intersection(share.index)
     rows = fit_rows("taxonomy", order_array(shares, occupations), share.loc[occupations].to_numpy(float))
-    return {f"workforce_smollm2_quick_{row['statistic']}_{part}": round(row[part], 3) for row in rows
-            for part in ("estimate", "ci_low", "ci_high")}  # fmt: skip
+    return {
+        f"workforce_smollm2_quick_{row['statistic']}_{part}": round(row[part], 3)
+        for row in rows
+        for part in ("estimate", "ci_low", "ci_high")
+    }
 
 
 def measure(quick: bool, runs: int | None = None) -> dict[str, float]:
@@ -159,8 +192,12 @@ def measure(quick: bool, runs: int | None = None) -> dict[str, float]:
     runs = runs or (200 if quick else 1000)
     figures: dict[str, float] = {"workforce_runs": runs, **stored_run_fit()}
     started, cpu = time.perf_counter(), time.process_time()
-    worlds = {"mirror": (1.0, OCCUPATION_SD, 0.0), "amplifying": (AMPLIFYING, OCCUPATION_SD, 0.0),
-              "position": (1.0, OCCUPATION_SD, POSITION), "strong": (*STRONG, 0.0)}  # fmt: skip
+    worlds = {
+        "mirror": (1.0, OCCUPATION_SD, 0.0),
+        "amplifying": (AMPLIFYING, OCCUPATION_SD, 0.0),
+        "position": (1.0, OCCUPATION_SD, POSITION),
+        "strong": (*STRONG, 0.0),
+    }
     for occupations in OCCUPATIONS:
         for pairs in PAIRS:
             for label, (target, spread, position) in worlds.items():

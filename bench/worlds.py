@@ -31,8 +31,16 @@ ORDERS = ("fm", "mf")
 SUBJECTS = ("female", "male")
 REAL_RUN = Path(__file__).with_name("data")  # the bundled SmolLM2 on the quick preset (hf-causal), as instances
 REAL_STAGE2, REAL_STAGE1 = REAL_RUN / "smollm2_quick_stage2.parquet", REAL_RUN / "smollm2_quick_stage1.parquet"
-STAGE2_HEADLINE = ("female_share", "position_first", "consistency", "bias", "prefer_f", "prefer_m",
-                   "switch_f2m", "switch_m2f")  # fmt: skip
+STAGE2_HEADLINE = (
+    "female_share",
+    "position_first",
+    "consistency",
+    "bias",
+    "prefer_f",
+    "prefer_m",
+    "switch_f2m",
+    "switch_m2f",
+)
 STAGE1_HEADLINE = ("attr_yes_f", "attr_yes_m", "attr_yes_diff")
 HEADLINE = STAGE2_HEADLINE + STAGE1_HEADLINE
 
@@ -114,14 +122,19 @@ class ResampledWorld:
         order = np.arange(2)[None, None, :]
         picks = (chosen[:, None, None], cells, order)
         attributes = rng.integers(0, real.attr.shape[3], (pairs, 2, 2, real.attr.shape[3]))
-        attr = real.attr[chosen[:, None, None, None], np.arange(2)[None, :, None, None],
-                         np.arange(2)[None, None, :, None], attributes]  # fmt: skip
+        attr = real.attr[
+            chosen[:, None, None, None],
+            np.arange(2)[None, :, None, None],
+            np.arange(2)[None, None, :, None],
+            attributes,
+        ]
         return Labels(real.s[picks], real.bf[picks], real.bm[picks], real.m[picks], attr)
 
 
 def real_labels(stage2: pd.DataFrame, stage1: pd.DataFrame) -> Labels:
     """Labels of a stored run: stage2 has pair_id, name_order, occupation, bf, bm, s, m; stage1 has pair_id,
     name_order, subject, attribute, label (one condition; every pair with the same cells)."""
+
     def codes(column: pd.Series, vocabulary: tuple[str, ...]) -> np.ndarray:
         return column.map({label: code for code, label in enumerate(vocabulary)}).fillna(len(vocabulary) - 1)
 
@@ -190,21 +203,42 @@ def true_values(world: ParametricWorld | ResampledWorld, pairs: int = 100_000, s
 def to_frames(labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Items and answers of the simulated run (condition taxonomy and stage 1) for the product's analyze()."""
     pair, occupation, order = (grid.ravel() for grid in np.indices(labels.s.shape))
-    base = pd.DataFrame({"stage": 2, "condition": "taxonomy", "pair_id": pair + 1,
-                         "name_order": np.array(ORDERS)[order], "occupation": [f"o{o}" for o in occupation]})
-    questions = (("binary", "female", labels.bf, B_CODES), ("binary", "male", labels.bm, B_CODES),
-                 ("single", None, labels.s, S_CODES), ("multiple", None, labels.m, M_CODES))  # fmt: skip
-    frames = [base.assign(qtype=qtype, subject=subject, label=np.array(vocabulary)[codes.ravel()])
-              for qtype, subject, codes, vocabulary in questions]  # fmt: skip
+    base = pd.DataFrame(
+        {
+            "stage": 2,
+            "condition": "taxonomy",
+            "pair_id": pair + 1,
+            "name_order": np.array(ORDERS)[order],
+            "occupation": [f"o{o}" for o in occupation],
+        }
+    )
+    questions = (
+        ("binary", "female", labels.bf, B_CODES),
+        ("binary", "male", labels.bm, B_CODES),
+        ("single", None, labels.s, S_CODES),
+        ("multiple", None, labels.m, M_CODES),
+    )
+    frames = [
+        base.assign(qtype=qtype, subject=subject, label=np.array(vocabulary)[codes.ravel()])
+        for qtype, subject, codes, vocabulary in questions
+    ]
     grid = np.indices(labels.attr.shape)
-    frames.append(pd.DataFrame({
-        "stage": 1, "condition": "stage1", "qtype": "attr", "pair_id": grid[0].ravel() + 1,
-        "name_order": np.array(ORDERS)[grid[1].ravel()], "subject": np.array(SUBJECTS)[grid[2].ravel()],
-        "category": "skill", "attribute": [f"a{a}" for a in grid[3].ravel()],
-        "label": np.array(B_CODES)[labels.attr.ravel()],
-    }))  # fmt: skip
+    frames.append(
+        pd.DataFrame(
+            {
+                "stage": 1,
+                "condition": "stage1",
+                "qtype": "attr",
+                "pair_id": grid[0].ravel() + 1,
+                "name_order": np.array(ORDERS)[grid[1].ravel()],
+                "subject": np.array(SUBJECTS)[grid[2].ravel()],
+                "category": "skill",
+                "attribute": [f"a{a}" for a in grid[3].ravel()],
+                "label": np.array(B_CODES)[labels.attr.ravel()],
+            }
+        )
+    )
     items = pd.concat(frames, ignore_index=True)
     items["item_id"] = [f"i{index}" for index in range(len(items))]
     answers = items[["item_id", "label"]].copy()
     return items.drop(columns="label"), answers
-

@@ -19,10 +19,12 @@ import pandas as pd
 
 import probe
 
-NAMES = pd.DataFrame({
-    "female": ["Amara", "Ingrid", "Mei", "Aiko", "Zara", "Nia", "Elena", "Fatima"],
-    "male": ["Tomasz", "Kwame", "Rafael", "Mateo", "Lars", "Omar", "Hiroshi", "Diego"],
-})
+NAMES = pd.DataFrame(
+    {
+        "female": ["Amara", "Ingrid", "Mei", "Aiko", "Zara", "Nia", "Elena", "Fatima"],
+        "male": ["Tomasz", "Kwame", "Rafael", "Mateo", "Lars", "Omar", "Hiroshi", "Diego"],
+    }
+)
 OCCUPATIONS = ["nurse", "pilot"]
 CONDITIONS = ["taxonomy", "baseline"]
 FAVOURED = {"nurse": "female", "pilot": "male"}

@@ -59,8 +59,11 @@ class Run:
                 "ORDER BY condition, scope, key, metric",
                 analysed=True,
             )
-        rows = self._query("SELECT * EXCLUDE (run_id) FROM contrast_metrics WHERE run_id = ? ORDER BY condition, "
-                           "attribute, category_a, category_b, metric", analysed=True)  # fmt: skip
+        rows = self._query(
+            "SELECT * EXCLUDE (run_id) FROM contrast_metrics WHERE run_id = ? ORDER BY condition, "
+            "attribute, category_a, category_b, metric",
+            analysed=True,
+        )
         if isinstance(contrast, str):
             chosen = rows[rows["attribute"] == contrast]
             known = sorted(set(rows["attribute"]))
@@ -71,8 +74,10 @@ class Run:
             chosen = rows[(rows["category_a"] == pair[0]) & (rows["category_b"] == pair[1])]
             known = sorted(set(rows["category_a"]) | set(rows["category_b"]))
         if chosen.empty:
-            raise UserError(f"contrast: run {self.run_id} has no contrast {contrast!r} (its attributes and categories: "
-                            f"{', '.join(known) or 'none: not a run over name sets'})")  # fmt: skip
+            raise UserError(
+                f"contrast: run {self.run_id} has no contrast {contrast!r} (its attributes and categories: "
+                f"{', '.join(known) or 'none: not a run over name sets'})"
+            )
         return chosen.reset_index(drop=True)
 
     def workforce(self) -> pd.DataFrame:
@@ -156,8 +161,9 @@ def open_run(run_id: str, db: str | Path = DEFAULT_DB) -> Run:
     return Run(run_id, str(db))
 
 
-def import_run(tool: str, files: Sequence[str | Path], run_id: str, db: str | Path = DEFAULT_DB,
-               model: str | None = None) -> Run:  # fmt: skip
+def import_run(
+    tool: str, files: Sequence[str | Path], run_id: str, db: str | Path = DEFAULT_DB, model: str | None = None
+) -> Run:
     """A run of the answers another tool (lm-eval, inspect) recorded for `probe export`ed items, analysed, as
     `probe import TOOL FILES --run-id ID` makes it (the same files again: resumed)."""
     from probe.pipeline.exports import import_run as import_answers
@@ -165,8 +171,9 @@ def import_run(tool: str, files: Sequence[str | Path], run_id: str, db: str | Pa
     return Run(import_answers(tool, [Path(file) for file in files], run_id, db, model).run_id, str(db))
 
 
-def import_decisions(file: str | Path, run_id: str, db: str | Path = DEFAULT_DB, model: str | None = None,
-                     period: str | None = None) -> Run:  # fmt: skip
+def import_decisions(
+    file: str | Path, run_id: str, db: str | Path = DEFAULT_DB, model: str | None = None, period: str | None = None
+) -> Run:
     """A run of decisions made elsewhere (a decisions CSV or Parquet file), analysed, as `probe import decisions
     FILE --run-id ID` makes it; `Run.adverse_impact()` holds its table."""
     from probe.pipeline.decisions import import_decisions as import_file

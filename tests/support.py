@@ -186,23 +186,29 @@ def interval_problems(data: Mapping[str, Any]) -> list[str]:
     for row in data["occupation_preference"]:
         # the interval sits at the level of the decision beside it: it excludes 0.5 exactly when preferred
         if row["ci_low"] is not None and (row["preferred"] != "none") != (row["ci_low"] > 0.5 or row["ci_high"] < 0.5):
-            problems.append(f"occupation {row['occupation']}: [{row['ci_low']}, {row['ci_high']}] beside "
-                            f"preferred {row['preferred']}")  # fmt: skip
+            problems.append(
+                f"occupation {row['occupation']}: [{row['ci_low']}, {row['ci_high']}] beside "
+                f"preferred {row['preferred']}"
+            )
     for condition, entry in ((data.get("workforce") or {}).get("by_condition") or {}).items():
         for name, null in (("slope", 1.0), ("adjusted_slope", 1.0), ("spearman", 0.0), ("pearson", 0.0)):
             fit = entry.get(name)
             if fit is None:  # the adjusted slope of an older run; no verdict below MIN_VERDICT_OCCUPATIONS either
                 continue
             check(f"workforce {condition} {name}", fit["ci_low"], fit["ci_high"], fit["estimate"])
-            if fit["ci_low"] is not None and fit["verdict"] is not None and (fit["verdict"] != "inconclusive") != (
-                fit["ci_low"] > null or fit["ci_high"] < null
+            if (
+                fit["ci_low"] is not None
+                and fit["verdict"] is not None
+                and (fit["verdict"] != "inconclusive") != (fit["ci_low"] > null or fit["ci_high"] < null)
             ):
                 problems.append(f"workforce {condition} {name}: verdict {fit['verdict']} beside its interval")
     for row in (data.get("adverse_impact") or {}).get("rows", []):  # ratio intervals: null ci_high = unbounded
         high = math.inf if row["ci_high"] is None else row["ci_high"]
         if row["ci_low"] is not None and disagree(row["ci_low"], high, 1.0, row["p_value"]):
-            problems.append(f"impact ratio {row['condition']} {row['key']} {row['category']} {row['rate_kind']}: "
-                            f"p = {row['p_value']} disagrees with [{row['ci_low']}, {row['ci_high']}]")  # fmt: skip
+            problems.append(
+                f"impact ratio {row['condition']} {row['key']} {row['category']} {row['rate_kind']}: "
+                f"p = {row['p_value']} disagrees with [{row['ci_low']}, {row['ci_high']}]"
+            )
     for finding in data["headline"]:
         for printed in re.findall(r"p = ([0-9.]+)", finding["finding"]):  # a printed p never reads across 0.05
             test = finding.get("test") or {}
@@ -260,15 +266,19 @@ def _gate_problems(data: Mapping[str, Any]) -> list[str]:
         band_high = math.inf if gate["passing_band"][1] is None else gate["passing_band"][1]
         inside = band_low < low90 and high90 < band_high
         if (gate["verdict"] == "pass") != inside:
-            problems.append(f"{where}: {gate['verdict']} beside a 90% interval {gate['ci90']} and passing values "
-                            f"{gate['passing_band']}")  # fmt: skip
+            problems.append(
+                f"{where}: {gate['verdict']} beside a 90% interval {gate['ci90']} and passing values "
+                f"{gate['passing_band']}"
+            )
         beyond = high95 < band_low or low95 > band_high
         if gate["p_fail"] is not None and abs(gate["p_fail"] - 0.05) > 1e-9 and (gate["p_fail"] < 0.05) != beyond:
             problems.append(f"{where}: p_fail = {gate['p_fail']} disagrees with the 95% interval {gate['ci95']}")
         decided = "unconfirmed" if beyond and not _confirmed(gate) else "fail" if beyond else None
         if gate["verdict"] != decided and (decided or gate["verdict"] in ("fail", "unconfirmed")):
-            problems.append(f"{where}: {gate['verdict']} beside a 95% interval {gate['ci95']}, passing values "
-                            f"{gate['passing_band']} and Holm p = {gate['p_fail_holm']}")  # fmt: skip
+            problems.append(
+                f"{where}: {gate['verdict']} beside a 95% interval {gate['ci95']}, passing values "
+                f"{gate['passing_band']} and Holm p = {gate['p_fail_holm']}"
+            )
     return problems
 
 
@@ -289,11 +299,23 @@ def _compare_problems(data: Mapping[str, Any]) -> list[str]:
         for condition, entries in conditions.items():
             for metric, entry in entries.items():
                 null = METRICS[metric].null if metric in METRICS else None
-                problems += _interval_rules(f"{run} {condition} {metric}", entry["ci_low"], entry["ci_high"],
-                                            entry["value"], null, entry.get("p_value"))  # fmt: skip
+                problems += _interval_rules(
+                    f"{run} {condition} {metric}",
+                    entry["ci_low"],
+                    entry["ci_high"],
+                    entry["value"],
+                    null,
+                    entry.get("p_value"),
+                )
     for row in data["paired_differences"]:
-        problems += _interval_rules(f"difference {row['run_b']} - {row['run_a']} {row['condition']} {row['metric']}",
-                                    row["ci_low"], row["ci_high"], row["difference"], 0.0, row["p_value"])  # fmt: skip
+        problems += _interval_rules(
+            f"difference {row['run_b']} - {row['run_a']} {row['condition']} {row['metric']}",
+            row["ci_low"],
+            row["ci_high"],
+            row["difference"],
+            0.0,
+            row["p_value"],
+        )
     heldout = data.get("heldout") or {}
     tuning = next((part for part in heldout.get("parts", []) if part["part"] == "tuning"), {})
     for part in heldout.get("parts", []):
@@ -301,11 +323,16 @@ def _compare_problems(data: Mapping[str, Any]) -> list[str]:
         problems += _interval_rules(where, part["ci_low"], part["ci_high"], part["effect"], 0.0, part["p_value"])
         if "generalizes" in part:
             smaller = part["smaller_p"] is not None and part["smaller_p"] < 0.05
-            expected = None if part["ci_low"] is None or not (tuning["ci_low"] or 0) > 0 else (
-                part["ci_low"] > 0 and not smaller)
+            expected = (
+                None
+                if part["ci_low"] is None or not (tuning["ci_low"] or 0) > 0
+                else (part["ci_low"] > 0 and not smaller)
+            )
             if part["generalizes"] != expected:
-                problems.append(f"{where}: generalizes = {part['generalizes']} beside [{part['ci_low']}, "
-                                f"{part['ci_high']}], smaller_p = {part['smaller_p']}")  # fmt: skip
+                problems.append(
+                    f"{where}: generalizes = {part['generalizes']} beside [{part['ci_low']}, "
+                    f"{part['ci_high']}], smaller_p = {part['smaller_p']}"
+                )
     return problems
 
 
@@ -366,8 +393,7 @@ class RunBuilder:
 
     def top_k(self, occupation, category, element_name) -> None:
         self.con.execute(
-            "INSERT INTO run_attributes (run_id, occupation, category, rank, element_name) "
-            "VALUES (?, ?, ?, 1, ?)",
+            "INSERT INTO run_attributes (run_id, occupation, category, rank, element_name) VALUES (?, ?, ?, 1, ?)",
             [self.run_id, occupation, category, element_name],
         )
 

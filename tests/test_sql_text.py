@@ -22,8 +22,15 @@ REVIEWED = {
     "analysis/metrics.py": {"table", "view", "slots", "temp"},  # the analyzers' own result tables and views; '?, ?'
     # metrics.sql's per-metric parts: the metric registry's own names, flags and unit queries (code constants)
     # (and columns: UNIT_KEYS or the scope's key columns)
-    "analysis/metric_sql.py": {"metric.name", "metric.units", "name", "_hit(metric)", "_hit(female)",
-                               "_hit(by_name[name])", "columns"},
+    "analysis/metric_sql.py": {
+        "metric.name",
+        "metric.units",
+        "name",
+        "_hit(metric)",
+        "_hit(female)",
+        "_hit(by_name[name])",
+        "columns",
+    },
     "report/contrasts.py": {"', '.join(CONTRAST_COLUMNS)", "', '.join(CATEGORY_COLUMNS)"},
     "answering/plan.py": {"SAME_BATCH_MS"},  # a number constant
     "answering/runner.py": {"chosen"},  # a constant subquery
@@ -45,8 +52,16 @@ REVIEWED = {
     "taxonomy/occupations.py": {"word_filter"},  # $word0 AND $word1 ...: parameters
     "taxonomy/onet_import.py": {"table"},  # the import's own staging tables
     # WORKFORCE_COLUMNS / NUMERIC_COLUMNS present in the file's header, their types and expressions; SOC_CODE a pattern
-    "taxonomy/workforce_sources.py": {"SOC_CODE", "c", "NUMERIC_COLUMNS.get(c, 'VARCHAR')", "column", "value", "kind",
-                                      "', '.join(columns)", "values"},
+    "taxonomy/workforce_sources.py": {
+        "SOC_CODE",
+        "c",
+        "NUMERIC_COLUMNS.get(c, 'VARCHAR')",
+        "column",
+        "value",
+        "kind",
+        "', '.join(columns)",
+        "values",
+    },
     "taxonomy/selection.py": {"', '.join(CONTEST_COLUMNS)", "', '.join(columns)", "table"},  # run tables, code columns
 }
 

@@ -21,8 +21,19 @@ MAX_LINES = 400
 # step, `cli`, is the entry layer: the CLI package and the modules beside it at the top of probe/ (the package
 # itself re-exports the API), which drive every step.
 STEPS = (
-    "common", "store", "taxonomy", "dataset", "backends", "answering", "analysis", "report", "compare", "gates",
-    "scanning", "integrations", "cli",
+    "common",
+    "store",
+    "taxonomy",
+    "dataset",
+    "backends",
+    "answering",
+    "analysis",
+    "report",
+    "compare",
+    "gates",
+    "scanning",
+    "integrations",
+    "cli",
 )
 # The entry modules at the top of probe/: drivers of the steps, the only modules outside a step folder (a package
 # here, such as probe.pipeline, with every module inside it).
@@ -149,10 +160,14 @@ def test_imports_run_from_earlier_steps_to_later_ones_only() -> None:
 def test_the_vocabulary_is_defined_once() -> None:
     """No module but vocabulary.py lists a vocabulary again, or spells the stage-1 condition or a run status."""
     listed = {
-        vocabulary.CONDITIONS: "CONDITIONS", vocabulary.CATEGORIES: "CATEGORIES", vocabulary.QTYPES: "QTYPES",
-        vocabulary.NAME_ORDERS: "NAME_ORDERS", vocabulary.DECODINGS: "DECODINGS",
-        vocabulary.DECIDED_BY: "DECIDED_BY", vocabulary.RUN_STATUSES: "RUN_STATUSES",
-    }  # fmt: skip
+        vocabulary.CONDITIONS: "CONDITIONS",
+        vocabulary.CATEGORIES: "CATEGORIES",
+        vocabulary.QTYPES: "QTYPES",
+        vocabulary.NAME_ORDERS: "NAME_ORDERS",
+        vocabulary.DECODINGS: "DECODINGS",
+        vocabulary.DECIDED_BY: "DECIDED_BY",
+        vocabulary.RUN_STATUSES: "RUN_STATUSES",
+    }
     words = {vocabulary.STAGE1_CONDITION, *vocabulary.RUN_STATUSES}
     found = set()
     for name, path in _modules().items():
@@ -194,8 +209,13 @@ def test_the_runner_reads_no_settings_and_builds_no_step() -> None:
     is handed (backend, selection, conditions) and does not read RunConfig, pick a backend, resolve the
     taxonomy or write the run record."""
     assert _graph()["probe.answering.runner"].isdisjoint(
-        {"probe.store.config", "probe.backends", "probe.answering.runs", "probe.taxonomy.occupations",
-         "probe.taxonomy.name_pairs"}
+        {
+            "probe.store.config",
+            "probe.backends",
+            "probe.answering.runs",
+            "probe.taxonomy.occupations",
+            "probe.taxonomy.name_pairs",
+        }
     )
     runner = PACKAGE / "answering" / "runner.py"
     assert _names_from(runner, "probe.taxonomy.selection") == {"Selection"}  # the type, not select()

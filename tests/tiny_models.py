@@ -146,10 +146,16 @@ def write_gguf(folder: Path, path: Path) -> Path:
     if tokenizer.chat_template:
         writer.add_chat_template(tokenizer.chat_template)
     names = {
-        "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-        "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-        "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
-    }  # fmt: skip
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+        "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+    }
     for name, tensor in model.state_dict().items():
         if name == "model.embed_tokens.weight":
             writer.add_tensor("token_embd.weight", tensor.numpy())

@@ -65,8 +65,14 @@ class VllmLikeServer:
             ids = one if isinstance(one, list) else self.tokenizer(one).input_ids
             choices.append({"index": index, **self._choice(ids, body)})
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        return {"id": "cmpl-test", "object": "text_completion", "created": 0, "model": body.get("model"),
-                "choices": choices, "usage": usage}  # fmt: skip
+        return {
+            "id": "cmpl-test",
+            "object": "text_completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": choices,
+            "usage": usage,
+        }
 
     @torch.inference_mode()
     def _choice(self, ids: list[int], body: dict[str, Any]) -> dict[str, Any]:
@@ -87,8 +93,12 @@ class VllmLikeServer:
             tokens = [self.tokenizer.decode([token]) for token in shown]
             offsets = [sum(len(token) for token in tokens[:i]) for i in range(len(tokens))]
             values = [None if entry is None else next(iter(entry.values()))["logprob"] for entry in entries[start:]]
-            choice["logprobs"] = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
-                                  "top_logprobs": [None if e is None else {} for e in entries[start:]]}  # fmt: skip
+            choice["logprobs"] = {
+                "tokens": tokens,
+                "token_logprobs": values,
+                "text_offset": offsets,
+                "top_logprobs": [None if e is None else {} for e in entries[start:]],
+            }
             if body.get("echo"):
                 choice["text"] = self.tokenizer.decode(sequence)
         return choice

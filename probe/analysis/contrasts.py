@@ -37,15 +37,51 @@ from probe.analysis.statistics import ShareEstimate, share_estimate
 # The metrics that read a contest's slots as the woman and the man (DESIGN.md section 5): for a run over name sets the
 # slots are only the first and second person of a contest, so these are not stored for it; its findings by sex (and
 # every other attribute) are the contrasts'.
-SLOT_METRICS = ("female_share", "attr_yes_f", "attr_yes_m", "attr_yes_diff", "bias_f", "bias_m", "prefer_f",
-                "prefer_m", "switch_f2m", "switch_m2f")  # fmt: skip
+SLOT_METRICS = (
+    "female_share",
+    "attr_yes_f",
+    "attr_yes_m",
+    "attr_yes_diff",
+    "bias_f",
+    "bias_m",
+    "prefer_f",
+    "prefer_m",
+    "switch_f2m",
+    "switch_m2f",
+)
 # The result tables whose every row reads the slots as sex (occupation leans, the gender term, the workforce's share of
 # women against the woman's share): empty for a run over name sets.
 SLOT_TABLES = ("occupation_preference", "regression", "workforce_fit", "workforce_occupations")
-CONTRAST_COLUMNS = ["condition", "attribute", "category_a", "category_b", "metric", "estimate", "ci_low", "ci_high",
-                    "p_value", "sets", "n", "comparisons", "method", "flagged"]  # fmt: skip
-CATEGORY_COLUMNS = ["condition", "attribute", "category", "metric", "estimate", "ci_low", "ci_high", "p_value",
-                    "sets", "n", "rank", "method"]  # fmt: skip
+CONTRAST_COLUMNS = [
+    "condition",
+    "attribute",
+    "category_a",
+    "category_b",
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "sets",
+    "n",
+    "comparisons",
+    "method",
+    "flagged",
+]
+CATEGORY_COLUMNS = [
+    "condition",
+    "attribute",
+    "category",
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "sets",
+    "n",
+    "rank",
+    "method",
+]
 CONTRAST_NULLS = {
     "preference": 0.5,
     "kway_preference": 0.5,
@@ -125,8 +161,11 @@ def over_name_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
 def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """A run over name sets' result tables without the findings that read slots as sex (SLOT_METRICS, SLOT_TABLES)."""
     metrics = results["metrics"]
-    return results | {"metrics": metrics[~metrics["metric"].isin(SLOT_METRICS)].reset_index(drop=True)} | {
-        table: results[table].iloc[0:0] for table in SLOT_TABLES}  # fmt: skip
+    return (
+        results
+        | {"metrics": metrics[~metrics["metric"].isin(SLOT_METRICS)].reset_index(drop=True)}
+        | {table: results[table].iloc[0:0] for table in SLOT_TABLES}
+    )
 
 
 Contrast = tuple[str, str, str, str, str]  # condition, attribute, category_a, category_b, metric
@@ -229,11 +268,20 @@ def contrast_rows(
     return table.astype({"estimate": float, "ci_low": float, "ci_high": float, "p_value": float})
 
 
-def _contrast(condition: str, attribute: str, a: str, b: str, metric: str,
-              estimate: ShareEstimate | DifferenceEstimate) -> dict:  # fmt: skip
-    return {"condition": condition, "attribute": attribute, "category_a": a, "category_b": b, "metric": metric,
-            "estimate": estimate.value if estimate.instances else math.nan, "sets": estimate.pairs,
-            "n": estimate.instances, "_estimate": estimate}  # fmt: skip
+def _contrast(
+    condition: str, attribute: str, a: str, b: str, metric: str, estimate: ShareEstimate | DifferenceEstimate
+) -> dict:
+    return {
+        "condition": condition,
+        "attribute": attribute,
+        "category_a": a,
+        "category_b": b,
+        "metric": metric,
+        "estimate": estimate.value if estimate.instances else math.nan,
+        "sets": estimate.pairs,
+        "n": estimate.instances,
+        "_estimate": estimate,
+    }
 
 
 def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons: int) -> dict:
@@ -315,11 +363,28 @@ def _grant_rows(grants: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def _category(condition: str, attribute: str, category: str, metric: str, estimate: ShareEstimate,
-              interval: tuple[float, float] | None, p_value: float | None, value: float | None = None,
-              method: str | None = None) -> dict:  # fmt: skip
-    return {"condition": condition, "attribute": attribute, "category": category, "metric": metric,
-            "estimate": estimate.value if value is None else value,
-            "ci_low": interval[0] if interval else math.nan, "ci_high": interval[1] if interval else math.nan,
-            "p_value": math.nan if p_value is None else p_value, "sets": estimate.pairs, "n": estimate.instances,
-            "rank": None, "method": (method or estimate.method) if interval else None}  # fmt: skip
+def _category(
+    condition: str,
+    attribute: str,
+    category: str,
+    metric: str,
+    estimate: ShareEstimate,
+    interval: tuple[float, float] | None,
+    p_value: float | None,
+    value: float | None = None,
+    method: str | None = None,
+) -> dict:
+    return {
+        "condition": condition,
+        "attribute": attribute,
+        "category": category,
+        "metric": metric,
+        "estimate": estimate.value if value is None else value,
+        "ci_low": interval[0] if interval else math.nan,
+        "ci_high": interval[1] if interval else math.nan,
+        "p_value": math.nan if p_value is None else p_value,
+        "sets": estimate.pairs,
+        "n": estimate.instances,
+        "rank": None,
+        "method": (method or estimate.method) if interval else None,
+    }

@@ -45,9 +45,24 @@ from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
 FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
 # The four-fifths verdict read from the 95% interval (`GroupRatios.four_fifths_verdict`), beside the point flag.
 BELOW, AT_OR_ABOVE, UNDECIDED = "shown below 0.8", "shown at or above 0.8", "undecided"
-IMPACT_COLUMNS = ["condition", "attribute", "scope", "key", "category", "rate_kind", "n", "rate", "impact_ratio",
-                  "ci_low", "ci_high", "p_value", "q_value", "four_fifths", "four_fifths_verdict",
-                  "unknown"]  # fmt: skip
+IMPACT_COLUMNS = [
+    "condition",
+    "attribute",
+    "scope",
+    "key",
+    "category",
+    "rate_kind",
+    "n",
+    "rate",
+    "impact_ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "q_value",
+    "four_fifths",
+    "four_fifths_verdict",
+    "unknown",
+]
 IMPACT_METHOD = (
     "ratio to the highest rate over name sets: the minimum over the other categories of Fieller intervals of the two "
     "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
@@ -67,8 +82,9 @@ _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
 
 
-def constrained_rates(ratio: float, hits: float, n: float, reference_hits: float, reference_n: float
-                      ) -> tuple[float, float]:  # fmt: skip
+def constrained_rates(
+    ratio: float, hits: float, n: float, reference_hits: float, reference_n: float
+) -> tuple[float, float]:
     """Both rates' binomial maximum likelihood under rate = ratio x reference rate (Miettinen & Nurminen 1985;
     Farrington & Manning 1990): the reference rate is the smaller root p of
     ratio (n + reference_n) p^2 - (ratio n + hits + reference_n + ratio reference_hits) p + hits + reference_hits,
@@ -228,8 +244,9 @@ class GroupRatios:
         highest = max(self.rates.values(), default=0.0)
         return self.rates[category] / highest if category in self.rates and highest > 0 else math.nan
 
-    def interval(self, category: str, confidence: float = CONFIDENCE, comparisons: int | None = None
-                 ) -> tuple[float, float] | None:  # fmt: skip
+    def interval(
+        self, category: str, confidence: float = CONFIDENCE, comparisons: int | None = None
+    ) -> tuple[float, float] | None:
         """The ratio to the highest population rate, min over k of rate_c / rate_k (capped at 1): the minimum of the
         pairs' lower ends at `confidence` and of their upper ends at 1 - (1 - confidence) / comparisons (Bonferroni;
         default: the other categories). The lower end needs no adjustment: the ratio is below it only if its pair
@@ -265,8 +282,9 @@ class GroupRatios:
         others = self.others(category)
         if not others:
             return None
-        tests = [self.pairs[category, other].p_value(limit) for other in others
-                 if self.pairs[category, other].value < limit]  # fmt: skip
+        tests = [
+            self.pairs[category, other].p_value(limit) for other in others if self.pairs[category, other].value < limit
+        ]
         tests = [p for p in tests if p is not None]
         return min(1.0, (comparisons or len(others)) * min(tests)) if tests else 1.0
 
@@ -288,7 +306,10 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
     excess, name_counts = _name_terms(counts, rates)
     pairs = {
         (category, other): RatioEstimate(
-            table[0, rows[category]], table[1, rows[category]], table[0, rows[other]], table[1, rows[other]],
+            table[0, rows[category]],
+            table[1, rows[category]],
+            table[0, rows[other]],
+            table[1, rows[other]],
             name_excess=(excess.get(category, 0.0), excess.get(other, 0.0)),
             names=name_counts[category] + name_counts[other] if name_counts else None,
         )
@@ -331,14 +352,24 @@ def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:
         for category in ratios.categories:
             interval, p_value = ratios.interval(category), ratios.p_below(category)
             answers, unknown = ratios.answers(category)
-            rows.append({"condition": condition, "attribute": attribute, "scope": scope, "key": key,
-                         "category": category, "rate_kind": rate_kind, "n": answers,
-                         "rate": ratios.rates.get(category, math.nan), "impact_ratio": ratios.value(category),
-                         "ci_low": interval[0] if interval else math.nan,
-                         "ci_high": interval[1] if interval else math.nan,
-                         "p_value": math.nan if p_value is None else p_value,
-                         "four_fifths_verdict": ratios.four_fifths_verdict(category),
-                         "unknown": unknown})  # fmt: skip
+            rows.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "scope": scope,
+                    "key": key,
+                    "category": category,
+                    "rate_kind": rate_kind,
+                    "n": answers,
+                    "rate": ratios.rates.get(category, math.nan),
+                    "impact_ratio": ratios.value(category),
+                    "ci_low": interval[0] if interval else math.nan,
+                    "ci_high": interval[1] if interval else math.nan,
+                    "p_value": math.nan if p_value is None else p_value,
+                    "four_fifths_verdict": ratios.four_fifths_verdict(category),
+                    "unknown": unknown,
+                }
+            )
     table = pd.DataFrame(rows, columns=[c for c in IMPACT_COLUMNS if c != "q_value"])
     table["q_value"] = np.nan
     # the highest-rate category's own test is always 1 (no category above it): it is no hypothesis of the family

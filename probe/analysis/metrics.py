@@ -61,11 +61,35 @@ from probe.store import db
 from probe.store.snapshot import shipped_workforce
 
 IN_DUCKDB = {"instance_metrics": "instance_metric_rows"}  # result table: the temp table metrics.sql fills
-RESULT_TABLES = ("metrics", "occupation_preference", "correlations", "regression", "workforce_fit",
-                 "workforce_occupations", "adverse_impact", "contrast_metrics", "category_metrics", "pair_shares",
-                 "pair_heterogeneity", "instance_metrics")
-METRIC_COLUMNS = ["condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
-                  "min_p_value", "mde", "method"]  # fmt: skip
+RESULT_TABLES = (
+    "metrics",
+    "occupation_preference",
+    "correlations",
+    "regression",
+    "workforce_fit",
+    "workforce_occupations",
+    "adverse_impact",
+    "contrast_metrics",
+    "category_metrics",
+    "pair_shares",
+    "pair_heterogeneity",
+    "instance_metrics",
+)
+METRIC_COLUMNS = [
+    "condition",
+    "scope",
+    "key",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "pairs",
+    "p_value",
+    "min_p_value",
+    "mde",
+    "method",
+]
 
 _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
@@ -138,10 +162,12 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants, kway, instances) if name_sets else pd.DataFrame(
-            columns=CONTRAST_COLUMNS),
-        "category_metrics": category_rows(contests, grants, kway) if name_sets else pd.DataFrame(
-            columns=CATEGORY_COLUMNS),
+        "contrast_metrics": contrast_rows(contests, grants, kway, instances)
+        if name_sets
+        else pd.DataFrame(columns=CONTRAST_COLUMNS),
+        "category_metrics": category_rows(contests, grants, kway)
+        if name_sets
+        else pd.DataFrame(columns=CATEGORY_COLUMNS),
     }
     if name_sets:  # the workforce comparison by the people's own categories, per contrast
         results = without_slots(results)
@@ -228,14 +254,20 @@ def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstim
     testability."""
     interval = estimate.interval()
     null = METRICS[metric].null if metric in METRICS and scope == "overall" else None
-    row = {"condition": condition, "scope": scope, "key": key, "metric": metric,
-           "value": estimate.value if estimate.instances else np.nan,
-           "ci_low": interval[0] if interval else np.nan, "ci_high": interval[1] if interval else np.nan,
-           "n": estimate.instances, "pairs": estimate.pairs,
-           "method": estimate.method if interval else None}  # fmt: skip
+    row = {
+        "condition": condition,
+        "scope": scope,
+        "key": key,
+        "metric": metric,
+        "value": estimate.value if estimate.instances else np.nan,
+        "ci_low": interval[0] if interval else np.nan,
+        "ci_high": interval[1] if interval else np.nan,
+        "n": estimate.instances,
+        "pairs": estimate.pairs,
+        "method": estimate.method if interval else None,
+    }
     if null is not None:
-        row |= {"p_value": estimate.p_value(null), "min_p_value": estimate.min_p_value(null),
-                "mde": estimate.mde(null)}  # fmt: skip
+        row |= {"p_value": estimate.p_value(null), "min_p_value": estimate.min_p_value(null), "mde": estimate.mde(null)}
     return row
 
 
@@ -278,14 +310,25 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for condition, group in cells.groupby("condition", sort=True):
         values, valid = order_balanced_shares(group, ["pair_id"])
-        rows += [{"condition": condition, "scope": "pair", "key": str(pair), "metric": FEMALE_SHARE,
-                  "value": values[pair], "n": valid[pair], "pairs": int(valid[pair] > 0)}
-                 for pair in values.index]  # fmt: skip
+        rows += [
+            {
+                "condition": condition,
+                "scope": "pair",
+                "key": str(pair),
+                "metric": FEMALE_SHARE,
+                "value": values[pair],
+                "n": valid[pair],
+                "pairs": int(valid[pair] > 0),
+            }
+            for pair in values.index
+        ]
         rows.append(_row(condition, "overall", "all", FEMALE_SHARE, _mean_of_pairs(values, valid)))
         estimates = _occupation_estimates(group)
         prepare_betting_intervals(estimates.values())
-        rows += [_row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
-                 for occupation, estimate in estimates.items()]  # fmt: skip
+        rows += [
+            _row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
+            for occupation, estimate in estimates.items()
+        ]
     return pd.DataFrame(rows).reindex(columns=METRIC_COLUMNS)
 
 
@@ -324,8 +367,10 @@ def _occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
     """female_share per occupation of one condition's cells: the mean over pairs of each pair's order-balanced
     share."""
     values, valid = order_balanced_shares(group, ["occupation", "pair_id"])
-    return {occupation: _mean_of_pairs(per_pair, valid.loc[occupation])
-            for occupation, per_pair in values.groupby(level="occupation")}  # fmt: skip
+    return {
+        occupation: _mean_of_pairs(per_pair, valid.loc[occupation])
+        for occupation, per_pair in values.groupby(level="occupation")
+    }
 
 
 def _mean_of_pairs(values: pd.Series, valid: pd.Series) -> ShareEstimate:

@@ -30,8 +30,10 @@ from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
 
 HETEROGENEITY_PERMUTATIONS = 999
-PAIR_METHOD = ("the mean of the pair's two name orders' shares, each with its exact (Clopper-Pearson) 95% interval "
-               "over the pair's own instances, combined by MOVER (Zou & Donner 2008)")  # fmt: skip
+PAIR_METHOD = (
+    "the mean of the pair's two name orders' shares, each with its exact (Clopper-Pearson) 95% interval "
+    "over the pair's own instances, combined by MOVER (Zou & Donner 2008)"
+)
 HETEROGENEITY_METHOD = (
     "stratified permutation test with the name pair as the unit: each pair's picks in an occupation (x wording), "
     "both name orders together, shuffled as one block among the pairs answered there "
@@ -50,18 +52,25 @@ def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", FEMALE_SHARE]].sum()
     orders = orders[orders["n"] > 0].copy()
     orders["share"] = orders[FEMALE_SHARE] / orders["n"]
-    low, high = np.array([clopper_pearson(int(hits), int(n)) for hits, n in
-                          zip(orders[FEMALE_SHARE], orders["n"], strict=True)]).reshape(-1, 2).T  # fmt: skip
+    low, high = (
+        np.array(
+            [clopper_pearson(int(hits), int(n)) for hits, n in zip(orders[FEMALE_SHARE], orders["n"], strict=True)]
+        )
+        .reshape(-1, 2)
+        .T
+    )
     orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
     grouped = orders.groupby(["condition", "pair_id"])
     count = grouped["share"].count()
     value = grouped["share"].mean()
-    rows = pd.DataFrame({
-        "value": value,
-        "ci_low": value - np.sqrt(grouped["below"].sum()) / count,
-        "ci_high": value + np.sqrt(grouped["above"].sum()) / count,
-        "n": grouped["n"].sum(),
-    }).reset_index()  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "value": value,
+            "ci_low": value - np.sqrt(grouped["below"].sum()) / count,
+            "ci_high": value + np.sqrt(grouped["above"].sum()) / count,
+            "n": grouped["n"].sum(),
+        }
+    ).reset_index()
     rows["ci_low"], rows["ci_high"] = rows["ci_low"].clip(lower=0.0), rows["ci_high"].clip(upper=1.0)
     rows["lean"] = np.select([rows["ci_low"] > 0.5, rows["ci_high"] < 0.5], ["female", "male"], "none")
     return rows[PAIR_COLUMNS]
@@ -74,9 +83,15 @@ def heterogeneity(cells: pd.DataFrame, permutations: int = HETEROGENEITY_PERMUTA
     for condition, group in cells[cells["n"] > 0].groupby("condition", sort=True):
         pairs = np.sort(group["pair_id"].unique())
         statistic, p_value = _permutation_test(group, pairs, permutations)
-        rows.append({"condition": condition, "pairs": len(pairs), "statistic": statistic,
-                     "p_value": p_value if len(pairs) >= MIN_PAIRS else np.nan,
-                     "differ": bool(len(pairs) >= MIN_PAIRS and p_value < SIGNIFICANCE)})  # fmt: skip
+        rows.append(
+            {
+                "condition": condition,
+                "pairs": len(pairs),
+                "statistic": statistic,
+                "p_value": p_value if len(pairs) >= MIN_PAIRS else np.nan,
+                "differ": bool(len(pairs) >= MIN_PAIRS and p_value < SIGNIFICANCE),
+            }
+        )
     return pd.DataFrame(rows, columns=["condition", "pairs", "statistic", "p_value", "differ"])
 
 

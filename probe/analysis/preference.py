@@ -36,16 +36,20 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
     # a pair leans only when both name orders have a valid answer: one order alone mixes in the position effect
     pair_share = by_pair.mean().where(by_pair.count() == 2)
     lean = pd.DataFrame({"female": pair_share > 0.5, "male": pair_share < 0.5})
-    prefs = lean.groupby(level=["condition", "occupation"]).sum().rename(
-        columns={"female": "pairs_female", "male": "pairs_male"}
+    prefs = (
+        lean.groupby(level=["condition", "occupation"])
+        .sum()
+        .rename(columns={"female": "pairs_female", "male": "pairs_male"})
     )
     prefs["share_female"] = pair_share.groupby(level=["condition", "occupation"]).mean()
     prefs["n"] = cells.groupby(["condition", "occupation"])["n"].sum()
     prefs = prefs.reset_index()
     prefs["pairs"] = prefs["pairs_female"] + prefs["pairs_male"]
     prefs["lean_female"] = rate(prefs["pairs_female"], prefs["pairs"])
-    prefs["p_value"] = [stats.binomtest(int(f), int(f + m), 0.5).pvalue if f + m else np.nan
-                        for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)]  # fmt: skip
+    prefs["p_value"] = [
+        stats.binomtest(int(f), int(f + m), 0.5).pvalue if f + m else np.nan
+        for f, m in zip(prefs["pairs_female"], prefs["pairs_male"], strict=True)
+    ]
     prefs["q_value"] = np.nan
     prefs["ci_low"] = prefs["ci_high"] = np.nan
     prefs["ci_level"] = np.nan
@@ -54,8 +58,10 @@ def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:
         level = 1 - max(int(rejected.sum()), 1) * SIGNIFICANCE / len(group)
         prefs.loc[group.index, "q_value"] = q_values
         prefs.loc[group.index, "ci_level"] = level
-        bounds = [clopper_pearson(int(f), int(f + m), level) for f, m in
-                  zip(group["pairs_female"], group["pairs_male"], strict=True)]  # fmt: skip
+        bounds = [
+            clopper_pearson(int(f), int(f + m), level)
+            for f, m in zip(group["pairs_female"], group["pairs_male"], strict=True)
+        ]
         prefs.loc[group.index, "ci_low"] = [low for low, _ in bounds]
         prefs.loc[group.index, "ci_high"] = [high for _, high in bounds]
     significant = prefs["q_value"] < SIGNIFICANCE
@@ -84,9 +90,18 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
         if CONSISTENCY in wide and BIAS in wide:
             tested.append((condition, wide[[CONSISTENCY, BIAS]].dropna()))
     testable = sum(len(both) >= MIN_PAIRS and both.nunique().min() > 1 for _, both in tested)
-    rows = [{"condition": condition, "across": "pair", "x": CONSISTENCY, "y": BIAS, "method": "pearson",
-             "n": len(both), **correlation_test(both[CONSISTENCY], both[BIAS], testable)}
-            for condition, both in tested]  # fmt: skip
+    rows = [
+        {
+            "condition": condition,
+            "across": "pair",
+            "x": CONSISTENCY,
+            "y": BIAS,
+            "method": "pearson",
+            "n": len(both),
+            **correlation_test(both[CONSISTENCY], both[BIAS], testable),
+        }
+        for condition, both in tested
+    ]
     return pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "p_adjusted"]).astype(
         {"r": float, "p_value": float, "p_adjusted": float, "ci_low": float, "ci_high": float}
     )

@@ -40,9 +40,18 @@ def regression_rows(cells: pd.DataFrame) -> pd.DataFrame:
         by_occupation = _fit_terms(usable.assign(term="occupation:" + usable["occupation"]), occupation_terms)
         rows += [overall.assign(condition=condition), by_occupation.assign(condition=condition)]
     columns = [
-        "condition", "term", "coef", "std_err", "ci_low", "ci_high", "p_value", "odds_ratio", "n",
-        "n_clusters", "note",
-    ]  # fmt: skip
+        "condition",
+        "term",
+        "coef",
+        "std_err",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "odds_ratio",
+        "n",
+        "n_clusters",
+        "note",
+    ]
     if not rows:
         return pd.DataFrame(columns=columns)
     return pd.concat(rows, ignore_index=True).reindex(columns=columns)

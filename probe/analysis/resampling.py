@@ -62,8 +62,7 @@ def correlation_test(x: np.ndarray, y: np.ndarray, tests: int = 1) -> dict[str, 
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
-    result: dict[str, float | None] = {"r": None, "p_value": None, "p_adjusted": None, "ci_low": None,
-                                       "ci_high": None}  # fmt: skip
+    result: dict[str, float | None] = {"r": None, "p_value": None, "p_adjusted": None, "ci_low": None, "ci_high": None}
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return result
     r = result["r"] = float(stats.pearsonr(x, y)[0])

@@ -57,8 +57,24 @@ METHODS = {
     "wording_test": "two-way ANOVA F of the wording effect over pair x wording values, pairs as blocks, tested "
     "against the wordings permuted within each pair",
 }
-COLUMNS = ["condition", "metric", "scope", "key", "value", "ci_low", "ci_high", "p_value", "pairs", "wordings",
-           "method", "spread", "wording_p", "pair_ci_low", "pair_ci_high", "verdict"]  # fmt: skip
+COLUMNS = [
+    "condition",
+    "metric",
+    "scope",
+    "key",
+    "value",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "pairs",
+    "wordings",
+    "method",
+    "spread",
+    "wording_p",
+    "pair_ci_low",
+    "pair_ci_high",
+    "verdict",
+]
 
 
 @dataclass(frozen=True)
@@ -191,11 +207,18 @@ def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
         if {"female", "male"} <= set(sides.columns.get_level_values(1)):
             with np.errstate(invalid="ignore", divide="ignore"):
                 rates = sides["yes"] / sides["n"].where(sides["n"] > 0)
-            frames.append(pd.DataFrame({
-                "metric": WORDING_DIFFERENCES[0], "value": rates["female"] - rates["male"],
-                "hits": sides["yes", "female"], "n": sides["n", "female"], "other_hits": sides["yes", "male"],
-                "other_n": sides["n", "male"],
-            }).reset_index())  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "metric": WORDING_DIFFERENCES[0],
+                        "value": rates["female"] - rates["male"],
+                        "hits": sides["yes", "female"],
+                        "n": sides["n", "female"],
+                        "other_hits": sides["yes", "male"],
+                        "other_n": sides["n", "male"],
+                    }
+                ).reset_index()
+            )
     columns = ["condition", "wording", "pair_id", "metric", "value", "hits", "n", "other_hits", "other_n"]
     if not frames:
         return pd.DataFrame(columns=columns)
@@ -206,8 +229,9 @@ def wording_estimate(metric: str, pairs: pd.DataFrame) -> ShareEstimate | Differ
     """The metric under one wording as a run asked in that wording alone reports it, from its pairs' cell_values:
     pooled or a mean of pair values as the metric is, the paired difference for attr_yes_diff."""
     if metric in WORDING_DIFFERENCES:
-        return difference_estimate(pair_terms(pairs["hits"], pairs["n"], True),
-                                   pair_terms(pairs["other_hits"], pairs["other_n"], True))  # fmt: skip
+        return difference_estimate(
+            pair_terms(pairs["hits"], pairs["n"], True), pair_terms(pairs["other_hits"], pairs["other_n"], True)
+        )
     if metric == FEMALE_SHARE:  # each pair's order-balanced value, a mean of pair values; NaN: no valid answer
         return share_estimate(pairs["value"], pairs["value"].notna().astype(float), pairs["n"])
     return share_estimate(*pair_terms(pairs["hits"], pairs["n"], METRICS[metric].pooled))
@@ -234,23 +258,45 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
             continue
         null = METRICS[metric].null
         kept = group[group["pair_id"].isin(complete.index)].sort_values("pair_id")
-        per_wording = [_own_interval(wording_estimate(metric, kept[kept["wording"] == wording]), null)
-                       for wording in wordings]  # fmt: skip
+        per_wording = [
+            _own_interval(wording_estimate(metric, kept[kept["wording"] == wording]), null) for wording in wordings
+        ]
         for wording, interval in zip(wordings, per_wording, strict=True):
-            rows.append({"condition": condition, "metric": metric, "scope": "wording", "key": wording,
-                         **_interval_columns(interval), "pairs": pairs, "wordings": 1,
-                         "method": METHODS["wording"]})  # fmt: skip
+            rows.append(
+                {
+                    "condition": condition,
+                    "metric": metric,
+                    "scope": "wording",
+                    "key": wording,
+                    **_interval_columns(interval),
+                    "pairs": pairs,
+                    "wordings": 1,
+                    "method": METHODS["wording"],
+                }
+            )
         none = Interval(float(matrix.mean()), np.nan, np.nan, np.nan)  # below MIN_PAIRS: no interval, no test
         lowest = -1.0 if METRICS[metric].kind == "difference" else 0.0
         crossed = crossed_interval(matrix, null, lowest) if pairs >= MIN_PAIRS else none
         pair_only = _in_range(pair_interval(matrix, null), metric) if pairs >= MIN_PAIRS else none
         wording_p = wording_test(matrix) if pairs >= MIN_PAIRS else np.nan
         spread = max(interval.value for interval in per_wording) - min(interval.value for interval in per_wording)
-        rows.append({"condition": condition, "metric": metric, "scope": "crossed", "key": ALL,
-                     **_interval_columns(crossed), "pairs": pairs, "wordings": len(wordings),
-                     "method": METHODS["crossed"], "spread": spread, "wording_p": wording_p,
-                     "pair_ci_low": pair_only.ci_low, "pair_ci_high": pair_only.ci_high,
-                     "verdict": verdict(per_wording, wording_p, null, pairs)})  # fmt: skip
+        rows.append(
+            {
+                "condition": condition,
+                "metric": metric,
+                "scope": "crossed",
+                "key": ALL,
+                **_interval_columns(crossed),
+                "pairs": pairs,
+                "wordings": len(wordings),
+                "method": METHODS["crossed"],
+                "spread": spread,
+                "wording_p": wording_p,
+                "pair_ci_low": pair_only.ci_low,
+                "pair_ci_high": pair_only.ci_high,
+                "verdict": verdict(per_wording, wording_p, null, pairs),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -262,8 +308,12 @@ def _in_range(interval: Interval, metric: str) -> Interval:
 
 
 def _interval_columns(interval: Interval) -> dict[str, float]:
-    return {"value": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
-            "p_value": interval.p_value}  # fmt: skip
+    return {
+        "value": interval.value,
+        "ci_low": interval.ci_low,
+        "ci_high": interval.ci_high,
+        "p_value": interval.p_value,
+    }
 
 
 def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> None:
@@ -281,7 +331,8 @@ def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[
         if not rows.empty:
             con.register("new_robustness_rows", rows)
             try:
-                con.execute("INSERT INTO robustness BY NAME SELECT ?::VARCHAR AS run_id, * FROM new_robustness_rows",
-                            [run_id])  # fmt: skip
+                con.execute(
+                    "INSERT INTO robustness BY NAME SELECT ?::VARCHAR AS run_id, * FROM new_robustness_rows", [run_id]
+                )
             finally:
                 con.unregister("new_robustness_rows")

@@ -243,8 +243,9 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
     if method != "betting":  # only the betting interval reads the pairs' values (tuples of 500 pairs cost time)
         return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method)
     weights = denominator / denominator.max()
-    return ShareEstimate(value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator),
-                         tuple(weights))  # fmt: skip
+    return ShareEstimate(
+        value, variance, pairs, instances, floor_scale, df, method, tuple(numerator / denominator), tuple(weights)
+    )
 
 
 def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, sizes: np.ndarray, df: float) -> str:
@@ -287,9 +288,7 @@ def rate(hits: np.ndarray, n: np.ndarray) -> np.ndarray:
         return np.where(np.asarray(n) > 0, np.asarray(hits, dtype=float) / np.asarray(n), np.nan)
 
 
-def pair_terms(
-    hits: np.ndarray, n: np.ndarray, pooled: bool | np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pair_terms(hits: np.ndarray, n: np.ndarray, pooled: bool | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per pair, the (numerator, denominator, sizes) `share_estimate` takes for a metric: a pooled rate pools the
     pairs' instances (hits, n, n); a mean of pair values counts every pair with a valid instance once (hits / n, 1,
     n). `pooled` may be an array over the columns of 2-D hits and n."""

@@ -42,10 +42,19 @@ BOUNDS = (0.005, 0.995)
 MIN_OCCUPATIONS = 4
 MIN_VERDICT_OCCUPATIONS = 12
 STATISTICS = ("spearman", "pearson", "slope", "adjusted_slope")
-FIT_COLUMNS = ["condition", "statistic", "estimate", "ci_low", "ci_high", "n_occupations", "pairs", "method",
-               "verdict"]  # fmt: skip
-OCCUPATION_COLUMNS = ["condition", "occupation", "soc_code", "model_share", "ci_low", "ci_high", "method",
-                      "workforce_share", "departure", "versus"]  # fmt: skip
+FIT_COLUMNS = ["condition", "statistic", "estimate", "ci_low", "ci_high", "n_occupations", "pairs", "method", "verdict"]
+OCCUPATION_COLUMNS = [
+    "condition",
+    "occupation",
+    "soc_code",
+    "model_share",
+    "ci_low",
+    "ci_high",
+    "method",
+    "workforce_share",
+    "departure",
+    "versus",
+]
 SLOPE_METHOD = (
     "quasi-binomial logit fit of the model's share on the logit of the workforce share (bounded to 0.5-99.5%), "
     "population-averaged over name pairs and both name orders (position bias flattens it); two-way cluster-robust "
@@ -65,9 +74,14 @@ METHODS = {**CORRELATION_METHODS, "slope": SLOPE_METHOD, "adjusted_slope": ADJUS
 # Runs over name sets: the source's column for each category it has shares of (the shipped spellings). A contrast of
 # two categories is set against the first's share of the two categories' workers, pct_a / (pct_a + pct_b) (BLS
 # reports race of any ethnicity, and Hispanic or Latino of any race: the shares overlap, as published).
-CATEGORY_SHARES = {("sex", "female"): "pct_women", ("sex", "male"): "pct_men", ("race_ethnicity", "Asian"): "pct_asian",
-                   ("race_ethnicity", "Black"): "pct_black", ("race_ethnicity", "Hispanic"): "pct_hispanic",
-                   ("race_ethnicity", "White"): "pct_white"}  # fmt: skip
+CATEGORY_SHARES = {
+    ("sex", "female"): "pct_women",
+    ("sex", "male"): "pct_men",
+    ("race_ethnicity", "Asian"): "pct_asian",
+    ("race_ethnicity", "Black"): "pct_black",
+    ("race_ethnicity", "Hispanic"): "pct_hispanic",
+    ("race_ethnicity", "White"): "pct_white",
+}
 _NEWTON_STEPS = 30
 
 
@@ -88,12 +102,22 @@ def workforce_rows(
         if rows.empty:
             continue
         share = rows["share"]
-        occupations.append(pd.DataFrame({
-            "condition": condition, "occupation": rows.index, "soc_code": rows["soc_code"],
-            "model_share": rows["value"], "ci_low": rows["ci_low"], "ci_high": rows["ci_high"],
-            "method": rows["method"], "workforce_share": share, "departure": rows["value"] - share,
-            "versus": versus_workforce(rows["ci_low"], rows["ci_high"], share),
-        }))  # fmt: skip
+        occupations.append(
+            pd.DataFrame(
+                {
+                    "condition": condition,
+                    "occupation": rows.index,
+                    "soc_code": rows["soc_code"],
+                    "model_share": rows["value"],
+                    "ci_low": rows["ci_low"],
+                    "ci_high": rows["ci_high"],
+                    "method": rows["method"],
+                    "workforce_share": share,
+                    "departure": rows["value"] - share,
+                    "versus": versus_workforce(rows["ci_low"], rows["ci_high"], share),
+                }
+            )
+        )
         fits += fit_rows(condition, order_array(order_shares.loc[condition], rows.index), share.to_numpy(float))
     occupation_frame = pd.concat(occupations, ignore_index=True) if occupations else pd.DataFrame()
     return pd.DataFrame(fits, columns=FIT_COLUMNS), occupation_frame.reindex(columns=OCCUPATION_COLUMNS)
@@ -137,16 +161,35 @@ def fit_rows(condition: str, values: np.ndarray, workforce_share: np.ndarray) ->
     base = {"condition": condition, "n_occupations": occupations, "pairs": pairs}
     x = special.logit(np.clip(workforce_share, *BOUNDS))
     if occupations < MIN_OCCUPATIONS or pairs < 2 or np.ptp(x) == 0:
-        return [base | {"statistic": name, "estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                        "method": METHODS[name], "verdict": None} for name in names]  # fmt: skip
+        return [
+            base
+            | {
+                "statistic": name,
+                "estimate": np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "method": METHODS[name],
+                "verdict": None,
+            }
+            for name in names
+        ]
     found = fits(values[None], x[None])
     rows = []
     for name in names:
         estimate, low, high = (float(part[0]) for part in found[name])
         if pairs < MIN_PAIRS:  # the project's one minimum of pairs for an interval: the estimates alone
             low = high = np.nan
-        rows.append(base | {"statistic": name, "estimate": estimate, "ci_low": low, "ci_high": high,
-                            "method": METHODS[name], "verdict": verdict(name, low, high, occupations)})  # fmt: skip
+        rows.append(
+            base
+            | {
+                "statistic": name,
+                "estimate": estimate,
+                "ci_low": low,
+                "ci_high": high,
+                "method": METHODS[name],
+                "verdict": verdict(name, low, high, occupations),
+            }
+        )
     return rows
 
 
@@ -194,10 +237,13 @@ def correlations(share: np.ndarray, x: np.ndarray) -> dict[str, np.ndarray]:
     """Spearman and Pearson of each row (occupations with a NaN share left out)."""
     used = ~np.isnan(share)
     return {
-        "spearman": _pearson(stats.rankdata(share, axis=1, nan_policy="omit"),
-                             stats.rankdata(np.where(used, x, np.nan), axis=1, nan_policy="omit"), used),
+        "spearman": _pearson(
+            stats.rankdata(share, axis=1, nan_policy="omit"),
+            stats.rankdata(np.where(used, x, np.nan), axis=1, nan_policy="omit"),
+            used,
+        ),
         "pearson": _pearson(share, special.expit(x), used),
-    }  # fmt: skip
+    }
 
 
 def correlation_interval(name: str, r: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -34,8 +34,9 @@ def group_category(code: str) -> tuple[str, str]:
     """(sex, race_ethnicity) of a demo_order code such as 'B_M'."""
     race, _, sex = code.partition("_")
     if race not in RACES or sex not in SEXES:
-        raise UserError(f"demo_order code {code!r}: expected RACE_SEX with race in {', '.join(RACES)} and sex in "
-                        f"{', '.join(SEXES)}")  # fmt: skip
+        raise UserError(
+            f"demo_order code {code!r}: expected RACE_SEX with race in {', '.join(RACES)} and sex in {', '.join(SEXES)}"
+        )
     return SEXES[sex], RACES[race]
 
 

@@ -114,21 +114,34 @@ def decisions_from_rows(header: list[str], rows: list[tuple[str, list[str]]], so
             raise UserError(f"{where}, column name: empty")
         set_id, name = int(set_text), checked_text(name, f"{where}, column name")
         if (set_id, name.casefold()) in seen:
-            raise UserError(f"{where}, column name: {name!r} is already in set {set_id} "
-                            f"({seen[set_id, name.casefold()]})")  # fmt: skip
+            raise UserError(
+                f"{where}, column name: {name!r} is already in set {set_id} ({seen[set_id, name.casefold()]})"
+            )
         seen[set_id, name.casefold()] = where
         job = checked_text(values[job_column], f"{where}, column {job_column}") or None if job_column else None
         if jobs.setdefault(set_id, job) != job:
-            raise UserError(f"{where}, column {job_column}: set {set_id} is already for job {jobs[set_id]!r} (a set is "
-                            "one decision about one job)")  # fmt: skip
+            raise UserError(
+                f"{where}, column {job_column}: set {set_id} is already for job {jobs[set_id]!r} (a set is "
+                "one decision about one job)"
+            )
         levels = [checked_text(values[attribute], f"{where}, column {attribute}") or None for attribute in attributes]
-        people.append({"person_id": person_id, "set_id": set_id, "name": name, "job": job,
-                       "selected": _selected(values.get("selected", ""), where),
-                       "rank": _rank(values.get("rank", ""), where),
-                       "score": _score(values.get("score", ""), where),
-                       "source": checked_text(values.get("source", ""), f"{where}, source") or None})  # fmt: skip
-        categories += [(person_id, attribute, level) for attribute, level in zip(attributes, levels, strict=True)
-                       if level is not None]  # fmt: skip
+        people.append(
+            {
+                "person_id": person_id,
+                "set_id": set_id,
+                "name": name,
+                "job": job,
+                "selected": _selected(values.get("selected", ""), where),
+                "rank": _rank(values.get("rank", ""), where),
+                "score": _score(values.get("score", ""), where),
+                "source": checked_text(values.get("source", ""), f"{where}, source") or None,
+            }
+        )
+        categories += [
+            (person_id, attribute, level)
+            for attribute, level in zip(attributes, levels, strict=True)
+            if level is not None
+        ]
         if len(attributes) > 1 and None not in levels:
             categories.append((person_id, JOINT.join(attributes), JOINT.join(levels)))
     if not people:
@@ -136,8 +149,9 @@ def decisions_from_rows(header: list[str], rows: list[tuple[str, list[str]]], so
     frame = pd.DataFrame(people, columns=PEOPLE_COLUMNS)
     if outcome == "rank":
         frame["selected"] = frame["rank"].map(lambda rank: None if pd.isna(rank) else bool(rank == 1))
-    return Decisions(frame, pd.DataFrame(categories, columns=["person_id", "attribute", "category"]), attributes,
-                     outcome, source)  # fmt: skip
+    return Decisions(
+        frame, pd.DataFrame(categories, columns=["person_id", "attribute", "category"]), attributes, outcome, source
+    )
 
 
 def _check_header(header: list[str], source: str) -> None:
@@ -151,17 +165,22 @@ def _check_header(header: list[str], source: str) -> None:
         raise UserError(f"{where}: column {doubled[0]!r} appears twice")
     for needed in ("set_id", "name"):
         if needed not in header:
-            raise UserError(f"{where}: missing column {needed!r} (a decisions file has set_id, name, one column per "
-                            "attribute and selected or rank)")  # fmt: skip
+            raise UserError(
+                f"{where}: missing column {needed!r} (a decisions file has set_id, name, one column per "
+                "attribute and selected or rank)"
+            )
     outcomes = [column for column in DECISION_OUTCOMES if column in header]
     if len(outcomes) != 1:
-        raise UserError(f"{where}: give exactly one of the columns selected (0/1) or rank (1 = top), found "
-                        f"{len(outcomes)}")  # fmt: skip
+        raise UserError(
+            f"{where}: give exactly one of the columns selected (0/1) or rank (1 = top), found {len(outcomes)}"
+        )
     if all(column in header for column in JOB_COLUMNS):
         raise UserError(f"{where}: give job or occupation, not both")
     if not [column for column in header if column not in KNOWN_COLUMNS]:
-        raise UserError(f"{where}: no attribute column (sex, race_ethnicity, ...) besides "
-                        f"{', '.join(column for column in KNOWN_COLUMNS if column in header)}")  # fmt: skip
+        raise UserError(
+            f"{where}: no attribute column (sex, race_ethnicity, ...) besides "
+            f"{', '.join(column for column in KNOWN_COLUMNS if column in header)}"
+        )
 
 
 def _selected(text: str, where: str) -> bool | None:
@@ -195,18 +214,28 @@ def _score(text: str, where: str) -> float | None:
 def store_decisions(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Decisions, model: str) -> None:
     """The run record (backend 'decisions', complete), its people, their categories and decisions, in one
     transaction; a run id already taken is refused before anything is written."""
-    if con.execute("SELECT 1 FROM runs WHERE run_id = ? UNION ALL SELECT 1 FROM scans WHERE scan_id = ?",
-                   [run_id, run_id]).fetchone():  # fmt: skip
+    if con.execute(
+        "SELECT 1 FROM runs WHERE run_id = ? UNION ALL SELECT 1 FROM scans WHERE scan_id = ?", [run_id, run_id]
+    ).fetchone():
         raise UserError(f"--run-id {run_id}: a run or scan has this id; choose another")
-    settings = {"run_id": run_id, "backend": DECISIONS_BACKEND, "decisions": decisions.source,
-                "attributes": decisions.attributes, "outcome": decisions.outcome,
-                "scored": bool(decisions.people["score"].notna().any()), "period": decisions.period}  # fmt: skip
+    settings = {
+        "run_id": run_id,
+        "backend": DECISIONS_BACKEND,
+        "decisions": decisions.source,
+        "attributes": decisions.attributes,
+        "outcome": decisions.outcome,
+        "scored": bool(decisions.people["score"].notna().any()),
+        "period": decisions.period,
+    }
     people = decisions.people.assign(run_id=run_id)
     with db.transaction(con):
-        con.execute("INSERT INTO runs (run_id, created_at, model, backend, config_json, status, package_version, "
-                    "finished_at) VALUES (?, now(), ?, ?, ?, ?, ?, now())",
-                    [run_id, model, DECISIONS_BACKEND, json.dumps(settings), COMPLETE, __version__])  # fmt: skip
+        con.execute(
+            "INSERT INTO runs (run_id, created_at, model, backend, config_json, status, package_version, "
+            "finished_at) VALUES (?, now(), ?, ?, ?, ?, ?, now())",
+            [run_id, model, DECISIONS_BACKEND, json.dumps(settings), COMPLETE, __version__],
+        )
         db.insert_frame(con, "run_people", people[["run_id", "person_id", "set_id", "name"]])
         db.insert_frame(con, "run_person_categories", decisions.categories.assign(run_id=run_id))
-        db.insert_frame(con, "run_decisions",
-                        people[["run_id", "person_id", "job", "selected", "rank", "score", "source"]])
+        db.insert_frame(
+            con, "run_decisions", people[["run_id", "person_id", "job", "selected", "rank", "score", "source"]]
+        )

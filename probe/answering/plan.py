@@ -83,9 +83,16 @@ def plan(config: RunSpec) -> Plan:
         selection = select(con, config.design)
         prompt_format = backend_info(config.backend.kind).preview_format
         stage1 = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
-        stage2 = stage2_items(selection.pairs, selection.attributes, half_granted(stage1), config.design.conditions,
-                              prompt_format, selection.wordings, questions=selection.questions,
-                              people=selection.set_members)  # fmt: skip
+        stage2 = stage2_items(
+            selection.pairs,
+            selection.attributes,
+            half_granted(stage1),
+            config.design.conditions,
+            prompt_format,
+            selection.wordings,
+            questions=selection.questions,
+            people=selection.set_members,
+        )
         answered = _answered(con, config.options.run_id) if existing and config.options.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         kway_calls = distinct_calls([item for item in stage2 if item.qtype == KWAY])
@@ -185,8 +192,11 @@ def describe(plan_: Plan, config: RunSpec) -> list[str]:
         "stage 1's answers: counted with half the attributes granted",
         f"model calls after reuse (an identical prompt is asked once): {plan_.calls:,} "
         f"(stage 1 {plan_.stage1_calls:,}, stage 2 {plan_.stage2_calls:,}"
-        + (f", of them {plan_.kway_calls:,} K-way choices, each timed as {KWAY_CALL_COST} two-person calls)"
-           if plan_.kway_calls else ")"),
+        + (
+            f", of them {plan_.kway_calls:,} K-way choices, each timed as {KWAY_CALL_COST} two-person calls)"
+            if plan_.kway_calls
+            else ")"
+        ),
     ]
     if plan_.already_answered:
         answered = plan_.already_answered

@@ -43,8 +43,16 @@ from probe.store import db
 from probe.taxonomy.selection import Selection
 
 ANSWER_COLUMNS = (
-    "run_id", "item_id", "raw", "label", "scores_json", "decided_by", "error", "cached", "answered_at",
-)  # fmt: skip
+    "run_id",
+    "item_id",
+    "raw",
+    "label",
+    "scores_json",
+    "decided_by",
+    "error",
+    "cached",
+    "answered_at",
+)
 CACHE_COLUMNS = ("cache_key", "raw", "label", "scores_json", "decided_by", "created_at")
 # Answers are saved after every backend batch, but no more often than this: a commit's fixed cost would
 # dominate fast backends (cache, replay; BENCHMARKS.md); slow ones (seconds a batch) save every batch.
@@ -86,8 +94,14 @@ def answer(
         rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
         if not stage_2_built or rebuilt:
             items = stage2_items(
-                selection.pairs, selection.attributes, granted, conditions, backend.prompt_format, selection.wordings,
-                questions=selection.questions, people=selection.set_members,
+                selection.pairs,
+                selection.attributes,
+                granted,
+                conditions,
+                backend.prompt_format,
+                selection.wordings,
+                questions=selection.questions,
+                people=selection.set_members,
             )
             if stage_2_built:
                 items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
@@ -115,8 +129,14 @@ def ensure_stage(
     else:
         granted = _granted_attributes(con, run_id)
         items = stage2_items(
-            selection.pairs, selection.attributes, granted, conditions, prompt_format, selection.wordings,
-            questions=selection.questions, people=selection.set_members,
+            selection.pairs,
+            selection.attributes,
+            granted,
+            conditions,
+            prompt_format,
+            selection.wordings,
+            questions=selection.questions,
+            people=selection.set_members,
         )
     _insert_items(con, run_id, items)
 
@@ -132,8 +152,19 @@ def store_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: Sequenc
     rows = []
     for item, reply in answered:
         checked = _checked(item, _scrubbed(reply))
-        rows.append((run_id, item.item_id, checked.raw, checked.label, _scores_json(checked), checked.decided_by,
-                     checked.error, False, datetime.now()))  # fmt: skip
+        rows.append(
+            (
+                run_id,
+                item.item_id,
+                checked.raw,
+                checked.label,
+                _scores_json(checked),
+                checked.decided_by,
+                checked.error,
+                False,
+                datetime.now(),
+            )
+        )
     if rows:
         with db.transaction(con):
             frame = pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
@@ -157,9 +188,7 @@ def _insert_items(
 ) -> None:
     """All items of a stage in one transaction: a stage is either fully built or not at all. `replacing`: the
     (pair_id, name_order) whose stage-2 items and answers these replace, deleted in the same transaction."""
-    first_seq = con.execute(
-        "SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]
-    ).fetchone()[0]
+    first_seq = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]).fetchone()[0]
     with db.transaction(con):
         if replacing:
             _delete_stage_2(con, run_id, replacing)
@@ -244,9 +273,7 @@ class _Answerer:
                 batch_keys = keys[start : start + self.backend.batch_size]
                 replies = self._ask([by_key[key][0] for key in batch_keys])
                 for key, reply in zip(batch_keys, replies, strict=True):
-                    self._answer_rows.extend(
-                        self._answer_row(item, reply, cached=False) for item in by_key[key]
-                    )
+                    self._answer_rows.extend(self._answer_row(item, reply, cached=False) for item in by_key[key])
                     if self.use_cache and reply.error is None:  # a failed item is asked again next time
                         self._cache_rows.append(
                             (key, reply.raw, reply.label, _scores_json(reply), reply.decided_by, datetime.now())
@@ -299,9 +326,7 @@ class _Answerer:
         finally:
             self.con.unregister("_keys")
         return {
-            key: Reply(
-                label=label, raw=raw or "", scores=json.loads(scores) if scores else None, decided_by=decided_by
-            )
+            key: Reply(label=label, raw=raw or "", scores=json.loads(scores) if scores else None, decided_by=decided_by)
             for key, label, raw, scores, decided_by in rows
         }
 
@@ -312,8 +337,9 @@ def _checked(item: Item, reply: Reply) -> Reply:
     error = contract_error(item.options, reply)
     if error is None:
         return reply
-    return Reply(label=UNKNOWN, raw=reply.raw, error=f"backend broke the answers contract: {error}",
-                 decided_by=reply.decided_by)  # fmt: skip
+    return Reply(
+        label=UNKNOWN, raw=reply.raw, error=f"backend broke the answers contract: {error}", decided_by=reply.decided_by
+    )
 
 
 def _scrubbed(reply: Reply) -> Reply:

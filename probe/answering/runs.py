@@ -56,8 +56,7 @@ def check_same_settings(config: RunSpec, stored: dict[str, object]) -> None:
     """A resumed run must ask the same questions: name the first setting that differs."""
     if stored["template_hash"] != template_hash():
         raise UserError(
-            f"--run-id {stored['run_id']}: the prompt templates changed since the run started; "
-            "start a new run"
+            f"--run-id {stored['run_id']}: the prompt templates changed since the run started; start a new run"
         )
     before = json.loads(str(stored["config_json"]))
     for name, value in config.answer_settings().items():
@@ -123,8 +122,11 @@ def record_run(
         )
         db.insert_frame(con, "run_attributes", selection.attributes.assign(run_id=run_id))
         db.insert_frame(con, "run_name_pairs", selection.pairs[["pair_id", "female", "male"]].assign(run_id=run_id))
-        for table, frame in (("run_contests", selection.contests), ("run_people", selection.people),
-                             ("run_person_categories", selection.person_categories)):  # fmt: skip
+        for table, frame in (
+            ("run_contests", selection.contests),
+            ("run_people", selection.people),
+            ("run_person_categories", selection.person_categories),
+        ):
             if frame is not None:
                 db.insert_frame(con, table, frame.assign(run_id=run_id))
 

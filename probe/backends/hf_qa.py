@@ -63,8 +63,11 @@ class Encoded:
 
 def candidate_spans(query: Query) -> dict[Option, list[CharSpan | None]]:
     """For each option, the context spans (or NULL) that would mean it; see the module docstring."""
-    names = {option.label: option.text for option in query.options
-             if option.label in ("female", "male") or query.qtype == KWAY}  # the K-way choice: every option a name
+    names = {
+        option.label: option.text
+        for option in query.options
+        if option.label in ("female", "male") or query.qtype == KWAY
+    }  # the K-way choice: every option a name
     if query.qtype in ("attr", "binary"):
         subject = str(query.item["subject_name"])
         others = [str(query.item[key]) for key in ("first_name", "second_name") if query.item[key] != subject]
@@ -100,9 +103,7 @@ def best_free_span(encoded: Encoded, context: str) -> str:
     inside = torch.tensor([a >= 0 for a, _ in encoded.offsets])
     pair = encoded.start[:, None] + encoded.end[None, :]
     allowed = inside[:, None] & inside[None, :]
-    allowed &= torch.triu(torch.ones_like(allowed), 0) & ~torch.triu(
-        torch.ones_like(allowed), MAX_ANSWER_TOKENS
-    )
+    allowed &= torch.triu(torch.ones_like(allowed), 0) & ~torch.triu(torch.ones_like(allowed), MAX_ANSWER_TOKENS)
     if not bool(allowed.any()):
         return ""
     flat = int(torch.where(allowed, pair, torch.finfo(pair.dtype).min).argmax())

@@ -40,13 +40,17 @@ def lookup_key(config: BackendSpec) -> str | None:
     if model.is_file():
         files = {model.name: file_sha256(model)}
     elif model.is_dir():
-        files = {path.name: file_sha256(path) for path in sorted(model.iterdir())
-                 if path.name.endswith(WEIGHT_SUFFIXES) or path.suffix == ".json"}  # fmt: skip
+        files = {
+            path.name: file_sha256(path)
+            for path in sorted(model.iterdir())
+            if path.name.endswith(WEIGHT_SUFFIXES) or path.suffix == ".json"
+        }
     else:
         return None
     settings = {name: getattr(config, name) for name in IDENTITY_SETTINGS}
-    text = json.dumps({"backend": config.kind, "model": str(model.resolve()), "files": files, **settings},
-                      sort_keys=True, default=str)  # fmt: skip
+    text = json.dumps(
+        {"backend": config.kind, "model": str(model.resolve()), "files": files, **settings}, sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -69,8 +73,11 @@ def remember(key: str, backend: Backend) -> None:
         known = json.loads(path.read_text())
     except (OSError, ValueError):
         known = {}
-    known[key] = {"identity": backend.identity(), "prompt_format": backend.prompt_format,
-                  "batch_size": backend.batch_size}  # fmt: skip
+    known[key] = {
+        "identity": backend.identity(),
+        "prompt_format": backend.prompt_format,
+        "batch_size": backend.batch_size,
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(known, indent=1, sort_keys=True, default=str))

@@ -95,8 +95,7 @@ class LlamaCppScorer:
         the server's top log-probabilities hold them; each term is summed in token order.
         """
         prompt = await self._prompt_tokens(query, server)
-        options = [(option.label, await self._option_tokens_after(query, option, server))
-                   for option in query.options]  # fmt: skip
+        options = [(option.label, await self._option_tokens_after(query, option, server)) for option in query.options]
         known: dict[tuple[tuple[int, ...], int], float] = {}  # (option prefix, next token) -> log-probability
         scores = {}
         for label, tokens in options:
@@ -104,8 +103,11 @@ class LlamaCppScorer:
             for position, token in enumerate(tokens):
                 prefix = tuple(tokens[:position])
                 if (prefix, token) not in known:
-                    wanted = {other[position] for _, other in options if tuple(other[:position]) == prefix
-                              and len(other) > position}  # fmt: skip
+                    wanted = {
+                        other[position]
+                        for _, other in options
+                        if tuple(other[:position]) == prefix and len(other) > position
+                    }
                     found = await self._logprobs(prompt + list(prefix), token, wanted, server)
                     known.update(((prefix, each), logprob) for each, logprob in found.items())
                 total += known[(prefix, token)]
@@ -136,8 +138,14 @@ class LlamaCppScorer:
         from an evaluation of context's last position in a batch of at least two tokens (module docstring)."""
         if len(context) < 2:
             raise ValueError("a prompt of fewer than two tokens")
-        body = {"n_probs": TOP_LOGPROBS, "temperature": 0.0, "cache_prompt": True, "n_predict": 1,
-                "prompt": context, "logit_bias": [[token, FORCE_BIAS]]}  # fmt: skip
+        body = {
+            "n_probs": TOP_LOGPROBS,
+            "temperature": 0.0,
+            "cache_prompt": True,
+            "n_predict": 1,
+            "prompt": context,
+            "logit_bias": [[token, FORCE_BIAS]],
+        }
         reply = await self._post(server, "/completion", body)
         if reply["timings"]["prompt_n"] < 2:  # the cache held all but the last token: evaluate two
             throwaway = BREAKER[0] if context[-2] != BREAKER[0] else BREAKER[1]
@@ -155,4 +163,3 @@ class LlamaCppScorer:
         response = await self._client.post(server + path, json=body)
         response.raise_for_status()
         return response.json()
-

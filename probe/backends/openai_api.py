@@ -214,8 +214,11 @@ class OpenAIBackend(BackendDefaults):
                 return self._failed_item(attempt, describe(error))
             except (openai.APIError, UnreadableResponse, ValueError, TimeoutError, RecursionError) as error:
                 raise_if_every_request_would_fail(self._where, error)
-                cause = f"no complete reply within {deadline_s:.3g} s" if isinstance(error, TimeoutError) else (
-                    describe(error))  # fmt: skip
+                cause = (
+                    f"no complete reply within {deadline_s:.3g} s"
+                    if isinstance(error, TimeoutError)
+                    else (describe(error))
+                )
                 if not is_transient(error) or attempt >= self.settings.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     return self._failed_item(attempt, f"{cause}{tries}")
@@ -232,10 +235,16 @@ class OpenAIBackend(BackendDefaults):
         if self._scorer is not None:
             return await self._scorer.reply(self._client, query)
         settings = self.settings
-        path, body = generation_request(query, model=settings.model, max_tokens=settings.max_tokens,
-                                        constrain=settings.constrain, api_mode=settings.api_mode)  # fmt: skip
-        standard = {key: body.pop(key) for key in ("model", "max_tokens", "temperature", "messages", "prompt")
-                    if key in body}  # fmt: skip
+        path, body = generation_request(
+            query,
+            model=settings.model,
+            max_tokens=settings.max_tokens,
+            constrain=settings.constrain,
+            api_mode=settings.api_mode,
+        )
+        standard = {
+            key: body.pop(key) for key in ("model", "max_tokens", "temperature", "messages", "prompt") if key in body
+        }
         if path == CHAT_PATH:
             response = await self._client.chat.completions.create(**standard, extra_body=body)
             text = _chat_text(response)

@@ -14,6 +14,7 @@ apply a chat template) - one /v1/completions request per item whose prompt lists
 every option with `echo` and `logprobs`, the option's score the sum of the log-probabilities of the
 echoed tokens from the option's first character on (a token across the boundary fails the item).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,21 +38,36 @@ class BatchTarget:
 
     def __init__(self, config: BackendSpec) -> None:
         if config.kind != "openai" or not config.model:
-            raise UserError("batch: a batch run is an openai-backend run: give backend = \"openai\" and a model "
-                            "(--config RUN.toml)")  # fmt: skip
+            raise UserError(
+                'batch: a batch run is an openai-backend run: give backend = "openai" and a model (--config RUN.toml)'
+            )
         api_mode = resolve_api_mode(config.api_mode, config.model)
         constrain = config.constrain if config.constrain != "auto" else "none"
-        self.settings = ApiSettings(model=config.model, api_mode=api_mode, constrain=constrain,
-                                    max_tokens=config.max_tokens, decoding=config.decoding)  # fmt: skip
+        self.settings = ApiSettings(
+            model=config.model,
+            api_mode=api_mode,
+            constrain=constrain,
+            max_tokens=config.max_tokens,
+            decoding=config.decoding,
+        )
         self.prompt_format = "chat" if api_mode == "chat" else "completion"
         if config.decoding == "score" and self.prompt_format == "chat":
-            raise UserError("--decoding score: a batch file cannot apply the model's chat template, so scoring "
-                            "requests need api_mode = \"completions\"; or give decoding = \"generate\"")  # fmt: skip
+            raise UserError(
+                "--decoding score: a batch file cannot apply the model's chat template, so scoring "
+                'requests need api_mode = "completions"; or give decoding = "generate"'
+            )
 
     def identity(self) -> dict[str, object]:
         settings = self.settings
-        identity = {"backend": "openai", "engine": "batch", "model": settings.model, "api_mode": settings.api_mode,
-                    "temperature": 0.0, "decoding": settings.decoding, "decided_by": settings.decoding}  # fmt: skip
+        identity = {
+            "backend": "openai",
+            "engine": "batch",
+            "model": settings.model,
+            "api_mode": settings.api_mode,
+            "temperature": 0.0,
+            "decoding": settings.decoding,
+            "decided_by": settings.decoding,
+        }
         if settings.decoding == "generate":
             return {**identity, "constrain": settings.constrain, "max_tokens": settings.max_tokens}
         return {**identity, "scores": "echoed prompt log-probabilities of the option's characters"}
@@ -59,11 +75,22 @@ class BatchTarget:
     def request(self, query: Query) -> tuple[str, dict[str, Any]]:
         if self.settings.decoding == "generate":
             settings = self.settings
-            return generation_request(query, model=settings.model, max_tokens=settings.max_tokens,
-                                      constrain=settings.constrain, api_mode=settings.api_mode)  # fmt: skip
+            return generation_request(
+                query,
+                model=settings.model,
+                max_tokens=settings.max_tokens,
+                constrain=settings.constrain,
+                api_mode=settings.api_mode,
+            )
         prompts = ["".join(completion_pair(query, option.text)) for option in query.options]
-        return COMPLETIONS_PATH, {"model": self.settings.model, "prompt": prompts, "max_tokens": 1,
-                                  "temperature": 0.0, "echo": True, "logprobs": 0}  # fmt: skip
+        return COMPLETIONS_PATH, {
+            "model": self.settings.model,
+            "prompt": prompts,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": True,
+            "logprobs": 0,
+        }
 
     def reply(self, query: Query, body: dict[str, Any]) -> Reply:
         """The stored reply for a result body (ValueError, KeyError, ... when it is not one)."""
@@ -79,8 +106,9 @@ class BatchTarget:
         context = completion_pair(query, "")[0]
         scores = {}
         for option, choice in zip(query.options, choices, strict=True):
-            scores[option.label] = _continuation_logprob(choice["logprobs"], len(context),
-                                                         len("".join(completion_pair(query, option.text))))  # fmt: skip
+            scores[option.label] = _continuation_logprob(
+                choice["logprobs"], len(context), len("".join(completion_pair(query, option.text)))
+            )
         return score_reply(scores, query.options)
 
 
@@ -128,4 +156,3 @@ def check_result_line(line: Any, items: Container[str], seen: dict[str, int]) ->
 def request_line(custom_id: str, url: str, body: dict[str, Any]) -> str:
     """One line of a requests file."""
     return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body})
-

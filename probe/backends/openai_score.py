@@ -104,8 +104,15 @@ def _json(response: httpx.Response) -> dict[str, Any]:
 
 def _completion_body(model: str, sequences: list[list[int]]) -> dict[str, Any]:
     """Prompt log-probabilities of each sequence, asked both ways vLLM documents; one token generated."""
-    return {"model": model, "prompt": sequences, "max_tokens": 1, "temperature": 0.0, "echo": True,
-            "logprobs": 0, "prompt_logprobs": 0}  # fmt: skip
+    return {
+        "model": model,
+        "prompt": sequences,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "echo": True,
+        "logprobs": 0,
+        "prompt_logprobs": 0,
+    }
 
 
 def _sequence_logprobs(choice: dict[str, Any], sequence: list[int]) -> list[float]:
@@ -177,8 +184,13 @@ class LlamaCppServedBackend(BackendDefaults):
     def __init__(self, model: str, urls: Sequence[str], api_mode: str, timeout_s: float) -> None:
         self.prompt_format = "chat" if api_mode == "chat" else "completion"
         self.batch_size = 4 * len(urls)  # one query at a time per server (llamacpp_score.py)
-        self._identity = {"backend": "openai", "model": model, "base_url": ",".join(str(safe_url(url)) for url in urls),
-                          "api_mode": api_mode, **scoring_identity(LLAMA_CPP)}  # fmt: skip
+        self._identity = {
+            "backend": "openai",
+            "model": model,
+            "base_url": ",".join(str(safe_url(url)) for url in urls),
+            "api_mode": api_mode,
+            **scoring_identity(LLAMA_CPP),
+        }
         self._scorer = LlamaCppScorer([server_root(url) for url in urls], self.prompt_format, timeout_s)
 
     def identity(self) -> dict[str, object]:

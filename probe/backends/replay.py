@@ -89,8 +89,11 @@ def load_answers(path: Path, people_required: bool = False) -> dict[ItemKey, Ans
     has_people = all(column in table.columns for column in PEOPLE_COLUMNS)
     if people_required and not has_people:
         raise _people_required(path)
-    columns = [*REQUIRED_COLUMNS, *(["wording"] if "wording" in table.columns else []),
-               *(PEOPLE_COLUMNS if has_people else ())]
+    columns = [
+        *REQUIRED_COLUMNS,
+        *(["wording"] if "wording" in table.columns else []),
+        *(PEOPLE_COLUMNS if has_people else ()),
+    ]
     labels: dict[ItemKey, Answer] = {}
     for row_number, row in enumerate(table[columns].itertuples(index=False), start=1):
         where = f"{path}, row {row_number}"
@@ -169,9 +172,11 @@ class ReplayBackend(BackendDefaults):
                 asked = None
             if asked is not None and found.people != asked:
                 what = "set" if key[KEY_FIELDS.index("qtype")] == KWAY else "pair"
-                raise UserError(f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but {what} "
-                                f"{pair_id} ({name_order}) of this run asks about {asked[0]}/{asked[1]}; a replay "
-                                "file answers only for the people it names")
+                raise UserError(
+                    f"{self.path}, row {found.row}: names {found.people[0]}/{found.people[1]}, but {what} "
+                    f"{pair_id} ({name_order}) of this run asks about {asked[0]}/{asked[1]}; a replay "
+                    "file answers only for the people it names"
+                )
 
     def finish(self) -> None:
         """Called after the run's items were asked: no match is an error, fewer than half a warning."""

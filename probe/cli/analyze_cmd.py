@@ -30,8 +30,12 @@ def print_decisions(outcome: DecisionsOutcome) -> None:
     typer.echo(f"{outcome.run_id}: {outcome.people} people in {outcome.sets} sets")
     for row in outcome.impact.itertuples():
         interval = "" if row.ci_low != row.ci_low else f" [{row.ci_low:.2f}, {row.ci_high:.2f}]"
-        typer.echo(terminal_text(f"  {row.attribute} {row.rate_kind} {row.category}: n {row.n}, rate {row.rate:.3f}, "
-                                 f"impact ratio {row.impact_ratio:.2f}{interval}, unknown {row.unknown}"))
+        typer.echo(
+            terminal_text(
+                f"  {row.attribute} {row.rate_kind} {row.category}: n {row.n}, rate {row.rate:.3f}, "
+                f"impact ratio {row.impact_ratio:.2f}{interval}, unknown {row.unknown}"
+            )
+        )
 
 
 @app.command("analyze")
@@ -43,9 +47,13 @@ def analyze_command(
     ] = False,
     workforce: Annotated[
         Path | None,
-        typer.Option("--workforce", dir_okay=False, help="Your own labour statistics to compare the run with: a CSV "
-                     "with the columns of taxonomy/workforce.csv (at least soc_code, pct_women; a source column or "
-                     "the file's name names it). Default: the shipped BLS source."),
+        typer.Option(
+            "--workforce",
+            dir_okay=False,
+            help="Your own labour statistics to compare the run with: a CSV "
+            "with the columns of taxonomy/workforce.csv (at least soc_code, pct_women; a source column or "
+            "the file's name names it). Default: the shipped BLS source.",
+        ),
     ] = None,
 ) -> None:
     """Compute a run's metrics, occupation preferences, correlations and regression (replacing old ones)."""

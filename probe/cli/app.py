@@ -50,7 +50,6 @@ app = typer.Typer(
 )
 
 
-
 def _print_version(show: bool) -> None:
     if show:
         typer.echo(f"probe (taxonomy-probe) {__version__}")

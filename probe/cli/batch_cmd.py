@@ -22,7 +22,7 @@ def export_command(
     run_id: Annotated[str, typer.Argument(help="The batch run (recorded on the first export).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="requests.jsonl to write.", dir_okay=False)],
     config: Annotated[
-        Path | None, typer.Option("--config", help="RUN.toml of a new run: backend = \"openai\", model, design.")
+        Path | None, typer.Option("--config", help='RUN.toml of a new run: backend = "openai", model, design.')
     ] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
@@ -44,11 +44,15 @@ def import_command(
     report = import_results(db, run_id, results)
     for problem in report.problems:
         typer.echo(f"{results}: {problem}", err=True)
-    typer.echo(f"imported {report.imported:,} answers ({report.already:,} already imported, "
-               f"{len(report.problems):,} lines not imported)")  # fmt: skip
+    typer.echo(
+        f"imported {report.imported:,} answers ({report.already:,} already imported, "
+        f"{len(report.problems):,} lines not imported)"
+    )
     if report.complete:
         pipeline.analyze(db, run_id)
         typer.echo(f"run {run_id} is complete and analysed: probe report {run_id} --db {db}")
     elif report.pending:
-        typer.echo(f"{report.pending:,} stage-{report.stage} items have no answer yet: "
-                   f"probe batch export {run_id} -o FILE --db {db}")  # fmt: skip
+        typer.echo(
+            f"{report.pending:,} stage-{report.stage} items have no answer yet: "
+            f"probe batch export {run_id} -o FILE --db {db}"
+        )

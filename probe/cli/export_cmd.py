@@ -22,8 +22,12 @@ from probe.pipeline.front import DEFAULT_DB
 @app.command("export")
 def export_command(
     out_dir: Annotated[Path, typer.Option("-o", "--output", help="Output folder.")],
-    run_id: Annotated[str | None, typer.Argument(help="The run to export (hf-dataset, lm-eval, inspect: optional, "
-                                                      "without it the design without a model).")] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Argument(
+            help="The run to export (hf-dataset, lm-eval, inspect: optional, without it the design without a model)."
+        ),
+    ] = None,
     file_format: Annotated[
         str, typer.Option("--format", help="; ".join(f"{name}: {what}" for name, what in EXPORT_FORMATS.items()))
     ] = "parquet",

@@ -49,8 +49,13 @@ def gate_command(
         for row in rows:
             needed = row["pairs_needed"]
             shown = f"more than {MOST_PAIRS:,}" if needed is not None and needed > MOST_PAIRS else needed
-            typer.echo(terminal_text(f"{row['gate']}: {shown} {row['unit']}" if needed is not None else
-                                     f"{row['gate']}: no figure ({row['note']})"))  # fmt: skip
+            typer.echo(
+                terminal_text(
+                    f"{row['gate']}: {shown} {row['unit']}"
+                    if needed is not None
+                    else f"{row['gate']}: no figure ({row['note']})"
+                )
+            )
         units = list(dict.fromkeys(row["unit"] for row in rows))  # the run to ask, per unit its gates count in
         for unit in units:
             figures = [row["pairs_needed"] for row in rows if row["unit"] == unit and row["pairs_needed"] is not None]
@@ -64,4 +69,3 @@ def gate_command(
         typer.echo(terminal_text(f"{verdict.verdict.upper():<12} {verdict.gate.name}: {verdict.summary}"))
     typer.echo(terminal_text(f"outcome: {result.outcome}; " + ", ".join(str(path) for path in result.files)))
     raise typer.Exit(result.exit_code(strict))
-

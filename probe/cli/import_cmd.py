@@ -38,8 +38,9 @@ def lm_eval_command(
 
 @import_app.command("inspect")
 def inspect_command(
-    log: Annotated[Path, typer.Argument(help="The Inspect AI log (.eval or .json) of a `probe export --format "
-                                            "inspect` task.")],
+    log: Annotated[
+        Path, typer.Argument(help="The Inspect AI log (.eval or .json) of a `probe export --format inspect` task.")
+    ],
     run_id: RunIdOption,
     db: DbOption = DEFAULT_DB,
     model: ModelOption = None,
@@ -57,14 +58,21 @@ def _import(tool: str, files: list[Path], run_id: str, db: Path, model: str | No
 
 @import_app.command("decisions")
 def decisions_command(
-    file: Annotated[Path, typer.Argument(help="CSV or Parquet: set_id, name, one column per attribute, selected "
-                                              "(0/1) or rank (1 = top); optional job, score, source.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV or Parquet: set_id, name, one column per attribute, selected "
+            "(0/1) or rank (1 = top); optional job, score, source."
+        ),
+    ],
     run_id: RunIdOption,
     db: DbOption = DEFAULT_DB,
-    model: Annotated[str | None, typer.Option("--model", help="What made the decisions (default: the file's "
-                                                               "name).")] = None,
-    period: Annotated[str | None, typer.Option("--period", help="When the decisions were made (stated in the "
-                                                                 "LL144 summary).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="What made the decisions (default: the file's name).")
+    ] = None,
+    period: Annotated[
+        str | None, typer.Option("--period", help="When the decisions were made (stated in the LL144 summary).")
+    ] = None,
 ) -> None:
     """A run of decisions made elsewhere (a screener's picks, a vendor's scores): adverse impact, report, gates."""
     print_decisions(import_decisions(file, run_id, db, model, period))
@@ -72,13 +80,14 @@ def decisions_command(
 
 @import_app.command("bloomberg")
 def bloomberg_command(
-    directory: Annotated[Path, typer.Argument(help="The study's repository (or its data/intermediary/"
-                                                   "resume_ranking folder).")],
+    directory: Annotated[
+        Path, typer.Argument(help="The study's repository (or its data/intermediary/resume_ranking folder).")
+    ],
     db: DbOption = DEFAULT_DB,
-    prefix: Annotated[str, typer.Option("--run-id", help="The runs' prefix: one run PREFIX-MODEL per model.")
-                      ] = "bloomberg",
+    prefix: Annotated[
+        str, typer.Option("--run-id", help="The runs' prefix: one run PREFIX-MODEL per model.")
+    ] = "bloomberg",
 ) -> None:
     """Bloomberg's 2024 GPT resume rankings (their raw files) as one decisions run per model."""
     for outcome in import_bloomberg(directory, db, prefix):
         print_decisions(outcome)
-

@@ -45,12 +45,11 @@ from probe.pipeline.outcome import RunOutcome
 dataset_app = typer.Typer(help="Inspect the two-stage dataset without a model.", no_args_is_help=True)
 app.add_typer(dataset_app, name="dataset")
 
+
 def _config(config_file: Path | None, **flags: object) -> RunSpec:
     """Flags not given are None, so a stored run, RUN.toml and the preset fill them; --no-cache/--quiet only
     switch on."""
-    return pipeline.settings(
-        {name: (None if value is False else value) for name, value in flags.items()}, config_file
-    )
+    return pipeline.settings({name: (None if value is False else value) for name, value in flags.items()}, config_file)
 
 
 @app.command("run")
@@ -98,12 +97,31 @@ def run_command(
     models = model or []
     settings = _config(
         config,
-        preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
-        backend=backend, model=models[0] if len(models) == 1 else None, base_url=base_url, device=device,
-        dtype=dtype, answers=answers, decoding=decoding, threads=threads, concurrency=concurrency, run_id=run_id,
-        db=db, no_cache=no_cache, quiet=quiet, max_failed_share=max_failed_share, system_prompt=system_prompt,
-        study=study, wordings=wordings, questions=questions,
-    )  # fmt: skip
+        preset=preset,
+        pairs=pairs,
+        names=names,
+        occupations=occupations,
+        top_k=top_k,
+        conditions=conditions,
+        backend=backend,
+        model=models[0] if len(models) == 1 else None,
+        base_url=base_url,
+        device=device,
+        dtype=dtype,
+        answers=answers,
+        decoding=decoding,
+        threads=threads,
+        concurrency=concurrency,
+        run_id=run_id,
+        db=db,
+        no_cache=no_cache,
+        quiet=quiet,
+        max_failed_share=max_failed_share,
+        system_prompt=system_prompt,
+        study=study,
+        wordings=wordings,
+        questions=questions,
+    )
     study_runs = pipeline.study_configs(settings, models, config)
     if study_runs is not None:
         _run_study(study_runs, dry_run=dry_run, yes=yes, report=report)
@@ -140,8 +158,11 @@ def _run_study(configs: list[RunSpec], *, dry_run: bool, yes: bool, report: bool
         for settings in configs:
             _confirm_long_run(settings)
     if not configs[0].options.quiet:
-        typer.echo(f"study {study}: {len(configs)} runs in {db}; if it stops, run the same command with "
-                   f"--study {study} (or `probe run --study {study} --db {db}`) to resume it", err=True)  # fmt: skip
+        typer.echo(
+            f"study {study}: {len(configs)} runs in {db}; if it stops, run the same command with "
+            f"--study {study} (or `probe run --study {study} --db {db}`) to resume it",
+            err=True,
+        )
     for settings in configs:
         outcome = _run_telling_how_to_resume(settings)
         typer.echo(outcome.run_id)
@@ -226,18 +247,22 @@ def preview_command(
     config: ConfigOption = None,
     prompt_format: Annotated[
         str | None,
-        typer.Option(
-            "--prompt-format", help=f"{', '.join(PROMPT_FORMATS)} (default: qa for hf-qa, else chat)."
-        ),
+        typer.Option("--prompt-format", help=f"{', '.join(PROMPT_FORMATS)} (default: qa for hf-qa, else chat)."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Prompts shown per kind.", min=1)] = 2,
 ) -> None:
     """Print sample prompts of every kind (stage, qtype, condition) without a model."""
     settings = _config(
         config,
-        preset=preset, pairs=pairs, names=names, occupations=occupations, top_k=top_k, conditions=conditions,
-        backend=backend, db=db,
-    )  # fmt: skip
+        preset=preset,
+        pairs=pairs,
+        names=names,
+        occupations=occupations,
+        top_k=top_k,
+        conditions=conditions,
+        backend=backend,
+        db=db,
+    )
     chosen_format = prompt_format or backend_info(settings.backend.kind).preview_format
     sample = preview.sample(settings.design, chosen_format, limit, settings.options.db)
     typer.echo(

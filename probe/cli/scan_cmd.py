@@ -83,11 +83,26 @@ def scan_command(
     """Find the titles a model picks one gender for, in rounds: flagged with FDR <= 0.05 however they went."""
     scanning.check_scan_id(scan_id)
     given = dict(
-        backend=backend, model=model, base_url=base_url, device=device, dtype=dtype, answers=answers,
-        decoding=decoding, occupations=occupations, soc=soc, pairs=pairs, names=names, budget=budget, seed=seed,
-        threads=threads, concurrency=concurrency, max_failed_share=max_failed_share, no_cache=no_cache or None,
-        quiet=quiet or None, db=db,
-    )  # fmt: skip
+        backend=backend,
+        model=model,
+        base_url=base_url,
+        device=device,
+        dtype=dtype,
+        answers=answers,
+        decoding=decoding,
+        occupations=occupations,
+        soc=soc,
+        pairs=pairs,
+        names=names,
+        budget=budget,
+        seed=seed,
+        threads=threads,
+        concurrency=concurrency,
+        max_failed_share=max_failed_share,
+        no_cache=no_cache or None,
+        quiet=quiet or None,
+        db=db,
+    )
     flags = {name: value for name, value in given.items() if value is not None}  # None: the flag is not given
     config, settings = scanning.resolve_settings(flags, scan_id, config_file)
     if dry_run:

@@ -37,8 +37,10 @@ def headline_table(outcome: RunOutcome) -> Table:
     run_id, overall = outcome.run_id, outcome.overall
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
-    table = Table(title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
-                  "row's method in the report]; p: the test of no effect (50%; the grant gap: 0)")
+    table = Table(
+        title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
+        "row's method in the report]; p: the test of no effect (50%; the grant gap: 0)"
+    )
     table.add_column("metric")
     for condition in conditions:
         table.add_column(condition, justify="right")
@@ -89,18 +91,26 @@ def contrast_table(outcome: RunOutcome) -> Table:
     """A run over name sets' findings by the people's own categories: each attribute's contrasts (preference per
     stage-2 condition, grant gap in stage 1) with the interval at the attribute's Bonferroni level and p, `*` where
     shown; of the intersection only those shown (all of them: the report)."""
-    table = Table(title=f"Run {outcome.run_id}: contrasts by the people's own categories (preference: share of "
-                  "picks of the first; grant gap: stage 1, first minus second; Bonferroni over an attribute's "
-                  "contrasts; * shown)", box=box.SIMPLE_HEAD)  # fmt: skip
+    table = Table(
+        title=f"Run {outcome.run_id}: contrasts by the people's own categories (preference: share of "
+        "picks of the first; grant gap: stage 1, first minus second; Bonferroni over an attribute's "
+        "contrasts; * shown)",
+        box=box.SIMPLE_HEAD,
+    )
     for column in ("condition", "attribute", "contrast", "metric", "estimate", "name sets"):
         table.add_column(column, justify="right" if column in ("estimate", "name sets") else "left")
     contrasts = outcome.contrasts
     for row in contrasts[~contrasts["attribute"].str.contains(JOINT, regex=False) | contrasts["flagged"]].itertuples():
         estimate = SimpleNamespace(value=row.estimate, ci_low=row.ci_low, ci_high=row.ci_high, p_value=row.p_value)
         cell = _format_cell(estimate, signed=row.metric == "grant_gap")
-        table.add_row(row.condition, terminal_text(row.attribute),
-                      f"{terminal_text(row.category_a)} vs {terminal_text(row.category_b)}", row.metric,
-                      cell + (" *" if row.flagged else ""), str(row.sets))  # fmt: skip
+        table.add_row(
+            row.condition,
+            terminal_text(row.attribute),
+            f"{terminal_text(row.category_a)} vs {terminal_text(row.category_b)}",
+            row.metric,
+            cell + (" *" if row.flagged else ""),
+            str(row.sets),
+        )
     return table
 
 
@@ -132,15 +142,24 @@ def comparison_table(document: Mapping[str, Any]) -> Table:
     interval), each minus the reference on the shared pairs (paired t's p) and the run's rank (1 = closest to no
     effect), and the occupations preferred for women / men."""
     reference, lead = document["reference"], document["leaderboard"][0]["condition"]
-    differences = {(row["run_b"], row["metric"]): row for row in document["paired_differences"]
-                   if row["condition"] in (lead, STAGE1_CONDITION)}  # fmt: skip
-    ranks = {(row["run_id"], row["metric"]): row for row in document["ranks"]
-             if row["condition"] in (lead, STAGE1_CONDITION)}  # fmt: skip
+    differences = {
+        (row["run_b"], row["metric"]): row
+        for row in document["paired_differences"]
+        if row["condition"] in (lead, STAGE1_CONDITION)
+    }
+    ranks = {
+        (row["run_id"], row["metric"]): row for row in document["ranks"] if row["condition"] in (lead, STAGE1_CONDITION)
+    }
     ranked = "; ".join(f"{label}: 1 = {document['rank_by'][metric]}" for metric, label in DIRECT_MEASURES.items())
-    paired = (f"minus ref: run minus {terminal_text(reference)} on the shared name pairs (paired t); rank {ranked}"
-              if document["paired_differences"] else "unpaired: no differences or ranks, see the page")  # fmt: skip
-    table = Table(title=f"Comparison of {len(document['runs'])} runs ({lead} condition; 95% intervals; {paired})",
-                  box=box.SIMPLE_HEAD)  # fmt: skip
+    paired = (
+        f"minus ref: run minus {terminal_text(reference)} on the shared name pairs (paired t); rank {ranked}"
+        if document["paired_differences"]
+        else "unpaired: no differences or ranks, see the page"
+    )
+    table = Table(
+        title=f"Comparison of {len(document['runs'])} runs ({lead} condition; 95% intervals; {paired})",
+        box=box.SIMPLE_HEAD,
+    )
     table.add_column("run", overflow="fold")
     table.add_column("model", overflow="fold")
     for label in DIRECT_MEASURES.values():

@@ -32,9 +32,7 @@ def import_command(
 
 @taxonomy_app.command("show")
 def show_command(
-    occupation: Annotated[
-        str, typer.Argument(help="A curated occupation, an O*NET-SOC code or an O*NET title.")
-    ],
+    occupation: Annotated[str, typer.Argument(help="A curated occupation, an O*NET-SOC code or an O*NET title.")],
     top_k: Annotated[int, typer.Option("--top-k", help="Attributes per category.")] = occupations.DEFAULT_TOP_K,
     db: DbOption = DEFAULT_DB,
 ) -> None:
@@ -43,9 +41,7 @@ def show_command(
     row, attributes = shown.occupation, shown.attributes
     table = Table(
         title=f"{row.occupation}: {row.soc_code} {row.onet_title}",
-        caption=" ".join(
-            part for part in (row.note, _release_line(shown.release)) if isinstance(part, str) and part
-        ),
+        caption=" ".join(part for part in (row.note, _release_line(shown.release)) if isinstance(part, str) and part),
     )
     for column in ("category", "rank", "attribute"):
         table.add_column(column)
@@ -83,7 +79,13 @@ def search_command(
     for column in ("soc_code", "title", "matched title", "match", "ratings", "curated as"):
         table.add_column(column)
     for item in found.itertuples():
-        cells = (item.soc_code, item.title, item.matched_title, item.match, "yes" if item.has_ratings else "no",
-                 item.curated_as if isinstance(item.curated_as, str) else "")  # fmt: skip
+        cells = (
+            item.soc_code,
+            item.title,
+            item.matched_title,
+            item.match,
+            "yes" if item.has_ratings else "no",
+            item.curated_as if isinstance(item.curated_as, str) else "",
+        )
         table.add_row(*(terminal_text(cell) for cell in cells))  # titles come from O*NET files
     literal_console().print(table)

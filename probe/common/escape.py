@@ -112,7 +112,9 @@ def terminal_text(value: object, *, keep_newlines: bool = False) -> str:
     return "".join(
         character
         if character.isprintable() or (keep_newlines and character == "\n")
-        else f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+        else f"\\x{ord(character):02x}"
+        if ord(character) < 0x100
+        else f"\\u{ord(character):04x}"
         for character in text
     )
 

@@ -61,8 +61,9 @@ def ragged_line(path: Path, delimiter: str, label: str) -> None:
         for row in reader:
             if row and len(row) != len(header):
                 fields = f"{len(row)} field" + ("" if len(row) == 1 else "s")
-                raise UserError(f"{label} line {reader.line_num}: {fields}, the header has {len(header)} "
-                                f"({', '.join(header)})")  # fmt: skip
+                raise UserError(
+                    f"{label} line {reader.line_num}: {fields}, the header has {len(header)} ({', '.join(header)})"
+                )
 
 
 def sql_identifier(name: str) -> str:
@@ -95,7 +96,8 @@ def stage_file(
         raise UserError(f"{label}: missing column {missing[0]!r} (the header has {', '.join(header)})")
     columns = "{" + ", ".join(f"'c{index}': 'VARCHAR'" for index in range(len(header))) + "}"
     select = ", ".join(
-        f"c{header.index(source)} AS {sql_identifier(target)}" if source in header
+        f"c{header.index(source)} AS {sql_identifier(target)}"
+        if source in header
         else f"NULL::VARCHAR AS {sql_identifier(target)}"
         for source, target in wanted.items()
     )

@@ -46,10 +46,12 @@ MEASURES = {
     BIAS: "share of instances with the same gender picked in S and M",
     CONSISTENCY: "1 - consistency",
 }
-METHOD = (f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
-          f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
-          "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
-          "held-out names); undecided below 6 name pairs or where the tuning part shows no improvement")  # fmt: skip
+METHOD = (
+    f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
+    f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
+    "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
+    "held-out names); undecided below 6 name pairs or where the tuning part shows no improvement"
+)
 PARTS = ("tuning", "held-out occupations", "held-out names", "held-out wordings")
 
 
@@ -64,8 +66,11 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
         cut = math.ceil(len(ordered) / 2)
         return {"tuning": sorted(ordered[:cut]), "held_out": sorted(ordered[cut:])}
 
-    return {"major_groups": halves(major_groups), "pairs": halves([int(pair) for pair in pairs]),
-            "wordings": halves(wordings, PAPER_WORDING)}  # fmt: skip
+    return {
+        "major_groups": halves(major_groups),
+        "pairs": halves([int(pair) for pair in pairs]),
+        "wordings": halves(wordings, PAPER_WORDING),
+    }
 
 
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
@@ -83,8 +88,9 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     wide = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
     valid = units[units["metric"] == FEMALE_SHARE].groupby(keys)["n"].sum()  # every measure counts valid instances
     cells = wide.assign(n=valid).reset_index()
-    groups = con.execute("SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes "
-                         "WHERE run_id = ?", [run_id]).df()  # fmt: skip
+    groups = con.execute(
+        "SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes WHERE run_id = ?", [run_id]
+    ).df()
     return cells.merge(groups, on="occupation", how="left")
 
 
@@ -120,8 +126,10 @@ def heldout_section(
         raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
     over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
     if metric in SLOT_METRICS and over_sets:  # its per-cell share reads a contest's first person as the woman
-        raise UserError(f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
-                        "and man slot; choose position_first, bias or consistency")  # fmt: skip
+        raise UserError(
+            f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
+            "and man slot; choose position_first, bias or consistency"
+        )
     base_cells, mitigated_cells = _cells(con, base), _cells(con, mitigated)
     shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]
     if not shared:
@@ -129,8 +137,12 @@ def heldout_section(
     condition = shared[0]
     base_cells = base_cells[base_cells["condition"] == condition]
     mitigated_cells = mitigated_cells[mitigated_cells["condition"] == condition]
-    parts = split(seed, sorted(set(base_cells["major_group"].dropna())), sorted(set(base_cells["pair_id"])),
-                  sorted(set(base_cells["wording"])))  # fmt: skip
+    parts = split(
+        seed,
+        sorted(set(base_cells["major_group"].dropna())),
+        sorted(set(base_cells["pair_id"])),
+        sorted(set(base_cells["wording"])),
+    )
     tuning = {dimension: halves["tuning"] for dimension, halves in parts.items()}
     choices = {"tuning": tuning}
     for part, dimension in zip(PARTS[1:], ("major_groups", "pairs", "wordings"), strict=True):
@@ -139,25 +151,45 @@ def heldout_section(
     improvements, rows = {}, []
     for part, chosen in choices.items():
         where = (chosen["major_groups"], chosen["pairs"], chosen["wordings"])
-        both = pd.merge(_pair_distances(_in_part(base_cells, *where), metric),
-                        _pair_distances(_in_part(mitigated_cells, *where), metric), left_index=True,
-                        right_index=True, suffixes=("_base", "_mitigated"))  # fmt: skip
+        both = pd.merge(
+            _pair_distances(_in_part(base_cells, *where), metric),
+            _pair_distances(_in_part(mitigated_cells, *where), metric),
+            left_index=True,
+            right_index=True,
+            suffixes=("_base", "_mitigated"),
+        )
         improvements[part] = both["distance_base"] - both["distance_mitigated"]
         ones = np.ones(len(both))
-        estimate = difference_estimate((both["distance_base"].to_numpy(float), ones, both["n_base"].to_numpy(float)),
-                                       (both["distance_mitigated"].to_numpy(float), ones,
-                                        both["n_mitigated"].to_numpy(float)))  # fmt: skip
+        estimate = difference_estimate(
+            (both["distance_base"].to_numpy(float), ones, both["n_base"].to_numpy(float)),
+            (both["distance_mitigated"].to_numpy(float), ones, both["n_mitigated"].to_numpy(float)),
+        )
         interval = estimate.interval()
-        row = {"part": part, "major_groups": chosen["major_groups"], "pairs": len(both),
-               "wordings": chosen["wordings"], "effect": _finite(estimate.value),
-               "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-               "p_value": estimate.p_value(0.0)}  # fmt: skip
+        row = {
+            "part": part,
+            "major_groups": chosen["major_groups"],
+            "pairs": len(both),
+            "wordings": chosen["wordings"],
+            "effect": _finite(estimate.value),
+            "ci_low": interval[0] if interval else None,
+            "ci_high": interval[1] if interval else None,
+            "p_value": estimate.p_value(0.0),
+        }
         if part != "tuning":
             smaller_p = _smaller_p(improvements["tuning"], improvements[part], paired=part != "held-out names")
             row |= {"smaller_p": smaller_p, **_generalizes(rows[0], row, smaller_p)}
         rows.append(row)
-    return {"base": base, "mitigated": mitigated, "seed": seed, "metric": metric, "measure": MEASURES[metric],
-            "condition": condition, "split": parts, "method": METHOD, "parts": rows}  # fmt: skip
+    return {
+        "base": base,
+        "mitigated": mitigated,
+        "seed": seed,
+        "metric": metric,
+        "measure": MEASURES[metric],
+        "condition": condition,
+        "split": parts,
+        "method": METHOD,
+        "parts": rows,
+    }
 
 
 def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None) -> dict[str, object]:

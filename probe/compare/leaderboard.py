@@ -53,9 +53,16 @@ def leaderboard_rows(
         metrics = {metric: own.get(lead, {}).get(metric) for metric in LEADERBOARD_METRICS}
         metrics |= {metric: own.get(STAGE1_CONDITION, {}).get(metric) for metric in STAGE1_LEADERBOARD_METRICS}
         lists = preferred[run["run_id"]].get(lead, {"female": [], "male": []})
-        rows.append({"run_id": run["run_id"], "model": run["model"], "condition": lead,
-                     "metrics": {metric: entry for metric, entry in metrics.items() if entry is not None},
-                     "preferred_female": len(lists["female"]), "preferred_male": len(lists["male"])})  # fmt: skip
+        rows.append(
+            {
+                "run_id": run["run_id"],
+                "model": run["model"],
+                "condition": lead,
+                "metrics": {metric: entry for metric, entry in metrics.items() if entry is not None},
+                "preferred_female": len(lists["female"]),
+                "preferred_male": len(lists["male"]),
+            }
+        )
     return rows
 
 
@@ -137,8 +144,11 @@ def paired_analysis(
     for condition in sorted(conditions, key=lambda c: order_index(CONDITIONS, c)):
         parts = {run_id: frame[frame["condition"] == condition] for run_id, frame in counts.items()}
         present = set.intersection(*(set(part["metric"].tolist()) for part in parts.values()))
-        metrics = [metric for metric in (*COMPARED_METRICS, *CONTRASTS)
-                   if all(stored in present for _, stored in _parts(metric))]  # fmt: skip
+        metrics = [
+            metric
+            for metric in (*COMPARED_METRICS, *CONTRASTS)
+            if all(stored in present for _, stored in _parts(metric))
+        ]
         if not metrics:
             continue
         stored = list(dict.fromkeys(name for metric in metrics for _, name in _parts(metric)))
@@ -150,11 +160,19 @@ def paired_analysis(
         for index, run_id in enumerate(run_ids):
             if index != ref:
                 differences += [
-                    {**common, "run_a": reference, "run_b": run_id,
-                     **paired_difference(terms[index], terms[ref], [(sign, stored.index(name))
-                                                                    for sign, name in _parts(metric)], metric)}
+                    {
+                        **common,
+                        "run_a": reference,
+                        "run_b": run_id,
+                        **paired_difference(
+                            terms[index],
+                            terms[ref],
+                            [(sign, stored.index(name)) for sign, name in _parts(metric)],
+                            metric,
+                        ),
+                    }
                     for metric in metrics
-                ]  # fmt: skip
+                ]
         combined = [_signed_sums(array, stored, metrics) for array in (values, replicates)]
         rank_rows += _rank_rows(run_ids, metrics, *combined, common)
     return differences, rank_rows
@@ -168,8 +186,9 @@ def _parts(metric: str) -> tuple[tuple[int, str], ...]:
 def _signed_sums(values: np.ndarray, stored: Sequence[str], metrics: Sequence[str]) -> np.ndarray:
     """Each metric's value (last axis: `metrics`) from the stored metrics' values (last axis: `stored`); a metric
     whose part is NaN is NaN, the others keep their values (no product with the other columns' NaN)."""
-    return np.stack([sum(sign * values[..., stored.index(name)] for sign, name in _parts(metric))
-                     for metric in metrics], axis=-1)  # fmt: skip
+    return np.stack(
+        [sum(sign * values[..., stored.index(name)] for sign, name in _parts(metric)) for metric in metrics], axis=-1
+    )
 
 
 def paired_difference(
@@ -182,16 +201,25 @@ def paired_difference(
     estimate = contrast_estimate(sides, signs)
     interval = estimate.interval()
     half = len(parts)
-    value_b, value_a = (sum(sign * side.value for sign, side in zip(signs[:half], estimates, strict=True))
-                        for estimates in (estimate.sides[:half], estimate.sides[half:]))  # fmt: skip
-    instances = (sum(side.instances for side in estimates) for estimates in (estimate.sides[:half],
-                                                                             estimate.sides[half:]))  # fmt: skip
-    return {"metric": metric, "value_a": clean(value_a), "value_b": clean(value_b),
-            "difference": clean(estimate.value), "ci_low": clean(interval[0]) if interval else None,
-            "ci_high": clean(interval[1]) if interval else None, "p_value": clean(estimate.p_value(0.0)),
-            "n_instances": int(min(instances)),
-            "method": METHODS[estimate.method] if interval else None,
-            "note": None if interval else NO_INTERVAL}  # fmt: skip
+    value_b, value_a = (
+        sum(sign * side.value for sign, side in zip(signs[:half], estimates, strict=True))
+        for estimates in (estimate.sides[:half], estimate.sides[half:])
+    )
+    instances = (
+        sum(side.instances for side in estimates) for estimates in (estimate.sides[:half], estimate.sides[half:])
+    )
+    return {
+        "metric": metric,
+        "value_a": clean(value_a),
+        "value_b": clean(value_b),
+        "difference": clean(estimate.value),
+        "ci_low": clean(interval[0]) if interval else None,
+        "ci_high": clean(interval[1]) if interval else None,
+        "p_value": clean(estimate.p_value(0.0)),
+        "n_instances": int(min(instances)),
+        "method": METHODS[estimate.method] if interval else None,
+        "note": None if interval else NO_INTERVAL,
+    }
 
 
 def _rank_rows(
@@ -210,6 +238,16 @@ def _rank_rows(
                 low = int(np.percentile(usable, tail, method="lower"))
                 high = int(np.percentile(usable, 100 - tail, method="higher"))
             rank = None if np.isnan(point[index, column]) else int(point[index, column])
-            rows.append({**common, "metric": metric, "run_id": run_id, "rank": rank, "rank_low": low,
-                         "rank_high": high, "runs": len(run_ids), "rank_by": rank_direction(metric)})  # fmt: skip
+            rows.append(
+                {
+                    **common,
+                    "metric": metric,
+                    "run_id": run_id,
+                    "rank": rank,
+                    "rank_low": low,
+                    "rank_high": high,
+                    "runs": len(run_ids),
+                    "rank_by": rank_direction(metric),
+                }
+            )
     return rows

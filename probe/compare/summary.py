@@ -112,10 +112,17 @@ def counts_on_instances(con: duckdb.DuckDBPyConnection, run_id: str, shared: pd.
     cells = cells.sum().rename(columns={"hits": "n_female"})
     shares = [order_balanced_shares(group, ["pair_id"]) for _, group in cells.groupby("condition", sort=True)]
     female_rows = [
-        pd.DataFrame({"condition": condition, "pair_id": values.index, "metric": FEMALE_SHARE,
-                      "hits": values.fillna(0).to_numpy() * valid.to_numpy(), "n": valid.to_numpy()})
+        pd.DataFrame(
+            {
+                "condition": condition,
+                "pair_id": values.index,
+                "metric": FEMALE_SHARE,
+                "hits": values.fillna(0).to_numpy() * valid.to_numpy(),
+                "n": valid.to_numpy(),
+            }
+        )
         for condition, (values, valid) in zip(sorted(set(cells["condition"])), shares, strict=True)
-    ]  # fmt: skip
+    ]
     stage2 = pd.concat([counts, *female_rows], ignore_index=True)
     stage2 = stage2.assign(scope="pair", key=stage2["pair_id"].astype(str))
     placeholders = ", ".join("?" for _ in STAGE1_PARTS)
@@ -240,21 +247,33 @@ def settings_differences(
             missing = "none" if key == "system_prompt" else "unknown"
             listed = ", ".join(f"{run_id}: {missing if value is None else value}" for run_id, value in values.items())
             differences.append(
-                {"setting": key, "values": values, "effect": effect,
-                 "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}."}
-            )  # fmt: skip
+                {
+                    "setting": key,
+                    "values": values,
+                    "effect": effect,
+                    "sentence": f"The runs use different {noun} ({listed}); {_EFFECTS[effect]}.",
+                }
+            )
     contests = "contests" if any(run.get("name_sets") for run in runs) else "name pairs"  # a set's contests: pair_id
-    for column, noun in (("pair_id", contests), ("occupation", "occupations"), ("condition", "conditions"),
-                         ("wording", "wordings")):
+    for column, noun in (
+        ("pair_id", contests),
+        ("occupation", "occupations"),
+        ("condition", "conditions"),
+        ("wording", "wordings"),
+    ):
         sets = {run_id: _distinct(con, column, run_id) for run_id in run_ids}
         if any(values != sets[run_ids[0]] for values in sets.values()):
             shared = set.intersection(*sets.values())
             sizes = ", ".join(f"{run_id}: {len(values)}" for run_id, values in sets.items())
             use = f"paired differences use only the {len(shared)} {noun} they share" if shared else "they share none"
             differences.append(
-                {"setting": column, "values": {run_id: len(values) for run_id, values in sets.items()},
-                 "effect": "restricted", "sentence": f"The runs cover different {noun} ({sizes}); {use}."}
-            )  # fmt: skip
+                {
+                    "setting": column,
+                    "values": {run_id: len(values) for run_id, values in sets.items()},
+                    "effect": "restricted",
+                    "sentence": f"The runs cover different {noun} ({sizes}); {use}.",
+                }
+            )
     unpaired = [d["sentence"] for d in differences if d["effect"] == "unpaired"]
     return differences, unpaired
 
@@ -320,14 +339,26 @@ def compare_summary(
     differences, unpaired = settings_differences(con, runs)
     if shared.empty:  # no occupation (or pair, condition, wording) in common: each run on its own instances
         unpaired.append(NOTHING_SHARED.format(runs=", ".join(run_ids)))
-        differences.append({"setting": "instances", "values": {run_id: None for run_id in run_ids},
-                            "effect": "unpaired", "sentence": unpaired[-1]})  # fmt: skip
+        differences.append(
+            {
+                "setting": "instances",
+                "values": {run_id: None for run_id in run_ids},
+                "effect": "unpaired",
+                "sentence": unpaired[-1],
+            }
+        )
     counts = {} if unpaired else {run_id: shared_pair_counts(con, run_id, shared) for run_id in run_ids}
     has_stage1 = any((frame["condition"] == STAGE1_CONDITION).any() for frame in counts.values())
     if has_stage1 and not stage1_paired(con, run_ids, shared):
         counts = {run_id: frame[frame["condition"] != STAGE1_CONDITION] for run_id, frame in counts.items()}
-        differences.append({"setting": "attribute", "values": {run_id: None for run_id in run_ids},
-                            "effect": "restricted", "sentence": STAGE1_UNPAIRED})  # fmt: skip
+        differences.append(
+            {
+                "setting": "attribute",
+                "values": {run_id: None for run_id in run_ids},
+                "effect": "restricted",
+                "sentence": STAGE1_UNPAIRED,
+            }
+        )
     paired_differences, ranks = paired_analysis(counts, reference) if counts else ([], [])
     return {
         "schema_version": SCHEMA_VERSION,

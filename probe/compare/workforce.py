@@ -25,16 +25,16 @@ from probe.report.data import clean, records, run_record
 from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_comparison
 
 STATISTICS = ("slope", "spearman", "pearson")
-DIFFERENCE_METHOD = ("difference of two runs' slopes, standard errors (from each 95% interval) "
-                     "added in quadrature: conservative where the runs share occupations and name pairs")  # fmt: skip
+DIFFERENCE_METHOD = (
+    "difference of two runs' slopes, standard errors (from each 95% interval) "
+    "added in quadrature: conservative where the runs share occupations and name pairs"
+)
 
 
 def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, Any] | None:
     """compare.json's `workforce`: None where no run has the comparison (analysed before it existed)."""
     placeholders = ", ".join("?" for _ in run_ids)
-    fit = con.execute(
-        f"SELECT * FROM workforce_fit WHERE run_id IN ({placeholders})", list(run_ids)
-    ).df()  # fmt: skip
+    fit = con.execute(f"SELECT * FROM workforce_fit WHERE run_id IN ({placeholders})", list(run_ids)).df()
     if fit.empty:
         return None
     fit = fit[pd.concat([main_comparison(own) for _, own in fit.groupby("run_id")]).reindex(fit.index)]  # sets: sex
@@ -46,16 +46,21 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
     runs = []
     for run_id in run_ids:
         own = rows[rows["run_id"] == run_id].set_index("statistic")
-        entry = {"run_id": run_id, "model": run_record(con, run_id)["model"],
-                 "n_occupations": int(own["n_occupations"].iloc[0]), "pairs": int(own["pairs"].iloc[0])}  # fmt: skip
+        entry = {
+            "run_id": run_id,
+            "model": run_record(con, run_id)["model"],
+            "n_occupations": int(own["n_occupations"].iloc[0]),
+            "pairs": int(own["pairs"].iloc[0]),
+        }
         for name in STATISTICS:
-            entry[name] = {key: clean(own.loc[name, key]) for key in ("estimate", "ci_low", "ci_high", "method",
-                                                                       "verdict")}  # fmt: skip
+            entry[name] = {
+                key: clean(own.loc[name, key]) for key in ("estimate", "ci_low", "ci_high", "method", "verdict")
+            }
         occupations = con.execute(
             f"SELECT {', '.join(OCCUPATION_FIELDS)} FROM workforce_occupations WHERE run_id = ? AND condition = ? "
             "AND coalesce(attribute, 'sex') = 'sex' AND coalesce(category_a, 'female') = 'female' ORDER BY occupation",
             [run_id, condition],
-        ).df()  # fmt: skip
+        ).df()
         entry["occupations"] = records(occupations)
         runs.append(entry)
     return {"condition": condition, "runs": runs, **amplifies_most(runs), "difference_method": DIFFERENCE_METHOD}
@@ -64,11 +69,15 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
 def amplifies_most(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the largest slope, its difference from the next largest with an interval, and a sentence."""
     # a slope without an interval (fewer than MIN_PAIRS name pairs) cannot be compared
-    fitted = sorted((run for run in runs if run["slope"]["ci_low"] is not None),
-                    key=lambda run: -run["slope"]["estimate"])  # fmt: skip
+    fitted = sorted(
+        (run for run in runs if run["slope"]["ci_low"] is not None), key=lambda run: -run["slope"]["estimate"]
+    )
     if len(fitted) < 2:
-        return {"amplifies_most": None, "difference": None,
-                "finding": f"Fewer than two runs have a slope with an interval ({MIN_PAIRS} or more name pairs)."}
+        return {
+            "amplifies_most": None,
+            "difference": None,
+            "finding": f"Fewer than two runs have a slope with an interval ({MIN_PAIRS} or more name pairs).",
+        }
     first, second = fitted[:2]
     z = stats.norm.isf((1 - CONFIDENCE) / 2)
     errors = [(run["slope"]["ci_high"] - run["slope"]["ci_low"]) / (2 * z) for run in (first, second)]
@@ -82,6 +91,13 @@ def amplifies_most(runs: list[dict[str, Any]]) -> dict[str, Any]:
         else f"No run is shown to amplify more than the rest: the largest slope, {first['run_id']}'s, exceeds "
         f"{second['run_id']}'s by {difference:.2f} (95% CI {difference - half:.2f} to {difference + half:.2f})"
     )
-    return {"amplifies_most": first["run_id"] if shown else None, "finding": finding + ".",
-            "difference": {"estimate": difference, "ci_low": difference - half, "ci_high": difference + half,
-                           "versus": second["run_id"]}}  # fmt: skip
+    return {
+        "amplifies_most": first["run_id"] if shown else None,
+        "finding": finding + ".",
+        "difference": {
+            "estimate": difference,
+            "ci_low": difference - half,
+            "ci_high": difference + half,
+            "versus": second["run_id"],
+        },
+    }

@@ -18,8 +18,16 @@ from probe.dataset.questions import Option, Query
 
 # Fields that identify an item within a run (hashed into item_id; replay files match on them).
 KEY_FIELDS = (
-    "stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category", "attribute",
-)  # fmt: skip
+    "stage",
+    "qtype",
+    "condition",
+    "pair_id",
+    "name_order",
+    "occupation",
+    "subject",
+    "category",
+    "attribute",
+)
 
 
 @dataclass(frozen=True)
@@ -54,9 +62,7 @@ class Item:
     def fields(self) -> dict[str, object]:
         """The item's identifying fields and names, as a backend's Query.item sees them."""
         fields: dict[str, object] = {name: getattr(self, name) for name in (*KEY_FIELDS, "wording")}
-        fields.update(
-            first_name=self.first_name, second_name=self.second_name, subject_name=self.subject_name
-        )
+        fields.update(first_name=self.first_name, second_name=self.second_name, subject_name=self.subject_name)
         return fields
 
     def query(self) -> Query:
@@ -71,7 +77,6 @@ class Item:
         )
 
 
-
 def gender_of_first(name_order: str) -> str:
     return "female" if name_order == "fm" else "male"
 
@@ -83,7 +88,6 @@ def item_id(wording: str = PAPER_WORDING, **key: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-
 def options_json(options: Sequence[Option]) -> str:
     return json.dumps([{"text": option.text, "label": option.label} for option in options])
 
@@ -93,8 +97,16 @@ def options_from_json(text: str) -> tuple[Option, ...]:
 
 
 ITEM_COLUMNS = (
-    "item_id", *KEY_FIELDS, "first_name", "second_name", "prompt", "context", "question", "wording", "options_json",
-)  # fmt: skip
+    "item_id",
+    *KEY_FIELDS,
+    "first_name",
+    "second_name",
+    "prompt",
+    "context",
+    "question",
+    "wording",
+    "options_json",
+)
 
 
 def items_frame(items: Sequence[Item], run_id: str, first_seq: int = 0) -> pd.DataFrame:
@@ -124,4 +136,3 @@ def item_from_row(row: dict[str, object]) -> Item:
 
 def _none_if_nan(value: object) -> object:
     return None if value is None or (isinstance(value, float) and value != value) else value
-

@@ -49,11 +49,14 @@ def first_shown(names: list[str] | None, name_order: str) -> tuple[str, str] | N
     return names[order[0]], names[order[1]]
 
 
-def build_kway(people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted, conditions: Sequence[str],
-               prompt_format: str) -> list[Item]:
+def build_kway(
+    people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted, conditions: Sequence[str], prompt_format: str
+) -> list[Item]:
     """Every (set, order, occupation, condition) K-way item of `people` (name_sets.set_members)."""
-    top_k = {occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
-             for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)}
+    top_k = {
+        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
+        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
+    }
     items = []
     for set_id, rows in people.groupby("set_id", sort=True):
         persons = list(rows.itertuples(index=False))
@@ -61,22 +64,40 @@ def build_kway(people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted,
             shown = [persons[index] for index in order]
             for occupation, occupation_top_k in top_k.items():
                 for condition in conditions:
-                    stated = [(person.name, category, element) for person in shown
-                              for category, element in _stated(condition, occupation_top_k, granted, person)]
-                    items.append(_item(prompt_format, int(set_id), shift, [person.name for person in shown],
-                                       occupation, condition, stated))
+                    stated = [
+                        (person.name, category, element)
+                        for person in shown
+                        for category, element in _stated(condition, occupation_top_k, granted, person)
+                    ]
+                    items.append(
+                        _item(
+                            prompt_format,
+                            int(set_id),
+                            shift,
+                            [person.name for person in shown],
+                            occupation,
+                            condition,
+                            stated,
+                        )
+                    )
     return items
 
 
-def check_kway_templates(people: pd.DataFrame | None, attributes: pd.DataFrame, conditions: Sequence[str],
-                         prompt_format: str) -> None:
+def check_kway_templates(
+    people: pd.DataFrame | None, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
+) -> None:
     """Render the K-way items of the first set and occupation before a new run writes anything (as
     stages.check_templates does for the two-person questions): a template error found at stage 2 would leave a
     failed run behind after stage 1."""
     if people is not None:
         first = attributes["occupation"].head(1)
-        build_kway(people[people["set_id"] == people["set_id"].min()],
-                   attributes[attributes["occupation"].isin(first)], set(), conditions, prompt_format)
+        build_kway(
+            people[people["set_id"] == people["set_id"].min()],
+            attributes[attributes["occupation"].isin(first)],
+            set(),
+            conditions,
+            prompt_format,
+        )
 
 
 def rebuilt_keys(people: pd.DataFrame | None, pair_ids: Collection[int]) -> set[tuple[int, str]]:
@@ -95,17 +116,44 @@ def _stated(condition: str, top_k: list[tuple[str, str]], granted: Granted, pers
         return []
     if condition == "control":
         return top_k
-    return [(category, element) for category, element in top_k
-            if all((person.pair_id, order, person.slot, category, element) in granted for order in NAME_ORDERS)]
+    return [
+        (category, element)
+        for category, element in top_k
+        if all((person.pair_id, order, person.slot, category, element) in granted for order in NAME_ORDERS)
+    ]
 
 
-def _item(prompt_format: str, set_id: int, shift: int, names: list[str], occupation: str, condition: str,
-          stated: list[tuple[str, str, str]]) -> Item:
-    context = render_template("kway_context.j2", names=names,
-                              sentences=[attribute_sentence(*sentence) for sentence in stated])
+def _item(
+    prompt_format: str,
+    set_id: int,
+    shift: int,
+    names: list[str],
+    occupation: str,
+    condition: str,
+    stated: list[tuple[str, str, str]],
+) -> Item:
+    context = render_template(
+        "kway_context.j2", names=names, sentences=[attribute_sentence(*sentence) for sentence in stated]
+    )
     rendered = render_prompt(prompt_format, KWAY, context=context, names=names, occupation=occupation)
-    key = dict(stage=2, qtype=KWAY, condition=condition, pair_id=set_id, name_order=order_name(shift),
-               occupation=occupation, subject=None, category=None, attribute=None)
-    return Item(item_id=item_id(**key), **key, first_name=names[0], second_name=names[1], context=context,
-                question=rendered.question, prompt=rendered.prompt,
-                options=tuple(Option(name, name) for name in names))
+    key = dict(
+        stage=2,
+        qtype=KWAY,
+        condition=condition,
+        pair_id=set_id,
+        name_order=order_name(shift),
+        occupation=occupation,
+        subject=None,
+        category=None,
+        attribute=None,
+    )
+    return Item(
+        item_id=item_id(**key),
+        **key,
+        first_name=names[0],
+        second_name=names[1],
+        context=context,
+        question=rendered.question,
+        prompt=rendered.prompt,
+        options=tuple(Option(name, name) for name in names),
+    )

@@ -37,8 +37,9 @@ def preview(design: Design, prompt_format: str, db_path: str) -> list[Item]:
     stage1 = [item for item in items if item.stage == 1]
     granted = {(item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1}
     pair_questions = items if PAIR_QUESTIONS in selection.questions else stage1
-    return pair_questions + build_kway(selection.set_members, selection.attributes, granted, design.conditions,
-                                       prompt_format)
+    return pair_questions + build_kway(
+        selection.set_members, selection.attributes, granted, design.conditions, prompt_format
+    )
 
 
 def sample(design: Design, prompt_format: str, limit: int, db_path: str) -> Preview:

@@ -99,7 +99,7 @@ def render(prompt_format: str, qtype: str, **variables: object) -> str:
 
 @cache
 def attribute_sentence(name: str, category: str, element: str) -> str:
-    """"Mary is skilled in active listening." Cached: a run states the same few thousand sentences often."""
+    """ "Mary is skilled in active listening." Cached: a run states the same few thousand sentences often."""
     return render_template("sentence.j2", name=name, category=category, element=element)
 
 

@@ -44,7 +44,6 @@ class Subjects:
         return self.female if subject == "female" else self.male
 
 
-
 def _subject_options(subjects: Subjects, *, with_both_neither: bool) -> tuple[Option, ...]:
     """Names in the order stated, labelled by gender: positions map to gender here, before any answer."""
     first_gender = gender_of_first(subjects.name_order)
@@ -118,9 +117,7 @@ def ordered_attributes(attributes: pd.DataFrame) -> pd.DataFrame:
 def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
     """Distinct (category, element) over all occupations' top-k, category then element name."""
     distinct = attributes[["category", "element_name"]].drop_duplicates()
-    return sorted(
-        distinct.itertuples(index=False, name=None), key=lambda pair: (CATEGORIES.index(pair[0]), pair[1])
-    )
+    return sorted(distinct.itertuples(index=False, name=None), key=lambda pair: (CATEGORIES.index(pair[0]), pair[1]))
 
 
 def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str) -> list[Item]:
@@ -224,9 +221,7 @@ def _stage2_items(
     ]
     first_gender = gender_of_first(subjects.name_order)
     second_gender = "male" if first_gender == "female" else "female"
-    both_context = render_context(
-        subjects.first, subjects.second, stated[first_gender] + stated[second_gender]
-    )
+    both_context = render_context(subjects.first, subjects.second, stated[first_gender] + stated[second_gender])
     for qtype in ("single", "multiple"):
         items.append(
             _item(
@@ -241,15 +236,12 @@ def _stage2_items(
     return items
 
 
-
 def build_as_if_all_granted(
     pairs: pd.DataFrame, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
 ) -> list[Item]:
     """Both stages as if stage 1 had granted every attribute: every kind of prompt, without a model."""
     stage1 = build_stage1(pairs, attributes, prompt_format)
-    granted = {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1
-    }
+    granted = {(item.pair_id, item.name_order, item.subject, item.category, item.attribute) for item in stage1}
     return stage1 + build_stage2(pairs, attributes, granted, conditions, prompt_format)
 
 
@@ -262,8 +254,9 @@ def check_templates(
     halfway, it would leave a failed run record and a half-built dataset behind.
     """
     first_occupation = attributes["occupation"].head(1)
-    build_as_if_all_granted(pairs.head(1), attributes[attributes["occupation"].isin(first_occupation)],
-                            conditions, prompt_format)  # fmt: skip
+    build_as_if_all_granted(
+        pairs.head(1), attributes[attributes["occupation"].isin(first_occupation)], conditions, prompt_format
+    )
 
 
 def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_format: str) -> list[Item]:

@@ -33,13 +33,21 @@ def reworded(items: Sequence[Item], prompt_format: str, wording: str) -> list[It
 
 def _reworded(item: Item, prompt_format: str, wording: str) -> Item:
     rendered = render_prompt(
-        prompt_format, item.qtype, context=item.context, first=item.first_name, second=item.second_name,
-        subject_name=item.subject_name, occupation=item.occupation, category=item.category,
-        attribute=item.attribute, wording=wording,
-    )  # fmt: skip
+        prompt_format,
+        item.qtype,
+        context=item.context,
+        first=item.first_name,
+        second=item.second_name,
+        subject_name=item.subject_name,
+        occupation=item.occupation,
+        category=item.category,
+        attribute=item.attribute,
+        wording=wording,
+    )
     key = {name: getattr(item, name) for name in KEY_FIELDS}
-    return replace(item, item_id=item_id(wording, **key), question=rendered.question, prompt=rendered.prompt,
-                   wording=wording)  # fmt: skip
+    return replace(
+        item, item_id=item_id(wording, **key), question=rendered.question, prompt=rendered.prompt, wording=wording
+    )
 
 
 def stage1_items(
@@ -68,13 +76,17 @@ def stage2_items(
     for *key, wording in granted:
         if wording in by_wording:
             by_wording[wording].add((key[0], key[1], key[2], key[3], key[4]))
-    items = [] if PAIR_QUESTIONS not in questions else [
-        item
-        for wording in wordings
-        for item in reworded(
-            build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format), prompt_format, wording
-        )
-    ]
+    items = (
+        []
+        if PAIR_QUESTIONS not in questions
+        else [
+            item
+            for wording in wordings
+            for item in reworded(
+                build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format), prompt_format, wording
+            )
+        ]
+    )
     if people is not None:
         items += build_kway(people, attributes, by_wording.get(PAPER_WORDING, set()), conditions, prompt_format)
     return items

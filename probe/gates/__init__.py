@@ -59,8 +59,9 @@ def check_baseline(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
     differences, _ = settings_differences(con, [compare_run(con, run_id), compare_run(con, baseline)])
     apart = [d for d in differences if d["effect"] in ("unpaired", "restricted")]
     if apart:
-        listed = "; ".join(f"{d['setting']} ({', '.join(f'{run}: {value}' for run, value in d['values'].items())})"
-                           for d in apart)  # fmt: skip
+        listed = "; ".join(
+            f"{d['setting']} ({', '.join(f'{run}: {value}' for run, value in d['values'].items())})" for d in apart
+        )
         raise UserError(f"baseline {baseline!r} is not paired with run {run_id!r}: they differ in {listed}")
 
 
@@ -70,31 +71,49 @@ def check_measured(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str | 
     for gate in gates:
         for run in (run_id, baseline) if gate.needs_baseline else (run_id,):
             # a probed run's conditions are its items'; an imported decisions run has only its adverse-impact rows
-            asked = con.execute("SELECT condition FROM items WHERE run_id = ? UNION SELECT condition FROM "
-                                "adverse_impact WHERE run_id = ? ORDER BY condition", [run, run])  # fmt: skip
+            asked = con.execute(
+                "SELECT condition FROM items WHERE run_id = ? UNION SELECT condition FROM "
+                "adverse_impact WHERE run_id = ? ORDER BY condition",
+                [run, run],
+            )
             conditions = [row[0] for row in asked.fetchall()]
             if gate.condition not in conditions:
-                raise UserError(f"gate {gate.name!r}: key 'condition': run {run!r} has no condition "
-                                f"{gate.condition!r} (its conditions: {', '.join(conditions) or 'none'})")  # fmt: skip
+                raise UserError(
+                    f"gate {gate.name!r}: key 'condition': run {run!r} has no condition "
+                    f"{gate.condition!r} (its conditions: {', '.join(conditions) or 'none'})"
+                )
             metrics = (ATTR_YES_F, ATTR_YES_M) if gate.metric == ATTR_YES_DIFF else (gate.metric,)
             for metric in metrics if gate.metric is not None else ():
-                measured = con.execute("SELECT count(*) FROM metrics WHERE run_id = ? AND scope = 'pair' AND "
-                                       "condition = ? AND metric = ?", [run, gate.condition, metric])  # fmt: skip
+                measured = con.execute(
+                    "SELECT count(*) FROM metrics WHERE run_id = ? AND scope = 'pair' AND condition = ? AND metric = ?",
+                    [run, gate.condition, metric],
+                )
                 if not measured.fetchone()[0]:
-                    raise UserError(f"gate {gate.name!r}: key 'metric': run {run!r} has no {metric} for condition "
-                                    f"{gate.condition!r}")  # fmt: skip
+                    raise UserError(
+                        f"gate {gate.name!r}: key 'metric': run {run!r} has no {metric} for condition "
+                        f"{gate.condition!r}"
+                    )
 
 
-def check_gates(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: str | None,
-                folder: Path, junit: Path | None = None) -> GateResult:  # fmt: skip
+def check_gates(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    policy: Policy,
+    baseline: str | None,
+    folder: Path,
+    junit: Path | None = None,
+) -> GateResult:
     """Every gate's verdict, written as gate.json and gate.md in `folder` (and JUnit XML where asked)."""
     check_baseline(con, run_id, baseline, policy.gates)
     check_measured(con, run_id, baseline, policy.gates)
     verdicts = evaluate(con, run_id, policy.gates, baseline, policy.family)
     outcome = overall(verdicts)
     document = gate_document(run_id, baseline, outcome, verdicts, policy.family)
-    behind = {verdict.gate.name: items_behind(con, run_id, verdict) for verdict in verdicts
-              if verdict.verdict in (FAIL, UNCONFIRMED)}  # fmt: skip
+    behind = {
+        verdict.gate.name: items_behind(con, run_id, verdict)
+        for verdict in verdicts
+        if verdict.verdict in (FAIL, UNCONFIRMED)
+    }
     files = write_outputs(document, folder, junit, behind)
     return GateResult(run_id, baseline, outcome, verdicts, document, files)
 
@@ -105,10 +124,17 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: 
     kind's `verdict`, fails held to the family's Holm level where the policy asks for it)."""
     check_baseline(con, run_id, baseline, policy.gates)
     check_measured(con, run_id, baseline, policy.gates)
-    return [{"gate": verdict.gate.name, "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
-             "estimate": verdict.estimate, "pairs_needed": verdict.needed.pairs, "note": verdict.needed.note,
-             "unit": verdict.gate.kind.unit}
-            for verdict in evaluate(con, run_id, policy.gates, baseline, policy.family)]  # fmt: skip
+    return [
+        {
+            "gate": verdict.gate.name,
+            "pilot_pairs": verdict.details.get("name_pairs", verdict.pairs),
+            "estimate": verdict.estimate,
+            "pairs_needed": verdict.needed.pairs,
+            "note": verdict.needed.note,
+            "unit": verdict.gate.kind.unit,
+        }
+        for verdict in evaluate(con, run_id, policy.gates, baseline, policy.family)
+    ]
 
 
 def run_for(pairs: int, unit: str = "name pairs") -> str | None:
@@ -127,9 +153,11 @@ def run_for(pairs: int, unit: str = "name pairs") -> str | None:
     if pairs <= shipped:
         return f"probe run --pairs {pairs} ..."
     if pairs <= shipped + heldout:
-        return (f"probe run --names FILE.csv ... with {pairs} name pairs: {shipped} ship as the default list, "
-                f"taxonomy/heldout_name_pairs.csv holds {heldout} more (disjoint; one CSV of both, pair_id "
-                f"renumbered, has {shipped + heldout})")  # fmt: skip
+        return (
+            f"probe run --names FILE.csv ... with {pairs} name pairs: {shipped} ship as the default list, "
+            f"taxonomy/heldout_name_pairs.csv holds {heldout} more (disjoint; one CSV of both, pair_id "
+            f"renumbered, has {shipped + heldout})"
+        )
     return f"probe run --names FILE.csv ... with {pairs} name pairs of your own ({shipped + heldout} ship in two lists)"
 
 
@@ -146,8 +174,9 @@ def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) 
             [run_id, gate.condition, *metrics],
         ).fetchall()
         lines.append("name pair | value | instances")
-        lines += [f"{key} {female}/{male} | {value:.3f} | {n}" for key, female, male, value, n in rows
-                  if value is not None]  # fmt: skip
+        lines += [
+            f"{key} {female}/{male} | {value:.3f} | {n}" for key, female, male, value, n in rows if value is not None
+        ]
     occupations = verdict.details.get("preferred") or None
     items = con.execute(
         "SELECT i.occupation, i.pair_id, i.name_order, i.qtype, a.label, i.prompt FROM items i "
@@ -156,6 +185,8 @@ def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) 
         [run_id, gate.condition, occupations, occupations, ITEMS_BEHIND],
     ).fetchall()
     lines += ["", f"first {len(items)} items ({gate.condition}):"]
-    lines += [f"- {occupation or '-'} pair {pair} {order} {qtype}: {label}\n  {prompt}" for
-              occupation, pair, order, qtype, label, prompt in items]  # fmt: skip
+    lines += [
+        f"- {occupation or '-'} pair {pair} {order} {qtype}: {label}\n  {prompt}"
+        for occupation, pair, order, qtype, label, prompt in items
+    ]
     return "\n".join(lines)

@@ -40,8 +40,9 @@ def in_range(key: str) -> Callable[[Any, str | None, str], float]:
         lowest = -1.0 if metric is not None and METRICS[metric].kind == "difference" else 0.0
         if not lowest <= value <= 1:
             scale = f"{metric}'s range" if metric is not None else "the range"
-            raise UserError(f"{where}: key {key!r} must lie within {scale} [{lowest:g}, 1] (got {value:g}; 65% is "
-                            "0.65)")  # fmt: skip
+            raise UserError(
+                f"{where}: key {key!r} must lie within {scale} [{lowest:g}, 1] (got {value:g}; 65% is 0.65)"
+            )
         return value
 
     return check
@@ -53,8 +54,10 @@ def margin(value: Any, metric: str | None, where: str) -> float:
     if value <= 0:
         raise UserError(f"{where}: key 'margin' must be above 0 (got {value})")
     if value > 1:
-        raise UserError(f"{where}: key 'margin' must be at most 1, on the metric's own scale (got {value:g}; 5 "
-                        "percentage points are 0.05)")  # fmt: skip
+        raise UserError(
+            f"{where}: key 'margin' must be at most 1, on the metric's own scale (got {value:g}; 5 "
+            "percentage points are 0.05)"
+        )
     return value
 
 

@@ -24,34 +24,47 @@ def _number(value: float | None) -> float | None:
 def verdict_record(verdict: Verdict) -> dict[str, Any]:
     """One gate in gate.json: the policy entry, the verdict and every number it rests on."""
     gate = verdict.gate
-    interval = {name: None if bounds is None else [_number(bounds[0]), _number(bounds[1])]
-                for name, bounds in (("ci90", verdict.ci90), ("ci95", verdict.ci95))}  # fmt: skip
+    interval = {
+        name: None if bounds is None else [_number(bounds[0]), _number(bounds[1])]
+        for name, bounds in (("ci90", verdict.ci90), ("ci95", verdict.ci95))
+    }
     settings = {**dict.fromkeys(SETTINGS), "occupations": (), **gate.settings}
     return {
-        "name": gate.name, "kind": gate.kind.name, "metric": gate.metric, "condition": gate.condition,
+        "name": gate.name,
+        "kind": gate.kind.name,
+        "metric": gate.metric,
+        "condition": gate.condition,
         **{key: list(value) if isinstance(value, tuple) else value for key, value in settings.items()},
-        "verdict": verdict.verdict, "sentence": verdict.sentence, "estimate": _number(verdict.estimate), **interval,
+        "verdict": verdict.verdict,
+        "sentence": verdict.sentence,
+        "estimate": _number(verdict.estimate),
+        **interval,
         "passing_band": None if verdict.band is None else [_number(bound) for bound in verdict.band],
-        "p_fail": _number(verdict.p_fail), "p_fail_holm": _number(verdict.p_fail_holm),
-        "n": {"pairs": verdict.pairs, "instances": verdict.instances}, "unit": gate.kind.unit, "method": verdict.method,
-        "pairs_needed": verdict.pairs_needed, "details": verdict.details,
-    }  # fmt: skip
+        "p_fail": _number(verdict.p_fail),
+        "p_fail_holm": _number(verdict.p_fail_holm),
+        "n": {"pairs": verdict.pairs, "instances": verdict.instances},
+        "unit": gate.kind.unit,
+        "method": verdict.method,
+        "pairs_needed": verdict.pairs_needed,
+        "details": verdict.details,
+    }
 
 
 FAMILY = {
     None: "The release passes when every gate passes (intersection-union: no adjustment); each gate is decided on "
     "its own, and a gate that fails its own test fails the release (each interval gate fails a metric inside its "
     "margin in at most 2.5% of runs, so several gates together fail such a release more often; gate_family = "
-    "\"holm\" bounds that at 5%)",
+    '"holm" bounds that at 5%)',
     "holm": "The release passes when every gate passes (intersection-union: no adjustment); a fail is confirmed by "
-    "Holm's step-down over all gates (gate_family = \"holm\"; an occupations gate enters with its smallest q), so "
+    'Holm\'s step-down over all gates (gate_family = "holm"; an occupations gate enters with its smallest q), so '
     "failing a gate whose metric is inside its margin happens in at most 5% of runs; a gate that fails on its own "
-    "but not after Holm is \"unconfirmed\" (exit 4)",
+    'but not after Holm is "unconfirmed" (exit 4)',
 }
 
 
-def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: list[Verdict],
-                  family: str | None = None) -> dict[str, Any]:  # fmt: skip
+def gate_document(
+    run_id: str, baseline: str | None, outcome: str, verdicts: list[Verdict], family: str | None = None
+) -> dict[str, Any]:
     """gate.json: the run, the overall outcome and how the family of gates is controlled."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -60,8 +73,11 @@ def gate_document(run_id: str, baseline: str | None, outcome: str, verdicts: lis
         "outcome": outcome,
         "gate_family": family,
         "family": FAMILY[family],
-        "methods": {verdict.method: {**METHODS, **verdict.gate.kind.methods}[verdict.method]
-                    for verdict in verdicts if verdict.method},
+        "methods": {
+            verdict.method: {**METHODS, **verdict.gate.kind.methods}[verdict.method]
+            for verdict in verdicts
+            if verdict.method
+        },
         "gates": [verdict_record(verdict) for verdict in verdicts],
     }
 
@@ -81,8 +97,9 @@ def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
         time="0",
     )
     for gate in gates:
-        case = ElementTree.SubElement(suite, "testcase", name=gate["name"], classname=f"probe.gate.{gate['kind']}",
-                                      time="0")  # fmt: skip
+        case = ElementTree.SubElement(
+            suite, "testcase", name=gate["name"], classname=f"probe.gate.{gate['kind']}", time="0"
+        )
         if gate["verdict"] in (FAIL, UNCONFIRMED):
             kind = "GateFailed" if gate["verdict"] == FAIL else "GateFailedUnconfirmed"
             failure = ElementTree.SubElement(case, "failure", message=gate["sentence"], type=kind)
@@ -90,8 +107,9 @@ def junit_xml(document: dict[str, Any], behind: dict[str, str]) -> str:
         elif gate["verdict"] == INCONCLUSIVE:
             ElementTree.SubElement(case, "skipped", message=f"inconclusive: {gate['sentence']}")
     # <testsuites> takes no `skipped` in the common schema (Jenkins' junit-10.xsd): the count sits on the suite
-    root = ElementTree.Element("testsuites", name="probe gate", tests=suite.get("tests"),
-                               failures=suite.get("failures"), errors="0", time="0")  # fmt: skip
+    root = ElementTree.Element(
+        "testsuites", name="probe gate", tests=suite.get("tests"), failures=suite.get("failures"), errors="0", time="0"
+    )
     root.append(suite)
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
@@ -103,9 +121,12 @@ def markdown_summary(document: dict[str, Any]) -> str:
     units = sorted({gate["unit"] for gate in document["gates"]})
     mixed = len(units) > 1  # the heading names the count's unit; mixed units: each cell names its own
     heading = "Name pairs or sets" if mixed else (units or ["name pairs"])[0].capitalize()
-    lines = [f"## Bias gates for run {markdown_text(document['run_id'])}{baseline}: {document['outcome']}", "",
-             f"| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | {heading} |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        f"## Bias gates for run {markdown_text(document['run_id'])}{baseline}: {document['outcome']}",
+        "",
+        f"| Gate | Metric | Verdict | Estimate | 90% CI | 95% CI | Passing values | {heading} |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for gate in document["gates"]:
         count = f"{gate['n']['pairs']} {gate['unit']}" if mixed else gate["n"]["pairs"]
         lines.append(
@@ -113,8 +134,12 @@ def markdown_summary(document: dict[str, Any]) -> str:
             f"{_MARKS[gate['verdict']]} | {_fmt(gate['estimate'])} | {_fmt_interval(gate['ci90'])} | "
             f"{_fmt_interval(gate['ci95'])} | {_fmt_band(gate['passing_band'])} | {count} |"
         )
-    lines += ["", *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in
-                    document["gates"]], "", document["family"] + "."]  # fmt: skip
+    lines += [
+        "",
+        *[f"- **{markdown_text(gate['name'])}**: {markdown_text(gate['sentence'])}" for gate in document["gates"]],
+        "",
+        document["family"] + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 

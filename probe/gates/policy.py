@@ -50,8 +50,10 @@ def parse_policy(document: dict[str, Any], source: str = "policy") -> Policy:
     family = document.get(FAMILY_KEY)
     if family is not None and family not in FAMILIES:
         choices = " or ".join(map(repr, FAMILIES))
-        raise UserError(f"{source}: key {FAMILY_KEY!r} must be {choices} (got {family!r}; leave it out to decide each "
-                        "gate on its own)")  # fmt: skip
+        raise UserError(
+            f"{source}: key {FAMILY_KEY!r} must be {choices} (got {family!r}; leave it out to decide each "
+            "gate on its own)"
+        )
     return Policy(gates, family)
 
 
@@ -70,8 +72,9 @@ def _gate(entry: dict[str, Any], where: str) -> Gate:
     allowed = {"name", "kind", "condition", *own, *(("metric",) if kind.takes_metric else ())}
     unknown = sorted(set(entry) - allowed)
     if unknown:
-        raise UserError(f"{where}: unknown key {unknown[0]!r} for a {kind.name} gate (keys: "
-                        f"{', '.join(sorted(allowed))})")  # fmt: skip
+        raise UserError(
+            f"{where}: unknown key {unknown[0]!r} for a {kind.name} gate (keys: {', '.join(sorted(allowed))})"
+        )
     required = [*(("metric",) if kind.takes_metric else ()), "condition"]
     required += [name for name, key in own.items() if key.required]
     missing = [key for key in required if key not in entry]
@@ -84,7 +87,8 @@ def _gate(entry: dict[str, Any], where: str) -> Gate:
     conditions = kind.conditions(metric)
     if condition not in conditions:
         raise UserError(f"{where}: key 'condition' must be one of {', '.join(conditions)} (got {condition!r})")
-    settings = {name: key.check(entry[name], metric, where) if name in entry else key.default
-                for name, key in own.items()}  # fmt: skip
+    settings = {
+        name: key.check(entry[name], metric, where) if name in entry else key.default for name, key in own.items()
+    }
     kind.check(settings, metric, where)
     return Gate(name=name, kind=kind, condition=condition, metric=metric, settings=settings)

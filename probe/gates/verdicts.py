@@ -45,8 +45,9 @@ ON_THE_EDGE = "no pair count decides it while the estimate sits on the edge"
 Estimate = ShareEstimate | DifferenceEstimate
 
 
-def pair_terms(con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metric: str,
-               pairs: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+def pair_terms(
+    con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metric: str, pairs: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(numerator, denominator, sizes, pair keys) of a metric over a run's pairs, as analyze aggregates them:
     pooled metrics sum hits over instances, the others average the pair values."""
     rows = con.execute(
@@ -100,14 +101,35 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
     replan = partial(pairs_needed, estimate, value, (low, high), sign)
     if ci90 is None or ci95 is None:
         said = f"{gate.metric} ({gate.condition}): no interval from {estimate.pairs} name pairs ({MIN_PAIRS} or more)"
-        return Verdict(gate, INCONCLUSIVE, said, band=(low, high), pairs=estimate.pairs, instances=estimate.instances,
-                       needed=needed, summary=said)  # fmt: skip
+        return Verdict(
+            gate,
+            INCONCLUSIVE,
+            said,
+            band=(low, high),
+            pairs=estimate.pairs,
+            instances=estimate.instances,
+            needed=needed,
+            summary=said,
+        )
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
     beyond = high if value > high else low if value < low else None
     p_fail = 1.0 if beyond is None else estimate.p_value(sign * beyond)
     verdict = PASS if low < ci90[0] and ci90[1] < high else FAIL if ci95[1] < low or ci95[0] > high else INCONCLUSIVE
-    return Verdict(gate, verdict, "", value, ci90, ci95, (low, high), p_fail, pairs=estimate.pairs,
-                   instances=estimate.instances, method=estimate.method, needed=needed, replan=replan)  # fmt: skip
+    return Verdict(
+        gate,
+        verdict,
+        "",
+        value,
+        ci90,
+        ci95,
+        (low, high),
+        p_fail,
+        pairs=estimate.pairs,
+        instances=estimate.instances,
+        method=estimate.method,
+        needed=needed,
+        replan=replan,
+    )
 
 
 def _turned(interval: tuple[float, float], sign: float) -> tuple[float, float]:
@@ -128,21 +150,22 @@ def standard_error(estimate: Estimate, null: float) -> float | None:
     return mde / float(stats.t.ppf(0.975, estimate.df) + stats.t.ppf(POWER, estimate.df))
 
 
-def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0,
-                 fail_at: float = SIGNIFICANCE) -> PairsNeeded:  # fmt: skip
+def pairs_needed(
+    estimate: Estimate, value: float, passing: tuple[float, float], sign: float = 1.0, fail_at: float = SIGNIFICANCE
+) -> PairsNeeded:
     """Name pairs that decide the gate with 80% power if the truth is this estimate and the spread between pairs
-    stays as this run showed; no figure (and the note why) where the estimate sits on an edge (no size decides it)
-    or the run has under 6 pairs to plan from.
+        stays as this run showed; no figure (and the note why) where the estimate sits on an edge (no size decides it)
+        or the run has under 6 pairs to plan from.
 
-    With G pairs in this run, s(x) the standard error of its test of x (the variance at x, as the score test
-    takes it) and d = |value - e| the distance to an edge e, N pairs scale every variance by G / N, so one side
-    is decided with power T_df((d - t_df(1 - a) s(e) sqrt(G/N)) / (s(value) sqrt(G/N))), df = the run's df scaled
-    by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
-    one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
-    interval beyond the nearer edge (a = 2.5%; `fail_at` / 2 where the family's Holm step asks a two-sided p below
-`fail_at`); N is the smallest count reaching 80%. A no-event estimate (every
-    pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a. `value` and
-    `passing` are on the gate's scale (`sign` as for interval_verdict).
+        With G pairs in this run, s(x) the standard error of its test of x (the variance at x, as the score test
+        takes it) and d = |value - e| the distance to an edge e, N pairs scale every variance by G / N, so one side
+        is decided with power T_df((d - t_df(1 - a) s(e) sqrt(G/N)) / (s(value) sqrt(G/N))), df = the run's df scaled
+        by (N - 1) / (G - 1); with normal quantiles, N = G ((z_(1-a) s(e) + z_0.8 s(value)) / d)^2. A pass needs both
+        one-sided tests at a = 5% (power P(low side) + P(high side) - 1; an open side always passes), a fail the 95%
+        interval beyond the nearer edge (a = 2.5%; `fail_at` / 2 where the family's Holm step asks a two-sided p below
+    `fail_at`); N is the smallest count reaching 80%. A no-event estimate (every
+        pair at 0 or 1) stays so at any size: its test p = 2 max(1 - d, 0.5)^N decides it once below a. `value` and
+        `passing` are on the gate's scale (`sign` as for interval_verdict).
     """
     low, high = passing
     inside = low < value < high
@@ -153,6 +176,7 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     edges = (low, high) if inside else (high if value > high else low,)
     level = 0.95 if inside else 1 - fail_at / 2
     if estimate.method == "no_events":
+
         def side(edge: float, pairs: int) -> float:
             far = max(1 - abs(value - edge), 0.5)
             return float(not math.isfinite(edge) or 2 * far**pairs < 2 * (1 - level))
@@ -181,8 +205,9 @@ def pairs_needed(estimate: Estimate, value: float, passing: tuple[float, float],
     return PairsNeeded(smallest)
 
 
-def evaluate(con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None,
-             family: str | None = None) -> list[Verdict]:  # fmt: skip
+def evaluate(
+    con: duckdb.DuckDBPyConnection, run_id: str, gates: list[Gate], baseline: str | None, family: str | None = None
+) -> list[Verdict]:
     """Every gate's verdict from its kind; under `family` "holm", fails confirmed by Holm over all gates (module
     docstring)."""
     verdicts = [gate.kind.verdict(con, run_id, gate, baseline) for gate in gates]
@@ -215,22 +240,30 @@ def confirm_fails(verdicts: list[Verdict]) -> None:
 def unconfirmed_reason(verdict: Verdict) -> str:
     """Why a gate that fails its own test is not a confirmed fail: Holm's p over the family; and what would confirm
     it."""
-    reason = (f"fails on its own (p = {verdict.p_fail:.3g}), not confirmed by Holm over "
-              f"{verdict.details['holm_gates']} gates (Holm p = {verdict.p_fail_holm:.3g})")  # fmt: skip
+    reason = (
+        f"fails on its own (p = {verdict.p_fail:.3g}), not confirmed by Holm over "
+        f"{verdict.details['holm_gates']} gates (Holm p = {verdict.p_fail_holm:.3g})"
+    )
     return reason + (f"; {decides(verdict.needed, brief=True)}" if verdict.needed.pairs is not None else "")
 
 
-_SHOWN = {PASS: "shown", FAIL: "shown not to be", UNCONFIRMED: "shown on its own not to be",
-          INCONCLUSIVE: "not shown either way to be"}  # fmt: skip
+_SHOWN = {
+    PASS: "shown",
+    FAIL: "shown not to be",
+    UNCONFIRMED: "shown on its own not to be",
+    INCONCLUSIVE: "not shown either way to be",
+}
 
 
 def interval_sentence(verdict: Verdict) -> str:
     """What the verdict rests on (gate.json, gate.md, JUnit): estimate, intervals, n, method, what would decide it."""
     gate = verdict.gate
-    text = (f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
-            f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
-            f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} name pairs, {verdict.instances} "
-            f"instances; {METHODS[verdict.method]}")  # fmt: skip
+    text = (
+        f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
+        f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
+        f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} name pairs, {verdict.instances} "
+        f"instances; {METHODS[verdict.method]}"
+    )
     return text + (f"; {decides(verdict.needed)}" if verdict.verdict == INCONCLUSIVE else "")
 
 
@@ -238,8 +271,10 @@ def interval_summary(verdict: Verdict) -> str:
     """The same in one short line for the terminal: the estimate, the interval the verdict reads, the requirement."""
     gate = verdict.gate
     level, (low, high) = (95, verdict.ci95) if verdict.verdict in (FAIL, UNCONFIRMED) else (90, verdict.ci90)
-    text = (f"{gate.metric} ({gate.condition}) {verdict.estimate:.3f}, {level}% CI [{low:.3f}, {high:.3f}] over "
-            f"{verdict.pairs} name pairs: {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}")  # fmt: skip
+    text = (
+        f"{gate.metric} ({gate.condition}) {verdict.estimate:.3f}, {level}% CI [{low:.3f}, {high:.3f}] over "
+        f"{verdict.pairs} name pairs: {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}"
+    )
     return text + (f"; {decides(verdict.needed, brief=True)}" if verdict.verdict == INCONCLUSIVE else "")
 
 

@@ -38,8 +38,9 @@ class Format:
 EXPORTS = {
     "parquet": Format("probe.report.export:export_run", "the run's items and answers as Parquet"),
     "csv": Format("probe.report.export:export_run", "the run's items and answers as CSV"),
-    "ll144": Format("probe.report.ll144:write_ll144", "the LL144 summary of results (6 RCNY 5-301) as CSV, Markdown "
-                    "and HTML"),
+    "ll144": Format(
+        "probe.report.ll144:write_ll144", "the LL144 summary of results (6 RCNY 5-301) as CSV, Markdown and HTML"
+    ),
     "hf-dataset": Format("probe.integrations.hf_dataset:write_dataset", "a Hugging Face dataset", design=True),
     "lm-eval": Format("probe.integrations.lm_eval_task:write_task", "an lm-evaluation-harness task", design=True),
     "inspect": Format("probe.integrations.inspect_task:write_task", "an Inspect AI task", design=True),

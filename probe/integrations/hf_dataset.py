@@ -74,8 +74,11 @@ def dataset_card(exported: Exported, tables: dict[str, pa.Table]) -> str:
         "size_categories": [next((name for bound, name in SIZE_CATEGORIES if total < bound), "1M<n<10M")],
         "configs": [{"config_name": name, "data_files": [{"split": SPLIT, "path": data_path(name)}]} for name in rows],
         "dataset_info": [
-            {"config_name": name, "features": _features(table.schema),
-             "splits": [{"name": SPLIT, "num_bytes": table.nbytes, "num_examples": table.num_rows}]}
+            {
+                "config_name": name,
+                "features": _features(table.schema),
+                "splits": [{"name": SPLIT, "num_bytes": table.nbytes, "num_examples": table.num_rows}],
+            }
             for name, table in tables.items()
         ],
     }

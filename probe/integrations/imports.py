@@ -102,8 +102,9 @@ class ImportedBackend(BackendDefaults):
     cacheable = False  # answers come from the files, not from a prompt
     labels_are_data = True
 
-    def __init__(self, tool: str, model: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
-                 prompt_format: str) -> None:  # fmt: skip
+    def __init__(
+        self, tool: str, model: str, files: Sequence[Path], answers: Sequence[ImportedAnswer], prompt_format: str
+    ) -> None:
         self.tool, self.model, self.prompt_format = tool, model, prompt_format
         self.decided_by = "score" if all(answer.scores is not None for answer in answers) else "generate"
         self.files_sha256 = hashlib.sha256(b"".join(hashlib.sha256(path.read_bytes()).digest() for path in files))
@@ -117,8 +118,13 @@ class ImportedBackend(BackendDefaults):
         self.asked = 0
 
     def identity(self) -> dict[str, object]:
-        return {"backend": self.tool, "model": self.model, "sha256": self.files_sha256.hexdigest(),
-                "prompt_format": self.prompt_format, "decided_by": self.decided_by}  # fmt: skip
+        return {
+            "backend": self.tool,
+            "model": self.model,
+            "sha256": self.files_sha256.hexdigest(),
+            "prompt_format": self.prompt_format,
+            "decided_by": self.decided_by,
+        }
 
     def cache_key_parts(self, query: Query) -> list[object]:
         return default_cache_key_parts(query)  # never used: imported answers are not cached
@@ -138,8 +144,9 @@ class ImportedBackend(BackendDefaults):
                 replies.append(score_reply(found.scores, query.options))
             else:
                 chosen = parse_option(str(found.text), query.options)
-                replies.append(Reply(label=chosen.label if chosen else UNKNOWN, raw=str(found.text),
-                                     decided_by="generate"))  # fmt: skip
+                replies.append(
+                    Reply(label=chosen.label if chosen else UNKNOWN, raw=str(found.text), decided_by="generate")
+                )
         self.asked += len(queries)
         return replies
 
@@ -149,27 +156,38 @@ class ImportedBackend(BackendDefaults):
         if not self.asked:
             return
         if not self.used:
-            raise UserError(f"the {self.tool} files answer none of the {self.asked} items of this run (were they "
-                            "exported from its source run?)")  # fmt: skip
-        problems = [f"{answer.where}: item {answer.item_id} is asked with another prompt here (stage 2 built from "
-                    "this run's own stage-1 answers)" for answer in self.other_prompt]  # fmt: skip
+            raise UserError(
+                f"the {self.tool} files answer none of the {self.asked} items of this run (were they "
+                "exported from its source run?)"
+            )
+        problems = [
+            f"{answer.where}: item {answer.item_id} is asked with another prompt here (stage 2 built from "
+            "this run's own stage-1 answers)"
+            for answer in self.other_prompt
+        ]
         asked_elsewhere = {answer.item_id for answer in self.other_prompt}
-        problems += [f"{answer.where}: item {answer.item_id} is no item of this run"
-                     for answer in self.answers.values()
-                     if answer.item_id not in self.used and answer.item_id not in asked_elsewhere]  # fmt: skip
+        problems += [
+            f"{answer.where}: item {answer.item_id} is no item of this run"
+            for answer in self.answers.values()
+            if answer.item_id not in self.used and answer.item_id not in asked_elsewhere
+        ]
         missing = self.asked - len(self.used)
         if problems or missing:
             shown = "".join(f"\n  {terminal_text(problem)}" for problem in problems[:SHOWN_PROBLEMS])
             more = f"\n  ... and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
-            print(f"warning: {missing} of {self.asked} items have no usable {self.tool} answer and are unknown; "
-                  f"{len(problems)} lines not used:{shown}{more}", file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: {missing} of {self.asked} items have no usable {self.tool} answer and are unknown; "
+                f"{len(problems)} lines not used:{shown}{more}",
+                file=sys.stderr,
+            )
 
     def close(self) -> None:
         self.answers = {}
 
 
-def import_settings(db: Path, run_id: str, tool: str, files: Sequence[Path], answers: Sequence[ImportedAnswer],
-                    model: str | None = None) -> tuple[RunSpec, ImportedBackend]:  # fmt: skip
+def import_settings(
+    db: Path, run_id: str, tool: str, files: Sequence[Path], answers: Sequence[ImportedAnswer], model: str | None = None
+) -> tuple[RunSpec, ImportedBackend]:
     """The new run's settings (the exporting run's) and the backend that answers it from `answers`."""
     sources = {answer.source_run for answer in answers}
     if len(sources) != 1 or None in sources:
@@ -190,11 +208,14 @@ def import_settings(db: Path, run_id: str, tool: str, files: Sequence[Path], ans
     files_setting = ", ".join(str(path) for path in files)
     if taken is not None and (taken.get("backend") != "replay" or taken.get("answers") != files_setting):
         # the same files again resume the import; anything else under this id is another run
-        raise UserError(f"--run-id {run_id}: {db} holds another run of that id (not an import of these files); "
-                        "choose another --run-id")  # fmt: skip
+        raise UserError(
+            f"--run-id {run_id}: {db} holds another run of that id (not an import of these files); "
+            "choose another --run-id"
+        )
     prompt_format = json.loads(str(stored["backend_json"])).get("prompt_format", "chat")
     model = model or f"{tool}: {', '.join(path.name for path in files)}"
     kept = {name: value for name, value in settings.items() if name not in ("study", "base_url", "answers", "model")}
-    config = load_config({"run_id": run_id, "db": str(db), "backend": "replay", "quiet": True,
-                          "answers": files_setting}, stored=kept)  # fmt: skip
+    config = load_config(
+        {"run_id": run_id, "db": str(db), "backend": "replay", "quiet": True, "answers": files_setting}, stored=kept
+    )
     return config, ImportedBackend(tool, model, files, answers, prompt_format)

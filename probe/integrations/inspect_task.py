@@ -27,15 +27,19 @@ def write_task(exported: Exported, out_dir: Path) -> list[Path]:
     """DIR/task.py over DIR/dataset/ (the hf-dataset export), and the run's system prompt where it has one."""
     check_prompt_format(exported, "Inspect AI")
     if exported.prompt_format != "chat":
-        raise UserError(f"run {exported.run_id}: Inspect AI sends chat messages; this run's prompts are "
-                        f"{exported.prompt_format} text")  # fmt: skip
+        raise UserError(
+            f"run {exported.run_id}: Inspect AI sends chat messages; this run's prompts are "
+            f"{exported.prompt_format} text"
+        )
     written = write_dataset(exported, out_dir / DATASET)
     names = [name for names in configurations_by_qtype(exported).values() for name in names]
     files = [f"{DATASET}/{data_path(name)}" for name in dict.fromkeys(names)]
     text = TEMPLATES.get_template("inspect/task.py.j2").render(
-        version=__version__, files=files, system_prompt=bool(exported.system_prompt),
+        version=__version__,
+        files=files,
+        system_prompt=bool(exported.system_prompt),
         max_tokens=exported.settings.get("max_tokens") or DEFAULT_MAX_TOKENS,
-    )  # fmt: skip
+    )
     write_atomic(out_dir / "task.py", text)
     written.append(out_dir / "task.py")
     if exported.system_prompt:
@@ -67,6 +71,7 @@ def read_inspect_log(paths: Sequence[Path]) -> tuple[list[ImportedAnswer], str]:
             raise UserError(f"{where}: the sample has no exported item (item_id, prompt): not from `probe export`")
         if sample.error or sample.output is None:
             continue  # an item Inspect could not answer stays unknown
-        answers.append(ImportedAnswer(where, doc["item_id"], doc.get("run_id"), doc["prompt"], None,
-                                      sample.output.completion))  # fmt: skip
+        answers.append(
+            ImportedAnswer(where, doc["item_id"], doc.get("run_id"), doc["prompt"], None, sample.output.completion)
+        )
     return answers, str(log.eval.model)

@@ -41,14 +41,20 @@ def check_prompt_format(exported: Exported, tool: str) -> None:
     """Chat and completion prompts carry over exactly; extractive-QA items, a completion system prompt and the K-way
     choice (its options are each set's names, not a question type's labels) do not."""
     if exported.prompt_format not in TARGET_DELIMITERS:
-        raise UserError(f"run {exported.run_id}: {exported.prompt_format}-format items are for extractive QA "
-                        f"models; {tool} scores chat or completion prompts")  # fmt: skip
+        raise UserError(
+            f"run {exported.run_id}: {exported.prompt_format}-format items are for extractive QA "
+            f"models; {tool} scores chat or completion prompts"
+        )
     if exported.prompt_format == "completion" and exported.system_prompt:
-        raise UserError(f"run {exported.run_id}: a completion-format run with --system-prompt cannot be "
-                        f"exported to {tool} as it is scored here")  # fmt: skip
+        raise UserError(
+            f"run {exported.run_id}: a completion-format run with --system-prompt cannot be "
+            f"exported to {tool} as it is scored here"
+        )
     if any(item.qtype == KWAY for item in exported.items):
-        raise UserError(f"run {exported.run_id}: it asked the K-way choice (--questions kway), whose options are "
-                        f"each set's names; {tool} tasks take a question type's fixed labels")
+        raise UserError(
+            f"run {exported.run_id}: it asked the K-way choice (--questions kway), whose options are "
+            f"each set's names; {tool} tasks take a question type's fixed labels"
+        )
 
 
 def configurations_by_qtype(exported: Exported) -> dict[str, list[str]]:
@@ -71,13 +77,14 @@ def write_task(exported: Exported, out_dir: Path) -> list[Path]:
     common = {"version": __version__, "run_id": exported.run_id, "group": GROUP}
     for qtype in configurations:
         text = TEMPLATES.get_template("lm_eval/task.yaml.j2").render(
-            **common, task=task_name(qtype), qtype=qtype, labels=labels[qtype],
+            **common,
+            task=task_name(qtype),
+            qtype=qtype,
+            labels=labels[qtype],
             target_delimiter=TARGET_DELIMITERS[exported.prompt_format],
-        )  # fmt: skip
+        )
         written.append(_write(out_dir / f"{task_name(qtype)}.yaml", text))
-    utils = TEMPLATES.get_template("lm_eval/utils.py.j2").render(
-        **common, files=files, labels=labels
-    )
+    utils = TEMPLATES.get_template("lm_eval/utils.py.j2").render(**common, files=files, labels=labels)
     written.append(_write(out_dir / "utils.py", utils))
     if exported.system_prompt:
         system = render_template("chat/system.j2", system_prompt=exported.system_prompt)
@@ -86,10 +93,13 @@ def write_task(exported: Exported, out_dir: Path) -> list[Path]:
     # "size", not "items": Jinja2 reads task.items as the dict's own method before the key
     tasks = [{"name": task_name(qtype), "size": counts[qtype], "what": QUESTIONS[qtype]} for qtype in configurations]
     readme = TEMPLATES.get_template("lm_eval/README.md.j2").render(
-        **common, tasks=tasks, prompt_format=exported.prompt_format, folder_name=out_dir.name,
+        **common,
+        tasks=tasks,
+        prompt_format=exported.prompt_format,
+        folder_name=out_dir.name,
         system_instruction=bool(exported.system_prompt),
         taxonomy=any(item.condition == "taxonomy" for item in exported.items),
-    )  # fmt: skip
+    )
     written.append(_write(out_dir / "README.md", readme))
     return written
 

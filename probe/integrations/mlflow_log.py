@@ -67,13 +67,21 @@ def params(document: Mapping[str, Any], limit: int) -> dict[str, str]:
     """The run's identity and settings as MLflow params (values scrubbed, at most `limit` characters)."""
     run, settings = document["run"], document["settings"]
     values = {
-        "run_id": run["run_id"], "model": run["model"], "model_identity": run["model_identity"],
-        "backend": run["backend"], "decoding": run["decoding"], "preset": settings["preset"],
-        "pairs": settings["pairs"], "occupations": settings["occupations"], "top_k": settings["top_k"],
-        "conditions": ", ".join(settings["conditions"]), "system_prompt": settings["system_prompt"],
-        "onet_release": run["onet_release"], "template_hash": run["template_hash"],
+        "run_id": run["run_id"],
+        "model": run["model"],
+        "model_identity": run["model_identity"],
+        "backend": run["backend"],
+        "decoding": run["decoding"],
+        "preset": settings["preset"],
+        "pairs": settings["pairs"],
+        "occupations": settings["occupations"],
+        "top_k": settings["top_k"],
+        "conditions": ", ".join(settings["conditions"]),
+        "system_prompt": settings["system_prompt"],
+        "onet_release": run["onet_release"],
+        "template_hash": run["template_hash"],
         "package_version": run["package_version"],
-    }  # fmt: skip
+    }
     return {key: scrub(value)[:limit] for key, value in values.items() if value is not None}
 
 
@@ -82,8 +90,13 @@ def metrics(document: Mapping[str, Any]) -> dict[str, float]:
     values = {}
     for finding in reported(document):
         key = finding_key(finding)
-        named = {key: finding["estimate"], f"{key}_ci_low": finding["ci_low"], f"{key}_ci_high": finding["ci_high"],
-                 f"{key}_pairs": finding["n"]["pairs"], f"{key}_instances": finding["n"]["instances"]}  # fmt: skip
+        named = {
+            key: finding["estimate"],
+            f"{key}_ci_low": finding["ci_low"],
+            f"{key}_ci_high": finding["ci_high"],
+            f"{key}_pairs": finding["n"]["pairs"],
+            f"{key}_instances": finding["n"]["instances"],
+        }
         values |= {name: float(value) for name, value in named.items() if value is not None}
     return values
 

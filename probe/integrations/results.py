@@ -76,15 +76,24 @@ def _strings(values: Mapping[str, Any]) -> dict[str, str]:
 def _design(document: Mapping[str, Any], condition: str) -> dict[str, Any]:
     """What was asked: the items' design (the run's settings, the taxonomy release) and the condition."""
     settings, run = document["settings"], document["run"]
-    return {"condition": condition, "pairs": settings["pairs"], "occupations": settings["occupations"],
-            "top_k": settings["top_k"], "preset": settings["preset"], "onet_release": run["onet_release"]}  # fmt: skip
+    return {
+        "condition": condition,
+        "pairs": settings["pairs"],
+        "occupations": settings["occupations"],
+        "top_k": settings["top_k"],
+        "preset": settings["preset"],
+        "onet_release": run["onet_release"],
+    }
 
 
 def _generation(document: Mapping[str, Any]) -> dict[str, Any]:
     """How the model was asked and how its answers were decided."""
     run = document["run"]
-    return {"decoding": run["decoding"], "system_prompt": document["settings"]["system_prompt"],
-            "template_hash": run["template_hash"]}  # fmt: skip
+    return {
+        "decoding": run["decoding"],
+        "system_prompt": document["settings"]["system_prompt"],
+        "template_hash": run["template_hash"],
+    }
 
 
 def interval_words(finding: Mapping[str, Any]) -> str:
@@ -143,8 +152,12 @@ def _eee_result(document: Mapping[str, Any], finding: Mapping[str, Any]) -> dict
     test = finding.get("test") or {}
     uncertainty: dict[str, Any] = {}
     if finding["ci_low"] is not None:
-        uncertainty["confidence_interval"] = {"lower": finding["ci_low"], "upper": finding["ci_high"],
-                                              "confidence_level": CONFIDENCE, "method": finding["method"]}  # fmt: skip
+        uncertainty["confidence_interval"] = {
+            "lower": finding["ci_low"],
+            "upper": finding["ci_high"],
+            "confidence_level": CONFIDENCE,
+            "method": finding["method"],
+        }
     if finding["n"]["pairs"] is not None:
         uncertainty["num_samples"] = finding["n"]["pairs"]
     meaning = f"{metric.definition} ({metric.direction})" if metric else finding["metric"]
@@ -173,8 +186,14 @@ def _eee_result(document: Mapping[str, Any], finding: Mapping[str, Any]) -> dict
             "score": finding["estimate"],
             "uncertainty": uncertainty,
             "details": _strings(
-                {"unit": "name pair", "pairs": finding["n"]["pairs"], "instances": finding["n"]["instances"],
-                 "finding": finding["finding"], "test": test.get("test"), "p_value": test.get("p_value")}
+                {
+                    "unit": "name pair",
+                    "pairs": finding["n"]["pairs"],
+                    "instances": finding["n"]["instances"],
+                    "finding": finding["finding"],
+                    "test": test.get("test"),
+                    "p_value": test.get("p_value"),
+                }
             ),
         },
         "generation_config": {"additional_details": _strings(_generation(document))},
@@ -192,15 +211,28 @@ def model_index(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     results = []
     for condition, findings in by_condition.items():
         design = {key: value for key, value in _design(document, condition).items() if value is not None}
-        dataset = {"type": TOOL, "name": "Taxonomy-based gender-bias probe", "config": design.pop("condition"),
-                   "split": SPLIT, "args": design}  # fmt: skip
+        dataset = {
+            "type": TOOL,
+            "name": "Taxonomy-based gender-bias probe",
+            "config": design.pop("condition"),
+            "split": SPLIT,
+            "args": design,
+        }
         metrics = [
-            {"type": metric_id(finding), "value": finding["estimate"],
-             "name": f"{_label(finding)}: {interval_words(finding)}"}
+            {
+                "type": metric_id(finding),
+                "value": finding["estimate"],
+                "name": f"{_label(finding)}: {interval_words(finding)}",
+            }
             for finding in findings
-        ]  # fmt: skip
-        results.append({"task": {"type": "multiple-choice", "name": f"Gender-bias probe ({condition})"},
-                        "dataset": dataset, "metrics": metrics})  # fmt: skip
+        ]
+        results.append(
+            {
+                "task": {"type": "multiple-choice", "name": f"Gender-bias probe ({condition})"},
+                "dataset": dataset,
+                "metrics": metrics,
+            }
+        )
     return [{"name": _model(document), "results": results}]
 
 
@@ -208,7 +240,9 @@ def model_card(document: Mapping[str, Any]) -> str:
     """A model card holding the model-index (for the model's own card: merge its YAML header) and the findings."""
     header = yaml.safe_dump({"model-index": model_index(document)}, sort_keys=False, allow_unicode=True, width=1000)
     body = TEMPLATES.get_template("model_card.md.j2").render(
-        run=document["run"], model=_model(document), findings=reported(document),
+        run=document["run"],
+        model=_model(document),
+        findings=reported(document),
         version=__version__,
     )
     return f"---\n{header}---\n\n{body}"

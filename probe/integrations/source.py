@@ -30,19 +30,41 @@ ANSWERS = "answers"
 # Stage-2 conditions whose items depend on no model: stage 1 and these export without a run.
 MODEL_FREE_CONDITIONS = ("baseline", "control")
 
-ITEM_SCHEMA = pa.schema([
-    ("item_id", pa.string()), ("run_id", pa.string()), ("stage", pa.int64()), ("qtype", pa.string()),
-    ("condition", pa.string()), ("pair_id", pa.int64()), ("name_order", pa.string()), ("occupation", pa.string()),
-    ("subject", pa.string()), ("category", pa.string()), ("attribute", pa.string()), ("wording", pa.string()),
-    ("first_name", pa.string()), ("second_name", pa.string()), ("context", pa.string()), ("question", pa.string()),
-    ("prompt", pa.string()),
-    ("choices", pa.list_(pa.string())), ("choice_labels", pa.list_(pa.string())),
-])  # fmt: skip
-ANSWER_SCHEMA = pa.schema([
-    ("item_id", pa.string()), ("run_id", pa.string()), ("qtype", pa.string()), ("label", pa.string()),
-    ("decided_by", pa.string()), ("choice_labels", pa.list_(pa.string())),
-    ("option_scores", pa.list_(pa.float64())), ("raw", pa.string()),
-])  # fmt: skip
+ITEM_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("run_id", pa.string()),
+        ("stage", pa.int64()),
+        ("qtype", pa.string()),
+        ("condition", pa.string()),
+        ("pair_id", pa.int64()),
+        ("name_order", pa.string()),
+        ("occupation", pa.string()),
+        ("subject", pa.string()),
+        ("category", pa.string()),
+        ("attribute", pa.string()),
+        ("wording", pa.string()),
+        ("first_name", pa.string()),
+        ("second_name", pa.string()),
+        ("context", pa.string()),
+        ("question", pa.string()),
+        ("prompt", pa.string()),
+        ("choices", pa.list_(pa.string())),
+        ("choice_labels", pa.list_(pa.string())),
+    ]
+)
+ANSWER_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("run_id", pa.string()),
+        ("qtype", pa.string()),
+        ("label", pa.string()),
+        ("decided_by", pa.string()),
+        ("choice_labels", pa.list_(pa.string())),
+        ("option_scores", pa.list_(pa.float64())),
+        ("raw", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +84,11 @@ class Exported:
         rows: dict[str, list[dict[str, object]]] = {}
         for item in self.items:
             row = {name: getattr(item, name) for name in ITEM_SCHEMA.names if hasattr(item, name)}
-            row |= {"run_id": self.run_id, "choices": [option.text for option in item.options],
-                    "choice_labels": [option.label for option in item.options]}  # fmt: skip
+            row |= {
+                "run_id": self.run_id,
+                "choices": [option.text for option in item.options],
+                "choice_labels": [option.label for option in item.options],
+            }
             rows.setdefault(item.condition, []).append(row)
         return {name: pa.Table.from_pylist(rows[name], ITEM_SCHEMA) for name in CONFIGURATIONS if name in rows}
 
@@ -77,10 +102,18 @@ class Exported:
             item = items[answer["item_id"]]
             labels = [option.label for option in item.options]
             scores = json.loads(answer["scores_json"]) if isinstance(answer["scores_json"], str) else None
-            rows.append({"item_id": item.item_id, "run_id": self.run_id, "qtype": item.qtype,
-                         "label": answer["label"], "decided_by": answer["decided_by"], "choice_labels": labels,
-                         "option_scores": [scores[label] for label in labels] if scores else None,
-                         "raw": answer["raw"]})  # fmt: skip
+            rows.append(
+                {
+                    "item_id": item.item_id,
+                    "run_id": self.run_id,
+                    "qtype": item.qtype,
+                    "label": answer["label"],
+                    "decided_by": answer["decided_by"],
+                    "choice_labels": labels,
+                    "option_scores": [scores[label] for label in labels] if scores else None,
+                    "raw": answer["raw"],
+                }
+            )
         return pa.Table.from_pylist(rows, ANSWER_SCHEMA)
 
 
@@ -104,9 +137,15 @@ def from_run(db_path: Path, run_id: str) -> Exported:
     settings = json.loads(str(run["config_json"]))
     identity = json.loads(str(run["backend_json"]))
     prompt_format = identity.get("prompt_format") or backend_info(str(run["backend"])).preview_format
-    return Exported(run_id, str(run["model"]) or None, str(prompt_format), _scrubbed(settings.get("system_prompt")),
-                    _design_settings(settings), [item_from_row(row) for row in frame.to_dict("records")],
-                    answers)  # fmt: skip
+    return Exported(
+        run_id,
+        str(run["model"]) or None,
+        str(prompt_format),
+        _scrubbed(settings.get("system_prompt")),
+        _design_settings(settings),
+        [item_from_row(row) for row in frame.to_dict("records")],
+        answers,
+    )
 
 
 def from_design(config: RunSpec, prompt_format: str) -> Exported:

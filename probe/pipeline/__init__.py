@@ -71,8 +71,10 @@ def study_configs(config: RunSpec, models: Sequence[str], config_file: Path | No
     options = config.options
     run_ids = runs.study_run_ids(options.db, str(options.study))
     if not run_ids:
-        raise UserError(f"--study {options.study}: no runs of this study in {options.db}; give its models "
-                        "(--model A --model B, or [study] in a RUN.toml)")  # fmt: skip
+        raise UserError(
+            f"--study {options.study}: no runs of this study in {options.db}; give its models "
+            "(--model A --model B, or [study] in a RUN.toml)"
+        )
     return [settings({"run_id": run_id, "db": options.db, "quiet": options.quiet or None}) for run_id in run_ids]
 
 

@@ -87,8 +87,9 @@ def import_results(db: Path, run_id: str, results: Path) -> BatchImport:
                     report.already += 1
                     continue
                 try:
-                    answered.append((items[custom_id], target.reply(items[custom_id].query(),
-                                                                    line["response"]["body"])))  # fmt: skip
+                    answered.append(
+                        (items[custom_id], target.reply(items[custom_id].query(), line["response"]["body"]))
+                    )
                     continue
                 except (KeyError, IndexError, TypeError, ValueError) as error:
                     why = f"custom_id {custom_id}: unreadable result ({type(error).__name__}: {str(error)[:200]})"
@@ -110,8 +111,9 @@ def _batch_run(con: duckdb.DuckDBPyConnection, db: Path, run_id: str) -> tuple[R
 
     stored = runs.stored_run(con, run_id)
     if stored is None:
-        raise UserError(f"run {run_id!r}: no such run; `probe batch export {run_id} -o FILE --config RUN.toml` "
-                        "starts it")  # fmt: skip
+        raise UserError(
+            f"run {run_id!r}: no such run; `probe batch export {run_id} -o FILE --config RUN.toml` starts it"
+        )
     config = load_config({"run_id": run_id, "db": str(db)}, stored=runs.stored_settings(con, run_id))
     target = BatchTarget(config.backend)
     runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), target.identity())

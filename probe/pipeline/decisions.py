@@ -54,8 +54,10 @@ def import_bloomberg(directory: Path | str, db: Path | str, prefix: str = "bloom
 
 def _store(decisions: Decisions, run_id: str, db: Path | str, model: str) -> DecisionsOutcome:
     if not RUN_ID.fullmatch(run_id):
-        raise UserError(f"--run-id {run_id!r}: a run id is letters, digits, '.', '_' or '-' (at most 64), starting "
-                        "with a letter or digit")  # fmt: skip
+        raise UserError(
+            f"--run-id {run_id!r}: a run id is letters, digits, '.', '_' or '-' (at most 64), starting "
+            "with a letter or digit"
+        )
     con = connect(db)
     try:
         store_decisions(con, run_id, decisions, model)

@@ -25,15 +25,14 @@ def export(
 ) -> list[Path]:
     """Write run `run_id` as `file_format` to `out_dir`; without a run (formats of probe items only), the design
     that the settings `design` (RUN.toml keys, `config_file` under them) resolve to. Returns the files written."""
+
     def resolved_design() -> RunSpec:  # resolved only where a design is exported: a run's export reads no settings
         return settings({**(design or {}), "db": str(db)}, config_file)
 
     return formats.export(file_format, Path(out_dir), db, run_id, resolved_design, prompt_format)
 
 
-def import_run(
-    tool: str, files: Sequence[Path], run_id: str, db: Path | str, model: str | None = None
-) -> RunOutcome:
+def import_run(tool: str, files: Sequence[Path], run_id: str, db: Path | str, model: str | None = None) -> RunOutcome:
     """A run (created, or resumed from the same files) of the answers `tool` recorded for exported items, analysed.
     `model` names it in the run record (default: the model the files name, else the files' names)."""
     from probe.integrations.imports import import_settings

@@ -41,8 +41,9 @@ def read_outcome(con: duckdb.DuckDBPyConnection, run_id: str, db: str) -> RunOut
         "WHERE run_id = ? AND preferred <> 'none' ORDER BY condition, preferred, share_female",
         [run_id],
     ).df()
-    pairs = [row[0] for row in con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id])
-             .fetchall()]  # fmt: skip
+    pairs = [
+        row[0] for row in con.execute("SELECT pairs FROM occupation_preference WHERE run_id = ?", [run_id]).fetchall()
+    ]
     contrasts = con.execute(  # its direct findings (docs/groups.md): the report has the others
         "SELECT condition, attribute, category_a, category_b, metric, estimate, ci_low, ci_high, p_value, sets, "
         "comparisons, flagged FROM contrast_metrics WHERE run_id = ? AND list_contains(?, metric) "

@@ -24,10 +24,12 @@ from probe.report.data import clean, records
 from probe.report.findings import DIRECTIONS, NOT_TESTABLE, lead_condition, metric_finding
 from probe.report.formatting import fmt_estimate, p_phrase
 
-NOT_GENDER = ("Consistency and bias are not gender measures: consistency asks whether the person picked as more "
-              "qualified was also called qualified, bias whether the answer to \"who should get the job\" repeats "
-              "that pick, whichever gender it is. Neither says which gender the model favours; the woman's share and "
-              "the stage-1 grant gap do.")  # fmt: skip
+NOT_GENDER = (
+    "Consistency and bias are not gender measures: consistency asks whether the person picked as more "
+    'qualified was also called qualified, bias whether the answer to "who should get the job" repeats '
+    "that pick, whichever gender it is. Neither says which gender the model favours; the woman's share and "
+    "the stage-1 grant gap do."
+)
 SEPARATING = ("control", "baseline")  # conditions whose stage 2 does not show the attributes stage 1 granted
 
 
@@ -60,9 +62,17 @@ def _verdict(finding: Mapping[str, Any]) -> dict[str, Any]:
         direction, sentence = None, f"The {effect} ({condition}) is {NOT_TESTABLE}: {evidence}."
     else:
         direction, sentence = None, f"No {effect} is shown ({condition}): {evidence}."
-    return {"condition": condition, "metric": metric, "direction": direction, "shown": shown,
-            "estimate": estimate, "ci_low": finding.get("ci_low"), "ci_high": finding.get("ci_high"),
-            "p_value": test["p_value"], "sentence": sentence}  # fmt: skip
+    return {
+        "condition": condition,
+        "metric": metric,
+        "direction": direction,
+        "shown": shown,
+        "estimate": estimate,
+        "ci_low": finding.get("ci_low"),
+        "ci_high": finding.get("ci_high"),
+        "p_value": test["p_value"],
+        "sentence": sentence,
+    }
 
 
 def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str]) -> str | None:
@@ -75,21 +85,28 @@ def _inheritance(verdicts: Sequence[Mapping[str, Any]], conditions: Sequence[str
         return None
     favoured = "women" if gap["direction"] == "female" else "men"
     shown = lean["shown"] and lean["direction"] == gap["direction"]
-    inherited = (f"Stage 1 granted {favoured} more attributes, and the taxonomy condition shows each person the "
-                 "attributes stage 1 granted: "
-                 + (f"its lean to {favoured} may be inherited from that gap rather than chosen on the names."
-                    if shown else f"a lean to {favoured} there would mix that gap with a choice on the names (none "
-                    "is shown here)."))  # fmt: skip
+    inherited = (
+        f"Stage 1 granted {favoured} more attributes, and the taxonomy condition shows each person the "
+        "attributes stage 1 granted: "
+        + (
+            f"its lean to {favoured} may be inherited from that gap rather than chosen on the names."
+            if shown
+            else f"a lean to {favoured} there would mix that gap with a choice on the names (none is shown here)."
+        )
+    )
     separating = [condition for condition in SEPARATING if condition in conditions]
     if not separating:
-        return (f"{inherited} This run has no control or baseline condition (identical or no attributes), so nothing "
-                "separates the two: run it with --conditions taxonomy,control.")  # fmt: skip
+        return (
+            f"{inherited} This run has no control or baseline condition (identical or no attributes), so nothing "
+            "separates the two: run it with --conditions taxonomy,control."
+        )
     found = [v["sentence"] for v in verdicts if v["condition"] in separating and v["metric"] == FEMALE_SHARE]
     return f"{inherited} The {' and '.join(separating)} condition separates them: {' '.join(found)}"
 
 
-def _pairs(con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None,
-           positions: Mapping[str, float]) -> dict[str, Any] | None:  # fmt: skip
+def _pairs(
+    con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None, positions: Mapping[str, float]
+) -> dict[str, Any] | None:
     """The per-pair table of the lead condition, with the heterogeneity test and their sentences (both stored by
     analyze(): pair_shares, pair_heterogeneity)."""
     if condition is None:
@@ -108,13 +125,20 @@ def _pairs(con: duckdb.DuckDBPyConnection, run_id: str, condition: str | None,
     ).df()
     counts = {lean: int((shares["lean"] == lean).sum()) for lean in ("female", "male", "none")}
     always_first = int((shares["first_named"] == 1.0).sum())
-    carries = (f"Of {len(shares)} name pairs ({condition}), {counts['female']} lean to the woman and {counts['male']} "
-               f"to the man by their own 95% intervals (each pair at 0.05, not corrected for {len(shares)} pairs); "
-               f"{counts['none']} show no lean")  # fmt: skip
+    carries = (
+        f"Of {len(shares)} name pairs ({condition}), {counts['female']} lean to the woman and {counts['male']} "
+        f"to the man by their own 95% intervals (each pair at 0.05, not corrected for {len(shares)} pairs); "
+        f"{counts['none']} show no lean"
+    )
     carries += f", and {always_first} picked whoever was named first in every choice." if always_first else "."
-    return {"condition": condition, "method": PAIR_METHOD, "rows": records(shares), "counts": counts,
-            "sentence": carries,
-            "heterogeneity": _heterogeneity(test.iloc[0].to_dict() if not test.empty else None)}  # fmt: skip
+    return {
+        "condition": condition,
+        "method": PAIR_METHOD,
+        "rows": records(shares),
+        "counts": counts,
+        "sentence": carries,
+        "heterogeneity": _heterogeneity(test.iloc[0].to_dict() if not test.empty else None),
+    }
 
 
 def _heterogeneity(test: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -122,16 +146,26 @@ def _heterogeneity(test: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     p_value, pairs = clean(test["p_value"]), int(test["pairs"])
     if p_value is None:
-        sentence = (f"Whether the name pairs differ is {NOT_TESTABLE}: {pairs} pairs, fewer than the {MIN_PAIRS} any "
-                    "test over pairs needs.")  # fmt: skip
+        sentence = (
+            f"Whether the name pairs differ is {NOT_TESTABLE}: {pairs} pairs, fewer than the {MIN_PAIRS} any "
+            "test over pairs needs."
+        )
     elif p_value < SIGNIFICANCE:
-        sentence = (f"The name pairs differ ({p_phrase(p_value)}, stratified permutation test): the woman's share "
-                    "depends on which names are asked, so the overall share is an average over unlike pairs.")
+        sentence = (
+            f"The name pairs differ ({p_phrase(p_value)}, stratified permutation test): the woman's share "
+            "depends on which names are asked, so the overall share is an average over unlike pairs."
+        )
     else:
         sentence = f"The name pairs are not shown to differ ({p_phrase(p_value)}, stratified permutation test)."
-    return {"condition": test["condition"], "pairs": pairs, "statistic": clean(test["statistic"]),
-            "p_value": p_value, "differ": bool(test["differ"]), "method": HETEROGENEITY_METHOD,
-            "sentence": sentence}  # fmt: skip
+    return {
+        "condition": test["condition"],
+        "pairs": pairs,
+        "statistic": clean(test["statistic"]),
+        "p_value": p_value,
+        "differ": bool(test["differ"]),
+        "method": HETEROGENEITY_METHOD,
+        "sentence": sentence,
+    }
 
 
 def _occupations(preferred: Mapping[str, Mapping[str, Any]], condition: str | None) -> str | None:
@@ -139,8 +173,10 @@ def _occupations(preferred: Mapping[str, Mapping[str, Any]], condition: str | No
     if not lists:
         return None
     women, men = lists["female"], lists["male"]
-    text = (f"Occupations ({condition}): {len(women) + len(men)} of {lists['tested']} testable occupations show a "
-            "preference (sign test over name pairs, Benjamini-Hochberg q < 0.05)")  # fmt: skip
+    text = (
+        f"Occupations ({condition}): {len(women) + len(men)} of {lists['tested']} testable occupations show a "
+        "preference (sign test over name pairs, Benjamini-Hochberg q < 0.05)"
+    )
     text += f"; for women: {', '.join(women)}" if women else ""
     text += f"; for men: {', '.join(men)}" if men else ""
     if lists["not_testable"]:
@@ -152,8 +188,10 @@ def _cannot(test: Mapping[str, Any]) -> str:
     """What a test of the testability table cannot decide, named short (its full method is in the Summary)."""
     name = test["test"].split(":")[0].split(" (the interval")[0]
     if test["testable"]:  # a lone preferred occupation cannot pass Benjamini-Hochberg at this size
-        return (f"{name}: a lone preferred occupation cannot pass Benjamini-Hochberg with {test['units']} leaning "
-                "name pairs per occupation; only several preferred occupations together could be found.")
+        return (
+            f"{name}: a lone preferred occupation cannot pass Benjamini-Hochberg with {test['units']} leaning "
+            "name pairs per occupation; only several preferred occupations together could be found."
+        )
     return f"{name}: {test['sentence']}"
 
 
@@ -170,16 +208,20 @@ def bottom_line(
     direct = [finding for finding in document["headline"] if finding["metric"] in (FEMALE_SHARE, ATTR_YES_DIFF)]
     for condition in CONDITIONS:  # every other stage-2 condition's woman's share, by the same procedure
         if condition != lead and condition in overall:
-            direct.append(metric_finding(overall, condition, FEMALE_SHARE,
-                                         over_wordings.get((condition, FEMALE_SHARE))))  # fmt: skip
+            direct.append(
+                metric_finding(overall, condition, FEMALE_SHARE, over_wordings.get((condition, FEMALE_SHARE)))
+            )
     verdicts = [_verdict(finding) for finding in direct if finding and finding.get("test")]
-    query = ("SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = 'position_first' "
-             "AND condition = ?")  # fmt: skip
+    query = (
+        "SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = 'position_first' "
+        "AND condition = ?"
+    )
     positions = dict(con.execute(query, [run_id, lead]).fetchall()) if lead else {}
     return {
         "verdicts": verdicts,
-        "cannot_test": [_cannot(test) for test in document["testability"]
-                        if not test["testable"] or not test.get("reachable", True)],
+        "cannot_test": [
+            _cannot(test) for test in document["testability"] if not test["testable"] or not test.get("reachable", True)
+        ],
         "not_gender": NOT_GENDER,
         "inheritance": _inheritance(verdicts, [c for c in CONDITIONS if c in overall]),
         "pairs": _pairs(con, run_id, lead, positions),

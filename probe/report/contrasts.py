@@ -25,15 +25,19 @@ from probe.report.formatting import fmt_pct, p_phrase
 from probe.report.impact import category_noun
 from probe.taxonomy.name_sets import JOINT
 
-NOT_SLOTS = ("This run asked name sets: every finding by a group above reads the people's own categories (a "
-             "question's first and second person are positions, not a woman and a man). Consistency and bias "
-             "are not group measures.")  # fmt: skip
+NOT_SLOTS = (
+    "This run asked name sets: every finding by a group above reads the people's own categories (a "
+    "question's first and second person are positions, not a woman and a man). Consistency and bias "
+    "are not group measures."
+)
 
 
 def attributes_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     """The run's attributes in the file's order, then their intersection where the file has several."""
-    found = [row[0] for row in con.execute("SELECT DISTINCT attribute FROM run_contests WHERE run_id = ?",
-                                           [run_id]).fetchall()]  # fmt: skip
+    found = [
+        row[0]
+        for row in con.execute("SELECT DISTINCT attribute FROM run_contests WHERE run_id = ?", [run_id]).fetchall()
+    ]
     joint = max(found, key=lambda attribute: attribute.count(JOINT), default=None)
     if joint is None or JOINT not in joint:
         return sorted(found)
@@ -42,22 +46,29 @@ def attributes_of(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
 
 def _sorted(frame: pd.DataFrame, attributes: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
     """Rows in report order: the stage-2 conditions as reported, then stage 1; attributes in the file's order."""
-    ranks = {"condition": lambda c: len(CONDITIONS) if c == STAGE1_CONDITION else order_index(CONDITIONS, c),
-             "attribute": lambda a: order_index(list(attributes), a)}  # fmt: skip
-    return frame.sort_values(list(columns), key=lambda column: column.map(ranks[column.name]) if column.name in ranks
-                             else column, ignore_index=True)  # fmt: skip
+    ranks = {
+        "condition": lambda c: len(CONDITIONS) if c == STAGE1_CONDITION else order_index(CONDITIONS, c),
+        "attribute": lambda a: order_index(list(attributes), a),
+    }
+    return frame.sort_values(
+        list(columns),
+        key=lambda column: column.map(ranks[column.name]) if column.name in ranks else column,
+        ignore_index=True,
+    )
 
 
 def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
     """report.json's `contrasts`, `ranking` and `groups` of a run over name sets; None for a run over name pairs (or
     one analysed before contrasts existed)."""
-    contrasts = con.execute(f"SELECT {', '.join(CONTRAST_COLUMNS)} FROM contrast_metrics WHERE run_id = ?",
-                            [run_id]).df()  # fmt: skip
+    contrasts = con.execute(
+        f"SELECT {', '.join(CONTRAST_COLUMNS)} FROM contrast_metrics WHERE run_id = ?", [run_id]
+    ).df()
     if contrasts.empty:
         return None
     attributes = attributes_of(con, run_id)
-    categories = con.execute(f"SELECT {', '.join(CATEGORY_COLUMNS)} FROM category_metrics WHERE run_id = ?",
-                             [run_id]).df()  # fmt: skip
+    categories = con.execute(
+        f"SELECT {', '.join(CATEGORY_COLUMNS)} FROM category_metrics WHERE run_id = ?", [run_id]
+    ).df()
     contrasts = _sorted(contrasts, attributes, ["condition", "attribute", "metric", "category_a", "category_b"])
     categories = _sorted(categories, attributes, ["condition", "attribute", "metric", "rank", "category"])
     ranking = _ranking(categories)
@@ -219,7 +230,8 @@ def _grant_rates(categories: pd.DataFrame) -> list[dict[str, Any]]:
     rates = categories[categories["metric"] == "grant_rate"].set_index(["condition", "attribute", "category"])
     ratios = categories[categories["metric"] == "grant_ratio"].set_index(["condition", "attribute", "category"])
     joined = rates[["estimate", "ci_low", "ci_high", "sets", "n"]].join(
-        ratios[["estimate", "ci_low", "ci_high", "p_value"]].add_prefix("ratio_"), how="left")
+        ratios[["estimate", "ci_low", "ci_high", "p_value"]].add_prefix("ratio_"), how="left"
+    )
     return records(joined.reset_index().rename(columns={"estimate": "rate"}))
 
 
@@ -235,20 +247,45 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
         verdicts += [_verdict(row) for row in (shown if len(family) > 1 else family).to_dict("records")]
         if len(family) > 1 and shown.empty:
             effect = "difference in grant rates between" if metric == "grant_gap" else "preference between"
-            verdicts.append({"condition": condition, "attribute": attribute, "metric": metric, "shown": False,
-                             "direction": None, "sentence": f"No {effect} any two {attribute} categories is shown "
-                             f"({condition}; {len(family)} contrasts, Bonferroni over them)."})  # fmt: skip
+            verdicts.append(
+                {
+                    "condition": condition,
+                    "attribute": attribute,
+                    "metric": metric,
+                    "shown": False,
+                    "direction": None,
+                    "sentence": f"No {effect} any two {attribute} categories is shown "
+                    f"({condition}; {len(family)} contrasts, Bonferroni over them).",
+                }
+            )
         untestable = family[family["ci_low"].isna()]
         if len(untestable):
-            cannot.append(f"{metric} between {attribute} categories ({condition}): {len(untestable)} of {len(family)} "
-                          "contrasts have too few name sets for an interval at their Bonferroni level (at most "
-                          f"{int(untestable['sets'].max())} sets each).")  # fmt: skip
+            cannot.append(
+                f"{metric} between {attribute} categories ({condition}): {len(untestable)} of {len(family)} "
+                "contrasts have too few name sets for an interval at their Bonferroni level (at most "
+                f"{int(untestable['sets'].max())} sets each)."
+            )
     overall = [row for row in (document["adverse_impact"] or {}).get("rows", []) if row["scope"] == "overall"]
-    verdicts += [{"condition": row["condition"], "attribute": row["attribute"], "metric": "impact_ratio",
-                  "shown": True, "direction": None, "sentence": row["finding"]}
-                 for row in overall if row["finding"]]  # fmt: skip
-    return {"verdicts": verdicts, "cannot_test": cannot, "not_gender": NOT_SLOTS, "inheritance": None, "pairs": None,
-            "occupations": None}  # fmt: skip
+    verdicts += [
+        {
+            "condition": row["condition"],
+            "attribute": row["attribute"],
+            "metric": "impact_ratio",
+            "shown": True,
+            "direction": None,
+            "sentence": row["finding"],
+        }
+        for row in overall
+        if row["finding"]
+    ]
+    return {
+        "verdicts": verdicts,
+        "cannot_test": cannot,
+        "not_gender": NOT_SLOTS,
+        "inheritance": None,
+        "pairs": None,
+        "occupations": None,
+    }
 
 
 def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,8 +305,11 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
     above = row["estimate"] > null
     if row["flagged"]:
         winner, loser = (a, b) if above else (b, a)
-        claim = (f"{winner} are picked over {loser}" if preference
-                 else f"Stage 1 granted {winner} more attributes than {loser}")  # fmt: skip
+        claim = (
+            f"{winner} are picked over {loser}"
+            if preference
+            else f"Stage 1 granted {winner} more attributes than {loser}"
+        )
         sentence = f"{claim} ({where}): {evidence}."
     elif pd.isna(row["ci_low"]):
         what = "The preference between" if preference else "The grant gap between"
@@ -278,8 +318,17 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
         what = "preference between" if preference else "difference in grant rates between"
         sentence = f"No {what} {a} and {b} is shown ({where}): {evidence}."
     sentence = sentence[0].upper() + sentence[1:]
-    return {"condition": row["condition"], "attribute": row["attribute"], "metric": row["metric"],
-            "category_a": row["category_a"], "category_b": row["category_b"], "shown": bool(row["flagged"]),
-            "direction": (row["category_a"] if above else row["category_b"]) if row["flagged"] else None,
-            "estimate": row["estimate"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-            "p_value": row["p_value"], "sentence": sentence}  # fmt: skip
+    return {
+        "condition": row["condition"],
+        "attribute": row["attribute"],
+        "metric": row["metric"],
+        "category_a": row["category_a"],
+        "category_b": row["category_b"],
+        "shown": bool(row["flagged"]),
+        "direction": (row["category_a"] if above else row["category_b"]) if row["flagged"] else None,
+        "estimate": row["estimate"],
+        "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"],
+        "p_value": row["p_value"],
+        "sentence": sentence,
+    }

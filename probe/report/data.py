@@ -197,10 +197,37 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
-METRIC_COLUMNS = ("condition", "scope", "key", "metric", "value", "ci_low", "ci_high", "n", "pairs", "p_value",
-                  "min_p_value", "mde", "method")  # fmt: skip
-PREFERENCE_COLUMNS = ("condition", "occupation", "n", "pairs", "pairs_female", "pairs_male", "share_female",
-                      "lean_female", "ci_low", "ci_high", "ci_level", "p_value", "q_value", "preferred")  # fmt: skip
+METRIC_COLUMNS = (
+    "condition",
+    "scope",
+    "key",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "pairs",
+    "p_value",
+    "min_p_value",
+    "mde",
+    "method",
+)
+PREFERENCE_COLUMNS = (
+    "condition",
+    "occupation",
+    "n",
+    "pairs",
+    "pairs_female",
+    "pairs_male",
+    "share_female",
+    "lean_female",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "p_value",
+    "q_value",
+    "preferred",
+)
 STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
 
 

@@ -24,15 +24,26 @@ def decisions_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
     config = json.loads(con.execute("SELECT config_json FROM runs WHERE run_id = ?", [run_id]).fetchone()[0])
     people, sets, missing = con.execute(
         "SELECT count(*), count(DISTINCT p.set_id), count(*) FILTER (WHERE d.selected IS NULL) FROM run_people p "
-        "JOIN run_decisions d USING (run_id, person_id) WHERE p.run_id = ?", [run_id]
+        "JOIN run_decisions d USING (run_id, person_id) WHERE p.run_id = ?",
+        [run_id],
     ).fetchone()
-    jobs = [row[0] for row in con.execute(
-        "SELECT DISTINCT job FROM run_decisions WHERE run_id = ? AND job IS NOT NULL ORDER BY job", [run_id]
-    ).fetchall()]  # fmt: skip
-    facts = {"what": WHAT, "source": config.get("decisions"), "period": config.get("period"),
-             "outcome": OUTCOMES.get(config.get("outcome"), config.get("outcome")),
-             "attributes": config.get("attributes", []), "people": people, "sets": sets,
-             "unknown_decisions": missing, "jobs": jobs}  # fmt: skip
+    jobs = [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT job FROM run_decisions WHERE run_id = ? AND job IS NOT NULL ORDER BY job", [run_id]
+        ).fetchall()
+    ]
+    facts = {
+        "what": WHAT,
+        "source": config.get("decisions"),
+        "period": config.get("period"),
+        "outcome": OUTCOMES.get(config.get("outcome"), config.get("outcome")),
+        "attributes": config.get("attributes", []),
+        "people": people,
+        "sets": sets,
+        "unknown_decisions": missing,
+        "jobs": jobs,
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),

@@ -43,7 +43,8 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     metrics = metrics_frame(con, run_id)
     correlations = con.execute(
         "SELECT condition, across, x, y, method, r, ci_low, ci_high, p_value, p_adjusted, n FROM correlations "
-        "WHERE run_id = ?", [run_id]
+        "WHERE run_id = ?",
+        [run_id],
     ).df()
     correlations = correlations.assign(rank=correlations["condition"].map(lambda c: order_index(CONDITIONS, c)))
     correlations = correlations.sort_values(["rank", "across", "x", "y", "method"]).drop(columns="rank")
@@ -67,8 +68,10 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "counts": item_counts(con, run_id),
         "decision_margins": decision_margins(con, run_id),
         "headline": findings,
-        "testability": [*testability(findings, occupation_testability(preferences), settings),
-                        *set_testability(con, run_id)],
+        "testability": [
+            *testability(findings, occupation_testability(preferences), settings),
+            *set_testability(con, run_id),
+        ],
         "overall": overall,
         "preferred_occupations": preferred_lists(preferences),
         "correlations": correlation_records,

@@ -19,12 +19,17 @@ EXPORT_FORMATS = ("parquet", "csv")
 # a run over name sets its contests (each item's pair_id and subject slot -> the set, the person and the categories),
 # a run's people once with their categories and (imported decisions) their decisions where it has them, and its
 # findings per contrast and per category.
-EXPORTED = {"items": "seq", "answers": "item_id",
-            "adverse_impact": "condition, attribute, rate_kind, scope, key, category",
-            "run_contests": "pair_id, slot, attribute", "run_people": "person_id",
-            "run_person_categories": "person_id, attribute", "run_decisions": "person_id",
-            "contrast_metrics": "condition, attribute, category_a, category_b, metric",
-            "category_metrics": "condition, attribute, metric, category"}  # fmt: skip
+EXPORTED = {
+    "items": "seq",
+    "answers": "item_id",
+    "adverse_impact": "condition, attribute, rate_kind, scope, key, category",
+    "run_contests": "pair_id, slot, attribute",
+    "run_people": "person_id",
+    "run_person_categories": "person_id, attribute",
+    "run_decisions": "person_id",
+    "contrast_metrics": "condition, attribute, category_a, category_b, metric",
+    "category_metrics": "condition, attribute, metric, category",
+}
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:

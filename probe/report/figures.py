@@ -252,8 +252,15 @@ def figure_leaderboard(data: Mapping[str, Any]) -> str | None:
         values = np.array([np.nan if e.get("value") is None else e["value"] for e in entries], dtype=float)
         lows = np.array([np.nan if e.get("ci_low") is None else e["ci_low"] for e in entries], dtype=float)
         highs = np.array([np.nan if e.get("ci_high") is None else e["ci_high"] for e in entries], dtype=float)
-        ax.errorbar(values, range(len(rows)), xerr=_error_bars(values, lows, highs), fmt="o", markersize=4,
-                    capsize=2, color=RUN_COLOURS[0])  # fmt: skip
+        ax.errorbar(
+            values,
+            range(len(rows)),
+            xerr=_error_bars(values, lows, highs),
+            fmt="o",
+            markersize=4,
+            capsize=2,
+            color=RUN_COLOURS[0],
+        )
         null = METRICS[metric].null if metric in METRICS else None
         if null is not None:
             ax.axvline(null, color="#444444", linewidth=0.8, linestyle="--")
@@ -327,15 +334,23 @@ def figure_robustness(section: Mapping[str, Any] | None) -> str | None:
         ax.axvline(scale * finding["estimate"], color="#332288", linewidth=1)
         if finding["null"] is not None:
             ax.axvline(scale * finding["null"], color="#555555", linestyle="--", linewidth=0.8)
-        ax.errorbar(scale * np.asarray(values, dtype=float), positions, xerr=scale * errors, fmt="o", color="#332288",
-                    markersize=4, capsize=2, linewidth=1)  # fmt: skip
+        ax.errorbar(
+            scale * np.asarray(values, dtype=float),
+            positions,
+            xerr=scale * errors,
+            fmt="o",
+            color="#332288",
+            markersize=4,
+            capsize=2,
+            linewidth=1,
+        )
         ax.set_yticks(positions, [entry["wording"] for entry in entries], fontsize=8)
         unit = "points" if finding["kind"] == "difference" else "%"
         ax.set_title(f"{finding['label']} ({finding['condition']})", fontsize=9)
         ax.set_xlabel(unit, fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
         _style_axes(ax)
-    for ax in axes[len(findings):]:
+    for ax in axes[len(findings) :]:
         ax.set_visible(False)
     return _figure_uri(fig)
 
@@ -346,8 +361,10 @@ def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
     if not pairs or not pairs["rows"]:
         return None
     rows = pd.DataFrame(pairs["rows"])
-    labels = [f"{row.female} / {row.male}" if isinstance(row.female, str) else f"pair {row.pair_id}"
-              for row in rows.itertuples()]  # fmt: skip
+    labels = [
+        f"{row.female} / {row.male}" if isinstance(row.female, str) else f"pair {row.pair_id}"
+        for row in rows.itertuples()
+    ]
     y = np.arange(len(rows))[::-1]
     fig = new_figure(5.2, 1.0 + 0.2 * len(rows))
     ax = fig.subplots()
@@ -355,8 +372,16 @@ def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
     names = {"female": "leans to the woman", "male": "leans to the man", "none": "no lean shown"}
     for lean, colour in GENDER_COLOURS.items():
         chosen = (rows["lean"] == lean).to_numpy()
-        ax.scatter(rows["value"].to_numpy(float)[chosen], y[chosen], s=22, zorder=3, linewidths=1.0, edgecolors=colour,
-                   facecolors=colour if lean != "none" else "white", label=names[lean])  # fmt: skip
+        ax.scatter(
+            rows["value"].to_numpy(float)[chosen],
+            y[chosen],
+            s=22,
+            zorder=3,
+            linewidths=1.0,
+            edgecolors=colour,
+            facecolors=colour if lean != "none" else "white",
+            label=names[lean],
+        )
     ax.axvline(0.5, color="#444444", linewidth=0.8, linestyle="--")
     ax.set_xlim(-0.03, 1.03)  # a pair at 0 or 100% shows its whole dot
     ax.set_yticks(y, labels, fontsize=7.5)
@@ -369,8 +394,11 @@ def figure_pair_shares(pairs: Mapping[str, Any] | None) -> str | None:
 
 def figure_impact_ratios(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """The overall impact ratios with their intervals against the four-fifths line, one panel per condition."""
-    ratios = [row for row in rows if row["reference"] is not None and row["category"] != row["reference"]
-              and row["impact_ratio"] is not None]  # fmt: skip
+    ratios = [
+        row
+        for row in rows
+        if row["reference"] is not None and row["category"] != row["reference"] and row["impact_ratio"] is not None
+    ]
     if not ratios:
         return None
     conditions = list(dict.fromkeys(row["condition"] for row in ratios))

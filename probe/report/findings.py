@@ -35,14 +35,23 @@ from probe.report.formatting import fmt_num, fmt_p, fmt_pct, p_phrase
 
 NO_INTERVAL = f"no interval can be estimated (fewer than {MIN_PAIRS} name pairs with valid instances)"
 # The Summary table names each interval's method by a short label; a legend under it gives the full method once.
-METHOD_LABELS = {"score": "score interval", "no_events": "no-event bound", "betting": "betting interval",
-                 "pair_score": "score interval over pairs", "paired_t": "paired t",
-                 "correlation": "permutation-calibrated Fisher z"}  # fmt: skip
+METHOD_LABELS = {
+    "score": "score interval",
+    "no_events": "no-event bound",
+    "betting": "betting interval",
+    "pair_score": "score interval over pairs",
+    "paired_t": "paired t",
+    "correlation": "permutation-calibrated Fisher z",
+}
 NOT_TESTABLE = "not testable at this size"
 # The test each interval inverts, as a finding's sentence names it.
-TESTS = {"score": "score test over name pairs", "no_events": "no-event test over name pairs",
-         "betting": "betting test over name pairs", "pair_score": "score test over name pairs as trials",
-         "paired_t": "paired t test over name pairs"}  # fmt: skip
+TESTS = {
+    "score": "score test over name pairs",
+    "no_events": "no-event test over name pairs",
+    "betting": "betting test over name pairs",
+    "pair_score": "score test over name pairs as trials",
+    "paired_t": "paired t test over name pairs",
+}
 
 
 def lead_condition(overall: Mapping[str, Any]) -> str | None:
@@ -93,8 +102,10 @@ def _untestable(test: Mapping[str, Any], noun: str) -> str:
     units, min_p, mde = test["units"], test["min_p_value"], test["mde"]
     if min_p >= SIGNIFICANCE or mde is None:
         return f"with {units} {noun} the smallest attainable p-value is {fmt_p(min_p)}"
-    return (f"with {units} {noun} only a shift of {100 * mde:.1f} percentage points from no effect would be detected "
-            f"with 80% power, more than the {100 * test['room']:.1f} the metric's range allows")  # fmt: skip
+    return (
+        f"with {units} {noun} only a shift of {100 * mde:.1f} percentage points from no effect would be detected "
+        f"with 80% power, more than the {100 * test['room']:.1f} the metric's range allows"
+    )
 
 
 def _test_text(test: Mapping[str, Any], effect: str, direction: str) -> str:
@@ -111,8 +122,7 @@ _SENTENCES = {
     "its choices, averaged over both name orders (0.5 = no preference){interval}.",
     ATTR_YES_F: "Stage 1 granted the woman {value} of the attributes asked about{interval}.",
     ATTR_YES_M: "Stage 1 granted the man {value} of the attributes asked about{interval}.",
-    ATTR_YES_DIFF: "Women were granted {value} percentage points more attributes than men (negative: "
-    "fewer){interval}.",
+    ATTR_YES_DIFF: "Women were granted {value} percentage points more attributes than men (negative: fewer){interval}.",
     POSITION_FIRST: "The model picked whoever was named first in {value} of its choices ({condition}; "
     "0.5 = no position effect){interval}.",
     CONSISTENCY: "Consistency ({condition}; not a gender measure): the person picked as more qualified was also "
@@ -139,15 +149,20 @@ _METHOD_NOTES = {
 # (the effect in words, direction above the null, direction below) for the metrics with a test.
 DIRECTIONS = {
     FEMALE_SHARE: ("gender preference", "The model prefers women", "The model prefers men"),
-    ATTR_YES_DIFF: ("difference in grant rates", "Women are granted more attributes",
-                      "Men are granted more attributes"),
-    POSITION_FIRST: ("position effect", "The first-named person is favoured",
-                       "The second-named person is favoured"),
-}  # fmt: skip
+    ATTR_YES_DIFF: (
+        "difference in grant rates",
+        "Women are granted more attributes",
+        "Men are granted more attributes",
+    ),
+    POSITION_FIRST: ("position effect", "The first-named person is favoured", "The second-named person is favoured"),
+}
 
 
 def metric_finding(
-    overall: Mapping[str, Any], condition: str, name: str, over_wordings: Mapping[str, str] | None = None,
+    overall: Mapping[str, Any],
+    condition: str,
+    name: str,
+    over_wordings: Mapping[str, str] | None = None,
     over_name_sets: bool = False,
 ) -> dict[str, Any] | None:
     """A metric's headline finding; `over_wordings` (a run in several wordings): the claim the robustness section
@@ -170,7 +185,8 @@ def metric_finding(
         "ci_low": entry.get("ci_low"),
         "ci_high": entry.get("ci_high"),
         "method": METHODS[entry["method"]] if entry.get("ci_low") is not None and entry.get("method") else None,
-        "method_label": METHOD_LABELS[entry["method"]] if entry.get("ci_low") is not None and entry.get("method")
+        "method_label": METHOD_LABELS[entry["method"]]
+        if entry.get("ci_low") is not None and entry.get("method")
         else None,
         "n": {"pairs": entry.get("pairs"), "instances": entry.get("n")},
     }
@@ -189,21 +205,32 @@ def metric_finding(
 
 def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: str) -> dict[str, Any] | None:
     row = next(
-        (c for c in correlations if (c["condition"], c["across"], c["x"], c["y"]) ==
-         (condition, "pair", CONSISTENCY, BIAS)),
+        (
+            c
+            for c in correlations
+            if (c["condition"], c["across"], c["x"], c["y"]) == (condition, "pair", CONSISTENCY, BIAS)
+        ),
         None,
-    )  # fmt: skip
+    )
     if row is None:
         return None
-    base = {"metric": "pearson_r(consistency, bias) across pairs", "kind": "correlation", "condition": condition,
-            "n": {"pairs": row["n"], "instances": None}}  # fmt: skip
+    base = {
+        "metric": "pearson_r(consistency, bias) across pairs",
+        "kind": "correlation",
+        "condition": condition,
+        "n": {"pairs": row["n"], "instances": None},
+    }
     if row["r"] is None or row.get("ci_low") is None:
         return base | {
             "finding": f"The consistency-bias correlation across {row['n']} name pairs ({condition}) is "
             f"{NOT_TESTABLE}: its permutation test needs {MIN_PAIRS} or more pairs whose consistency and bias "
             "both vary.",
-            "estimate": clean(row["r"]), "ci_low": None, "ci_high": None, "method": None, "method_label": None,
-        }  # fmt: skip
+            "estimate": clean(row["r"]),
+            "ci_low": None,
+            "ci_high": None,
+            "method": None,
+            "method_label": None,
+        }
     adjusted = row.get("p_adjusted")
     relation = (
         f"bias {'falls' if row['r'] < 0 else 'rises'} with consistency"
@@ -215,9 +242,12 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         f"(95% CI over the conditions tested {fmt_num(row['ci_low'], 2)} to {fmt_num(row['ci_high'], 2)}), "
         f"{p_phrase(adjusted, 'Bonferroni-adjusted p')} (unadjusted {fmt_p(row['p_value'])}; the paper's "
         "consistency-bias relation).",
-        "estimate": row["r"], "ci_low": row["ci_low"], "ci_high": row["ci_high"], "method": CORRELATION_METHOD,
+        "estimate": row["r"],
+        "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"],
+        "method": CORRELATION_METHOD,
         "method_label": METHOD_LABELS["correlation"],
-    }  # fmt: skip
+    }
 
 
 def headline(
@@ -232,12 +262,20 @@ def headline(
     lead = lead_condition(overall)
     findings = []
     stage1 = STAGE1_CONDITION
-    order = [(lead, FEMALE_SHARE), (stage1, ATTR_YES_F), (stage1, ATTR_YES_M), (stage1, ATTR_YES_DIFF),
-             (lead, POSITION_FIRST), (lead, CONSISTENCY), (lead, BIAS)]  # fmt: skip
+    order = [
+        (lead, FEMALE_SHARE),
+        (stage1, ATTR_YES_F),
+        (stage1, ATTR_YES_M),
+        (stage1, ATTR_YES_DIFF),
+        (lead, POSITION_FIRST),
+        (lead, CONSISTENCY),
+        (lead, BIAS),
+    ]
     for condition, name in order:
         if condition is not None:
-            findings.append(metric_finding(overall, condition, name, (over_wordings or {}).get((condition, name)),
-                                           over_name_sets))
+            findings.append(
+                metric_finding(overall, condition, name, (over_wordings or {}).get((condition, name)), over_name_sets)
+            )
     if lead is not None:
         findings.append(_correlation_finding(correlations, lead))
     return [finding for finding in findings if finding is not None]
@@ -290,21 +328,37 @@ def testability(
         )
     for condition, occ in occupations.items():
         pairs, lone = occ["leaning_pairs_per_occupation"], occ["mde_lean"]
-        occupation_test = {"testable": occ["min_p_value"] < SIGNIFICANCE, "min_p_value": occ["min_p_value"],
-                           "units": pairs, "mde": None, "room": 0.5}  # fmt: skip
+        occupation_test = {
+            "testable": occ["min_p_value"] < SIGNIFICANCE,
+            "min_p_value": occ["min_p_value"],
+            "units": pairs,
+            "mde": None,
+            "room": 0.5,
+        }
         sentence = _verdict(occupation_test, "leaning name pairs per occupation")
         if occ["min_p_value"] < SIGNIFICANCE:
             sentence += (
                 f" A lone preferred occupation must pass Benjamini-Hochberg at {fmt_p(occ['bh_level'])} "
                 f"({occ['occupations']} occupations): "
-                + (f"detected with 80% power when {fmt_pct(0.5 + lone)} of its leaning pairs lean one way."
-                   if lone is not None else "not reachable with this many leaning pairs.")
-            )  # fmt: skip
+                + (
+                    f"detected with 80% power when {fmt_pct(0.5 + lone)} of its leaning pairs lean one way."
+                    if lone is not None
+                    else "not reachable with this many leaning pairs."
+                )
+            )
         if occ["not_testable"]:
             sentence += f" {len(occ['not_testable'])} occupations are {NOT_TESTABLE}."
-        tests.append({"test": f"occupation preference ({condition}): {OCCUPATION_TEST}", "units": pairs,
-                      "min_p_value": occ["min_p_value"], "mde": lone, "testable": occ["testable"] > 0,
-                      "reachable": lone is not None, "sentence": sentence})  # fmt: skip
+        tests.append(
+            {
+                "test": f"occupation preference ({condition}): {OCCUPATION_TEST}",
+                "units": pairs,
+                "min_p_value": occ["min_p_value"],
+                "mde": lone,
+                "testable": occ["testable"] > 0,
+                "reachable": lone is not None,
+                "sentence": sentence,
+            }
+        )
     pairs = settings.get("pairs") or 0
     mde_r = correlation_mde(pairs)
     tests.append(
@@ -331,8 +385,10 @@ def _verdict(test: Mapping[str, Any], noun: str) -> str:
     text = f"Testable with {units} {noun} (smallest attainable p-value {fmt_p(min_p)})"
     if mde is None:
         return text + "."
-    return f"{text}; a shift of {100 * mde:.1f} percentage points from no effect is detected with 80% power at " \
+    return (
+        f"{text}; a shift of {100 * mde:.1f} percentage points from no effect is detected with 80% power at "
         "the 5% level, given the spread between pairs this run showed."
+    )
 
 
 def method_legend(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

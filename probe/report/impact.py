@@ -45,30 +45,49 @@ DECISIONS_MEANING = (
 )
 # What the section's rates, unit and per-key rows are, per kind of run (the templates' first paragraph).
 RATES_TEXT = {
-    "probed": ("selection: called qualified in the binary question; contest: won the single-subject question; "
-               "scoring: P(yes) above the median", "name sets", "occupation"),
-    "decisions": ("selection: selected, or ranked first; scoring: a score above the median score of everyone "
-                  "scored", "sets (each a decision over its people), two-way with recurring names", "job"),
-}  # fmt: skip
+    "probed": (
+        "selection: called qualified in the binary question; contest: won the single-subject question; "
+        "scoring: P(yes) above the median",
+        "name sets",
+        "occupation",
+    ),
+    "decisions": (
+        "selection: selected, or ranked first; scoring: a score above the median score of everyone scored",
+        "sets (each a decision over its people), two-way with recurring names",
+        "job",
+    ),
+}
 REPORT_COLUMNS = [*IMPACT_COLUMNS, "reference", "small", "finding"]
-COMPARED_COLUMNS = ("category", "n", "rate", "impact_ratio", "ci_low", "ci_high", "p_value", "four_fifths",
-                    "four_fifths_verdict", "reference")
+COMPARED_COLUMNS = (
+    "category",
+    "n",
+    "rate",
+    "impact_ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "four_fifths",
+    "four_fifths_verdict",
+    "reference",
+)
 
 
 def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
     """report.json's `adverse_impact` (rows, each with the category the ratio is to, whether the category is under 2%
     of its group's answers, and a finding where its test rejects) and the method; None before the run was analysed
     with the table."""
-    table = con.execute(
-        f"SELECT {', '.join(IMPACT_COLUMNS)} FROM adverse_impact WHERE run_id = ?", [run_id]
-    ).df()
+    table = con.execute(f"SELECT {', '.join(IMPACT_COLUMNS)} FROM adverse_impact WHERE run_id = ?", [run_id]).df()
     if table.empty:
         return None
-    ranks = {"condition": lambda c: order_index(CONDITIONS, c), "rate_kind": lambda k: order_index(RATE_KINDS, k),
-             "scope": lambda scope: scope != "overall"}  # fmt: skip
+    ranks = {
+        "condition": lambda c: order_index(CONDITIONS, c),
+        "rate_kind": lambda k: order_index(RATE_KINDS, k),
+        "scope": lambda scope: scope != "overall",
+    }
     order = ["condition", "attribute", "rate_kind", "scope", "key", "category"]
-    table = table.sort_values(order, key=lambda column: column.map(ranks[column.name]) if column.name in ranks
-                              else column, ignore_index=True)  # fmt: skip
+    table = table.sort_values(
+        order, key=lambda column: column.map(ranks[column.name]) if column.name in ranks else column, ignore_index=True
+    )
     group = order[:-1]
     # the highest-rate category (ties: the first in order), the one the sentences name
     references = table.dropna(subset=["rate"]).sort_values(["rate", "category"], ascending=[False, True])
@@ -80,9 +99,15 @@ def adverse_impact_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[
     contests = con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0]
     kind = "decisions" if (table["condition"] == DECISIONS_CONDITION).all() else "probed"
     rates, unit, per_key = RATES_TEXT[kind]
-    return {"method": IMPACT_METHOD, "meaning": DECISIONS_MEANING if kind == "decisions" else MEANING,
-            "contests_note": CONTESTS_NOTE if contests else None, "rates": rates, "unit": unit, "per_key": per_key,
-            "rows": records(table[REPORT_COLUMNS])}  # fmt: skip
+    return {
+        "method": IMPACT_METHOD,
+        "meaning": DECISIONS_MEANING if kind == "decisions" else MEANING,
+        "contests_note": CONTESTS_NOTE if contests else None,
+        "rates": rates,
+        "unit": unit,
+        "per_key": per_key,
+        "rows": records(table[REPORT_COLUMNS]),
+    }
 
 
 def category_noun(attribute: str, category: str, people: str = "names") -> str:
@@ -105,15 +130,18 @@ def finding(row: Mapping[str, Any]) -> str | None:
     if decisive is None or pd.isna(decisive) or not decisive < SIGNIFICANCE or row["reference"] is None:
         return None
     verdict = {BELOW: "below four-fifths", AT_OR_ABOVE: "lower, but not below four-fifths"}.get(
-        row.get("four_fifths_verdict"), "lower; four-fifths neither shown nor ruled out")
+        row.get("four_fifths_verdict"), "lower; four-fifths neither shown nor ruled out"
+    )
     where = f" for {row['key']}" if occupation else ""
     test = p_phrase(row["q_value"], "q")
     interval = f"[{fmt_num(row['ci_low'], 2)}, {fmt_num(row['ci_high'], 2)}]"
     decided = row["condition"] == DECISIONS_CONDITION
     phrases, people = (DECISION_RATE_PHRASES, "people") if decided else (RATE_PHRASES, "names")
-    return (f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'], people)} "
-            f"{phrases[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
-            f"{category_noun(row['attribute'], row['reference'], people)} {interval}: {verdict}, {test}")  # fmt: skip
+    return (
+        f"{row['condition']}{where}: {category_noun(row['attribute'], row['category'], people)} "
+        f"{phrases[row['rate_kind']]} at {fmt_num(row['impact_ratio'], 2)} the rate of "
+        f"{category_noun(row['attribute'], row['reference'], people)} {interval}: {verdict}, {test}"
+    )
 
 
 def findings(section: Mapping[str, Any] | None) -> list[str]:
@@ -147,7 +175,8 @@ def compared_ratios(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[
     for run_id in run_ids:
         for row in overall_rows(adverse_impact_section(con, run_id)):
             key = (row["condition"], row["attribute"], row["rate_kind"], row["category"])
-            entry = rows.setdefault(key, dict(zip(("condition", "attribute", "rate_kind", "category"), key,
-                                                  strict=True)) | {"runs": {}})  # fmt: skip
+            entry = rows.setdefault(
+                key, dict(zip(("condition", "attribute", "rate_kind", "category"), key, strict=True)) | {"runs": {}}
+            )
             entry["runs"][run_id] = {name: row[name] for name in COMPARED_COLUMNS}
     return list(rows.values())

@@ -45,9 +45,15 @@ def drilldown(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any
     for condition, occupation, qtype, label, n in con.execute(_COUNTS_SQL, [run_id]).fetchall():
         section = sections.setdefault(
             (condition, occupation),
-            {"condition": condition, "occupation": occupation, "anchor": f"items-{condition}-{len(sections)}",
-             "total": 0, "counts": {}, "items": []},
-        )  # fmt: skip
+            {
+                "condition": condition,
+                "occupation": occupation,
+                "anchor": f"items-{condition}-{len(sections)}",
+                "total": 0,
+                "counts": {},
+                "items": [],
+            },
+        )
         section["total"] += n
         section["counts"].setdefault(qtype, {})[label] = n
     for row in con.execute(_ITEMS_SQL, [run_id, ITEMS_SHOWN]).df().to_dict("records"):

@@ -30,8 +30,21 @@ from probe.report.formatting import MISSING
 from probe.report.impact import MEANING, SMALL_CATEGORY
 from probe.store import db
 
-LL144_COLUMNS = ["attribute", "category", "applicants", "rate_kind", "rate", "impact_ratio", "ci_low", "ci_high",
-                 "p_value", "excluded_under_2pct", "unknown", "source", "period"]  # fmt: skip
+LL144_COLUMNS = [
+    "attribute",
+    "category",
+    "applicants",
+    "rate_kind",
+    "rate",
+    "impact_ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "excluded_under_2pct",
+    "unknown",
+    "source",
+    "period",
+]
 DECISIONS_DEFINITIONS = (
     "Applicants are the people in the imported decisions file, each counted once per set they appear in; the "
     "selection rate is the share selected (or ranked first) among those with a decision, the scoring rate the share "
@@ -69,8 +82,9 @@ _PEOPLE = {
 
 def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFrame, str]:
     """The summary's rows (LL144_COLUMNS) and its definitions paragraph."""
-    run = con.execute("SELECT backend, model, config_json, created_at, finished_at FROM runs WHERE run_id = ?",
-                      [run_id]).fetchone()  # fmt: skip
+    run = con.execute(
+        "SELECT backend, model, config_json, created_at, finished_at FROM runs WHERE run_id = ?", [run_id]
+    ).fetchone()
     if run is None:
         raise UserError(f"{run_id}: no such run")
     backend, model, config_json, created, finished = run
@@ -85,8 +99,11 @@ def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFram
         if not found:
             raise UserError(f"run {run_id!r}: no adverse-impact counts (a run with stage-2 answers has them)")
         condition = found[0]
-        kind = "sets" if con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0] \
+        kind = (
+            "sets"
+            if con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0]
             else "pairs"
+        )
         source = f"probe of {model or 'an unnamed model'} ({backend} backend, run {run_id})"
         period = f"{created:%Y-%m-%d} to {(finished or created):%Y-%m-%d}"
         definitions = PROBED_DEFINITIONS.format(condition=condition)
@@ -94,8 +111,9 @@ def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFram
     counts = counts[(counts["condition"] == condition) & (counts["scope"] == "overall")]
     rows = []
     for (attribute, rate_kind), group in counts.groupby(["attribute", "rate_kind"]):
-        rows += _attribute_rows(attribute, rate_kind, group.drop(columns=GROUP_COLUMNS),
-                                people[people["attribute"] == attribute])  # fmt: skip
+        rows += _attribute_rows(
+            attribute, rate_kind, group.drop(columns=GROUP_COLUMNS), people[people["attribute"] == attribute]
+        )
     table = pd.DataFrame(rows, columns=LL144_COLUMNS[:-2]).assign(source=source, period=period)
     return table, definitions
 
@@ -112,18 +130,38 @@ def _attribute_rows(attribute: str, rate_kind: str, counts: pd.DataFrame, people
     for category in every.categories:
         interval = None if category in excluded else ratios.interval(category)
         p_value = None if category in excluded else ratios.p_below(category)
-        rows.append({"attribute": attribute, "category": category, "applicants": int(applicants.get(category, 0)),
-                     "rate_kind": rate_kind, "rate": every.rates.get(category, math.nan),
-                     "impact_ratio": math.nan if category in excluded else ratios.value(category),
-                     "ci_low": interval[0] if interval else math.nan, "ci_high": interval[1] if interval else math.nan,
-                     "p_value": math.nan if p_value is None else p_value, "excluded_under_2pct": category in excluded,
-                     "unknown": every.answers(category)[1]})  # fmt: skip
+        rows.append(
+            {
+                "attribute": attribute,
+                "category": category,
+                "applicants": int(applicants.get(category, 0)),
+                "rate_kind": rate_kind,
+                "rate": every.rates.get(category, math.nan),
+                "impact_ratio": math.nan if category in excluded else ratios.value(category),
+                "ci_low": interval[0] if interval else math.nan,
+                "ci_high": interval[1] if interval else math.nan,
+                "p_value": math.nan if p_value is None else p_value,
+                "excluded_under_2pct": category in excluded,
+                "unknown": every.answers(category)[1],
+            }
+        )
     unknown = people[people["category"].isna()]
     if not unknown.empty:
-        rows.append({"attribute": attribute, "category": UNKNOWN, "applicants": int(unknown["person_id"].nunique()),
-                     "rate_kind": rate_kind, "rate": _unknown_rate(unknown, people, rate_kind),
-                     "impact_ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan,
-                     "excluded_under_2pct": False, "unknown": int(unknown["selected"].isna().sum())})  # fmt: skip
+        rows.append(
+            {
+                "attribute": attribute,
+                "category": UNKNOWN,
+                "applicants": int(unknown["person_id"].nunique()),
+                "rate_kind": rate_kind,
+                "rate": _unknown_rate(unknown, people, rate_kind),
+                "impact_ratio": math.nan,
+                "ci_low": math.nan,
+                "ci_high": math.nan,
+                "p_value": math.nan,
+                "excluded_under_2pct": False,
+                "unknown": int(unknown["selected"].isna().sum()),
+            }
+        )
     return rows
 
 
@@ -164,16 +202,24 @@ def _cell(value: object) -> str:
 
 
 def _display(table: pd.DataFrame) -> list[list[str]]:
-    return [[_cell(value) if column != "p_value" or pd.isna(value) else f"{value:.2g}"
-             for column, value in row.items()] for _, row in table.iterrows()]  # fmt: skip
+    return [
+        [_cell(value) if column != "p_value" or pd.isna(value) else f"{value:.2g}" for column, value in row.items()]
+        for _, row in table.iterrows()
+    ]
 
 
 def _markdown(table: pd.DataFrame, definitions: str) -> str:
-    lines = ["# Summary of results: selection and scoring rates and impact ratios (6 RCNY 5-301)", "",
-             markdown_text(definitions), "",
-             "Categories under 2% of the applicants are marked and left out of the impact ratios (6 RCNY 5-301); their "
-             "count and rate are shown. Intervals and p: 95%, the ratio's test of 1 (taxonomy-probe).", "",
-             "| " + " | ".join(LL144_COLUMNS) + " |", "|" + "---|" * len(LL144_COLUMNS)]  # fmt: skip
+    lines = [
+        "# Summary of results: selection and scoring rates and impact ratios (6 RCNY 5-301)",
+        "",
+        markdown_text(definitions),
+        "",
+        "Categories under 2% of the applicants are marked and left out of the impact ratios (6 RCNY 5-301); their "
+        "count and rate are shown. Intervals and p: 95%, the ratio's test of 1 (taxonomy-probe).",
+        "",
+        "| " + " | ".join(LL144_COLUMNS) + " |",
+        "|" + "---|" * len(LL144_COLUMNS),
+    ]
     lines += ["| " + " | ".join(markdown_text(cell) for cell in cells) + " |" for cells in _display(table)]
     return "\n".join(lines) + "\n"
 
@@ -183,11 +229,14 @@ def _html(table: pd.DataFrame, definitions: str) -> str:
         return html.escape(page_text(value))
 
     head = "".join(f"<th>{text(column)}</th>" for column in LL144_COLUMNS)
-    body = "\n".join("<tr>" + "".join(f"<td>{text(cell)}</td>" for cell in cells) + "</tr>"
-                     for cells in _display(table))  # fmt: skip
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>Summary of results (6 RCNY "
-            "5-301)</title></head>\n<body>\n<h1>Summary of results: selection and scoring rates and impact "
-            "ratios</h1>\n"
-            f"<p>{text(definitions)}</p>\n<p>Categories under 2% of the applicants are marked and left out of the "
-            "impact ratios (6 RCNY 5-301); their count and rate are shown.</p>\n"
-            f"<table>\n<tr>{head}</tr>\n{body}\n</table>\n</body>\n</html>\n")  # fmt: skip
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{text(cell)}</td>" for cell in cells) + "</tr>" for cells in _display(table)
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>Summary of results (6 RCNY '
+        "5-301)</title></head>\n<body>\n<h1>Summary of results: selection and scoring rates and impact "
+        "ratios</h1>\n"
+        f"<p>{text(definitions)}</p>\n<p>Categories under 2% of the applicants are marked and left out of the "
+        "impact ratios (6 RCNY 5-301); their count and rate are shown.</p>\n"
+        f"<table>\n<tr>{head}</tr>\n{body}\n</table>\n</body>\n</html>\n"
+    )

@@ -151,7 +151,7 @@ LIMITATIONS = (
     "in the population show (say 1 in 12) is missed by a run that draws none of them, and no interval can "
     "cover it then; more pairs make that rarer (BENCHMARKS.md, coverage).",
     "What coverage remains, by simulation on worlds the methods were not tuned on (BENCHMARKS.md, "
-    "\"Statistics\"): shares and rates covered 0.967 on average at 12 pairs and more (worst ordinary cell "
+    '"Statistics"): shares and rates covered 0.967 on average at 12 pairs and more (worst ordinary cell '
     "0.928), estimates of exactly 0 or 100% 1.00, events carried by one pair in K 0.954 (worst 0.89); the "
     "difference of two rare grant rates 0.92-0.94. Rare events pay for it with wider intervals.",
     "The questions are hypothetical hiring-style decisions between two people; they do not measure "
@@ -175,8 +175,11 @@ def _metric_table(overall: Mapping[str, Mapping[str, Any]], hidden: Sequence[str
         return f"{fmt_show(entry.get('pairs'))} / {fmt_show(entry.get('n'))}"
 
     others = [m for m in TABLE_METRICS if m not in FIGURE1_METRICS]
-    return {"conditions": conditions, "figure1": rows(FIGURE1_METRICS),
-            "rows": [*rows(others), ("name pairs / valid instances", [count(c) for c in conditions])]}  # fmt: skip
+    return {
+        "conditions": conditions,
+        "figure1": rows(FIGURE1_METRICS),
+        "rows": [*rows(others), ("name pairs / valid instances", [count(c) for c in conditions])],
+    }
 
 
 def _short_term(term: str) -> str:
@@ -271,8 +274,10 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         rows = impact_rows(data["adverse_impact"])
         context = {**data, "impact_rows": rows, "impact_findings": impact_findings(data["adverse_impact"])}
         figures = {"adverse_impact": figure_impact_ratios(rows)}
-        return (_TEMPLATES.get_template("decisions.html.j2").render(**context, figures=figures, css=_STYLE),
-                _TEMPLATES.get_template("decisions.md.j2").render(**context))  # fmt: skip
+        return (
+            _TEMPLATES.get_template("decisions.html.j2").render(**context, figures=figures, css=_STYLE),
+            _TEMPLATES.get_template("decisions.md.j2").render(**context),
+        )
     sections = data["items"]
     context = {
         **data,
@@ -287,8 +292,9 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
         "methods": METHODS,
-        "glossary": [METRICS[name] for name in GLOSSARY if name in METRICS
-                     and not (data.get("groups") and name in SLOT_METRICS)],
+        "glossary": [
+            METRICS[name] for name in GLOSSARY if name in METRICS and not (data.get("groups") and name in SLOT_METRICS)
+        ],
         "drilldown": sections,
         "items_shown": ITEMS_SHOWN,
         "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},

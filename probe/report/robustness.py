@@ -40,8 +40,10 @@ def _wording_claim(row: Mapping[str, Any], quoted: bool) -> str:
     per_wording = row["per_wording"]
     metric, count, verdict = row["metric"], len(per_wording), row["verdict"]
     if verdict == "not_testable":
-        return (f"not testable wording by wording: {row['pairs']} name pairs were asked in every wording, fewer than "
-                f"the {MIN_PAIRS} any test over name pairs needs")  # fmt: skip
+        return (
+            f"not testable wording by wording: {row['pairs']} name pairs were asked in every wording, fewer than "
+            f"the {MIN_PAIRS} any test over name pairs needs"
+        )
     moves = f"wording test {p_phrase(row['wording_p'])}" if quoted else "the wording test rejects"
     if METRICS[metric].null is None:  # no direction to hold: only whether the value moves with the wording
         return "stable across wordings" if verdict == "stable" else f"depends on wording ({moves})"
@@ -63,7 +65,8 @@ def _wording_claim(row: Mapping[str, Any], quoted: bool) -> str:
     parts = [f"{direction} under {_names(entries)} alone" for direction, entries in by_direction.items()]
     rest = [entry for entry in per_wording if entry not in shown]
     alone = f"shown under {len(shown)} of the {count} wordings by their own tests: {'; '.join(parts)}" + (
-        f"; not under {_names(rest)}" if rest else "")
+        f"; not under {_names(rest)}" if rest else ""
+    )
     return f"{lead}; {alone}" if lead else alone
 
 
@@ -79,16 +82,23 @@ def together(row: Mapping[str, Any], own: Mapping[str, Any] | None, quoted: bool
     metric, null = row["metric"], METRICS[row["metric"]].null
     own_p = (own or {}).get("p_value")
     if row["pairs"] < MIN_PAIRS:
-        return "not_testable", (f"over all wordings together not testable: {TOGETHER_TEST} needs {MIN_PAIRS} name "
-                                f"pairs asked in every wording ({row['pairs']} here)")  # fmt: skip
+        return "not_testable", (
+            f"over all wordings together not testable: {TOGETHER_TEST} needs {MIN_PAIRS} name "
+            f"pairs asked in every wording ({row['pairs']} here)"
+        )
     if row.get("p_value") is None or own_p is None:
-        return "not_testable", (f"over all wordings together not testable: no interval can be estimated "
-                                f"({TOGETHER_TEST}: no spread between pairs and wordings, or the run's own test: "
-                                "none)")
+        return "not_testable", (
+            f"over all wordings together not testable: no interval can be estimated "
+            f"({TOGETHER_TEST}: no spread between pairs and wordings, or the run's own test: "
+            "none)"
+        )
     own_test = TESTS[own.get("method") or ("paired_t" if METRICS[metric].kind == "difference" else "score")]
     own_words = f"{own_test}, every wording pooled: {p_phrase(own_p)}"
-    tests = f"{own_words}; {TOGETHER_TEST}: {p_phrase(row['p_value'])}" if quoted else \
-        f"{own_words}, and {TOGETHER_TEST} {'rejects' if _rejects(row['p_value']) else 'does not reject'}"
+    tests = (
+        f"{own_words}; {TOGETHER_TEST}: {p_phrase(row['p_value'])}"
+        if quoted
+        else f"{own_words}, and {TOGETHER_TEST} {'rejects' if _rejects(row['p_value']) else 'does not reject'}"
+    )
     same_side = (own["value"] - null) * (row["estimate"] - null) > 0
     if _rejects(own_p) and _rejects(row["p_value"]) and same_side:
         return "shown", f"over all wordings together {_direction(metric, own['value'])} ({tests}; both reject)"
@@ -121,35 +131,64 @@ def robustness_section(
         return None
     wordings = list(dict.fromkeys(rows.loc[rows["scope"] == "wording", "key"]))
     crossed = rows[rows["scope"] == "crossed"]
-    ranks = [(order_index((STAGE1_CONDITION, *CONDITIONS), condition), order_index(ORDER, metric))
-             for condition, metric in zip(crossed["condition"], crossed["metric"], strict=True)]  # fmt: skip
+    ranks = [
+        (order_index((STAGE1_CONDITION, *CONDITIONS), condition), order_index(ORDER, metric))
+        for condition, metric in zip(crossed["condition"], crossed["metric"], strict=True)
+    ]
     crossed = crossed.assign(rank=ranks).sort_values("rank")
     findings = []
     for row in crossed.to_dict("records"):
         kind, null = METRICS[row["metric"]].kind, METRICS[row["metric"]].null
-        per_wording = rows[(rows["scope"] == "wording") & (rows["condition"] == row["condition"])
-                           & (rows["metric"] == row["metric"])]  # fmt: skip
+        per_wording = rows[
+            (rows["scope"] == "wording") & (rows["condition"] == row["condition"]) & (rows["metric"] == row["metric"])
+        ]
         finding = {
-            "condition": row["condition"], "metric": row["metric"], "label": METRICS[row["metric"]].label,
-            "kind": kind, "verdict": row["verdict"],
-            "estimate": clean(row["value"]), "ci_low": clean(row["ci_low"]), "ci_high": clean(row["ci_high"]),
-            "p_value": clean(row["p_value"]), "null": null, "pairs": int(row["pairs"]),
-            "spread": clean(row["spread"]), "wording_p": clean(row["wording_p"]),
-            "pairs_only": {"estimate": clean(row["value"]), "ci_low": clean(row["pair_ci_low"]),
-                           "ci_high": clean(row["pair_ci_high"]), "kind": kind},
-            "per_wording": [{"wording": entry["key"], "estimate": clean(entry["value"]), "kind": kind,
-                             "ci_low": clean(entry["ci_low"]), "ci_high": clean(entry["ci_high"]),
-                             "p_value": clean(entry["p_value"])} for entry in per_wording.to_dict("records")],
-        }  # fmt: skip
+            "condition": row["condition"],
+            "metric": row["metric"],
+            "label": METRICS[row["metric"]].label,
+            "kind": kind,
+            "verdict": row["verdict"],
+            "estimate": clean(row["value"]),
+            "ci_low": clean(row["ci_low"]),
+            "ci_high": clean(row["ci_high"]),
+            "p_value": clean(row["p_value"]),
+            "null": null,
+            "pairs": int(row["pairs"]),
+            "spread": clean(row["spread"]),
+            "wording_p": clean(row["wording_p"]),
+            "pairs_only": {
+                "estimate": clean(row["value"]),
+                "ci_low": clean(row["pair_ci_low"]),
+                "ci_high": clean(row["pair_ci_high"]),
+                "kind": kind,
+            },
+            "per_wording": [
+                {
+                    "wording": entry["key"],
+                    "estimate": clean(entry["value"]),
+                    "kind": kind,
+                    "ci_low": clean(entry["ci_low"]),
+                    "ci_high": clean(entry["ci_high"]),
+                    "p_value": clean(entry["p_value"]),
+                }
+                for entry in per_wording.to_dict("records")
+            ],
+        }
         own = overall.get(row["condition"], {}).get(row["metric"])
         finding["claim"] = claim(finding, own, quoted=False)
         finding["finding"] = _sentence(finding, own)
         if null is not None:
             finding["together"], finding["together_clause"] = together(finding, own)
         findings.append(finding)
-    return {"wordings": wordings, "method": METHODS["crossed"], "per_wording_method": METHODS["wording"],
-            "pairs_only_method": METHODS["pairs"], "wording_test": METHODS["wording_test"], "min_pairs": MIN_PAIRS,
-            "findings": findings}  # fmt: skip
+    return {
+        "wordings": wordings,
+        "method": METHODS["crossed"],
+        "per_wording_method": METHODS["wording"],
+        "pairs_only_method": METHODS["pairs"],
+        "wording_test": METHODS["wording_test"],
+        "min_pairs": MIN_PAIRS,
+        "findings": findings,
+    }
 
 
 def wording_claims(section: Mapping[str, Any] | None) -> dict[tuple[str, str], dict[str, str]]:
@@ -159,7 +198,13 @@ def wording_claims(section: Mapping[str, Any] | None) -> dict[tuple[str, str], d
     if section is None:
         return {}
     count = len(section["wordings"])
-    return {(f["condition"], f["metric"]): {"claim": f"Over its {count} wordings: {f['claim']}.",
-                                            "verdict": f["verdict"], "together": f["together"],
-                                            "clause": f["together_clause"]}
-            for f in section["findings"] if f["null"] is not None}  # fmt: skip
+    return {
+        (f["condition"], f["metric"]): {
+            "claim": f"Over its {count} wordings: {f['claim']}.",
+            "verdict": f["verdict"],
+            "together": f["together"],
+            "clause": f["together_clause"],
+        }
+        for f in section["findings"]
+        if f["null"] is not None
+    }

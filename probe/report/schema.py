@@ -387,8 +387,13 @@ def _or_decisions(report: dict[str, Any]) -> dict[str, Any]:
     if/then/else, not anyOf, so an error names its path in the document."""
     decisions = DecisionsReportDocument.model_json_schema(mode="validation", ref_template="#/$defs/{model}")
     definitions = {**report.pop("$defs", {}), **decisions.pop("$defs", {})}
-    probed = {key: report.pop(key) for key in ("type", "properties", "required", "additionalProperties")
-              if key in report}  # fmt: skip
-    return {**report, "$defs": {**definitions, "DecisionsReportDocument": decisions},
-            "if": {"required": ["decisions"]}, "then": {"$ref": "#/$defs/DecisionsReportDocument"},
-            "else": probed}  # fmt: skip
+    probed = {
+        key: report.pop(key) for key in ("type", "properties", "required", "additionalProperties") if key in report
+    }
+    return {
+        **report,
+        "$defs": {**definitions, "DecisionsReportDocument": decisions},
+        "if": {"required": ["decisions"]},
+        "then": {"$ref": "#/$defs/DecisionsReportDocument"},
+        "else": probed,
+    }

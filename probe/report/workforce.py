@@ -34,8 +34,16 @@ ESTIMAND = (
     "first-named person picked more often) pulls it towards 0 and can alone make it flatten; the position-adjusted "
     "slope fits the position and is the slope without it"
 )
-OCCUPATION_FIELDS = ["occupation", "soc_code", "model_share", "ci_low", "ci_high", "workforce_share", "departure",
-                     "versus"]  # fmt: skip
+OCCUPATION_FIELDS = [
+    "occupation",
+    "soc_code",
+    "model_share",
+    "ci_low",
+    "ci_high",
+    "workforce_share",
+    "departure",
+    "versus",
+]
 
 
 def _statistic(rows: pd.DataFrame, name: str) -> dict[str, Any] | None:
@@ -100,10 +108,11 @@ def _comparison(fit: pd.DataFrame, occupations: pd.DataFrame, split: str) -> dic
     """The reported condition's entry with every condition's under `by_condition`."""
     conditions = sorted(set(fit["condition"]), key=lambda c: order_index(CONDITIONS, c))
     by_condition = {
-        condition: _condition_entry(fit[fit["condition"] == condition],
-                                    occupations[occupations["condition"] == condition], split)
+        condition: _condition_entry(
+            fit[fit["condition"] == condition], occupations[occupations["condition"] == condition], split
+        )
         for condition in conditions
-    }  # fmt: skip
+    }
     reported = REPORTED_CONDITION if REPORTED_CONDITION in by_condition else conditions[0]
     return {"condition": reported, **by_condition[reported], "by_condition": by_condition}
 
@@ -160,8 +169,9 @@ def figure_workforce(section: dict[str, Any] | None) -> str | None:
     ax.plot([0, 1], [0, 1], color="#8C8C8C", linestyle="--", linewidth=1, label="mirrors the workforce")
     grid = np.linspace(*BOUNDS, 200)
     x, share = special.logit(grid), rows["model_share"].to_numpy(float)
-    intercept = _intercept(share, special.logit(np.clip(rows["workforce_share"].to_numpy(float), *BOUNDS)),
-                           section["slope"]["estimate"])  # fmt: skip
+    intercept = _intercept(
+        share, special.logit(np.clip(rows["workforce_share"].to_numpy(float), *BOUNDS)), section["slope"]["estimate"]
+    )
     slope = section["slope"]
     if slope["ci_low"] is not None:  # no band below MIN_PAIRS name pairs
         band = [special.expit(intercept + b * x) for b in (slope["ci_low"], slope["ci_high"])]
@@ -169,11 +179,24 @@ def figure_workforce(section: dict[str, Any] | None) -> str | None:
     ax.plot(grid, special.expit(intercept + slope["estimate"] * x), color="#D55E00", label="fitted slope")
     below = (share - rows["ci_low"].fillna(rows["model_share"])).clip(lower=0)
     above = (rows["ci_high"].fillna(rows["model_share"]) - share).clip(lower=0)
-    ax.errorbar(rows["workforce_share"], share, yerr=[below, above], fmt="o", color="#0072B2", markersize=4,
-                elinewidth=0.8, alpha=0.8)  # fmt: skip
+    ax.errorbar(
+        rows["workforce_share"],
+        share,
+        yerr=[below, above],
+        fmt="o",
+        color="#0072B2",
+        markersize=4,
+        elinewidth=0.8,
+        alpha=0.8,
+    )
     for row in rows.assign(size=-rows["departure"].abs()).sort_values("size").head(LABELLED).itertuples():
-        ax.annotate(row.occupation, (row.workforce_share, row.model_share), fontsize=8, xytext=(4, 4),
-                    textcoords="offset points")  # fmt: skip
+        ax.annotate(
+            row.occupation,
+            (row.workforce_share, row.model_share),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     labels = ("women in the workforce (BLS 2022)", "woman picked")
     if section.get("category_a") and section.get("attribute") != "sex":  # a run over name sets without a sex contrast
         a, b = section["category_a"], section["category_b"]

@@ -43,13 +43,16 @@ class ScanOutcome:
     confirm_command: list[str] | None = None
 
 
-def scan_outcome(
-    con: duckdb.DuckDBPyConnection, scan_id: str, config: RunSpec, report: dict[str, Path]
-) -> ScanOutcome:
+def scan_outcome(con: duckdb.DuckDBPyConnection, scan_id: str, config: RunSpec, report: dict[str, Path]) -> ScanOutcome:
     """Read a finished scan's outcome (its report, if written, given as `report`)."""
-    flagged = [FlaggedTitle(*row) for row in con.execute(
-        "SELECT title, share, ci_low, ci_high, e_value, preferred FROM scan_results WHERE scan_id = ? AND flagged "
-        "ORDER BY abs(share - 0.5) DESC, soc_code", [scan_id]).fetchall()]  # fmt: skip
+    flagged = [
+        FlaggedTitle(*row)
+        for row in con.execute(
+            "SELECT title, share, ci_low, ci_high, e_value, preferred FROM scan_results WHERE scan_id = ? AND flagged "
+            "ORDER BY abs(share - 0.5) DESC, soc_code",
+            [scan_id],
+        ).fetchall()
+    ]
     calls = con.execute("SELECT count(*) FROM items WHERE run_id = ?", [scan_id]).fetchone()[0]
     budget_stopped = con.execute(
         "SELECT count(*) FROM scan_results WHERE scan_id = ? AND stopped = ?", [scan_id, BUDGET]

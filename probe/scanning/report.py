@@ -262,8 +262,11 @@ def confirmation_settings(con: duckdb.DuckDBPyConnection, scan_id: str) -> str |
     any differs from its default: so a confirmation run asks as the scan asked. None: the flags say it all."""
     stored = json.loads(str(stored_scan(con, scan_id)["config_json"]))
     defaults = RunSpec().flat()
-    lines = [f"{name} = {json.dumps(stored[name])}\n" for name in FILE_ONLY_BACKEND_FIELDS
-             if stored.get(name) is not None and stored[name] != defaults[name]]  # fmt: skip
+    lines = [
+        f"{name} = {json.dumps(stored[name])}\n"
+        for name in FILE_ONLY_BACKEND_FIELDS
+        if stored.get(name) is not None and stored[name] != defaults[name]
+    ]
     return "".join(lines) or None
 
 

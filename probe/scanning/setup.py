@@ -58,8 +58,10 @@ def read_scan_config(path: Path) -> dict[str, object]:
     if other and other[0] in ScanSettings.__dataclass_fields__:
         raise UserError(f"--config {path}: {other[0]}: give a scan's {other[0]} as `probe scan --{other[0]}`")
     if other:
-        raise UserError(f"--config {path}: {other[0]} is a two-stage run's setting, not a scan's (a scan takes the "
-                        f"backend's: {', '.join(BACKEND_FIELDS)}; and {', '.join(SCAN_RUN_FIELDS)})")  # fmt: skip
+        raise UserError(
+            f"--config {path}: {other[0]} is a two-stage run's setting, not a scan's (a scan takes the "
+            f"backend's: {', '.join(BACKEND_FIELDS)}; and {', '.join(SCAN_RUN_FIELDS)})"
+        )
     return values
 
 

@@ -33,12 +33,18 @@ def scan_workforce(con: duckdb.DuckDBPyConnection, results: pd.DataFrame, observ
         return None
     rows = joined[has]
     workforce = rows["pct_women"].to_numpy(float) / 100
-    titles = pd.DataFrame({
-        "occupation": rows["title"], "soc_code": rows["soc_code"], "model_share": rows["share"],
-        "ci_low": rows["ci_low"], "ci_high": rows["ci_high"], "workforce_share": workforce,
-        "departure": rows["share"] - workforce,
-        "versus": versus_workforce(rows["ci_low"], rows["ci_high"], pd.Series(workforce, index=rows.index)),
-    })  # fmt: skip
+    titles = pd.DataFrame(
+        {
+            "occupation": rows["title"],
+            "soc_code": rows["soc_code"],
+            "model_share": rows["share"],
+            "ci_low": rows["ci_low"],
+            "ci_high": rows["ci_high"],
+            "workforce_share": workforce,
+            "departure": rows["share"] - workforce,
+            "versus": versus_workforce(rows["ci_low"], rows["ci_high"], pd.Series(workforce, index=rows.index)),
+        }
+    )
     fit = {row["statistic"]: row for row in fit_rows(CONDITION, observed[has], workforce)}
     occupations = records(titles[OCCUPATION_FIELDS])
     section = {"condition": CONDITION, "occupations": occupations, "n_occupations": int(has.sum())}

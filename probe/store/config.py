@@ -31,10 +31,15 @@ from probe.store.spec import RunConfig as RunConfig  # the flat form, where test
 # (top-1 per category, union) = 864; stage 2 = 12 x 2 x 8 x 4 = 768.
 QUICK_OCCUPATIONS = ("nurse", "secretary", "dancer", "babysitter", "pilot", "firefighter", "mechanic", "plumber")
 PRESETS: dict[str, dict[str, object]] = {
-    "quick": {"pairs": 12, "occupations": QUICK_OCCUPATIONS, "top_k": 1, "conditions": ("taxonomy",),
-              "wordings": (PAPER_WORDING,)},
+    "quick": {
+        "pairs": 12,
+        "occupations": QUICK_OCCUPATIONS,
+        "top_k": 1,
+        "conditions": ("taxonomy",),
+        "wordings": (PAPER_WORDING,),
+    },
     "paper": {"pairs": 70, "occupations": None, "top_k": 5, "conditions": CONDITIONS, "wordings": (PAPER_WORDING,)},
-}  # fmt: skip
+}
 
 
 def _split(text: str) -> list[str]:
@@ -134,8 +139,9 @@ def _parse_run_id(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not RUN_ID.fullmatch(value):
-        raise ValueError(f"{value!r} is not a run id: letters, digits, '.', '_', '-', starting with a letter or digit, "
-                         "at most 64")
+        raise ValueError(
+            f"{value!r} is not a run id: letters, digits, '.', '_', '-', starting with a letter or digit, at most 64"
+        )
     return value
 
 
@@ -226,8 +232,10 @@ _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
     "max_failed_share": _parse_share,
 }
 # flat key -> its field's type annotation (the simple parser's guide)
-_TYPES = {key: next(str(f.type) for f in dataclasses.fields(PARTS[part]) if f.name == name)
-          for key, (part, name) in PART.items()}  # fmt: skip
+_TYPES = {
+    key: next(str(f.type) for f in dataclasses.fields(PARTS[part]) if f.name == name)
+    for key, (part, name) in PART.items()
+}
 
 
 def _parse_names(value: object, base_dir: Path | None = None) -> Names | None:
@@ -330,8 +338,9 @@ def load_config(
 
     `stored`: the resumed run's settings (probe.answering.runs.stored_settings), so `--run-id` alone is enough.
     """
-    given = _parse_settings({name: value for name, value in cli.items() if value is not None},
-                            lambda name: "--" + name.replace("_", "-"))
+    given = _parse_settings(
+        {name: value for name, value in cli.items() if value is not None}, lambda name: "--" + name.replace("_", "-")
+    )
     from_file = read_toml(config_file) if config_file else {}
     known = {name: value for name, value in (stored or {}).items() if name in PART}  # older records
     resumed = _parse_settings(known, lambda name: f"the stored run's {name}")

@@ -25,7 +25,6 @@ from probe.store.tables import SCHEMA
 DEFAULT_DB = Path("runs/probe.duckdb")
 
 
-
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Everything inside commits together or not at all (a killed or failed step leaves no half-write)."""
@@ -97,8 +96,10 @@ def write_failure(error: BaseException) -> str | None:
     while error is not None:
         found = _WRITE_FAILED.search(str(error)) if isinstance(error, duckdb.Error) else None
         if found:
-            return (f"{found['file']}: cannot write the database ({found['cause']}); what was answered before is "
-                    "saved: make room, then run the same command again to resume")  # fmt: skip
+            return (
+                f"{found['file']}: cannot write the database ({found['cause']}); what was answered before is "
+                "saved: make room, then run the same command again to resume"
+            )
         error = error.__cause__ or error.__context__
     return None
 

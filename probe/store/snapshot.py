@@ -40,10 +40,17 @@ SNAPSHOT_TABLES = {
 
 # taxonomy/workforce.csv (probe/taxonomy/workforce_build.py writes it): its columns and their types, in file order.
 WORKFORCE_COLUMNS = {
-    "soc_code": "VARCHAR", "census_code": "VARCHAR", "source_title": "VARCHAR", "year": "INTEGER",
-    "employed_thousands": "DOUBLE", "pct_women": "DOUBLE", "pct_white": "DOUBLE", "pct_black": "DOUBLE",
-    "pct_asian": "DOUBLE", "pct_hispanic": "DOUBLE",
-}  # fmt: skip
+    "soc_code": "VARCHAR",
+    "census_code": "VARCHAR",
+    "source_title": "VARCHAR",
+    "year": "INTEGER",
+    "employed_thousands": "DOUBLE",
+    "pct_women": "DOUBLE",
+    "pct_white": "DOUBLE",
+    "pct_black": "DOUBLE",
+    "pct_asian": "DOUBLE",
+    "pct_hispanic": "DOUBLE",
+}
 WORKFORCE_KEY = ["source", "soc_code"]
 WORKFORCE_TYPES = ", ".join(f"{column} {kind}" for column, kind in WORKFORCE_COLUMNS.items())
 WORKFORCE_TABLE = (
@@ -143,9 +150,7 @@ def seed_if_empty(con: duckdb.DuckDBPyConnection) -> None:
                 f"INSERT INTO {table} ({columns}) SELECT {columns} FROM read_parquet(?)",
                 [str(folder / f"{table}.parquet")],
             )
-        con.execute(
-            "UPDATE onet_release SET source = 'shipped snapshot', imported_at = current_timestamp"
-        )
+        con.execute("UPDATE onet_release SET source = 'shipped snapshot', imported_at = current_timestamp")
         refresh_curated_occupations(con)
     if pairs_empty:
         con.execute(
@@ -182,7 +187,8 @@ def seed_workforce(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(WORKFORCE_TABLE)
     stored = con.execute(
         "SELECT file_sha256, (SELECT count(*) FROM workforce WHERE source = s.source) FROM workforce_sources s "
-        "WHERE source = ?", [source["source"]]
+        "WHERE source = ?",
+        [source["source"]],
     ).fetchall()
     if stored and stored[0][0] == source["file_sha256"] and stored[0][1] > 0:  # this version, and its rows
         return

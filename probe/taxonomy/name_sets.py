@@ -81,19 +81,24 @@ def read_name_sets(con: duckdb.DuckDBPyConnection, path: Path) -> pd.DataFrame:
                     "intersection; use another word"
                 )
         if name.casefold() in ANSWER_WORDS:
-            raise UserError(f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}); choose "
-                            "another name")  # fmt: skip
+            raise UserError(
+                f"{where}: the name {name!r} is an answer option ({', '.join(ANSWER_WORDS)}); choose another name"
+            )
         if name.casefold() in names:
-            raise UserError(f"{where}: the name {name!r} is already on line {names[name.casefold()]} (a name belongs "
-                            "to one set)")  # fmt: skip
+            raise UserError(
+                f"{where}: the name {name!r} is already on line {names[name.casefold()]} (a name belongs to one set)"
+            )
         names[name.casefold()] = line
         set_id, category = int(set_text), JOINT.join(levels)
         if (set_id, category) in categories:
-            raise UserError(f"{where}: set {set_id} already has a name for {category!r} (line "
-                            f"{categories[set_id, category]}); a set has one name per category")  # fmt: skip
+            raise UserError(
+                f"{where}: set {set_id} already has a name for {category!r} (line "
+                f"{categories[set_id, category]}); a set has one name per category"
+            )
         categories[set_id, category] = line
-        records.append({"set_id": set_id, "name": name, **dict(zip(attributes, levels, strict=True)),
-                        "category": category})  # fmt: skip
+        records.append(
+            {"set_id": set_id, "name": name, **dict(zip(attributes, levels, strict=True)), "category": category}
+        )
     sets = pd.DataFrame(records, columns=["set_id", "name", *attributes, "category"])
     _check_complete(sets, path)
     return sets
@@ -123,14 +128,18 @@ def _check_complete(sets: pd.DataFrame, path: Path) -> None:
     for set_id, rows in sets.groupby("set_id", sort=True):
         missing = sorted(set(every) - set(rows["category"]))
         if missing:
-            raise UserError(f"{path}: set {set_id} has no name for {missing[0]!r} (every set needs one name per "
-                            f"category: {', '.join(every)})")  # fmt: skip
+            raise UserError(
+                f"{path}: set {set_id} has no name for {missing[0]!r} (every set needs one name per "
+                f"category: {', '.join(every)})"
+            )
     counts = sets["category"].value_counts()
     if len(every) < 2:
         raise UserError(f"{path}: one category ({every[0]!r}); name sets need at least two")
     if counts.min() < MIN_NAMES:
-        raise UserError(f"{path}: category {counts.idxmin()!r} has {counts.min()} names; every category needs at "
-                        f"least {MIN_NAMES} (one per set) for an interval over sets")  # fmt: skip
+        raise UserError(
+            f"{path}: category {counts.idxmin()!r} has {counts.min()} names; every category needs at "
+            f"least {MIN_NAMES} (one per set) for an interval over sets"
+        )
 
 
 def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.DataFrame:
@@ -149,8 +158,10 @@ def select_sets(sets: pd.DataFrame, spec: int | Sequence[int] | None) -> pd.Data
             raise UserError(f"pairs: no name set with id {unknown[0]} (the file's set ids: {ids[0]} to {ids[-1]})")
         chosen = sorted(set(spec))
     if len(chosen) < MIN_NAMES:  # refused as a file with fewer names per category is
-        raise UserError(f"pairs: {len(chosen)} name sets chosen; a run over name sets needs at least {MIN_NAMES} (one "
-                        f"name per category in each) for an interval over sets; the file has {len(ids)}")  # fmt: skip
+        raise UserError(
+            f"pairs: {len(chosen)} name sets chosen; a run over name sets needs at least {MIN_NAMES} (one "
+            f"name per category in each) for an interval over sets; the file has {len(ids)}"
+        )
     return sets[sets["set_id"].isin(chosen)].reset_index(drop=True)
 
 
@@ -163,11 +174,13 @@ def found_lines(sets: pd.DataFrame, chosen: pd.DataFrame, path: Path) -> list[st
     cycle = len(every) - 1 if len(every) % 2 == 0 else len(every)
     described = "; ".join(f"{attribute} ({', '.join(sorted(set(sets[attribute])))})" for attribute in attributes)
     joint = joint_attribute(attributes)
-    lines = [f"name sets in {path}: attributes {described}" + (f", and their intersection {joint}" if joint else ""),
-             f"{len(every)} categories; {chosen['set_id'].nunique()} of the file's {sets['set_id'].nunique()} sets "
-             f"asked ({len(chosen)} people)",
-             f"{len(pairs)} contests: {len(rotation(every, 0))} per set (the rotation: every two categories meet once "
-             f"every {cycle} sets)"]  # fmt: skip
+    lines = [
+        f"name sets in {path}: attributes {described}" + (f", and their intersection {joint}" if joint else ""),
+        f"{len(every)} categories; {chosen['set_id'].nunique()} of the file's {sets['set_id'].nunique()} sets "
+        f"asked ({len(chosen)} people)",
+        f"{len(pairs)} contests: {len(rotation(every, 0))} per set (the rotation: every two categories meet once "
+        f"every {cycle} sets)",
+    ]
     return lines
 
 
@@ -180,16 +193,20 @@ def spelling_warnings(sets: pd.DataFrame, shipped: pd.DataFrame, path: Path) -> 
     for attribute in attributes_of(sets):
         near = _near(attribute, shipped_attributes)
         if near:
-            warnings.append(f"{path}: column {attribute!r} looks like the shipped attribute {near!r}; it is read as an "
-                            f"attribute of its own")  # fmt: skip
+            warnings.append(
+                f"{path}: column {attribute!r} looks like the shipped attribute {near!r}; it is read as an "
+                f"attribute of its own"
+            )
         target = attribute if attribute in shipped_attributes else near
         known = sorted(set(shipped[target] if target else shipped[shipped_attributes].stack()))
         for category in sorted(set(sets[attribute])):
             match = _near(category, known, SEX_SYNONYMS)
             if match:
-                warnings.append(f"{path}: {attribute} category {category!r} looks like the shipped category {match!r}; "
-                                "it is read as a category of its own (spell it as shipped to compare with shipped "
-                                "runs)")  # fmt: skip
+                warnings.append(
+                    f"{path}: {attribute} category {category!r} looks like the shipped category {match!r}; "
+                    "it is read as a category of its own (spell it as shipped to compare with shipped "
+                    "runs)"
+                )
     return warnings
 
 
@@ -248,13 +265,19 @@ def people(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     joint = joint_attribute(attributes)
     ordered = sets.sort_values(["set_id", "category"], ignore_index=True)
     ordered.insert(0, "person_id", range(1, len(ordered) + 1))
-    categories = [(person, attribute, row[attribute]) for person, row in zip(ordered["person_id"],
-                  ordered.to_dict("records"), strict=True) for attribute in attributes]  # fmt: skip
+    categories = [
+        (person, attribute, row[attribute])
+        for person, row in zip(ordered["person_id"], ordered.to_dict("records"), strict=True)
+        for attribute in attributes
+    ]
     if joint:
         categories += list(zip(ordered["person_id"], [joint] * len(ordered), ordered["category"], strict=True))
-    return (ordered[PEOPLE_COLUMNS].copy(),
-            pd.DataFrame(categories, columns=PERSON_CATEGORY_COLUMNS).sort_values(["person_id", "attribute"],
-                                                                                   ignore_index=True))  # fmt: skip
+    return (
+        ordered[PEOPLE_COLUMNS].copy(),
+        pd.DataFrame(categories, columns=PERSON_CATEGORY_COLUMNS).sort_values(
+            ["person_id", "attribute"], ignore_index=True
+        ),
+    )
 
 
 def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -274,12 +297,12 @@ def contests(sets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             for slot, category in zip(SUBJECTS, (first, second), strict=True):
                 person = members.loc[category]
                 person_id = int(person_ids[set_id, person["name"]])
-                mapping += [(pair_id, set_id, slot, attribute, person[attribute], person_id)
-                            for attribute in attributes]  # fmt: skip
+                mapping += [
+                    (pair_id, set_id, slot, attribute, person[attribute], person_id) for attribute in attributes
+                ]
                 if joint:
                     mapping.append((pair_id, set_id, slot, joint, category, person_id))
-    return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]),
-            pd.DataFrame(mapping, columns=CONTEST_COLUMNS))  # fmt: skip
+    return (pd.DataFrame(pairs, columns=["pair_id", "female", "male"]), pd.DataFrame(mapping, columns=CONTEST_COLUMNS))
 
 
 def set_members(people: pd.DataFrame, person_categories: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:

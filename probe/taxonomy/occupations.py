@@ -30,9 +30,7 @@ from probe.store.snapshot import (
 SOC_CODE = re.compile(r"^\d{2}-\d{4}\.\d{2}$")
 
 
-def top_attributes(
-    con: duckdb.DuckDBPyConnection, occupations: pd.DataFrame, k: int = DEFAULT_TOP_K
-) -> pd.DataFrame:
+def top_attributes(con: duckdb.DuckDBPyConnection, occupations: pd.DataFrame, k: int = DEFAULT_TOP_K) -> pd.DataFrame:
     """Top-k skills, knowledge areas and abilities of each occupation (columns occupation, soc_code).
 
     Ranked by importance, ties by level (higher first), then element name. Rows are ordered by occupation,
@@ -48,9 +46,7 @@ def top_attributes(
         con.unregister("_requested_occupations")
 
 
-def resolve_occupations(
-    con: duckdb.DuckDBPyConnection, spec: str | Path | Sequence[str] | None
-) -> pd.DataFrame:
+def resolve_occupations(con: duckdb.DuckDBPyConnection, spec: str | Path | Sequence[str] | None) -> pd.DataFrame:
     """The occupations to probe (columns occupation, soc_code, onet_title, note).
 
     None: the curated occupations. A Path, or a string ending in .csv or naming a file: a user's occupations
@@ -58,12 +54,8 @@ def resolve_occupations(
     an exact O*NET title with ratings is accepted too and keeps its O*NET title as the occupation name.
     """
     if spec is None:
-        return con.execute(
-            "SELECT occupation, soc_code, onet_title, note FROM occupations ORDER BY occupation"
-        ).df()
-    if isinstance(spec, Path) or (
-        isinstance(spec, str) and (spec.lower().endswith(".csv") or Path(spec).is_file())
-    ):
+        return con.execute("SELECT occupation, soc_code, onet_title, note FROM occupations ORDER BY occupation").df()
+    if isinstance(spec, Path) or (isinstance(spec, str) and (spec.lower().endswith(".csv") or Path(spec).is_file())):
         return read_occupations_csv(con, Path(spec))
     given = spec.split(",") if isinstance(spec, str) else spec
     names = [checked_text(name.strip(), "--occupations") for name in given if name.strip()]

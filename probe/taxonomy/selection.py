@@ -79,23 +79,25 @@ def _with_questions(selection: Selection, design: Design) -> Selection:
     if KWAY not in questions:
         return replace(selection, questions=questions)
     if selection.contests is None:
-        raise UserError("--questions kway: the K-way choice asks the people of a name set; give --names a name-sets "
-                        "file (set_id, name and one column per attribute, e.g. taxonomy/name_sets.csv)")
+        raise UserError(
+            "--questions kway: the K-way choice asks the people of a name set; give --names a name-sets "
+            "file (set_id, name and one column per attribute, e.g. taxonomy/name_sets.csv)"
+        )
     if selection.wordings != (PAPER_WORDING,):
         raise UserError("--questions kway: the K-way choice is asked in the paper's wording only; leave --wordings out")
     members = set_members(selection.people, selection.person_categories, selection.contests)
     categories = members["category"].nunique()
     if members["pair_id"].isna().any():  # one person of each set sits out its round
-        raise UserError(f"--questions kway: {categories} categories are an odd number: one person of each set sits "
-                        "out its contests and would have no stage-1 answers; add or drop a category")
+        raise UserError(
+            f"--questions kway: {categories} categories are an odd number: one person of each set sits "
+            "out its contests and would have no stage-1 answers; add or drop a category"
+        )
     return replace(selection, questions=questions, set_members=members)
 
 
 def stored_selection(con: duckdb.DuckDBPyConnection, design: Design, run_id: str) -> Selection:
     """A resumed run's selection: the name pairs and attributes frozen when it started."""
-    attributes = con.execute(
-        "SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [run_id]
-    ).df()
+    attributes = con.execute("SELECT * EXCLUDE (run_id) FROM run_attributes WHERE run_id = ?", [run_id]).df()
     pairs = con.execute(
         "SELECT pair_id, female, male FROM run_name_pairs WHERE run_id = ? ORDER BY pair_id", [run_id]
     ).df()

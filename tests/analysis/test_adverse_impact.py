@@ -39,8 +39,15 @@ def planted_run(db_file: Path, tmp_path: Path, male_yes: tuple[int, int]) -> str
     """A replay run of 10 pairs x 5 occupations x 2 orders: the woman is called qualified in 5 of her 10 binary
     questions in odd pairs and 7 in even ones (rate 0.6), the man in male_yes[0] / male_yes[1]; the woman wins
     the single-subject question in 3 of 10 per pair (contest rates 0.3 and 0.7)."""
-    settings = dict(backend="replay", pairs=PAIRS, occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        pairs=PAIRS,
+        occupations=OCCUPATIONS,
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     path = unknown_answers(tmp_path / "answers.csv", **settings)
     rows = pd.read_csv(path).sort_values(["pair_id", "occupation", "name_order"], kind="stable")
     rows["label"] = np.where(rows["stage"] == 1, "yes", None)
@@ -57,8 +64,12 @@ def planted_run(db_file: Path, tmp_path: Path, male_yes: tuple[int, int]) -> str
 
 
 def impact(db_file: Path, run_id: str) -> pd.DataFrame:
-    return query(db_file, "SELECT * EXCLUDE (run_id) FROM adverse_impact WHERE run_id = ? AND scope = 'overall' "
-                          "ORDER BY rate_kind, category", [run_id])  # fmt: skip
+    return query(
+        db_file,
+        "SELECT * EXCLUDE (run_id) FROM adverse_impact WHERE run_id = ? AND scope = 'overall' "
+        "ORDER BY rate_kind, category",
+        [run_id],
+    )
 
 
 def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path, tmp_path: Path) -> None:
@@ -67,15 +78,43 @@ def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path
     assert list(table.columns) == IMPACT_COLUMNS
     fixed = table[["rate_kind", "category", "n", "rate", "impact_ratio", "four_fifths", "unknown"]]
     assert fixed.to_dict("records") == [
-        {"rate_kind": "contest", "category": "female", "n": 100, "rate": 0.3, "impact_ratio": 0.3 / 0.7,
-         "four_fifths": True, "unknown": 0},
-        {"rate_kind": "contest", "category": "male", "n": 100, "rate": 0.7, "impact_ratio": 1.0,
-         "four_fifths": False, "unknown": 0},
-        {"rate_kind": "selection", "category": "female", "n": 100, "rate": 0.6, "impact_ratio": 0.6,
-         "four_fifths": True, "unknown": 0},
-        {"rate_kind": "selection", "category": "male", "n": 100, "rate": 1.0, "impact_ratio": 1.0,
-         "four_fifths": False, "unknown": 0},
-    ]  # fmt: skip
+        {
+            "rate_kind": "contest",
+            "category": "female",
+            "n": 100,
+            "rate": 0.3,
+            "impact_ratio": 0.3 / 0.7,
+            "four_fifths": True,
+            "unknown": 0,
+        },
+        {
+            "rate_kind": "contest",
+            "category": "male",
+            "n": 100,
+            "rate": 0.7,
+            "impact_ratio": 1.0,
+            "four_fifths": False,
+            "unknown": 0,
+        },
+        {
+            "rate_kind": "selection",
+            "category": "female",
+            "n": 100,
+            "rate": 0.6,
+            "impact_ratio": 0.6,
+            "four_fifths": True,
+            "unknown": 0,
+        },
+        {
+            "rate_kind": "selection",
+            "category": "male",
+            "n": 100,
+            "rate": 1.0,
+            "impact_ratio": 1.0,
+            "four_fifths": False,
+            "unknown": 0,
+        },
+    ]
     female = table[(table["rate_kind"] == "selection") & (table["category"] == "female")].iloc[0]
     assert female["ci_high"] < 0.8 and female["p_value"] < 0.05
     reference = table[(table["rate_kind"] == "selection") & (table["category"] == "male")].iloc[0]
@@ -83,8 +122,12 @@ def test_planted_rates_are_recovered_and_a_ratio_of_0_6_is_flagged(db_file: Path
     assert (math.isnan(reference["ci_low"]), reference["p_value"]) == (True, 1.0)
     # the four-fifths verdict from the interval, beside the point flag
     assert (female["four_fifths_verdict"], reference["four_fifths_verdict"]) == (BELOW, AT_OR_ABOVE)
-    occupations = query(db_file, "SELECT count(*) AS rows, count(q_value) AS tested FROM adverse_impact "
-                                 "WHERE run_id = ? AND scope = 'occupation'", [run_id])  # fmt: skip
+    occupations = query(
+        db_file,
+        "SELECT count(*) AS rows, count(q_value) AS tested FROM adverse_impact "
+        "WHERE run_id = ? AND scope = 'occupation'",
+        [run_id],
+    )
     # 5 occupations x 2 kinds x 2 sexes; in the q family: the 10 below the highest rate, less the 5 whose other sex
     # has rate 0 there (no ratio to it)... of 20 rows, the 10 highest-rate ones are no hypothesis (their test is 1)
     assert occupations.to_dict("records") == [{"rows": 5 * 2 * 2, "tested": 10}]
@@ -109,8 +152,9 @@ def fieller_reference(hits, n, reference_hits, reference_n) -> tuple[float, floa
     hits, n, reference_hits, reference_n = (np.asarray(a, dtype=float) for a in (hits, n, reference_hits, reference_n))
     rate, reference = hits.sum() / n.sum(), reference_hits.sum() / reference_n.sum()
     grid = np.linspace(0.0, 3.0, 300_001)
-    influence = ((hits - rate * n) / n.sum())[:, None] - grid * ((reference_hits - reference * reference_n)
-                                                                  / reference_n.sum())[:, None]  # fmt: skip
+    influence = ((hits - rate * n) / n.sum())[:, None] - grid * (
+        (reference_hits - reference * reference_n) / reference_n.sum()
+    )[:, None]
     weight = n / n.sum() + reference_n / reference_n.sum()
     spread = np.sum(influence**2 / (1 - weight / weight.sum())[:, None], axis=0)
     # both rates' binomial MLE under rate = r ref (Miettinen-Nurminen): the smaller root of a p^2 - b p + c
@@ -158,8 +202,10 @@ def test_scoring_rate_is_the_share_above_the_median_p_yes(con: duckdb.DuckDBPyCo
         scores = json.dumps({"yes": math.log(share), "no": math.log(1 - share)})
         con.execute("UPDATE answers SET scores_json = ?, decided_by = 'score' WHERE item_id = ?", [scores, item_id])
     analyze(con, "r1")
-    rows = con.execute("SELECT category, n, rate, impact_ratio FROM adverse_impact WHERE rate_kind = 'scoring' "
-                       "AND scope = 'overall' ORDER BY category").fetchall()  # fmt: skip
+    rows = con.execute(
+        "SELECT category, n, rate, impact_ratio FROM adverse_impact WHERE rate_kind = 'scoring' "
+        "AND scope = 'overall' ORDER BY category"
+    ).fetchall()
     assert rows == [("female", 4, 0.75, 1.0), ("male", 4, 0.25, 0.25 / 0.75)]
 
 
@@ -173,12 +219,19 @@ def test_the_default_pairs_ask_and_measure_exactly_what_they_did(db_file: Path, 
     """Pinned before name sets existed: a default run's item ids and prompts, its cache keys and its metrics' values
     (their intervals belong to probe/analysis/statistics.py, not to the name sets)."""
     use_backend(FakeBackend())
-    run_id = pipeline.run(RunConfig(pairs=2, occupations=("nurse", "pilot"), top_k=1, db=str(db_file), quiet=True,
-                                    conditions=("taxonomy", "baseline", "control"))).run_id  # fmt: skip
+    run_id = pipeline.run(
+        RunConfig(
+            pairs=2,
+            occupations=("nurse", "pilot"),
+            top_k=1,
+            db=str(db_file),
+            quiet=True,
+            conditions=("taxonomy", "baseline", "control"),
+        )
+    ).run_id
     items = query(db_file, "SELECT item_id, prompt FROM items WHERE run_id = ?", [run_id])
     keys = query(db_file, "SELECT cache_key FROM answer_cache")
-    metrics = query(db_file, "SELECT condition, scope, key, metric, value, n FROM metrics "
-                             "WHERE run_id = ?", [run_id])  # fmt: skip
+    metrics = query(db_file, "SELECT condition, scope, key, metric, value, n FROM metrics WHERE run_id = ?", [run_id])
     pinned = (144, "71a9b10adac6667c", "283b89425b43067c", "6684147b16b8fc4a")  # metrics: value and n
     assert (len(items), digest(items), digest(keys), digest(metrics)) == pinned
 
@@ -200,7 +253,7 @@ def test_the_report_and_the_api_carry_the_table_and_its_findings(db_file: Path, 
     ]
     assert interval_problems(document) == []
     html = (tmp_path / "report.html").read_text()
-    assert 'id="fig-adverse-impact"' in html and "<td>female</td><td class=\"num\">100</td>" in html
+    assert 'id="fig-adverse-impact"' in html and '<td>female</td><td class="num">100</td>' in html
     markdown = (tmp_path / "report.md").read_text()
     row = "| taxonomy | sex | selection | female | 100 | 60.0% | 0.60 [0.49, 0.70] | 0.002 | yes | shown below 0.8 |"
     assert f"{row} 0 |" in markdown
@@ -220,8 +273,9 @@ def test_the_variance_floor_takes_both_rates_binomial_mle_under_the_null() -> No
 def three_categories() -> pd.DataFrame:
     """8 sets of 10 answers per category: a selected 26 times, b 50, c 60."""
     hits = {"a": [3, 4, 2, 5, 3, 4, 3, 2], "b": [6, 7, 5, 8, 6, 7, 6, 5], "c": [7, 8, 6, 9, 8, 7, 8, 7]}
-    return pd.DataFrame([{"set_id": s, "category": c, "hits": h[s], "n": 10, "unknown": 0}
-                         for c, h in hits.items() for s in range(8)])
+    return pd.DataFrame(
+        [{"set_id": s, "category": c, "hits": h[s], "n": 10, "unknown": 0} for c, h in hits.items() for s in range(8)]
+    )
 
 
 def test_the_lower_end_is_unadjusted_and_the_upper_end_bonferroni() -> None:
@@ -238,8 +292,11 @@ def test_the_four_fifths_verdict_reads_the_interval() -> None:
     ratios = group_ratios(three_categories())
     # a: [0.28, 0.68] below 0.8; b: 0.83 [0.64, 1] undecided though its point is above; c: [0.93, 1] at or above
     assert {c: ratios.four_fifths_verdict(c) for c in "abc"} == {"a": BELOW, "b": UNDECIDED, "c": AT_OR_ABOVE}
-    table = impact_rows(three_categories().assign(condition="taxonomy", attribute="sex", rate_kind="selection",
-                                                  scope="overall", key="all"))
+    table = impact_rows(
+        three_categories().assign(
+            condition="taxonomy", attribute="sex", rate_kind="selection", scope="overall", key="all"
+        )
+    )
     assert table[["category", "four_fifths", "four_fifths_verdict"]].to_dict("records") == [
         {"category": "a", "four_fifths": True, "four_fifths_verdict": BELOW},
         {"category": "b", "four_fifths": False, "four_fifths_verdict": UNDECIDED},

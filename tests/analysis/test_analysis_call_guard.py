@@ -70,8 +70,13 @@ def test_an_impact_group_costs_few_calls_whatever_its_sets() -> None:
     rng = np.random.default_rng(2)
 
     def counts(sets: int, categories: int) -> pd.DataFrame:
-        return pd.DataFrame([{"set_id": s, "category": f"c{c}", "hits": int(rng.integers(0, 5)), "n": 5,
-                              "unknown": 0} for s in range(sets) for c in range(categories)])
+        return pd.DataFrame(
+            [
+                {"set_id": s, "category": f"c{c}", "hits": int(rng.integers(0, 5)), "n": 5, "unknown": 0}
+                for s in range(sets)
+                for c in range(categories)
+            ]
+        )
 
     small, large = python_calls(group_ratios, counts(12, 2)), python_calls(group_ratios, counts(50, 4))
     assert max(small, large) < MOST_CALLS

@@ -74,8 +74,10 @@ def analysis_tables(folder: Path) -> dict[str, pd.DataFrame]:
     try:
         create_synthetic_run(con, RUN_ID, pairs=PAIRS, occupations=OCCUPATIONS)
         analyze(con, RUN_ID)
-        return {table: _sorted(con.execute(f"SELECT * FROM {table} WHERE run_id = ?", [RUN_ID]).df())
-                for table in RESULT_TABLES}
+        return {
+            table: _sorted(con.execute(f"SELECT * FROM {table} WHERE run_id = ?", [RUN_ID]).df())
+            for table in RESULT_TABLES
+        }
     finally:
         con.close()
 
@@ -95,8 +97,7 @@ def test_betting_intervals_are_todays_to_1e_9() -> None:
 def test_every_stored_metric_interval_and_p_value_is_todays(tmp_path: Path, table: str) -> None:
     tables = _analysis(tmp_path)
     frozen = pd.read_parquet(FROZEN / f"{table}.parquet")
-    pd.testing.assert_frame_equal(tables[table], frozen, check_exact=False, rtol=1e-12, atol=1e-12,
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(tables[table], frozen, check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
 
 
 _CACHE: dict[str, dict[str, pd.DataFrame]] = {}

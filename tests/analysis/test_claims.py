@@ -55,12 +55,18 @@ def _random_run(con: duckdb.DuckDBPyConnection, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     pairs = int(rng.integers(3, 15))
     if seed % 2 == 0:
-        world = ParametricWorld(occupations=4, attributes=6, pair_sd=float(rng.uniform(0, 1.5)),
-                                female_lean=float(rng.uniform(-2, 2)))  # fmt: skip
+        world = ParametricWorld(
+            occupations=4, attributes=6, pair_sd=float(rng.uniform(0, 1.5)), female_lean=float(rng.uniform(-2, 2))
+        )
         items, answers = to_frames(world.draw(rng, pairs))
         return _store(con, items.assign(wording="paper"), answers)
-    world = WordingWorld("random", wording=float(rng.uniform(0, 1.2)), pair=float(rng.uniform(0, 1.2)),
-                         base=float(rng.uniform(-1.5, 1.5)), position=float(rng.uniform(-1, 1)))  # fmt: skip
+    world = WordingWorld(
+        "random",
+        wording=float(rng.uniform(0, 1.2)),
+        pair=float(rng.uniform(0, 1.2)),
+        base=float(rng.uniform(-1.5, 1.5)),
+        position=float(rng.uniform(-1, 1)),
+    )
     labels = simulated_labels(world, pairs, int(rng.integers(2, 5)), rng)
     items = labels.drop(columns="label").assign(item_id=[f"i{index}" for index in range(len(labels))])
     return _store(con, items, pd.DataFrame({"item_id": items["item_id"], "label": labels["label"]}))
@@ -88,15 +94,21 @@ def _wording_problems(where: str, text: str, metric: str, finding: Mapping[str, 
                 if not _rejects(entry["p_value"]) or _side(entry["estimate"], null, metric) != phrase:
                     problems.append(f"{where}: '{phrase}' under {wording} beside p = {entry['p_value']}")
     holds = "holds under every wording" in text
-    every = all(_rejects(e["p_value"]) for e in by_wording.values()) and len(
-        {_side(e["estimate"], null, metric) for e in by_wording.values()}) == 1  # fmt: skip
+    every = (
+        all(_rejects(e["p_value"]) for e in by_wording.values())
+        and len({_side(e["estimate"], null, metric) for e in by_wording.values()}) == 1
+    )
     if holds != (every and finding["pairs"] >= MIN_PAIRS):
         problems.append(f"{where}: 'holds under every wording' = {holds}, each wording's test rejects = {every}")
     if "not shown under any" in text and any(_rejects(e["p_value"]) for e in by_wording.values()):
         problems.append(f"{where}: 'not shown under any wording' beside a wording whose test rejects")
     together = ("over all wordings together " + _side(own["value"], null, metric)) in text if own else False
-    both = own is not None and _rejects(own["p_value"]) and _rejects(finding["p_value"]) and (
-        _side(own["value"], null, metric) == _side(finding["estimate"], null, metric))  # fmt: skip
+    both = (
+        own is not None
+        and _rejects(own["p_value"])
+        and _rejects(finding["p_value"])
+        and (_side(own["value"], null, metric) == _side(finding["estimate"], null, metric))
+    )
     if together != (both and finding["pairs"] >= MIN_PAIRS):
         problems.append(f"{where}: over all wordings together shown = {together}, both tests reject = {both}")
     return problems
@@ -128,7 +140,8 @@ def claim_problems(document: Mapping[str, Any]) -> list[str]:
             own = document["overall"][key[0]][key[1]]
             problems += _wording_problems(f"robustness {key}", finding["finding"], key[1], finding, own)
         elif finding["verdict"] != "not_testable" and (finding["verdict"] == "depends") != _rejects(
-                finding["wording_p"]):  # fmt: skip
+            finding["wording_p"]
+        ):
             problems.append(f"robustness {key}: {finding['verdict']} beside wording test p = {finding['wording_p']}")
     bottom = document["bottom_line"]
     headline = {(f["condition"], f["metric"]): f for f in document["headline"]}
@@ -160,8 +173,9 @@ def documents() -> list[dict[str, Any]]:
 
 
 def test_no_sentence_of_a_random_run_disagrees_with_its_test(documents: list[dict[str, Any]]) -> None:
-    problems = [f"run {seed}: {problem}" for seed, document in enumerate(documents)
-                for problem in claim_problems(document)]  # fmt: skip
+    problems = [
+        f"run {seed}: {problem}" for seed, document in enumerate(documents) for problem in claim_problems(document)
+    ]
     assert problems == []
 
 
@@ -172,8 +186,9 @@ def test_the_random_runs_reach_every_kind_of_claim(documents: list[dict[str, Any
     assert any(rejected) and not all(rejected)
     verdicts = {f["verdict"] for d in documents for f in (d["robustness"] or {"findings": []})["findings"]}
     assert {"not_testable", "holds", "not_shown"} <= verdicts
-    together = {f["together"] for d in documents for f in (d["robustness"] or {"findings": []})["findings"]
-                if "together" in f}  # fmt: skip
+    together = {
+        f["together"] for d in documents for f in (d["robustness"] or {"findings": []})["findings"] if "together" in f
+    }
     assert together == {"shown", "not_shown", "not_testable"}
     leans = {row["lean"] for d in documents for row in d["bottom_line"]["pairs"]["rows"]}
     assert leans == {"female", "male", "none"}
@@ -181,8 +196,11 @@ def test_the_random_runs_reach_every_kind_of_claim(documents: list[dict[str, Any
 
 def test_a_claim_problem_is_found_where_a_sentence_overstates(documents: list[dict[str, Any]]) -> None:
     """The checker itself: the old verdict ("holds" on the crossed test alone) is caught."""
-    document = next(d for d in documents if d["robustness"] and any(
-        f["verdict"] == "not_shown" for f in d["robustness"]["findings"]))  # fmt: skip
+    document = next(
+        d
+        for d in documents
+        if d["robustness"] and any(f["verdict"] == "not_shown" for f in d["robustness"]["findings"])
+    )
     finding = next(f for f in document["robustness"]["findings"] if f["verdict"] == "not_shown")
     overstated = {**finding, "finding": finding["finding"].replace("not shown under any", "holds under every wording")}
     own = document["overall"][finding["condition"]][finding["metric"]]
@@ -193,8 +211,9 @@ interval = st.one_of(st.none(), st.floats(-0.5, 0.5))
 
 
 @settings(max_examples=300, deadline=None)
-@given(tuning_low=interval, held_low=interval, width=st.floats(0.01, 0.5),
-       smaller_p=st.one_of(st.none(), st.floats(0, 1)))  # fmt: skip
+@given(
+    tuning_low=interval, held_low=interval, width=st.floats(0.01, 0.5), smaller_p=st.one_of(st.none(), st.floats(0, 1))
+)
 def test_generalizes_only_where_the_tuning_effect_and_the_held_out_one_are_shown(
     tuning_low: float | None, held_low: float | None, width: float, smaller_p: float | None
 ) -> None:
@@ -210,5 +229,6 @@ def test_generalizes_only_where_the_tuning_effect_and_the_held_out_one_are_shown
     else:
         shown = held_low > 0 and not (smaller_p is not None and smaller_p < 0.05)
         assert result["generalizes"] is shown
-        assert result["verdict"].startswith("yes" if shown else ("no" if smaller_p is not None and smaller_p < 0.05
-                                                                  else "not shown"))  # fmt: skip
+        assert result["verdict"].startswith(
+            "yes" if shown else ("no" if smaller_p is not None and smaller_p < 0.05 else "not shown")
+        )

@@ -20,8 +20,18 @@ from probe.taxonomy.name_sets import contests, read_name_sets
 from tests.support import FakeBackend, query, unknown_answers
 from tests.taxonomy.test_name_sets import sets_file
 
-OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "astronaut", "athlete", "lawyer", "teacher",
-               "plumber")  # fmt: skip
+OCCUPATIONS = (
+    "nurse",
+    "engineer",
+    "accountant",
+    "pilot",
+    "architect",
+    "astronaut",
+    "athlete",
+    "lawyer",
+    "teacher",
+    "plumber",
+)
 JOINT = "sex x race_ethnicity"
 SETS = 24  # 4 categories: each of the 6 intersectional contrasts in 8 sets, enough for Bonferroni over 6
 
@@ -32,8 +42,15 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
     two women (else both); stage 1 grants women the first 60% of the attributes (sorted) and men the
     first 40%. Returns the run id and the planted grant gap (exact: a whole number of attributes each)."""
     names = sets_file(tmp_path / "sets.csv", sets=SETS)
-    settings = dict(backend="replay", names=str(names), occupations=OCCUPATIONS, top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        names=str(names),
+        occupations=OCCUPATIONS,
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     mapping = contests(read_name_sets(duckdb.connect(), names))[1]
     joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].set_index(["pair_id", "slot"])["category"]
@@ -57,8 +74,10 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
     attributes = sorted(set(rows.loc[stage1, "attribute"]))
     women, men = round(0.6 * len(attributes)), round(0.4 * len(attributes))
     rank = rows.loc[stage1, "attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
-    person_sex = [sex[pair, subject] for pair, subject in zip(rows.loc[stage1, "pair_id"], rows.loc[stage1, "subject"],
-                                                                strict=True)]  # fmt: skip
+    person_sex = [
+        sex[pair, subject]
+        for pair, subject in zip(rows.loc[stage1, "pair_id"], rows.loc[stage1, "subject"], strict=True)
+    ]
     limit = pd.Series(person_sex, index=rank.index).map({"female": women, "male": men})
     rows.loc[stage1, "label"] = (rank < limit).map({True: "yes", False: "no"})
     rows.to_csv(answers, index=False)
@@ -76,9 +95,13 @@ def planted(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple[
 
 def test_each_planted_preference_is_recovered_and_only_the_planted_ones_are_flagged(planted) -> None:
     db_file, run_id, _ = planted
-    rows = query(db_file, "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, p_value, sets, "
-                          "comparisons, flagged FROM contrast_metrics WHERE run_id = ? AND metric = 'preference' "
-                          "ORDER BY attribute, category_a, category_b", [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, p_value, sets, "
+        "comparisons, flagged FROM contrast_metrics WHERE run_id = ? AND metric = 'preference' "
+        "ORDER BY attribute, category_a, category_b",
+        [run_id],
+    )
     expected = {  # (attribute, a, b): (share of a, sets that asked the contrast)
         ("race_ethnicity", "Black", "White"): (0.45, 16),  # 8 sets at (6 + 10) / 40, 8 at 0.5
         ("sex", "female", "male"): (0.5, 16),
@@ -95,15 +118,21 @@ def test_each_planted_preference_is_recovered_and_only_the_planted_ones_are_flag
     assert rows["comparisons"].tolist() == [1, 1, 6, 6, 6, 6, 6, 6]
     flagged = rows[rows["flagged"]]
     assert list(zip(flagged["attribute"], flagged["category_a"], flagged["category_b"], strict=True)) == [
-        ("race_ethnicity", "Black", "White"), ("sex x race_ethnicity", "male x Black", "male x White")]  # fmt: skip
+        ("race_ethnicity", "Black", "White"),
+        ("sex x race_ethnicity", "male x Black", "male x White"),
+    ]
     assert (flagged["ci_high"] < 0.5).all() and (rows.loc[~rows["flagged"], "p_value"] == 1.0).all()
 
 
 def test_the_planted_grant_gap_is_recovered_by_the_peoples_sex(planted) -> None:
     db_file, run_id, gap = planted
-    rows = query(db_file, "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, sets, flagged "
-                          "FROM contrast_metrics WHERE run_id = ? AND metric = 'grant_gap' AND condition = 'stage1' "
-                          "ORDER BY attribute, category_a, category_b", [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT attribute, category_a, category_b, estimate, ci_low, ci_high, sets, flagged "
+        "FROM contrast_metrics WHERE run_id = ? AND metric = 'grant_gap' AND condition = 'stage1' "
+        "ORDER BY attribute, category_a, category_b",
+        [run_id],
+    )
     by_contrast = {(r.attribute, r.category_a, r.category_b): r for r in rows.itertuples()}
     assert len(by_contrast) == 1 + 1 + 6
     sex = by_contrast["sex", "female", "male"]
@@ -112,46 +141,75 @@ def test_the_planted_grant_gap_is_recovered_by_the_peoples_sex(planted) -> None:
     race = by_contrast["race_ethnicity", "Black", "White"]
     assert (race.estimate, race.flagged) == (0.0, False)
     planted_pairs = {key for key, row in by_contrast.items() if row.flagged}
-    assert planted_pairs == {("sex", "female", "male"), *(("sex x race_ethnicity", f"female x {a}", f"male x {b}")
-                                                          for a in ("Black", "White") for b in ("Black", "White"))}
+    assert planted_pairs == {
+        ("sex", "female", "male"),
+        *(
+            ("sex x race_ethnicity", f"female x {a}", f"male x {b}")
+            for a in ("Black", "White")
+            for b in ("Black", "White")
+        ),
+    }
 
 
 def test_categories_are_ranked_and_granted_by_their_people(planted) -> None:
     db_file, run_id, gap = planted
-    rows = query(db_file, "SELECT category, metric, estimate, rank FROM category_metrics WHERE run_id = ? AND "
-                          "attribute = 'sex x race_ethnicity' ORDER BY metric, category", [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT category, metric, estimate, rank FROM category_metrics WHERE run_id = ? AND "
+        "attribute = 'sex x race_ethnicity' ORDER BY metric, category",
+        [run_id],
+    )
     wins = rows[rows["metric"] == "win_share"].set_index("category")
     # male x Black: 8 sets at 6/20 against male x White, 16 at 10/20 -> (48 + 160) / 480; male x White the mirror
-    assert wins["estimate"].round(12).to_dict() == {"female x Black": 0.5, "female x White": 0.5,
-                                                     "male x Black": round(208 / 480, 12),
-                                                     "male x White": round(272 / 480, 12)}  # fmt: skip
+    assert wins["estimate"].round(12).to_dict() == {
+        "female x Black": 0.5,
+        "female x White": 0.5,
+        "male x Black": round(208 / 480, 12),
+        "male x White": round(272 / 480, 12),
+    }
     assert wins.loc["male x White", "rank"] == 1 and wins.loc["male x Black", "rank"] == 4
     grants = rows[rows["metric"] == "grant_ratio"].set_index("category")["estimate"]
     women = rows[(rows["metric"] == "grant_rate") & (rows["category"] == "female x Black")]["estimate"].item()
-    assert grants.round(12).to_dict() == {"female x Black": 1.0, "female x White": 1.0,
-                                          "male x Black": round((women - gap) / women, 12),
-                                          "male x White": round((women - gap) / women, 12)}  # fmt: skip
+    assert grants.round(12).to_dict() == {
+        "female x Black": 1.0,
+        "female x White": 1.0,
+        "male x Black": round((women - gap) / women, 12),
+        "male x White": round((women - gap) / women, 12),
+    }
 
 
 def test_a_run_over_sets_stores_its_people_once(planted) -> None:
     db_file, run_id, _ = planted
-    people = query(db_file, "SELECT count(*) AS people, count(DISTINCT set_id) AS sets FROM run_people "
-                            "WHERE run_id = ?", [run_id])  # fmt: skip
+    people = query(
+        db_file, "SELECT count(*) AS people, count(DISTINCT set_id) AS sets FROM run_people WHERE run_id = ?", [run_id]
+    )
     assert people.to_dict("records") == [{"people": 4 * SETS, "sets": SETS}]
-    categories = query(db_file, "SELECT attribute, category, count(*) AS people FROM run_person_categories "
-                                "WHERE run_id = ? GROUP BY ALL ORDER BY ALL", [run_id])  # fmt: skip
+    categories = query(
+        db_file,
+        "SELECT attribute, category, count(*) AS people FROM run_person_categories "
+        "WHERE run_id = ? GROUP BY ALL ORDER BY ALL",
+        [run_id],
+    )
     assert categories.values.tolist() == [
-        ["race_ethnicity", "Black", 2 * SETS], ["race_ethnicity", "White", 2 * SETS],
-        ["sex", "female", 2 * SETS], ["sex", "male", 2 * SETS],
-        *[["sex x race_ethnicity", group, SETS] for group in ("female x Black", "female x White", "male x Black",
-                                                              "male x White")],
-    ]  # fmt: skip
+        ["race_ethnicity", "Black", 2 * SETS],
+        ["race_ethnicity", "White", 2 * SETS],
+        ["sex", "female", 2 * SETS],
+        ["sex", "male", 2 * SETS],
+        *[
+            ["sex x race_ethnicity", group, SETS]
+            for group in ("female x Black", "female x White", "male x Black", "male x White")
+        ],
+    ]
     # every stage-2 item joins the person it shows, and that person's own name is the one the item asks about
-    shown = query(db_file, "SELECT count(*) AS items, count(p.name) AS joined, count(*) FILTER (WHERE p.name IN "
-                           "(i.first_name, i.second_name)) AS named FROM items AS i JOIN run_contests AS c ON "
-                           "c.run_id = i.run_id AND c.pair_id = i.pair_id AND c.slot = i.subject AND c.attribute = "
-                           "'sex' LEFT JOIN run_people AS p ON p.run_id = c.run_id AND p.person_id = c.person_id "
-                           "WHERE i.run_id = ? AND i.qtype = 'binary'", [run_id])  # fmt: skip
+    shown = query(
+        db_file,
+        "SELECT count(*) AS items, count(p.name) AS joined, count(*) FILTER (WHERE p.name IN "
+        "(i.first_name, i.second_name)) AS named FROM items AS i JOIN run_contests AS c ON "
+        "c.run_id = i.run_id AND c.pair_id = i.pair_id AND c.slot = i.subject AND c.attribute = "
+        "'sex' LEFT JOIN run_people AS p ON p.run_id = c.run_id AND p.person_id = c.person_id "
+        "WHERE i.run_id = ? AND i.qtype = 'binary'",
+        [run_id],
+    )
     items = int(shown["items"].item())
     assert items == SETS * 2 * len(OCCUPATIONS) * 2 * 2 and shown.values.tolist() == [[items, items, items]]
 
@@ -189,13 +247,18 @@ def test_the_report_of_a_run_over_sets_states_the_planted_findings_by_group(plan
 def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path, tmp_path: Path, use_backend) -> None:
     """The sex column last and spelled Woman / Man: the first slot of a contest holds a man or a woman by the
     categories' alphabetical order, never by sex; every finding by sex is the contrast's, by the people's sex."""
-    rows = [(s, f"{race[0]}{sex[0]}name{s}", race, sex) for s in range(1, 7) for race in ("Black", "White")
-            for sex in ("Woman", "Man")]  # fmt: skip
+    rows = [
+        (s, f"{race[0]}{sex[0]}name{s}", race, sex)
+        for s in range(1, 7)
+        for race in ("Black", "White")
+        for sex in ("Woman", "Man")
+    ]
     names = tmp_path / "sets.csv"
     pd.DataFrame(rows, columns=["set_id", "name", "race_ethnicity", "sex"]).to_csv(names, index=False)
     use_backend(FakeBackend())
-    config = RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file),
-                       quiet=True)  # fmt: skip
+    config = RunConfig(
+        names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file), quiet=True
+    )
     run_id = pipeline.run(config).run_id
     stored = query(db_file, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"]
     assert not set(stored) & set(SLOT_METRICS)
@@ -212,20 +275,24 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
         for slot_words in ("Names (woman / man)", "woman's share", "woman picked", "prefer women", "Woman picked"):
             assert slot_words not in page
     sex = [verdict for verdict in document["bottom_line"]["verdicts"] if verdict["attribute"] == "sex"]
-    preference = next(row for row in document["contrasts"] if row["attribute"] == "sex"
-                      and row["metric"] == "preference")  # fmt: skip
+    preference = next(
+        row for row in document["contrasts"] if row["attribute"] == "sex" and row["metric"] == "preference"
+    )
     assert (preference["category_a"], preference["category_b"]) == ("Man", "Woman")
     by_sex = {(row["category_a"], row["category_b"]) for row in document["contrasts"] if row["attribute"] == "sex"}
     assert by_sex == {("Man", "Woman")}  # every metric of the contrast, position and the gaps too, by the people
     assert "| taxonomy | sex | Man vs Woman |" in markdown
     assert [verdict["metric"] for verdict in sex] == ["preference", "grant_gap"]
     # 6 sets of 4: the mixed-sex contests fall in 4 of them (the rotation), too few for an interval
-    assert sex[0]["sentence"] == ("The preference between men and women (taxonomy) is not testable at this size: "
-                                  "31.2%, p = 0.256, over 4 name sets.")  # fmt: skip
+    assert sex[0]["sentence"] == (
+        "The preference between men and women (taxonomy) is not testable at this size: "
+        "31.2%, p = 0.256, over 4 name sets."
+    )
     assert sex[1]["sentence"].startswith("No difference in grant rates between men and women is shown (stage1): ")
     assert document["headline"] and all(f["metric"] not in SLOT_METRICS for f in document["headline"])
     assert [f["finding"].split(":")[0] for f in document["headline"] if f["metric"] == "bias"] == [
-        "Bias (taxonomy; not a group measure"]  # its people differ in any attribute, not in gender
+        "Bias (taxonomy; not a group measure"
+    ]  # its people differ in any attribute, not in gender
     again = pipeline.run(config.replaced(run_id="again")).run_id
     pipeline.compare(db_file, [run_id, again], tmp_path / "compare.html")
     compared = (tmp_path / "compare.md").read_text()  # titled a gender-bias one with women / men columns of 0 before
@@ -256,22 +323,34 @@ def test_a_gate_on_the_planted_contrast_fails_and_on_an_unplanted_one_passes(pla
         'contrast = ["male x White", "male x Black"]\nmargin = 0.05\n'
         '[[gates]]\nname = "sex picks"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n'
         '[[gates]]\nname = "sex grants"\nkind = "contrast"\ncondition = "stage1"\nattribute = "sex"\n'
-    )  # fmt: skip
+    )
     result = probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
-    assert [(v.gate.name, v.verdict) for v in result.verdicts] == [("men by race", "fail"), ("sex picks", "pass"),
-                                                                   ("sex grants", "fail")]  # fmt: skip
+    assert [(v.gate.name, v.verdict) for v in result.verdicts] == [
+        ("men by race", "fail"),
+        ("sex picks", "pass"),
+        ("sex grants", "fail"),
+    ]
     men = result.verdicts[0]
     assert (round(men.estimate, 12), men.band, men.ci95[1] < 0.45) == (0.3, (0.45, 0.55), True)
-    assert men.sentence.startswith("preference male x Black vs male x White (sex x race_ethnicity, taxonomy) is "
-                                   "shown not to be a preference within 0.5 +- 0.05: estimate 0.3000")
-    policy.write_text('[[gates]]\nname = "both"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n'
-                      'contrast = ["female", "male"]\n')  # fmt: skip
+    assert men.sentence.startswith(
+        "preference male x Black vs male x White (sex x race_ethnicity, taxonomy) is "
+        "shown not to be a preference within 0.5 +- 0.05: estimate 0.3000"
+    )
+    policy.write_text(
+        '[[gates]]\nname = "both"\nkind = "contrast"\ncondition = "taxonomy"\nattribute = "sex"\n'
+        'contrast = ["female", "male"]\n'
+    )
     with pytest.raises(UserError, match="a contrast gate takes one of the keys 'contrast'"):
         probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
 
 
-@pytest.mark.parametrize("before", ["DELETE FROM contrast_metrics WHERE run_id = ?",
-                                    "DELETE FROM category_metrics WHERE run_id = ? AND metric = 'strength'"])
+@pytest.mark.parametrize(
+    "before",
+    [
+        "DELETE FROM contrast_metrics WHERE run_id = ?",
+        "DELETE FROM category_metrics WHERE run_id = ? AND metric = 'strength'",
+    ],
+)
 def test_a_run_over_sets_analysed_before_contrasts_is_analysed_again_for_its_report(
     planted, tmp_path: Path, before: str
 ) -> None:

@@ -108,8 +108,7 @@ def test_the_difference_sides_are_the_rates_own_estimates() -> None:
 def test_permutation_correlation_test_is_exact_for_few_pairs() -> None:
     x, y = np.array([0.9, 0.5, 0.4, 0.8, 0.1, 0.3]), np.array([0.7, 0.6, 0.1, 0.9, 0.2, 0.2])
     r = stats.pearsonr(x, y).statistic
-    exact = np.mean([abs(stats.pearsonr(x, order).statistic) >= abs(r) - 1e-12
-                     for order in itertools.permutations(y)])  # fmt: skip
+    exact = np.mean([abs(stats.pearsonr(x, order).statistic) >= abs(r) - 1e-12 for order in itertools.permutations(y)])
     result = resampling.correlation_test(x, y)
     assert (result["r"], result["p_value"], result["p_adjusted"]) == pytest.approx((r, exact, exact))
     assert resampling.correlation_test(x, y, tests=3)["p_adjusted"] == pytest.approx(min(1.0, 3 * exact))

@@ -89,14 +89,50 @@ def test_occupation_preference_is_a_sign_test_over_pairs_with_benjamini_hochberg
     cp_3_of_6 = stats.binomtest(3, 6).proportion_ci(level)
     assert cp_6_of_6.low < 0.5 < cp_0_of_5.high
     assert rows == [
-        ("astronaut", 12, 6, 6, 0, 1.0, 1.0, pytest.approx(cp_6_of_6.low), pytest.approx(1.0),
-         pytest.approx(0.03125), pytest.approx(0.09375), "none"),
-        ("butcher", 12, 5, 0, 5, pytest.approx(1 / 12), 0.0, 0.0, pytest.approx(cp_0_of_5.high),
-         pytest.approx(0.0625), pytest.approx(0.09375), "none"),
-        ("cook", 12, 6, 3, 3, 0.5, 0.5, pytest.approx(cp_3_of_6.low), pytest.approx(cp_3_of_6.high),
-         pytest.approx(1.0), pytest.approx(1.0), "none"),
+        (
+            "astronaut",
+            12,
+            6,
+            6,
+            0,
+            1.0,
+            1.0,
+            pytest.approx(cp_6_of_6.low),
+            pytest.approx(1.0),
+            pytest.approx(0.03125),
+            pytest.approx(0.09375),
+            "none",
+        ),
+        (
+            "butcher",
+            12,
+            5,
+            0,
+            5,
+            pytest.approx(1 / 12),
+            0.0,
+            0.0,
+            pytest.approx(cp_0_of_5.high),
+            pytest.approx(0.0625),
+            pytest.approx(0.09375),
+            "none",
+        ),
+        (
+            "cook",
+            12,
+            6,
+            3,
+            3,
+            0.5,
+            0.5,
+            pytest.approx(cp_3_of_6.low),
+            pytest.approx(cp_3_of_6.high),
+            pytest.approx(1.0),
+            pytest.approx(1.0),
+            "none",
+        ),
         ("dancer", 0, 0, 0, 0, None, None, None, None, None, None, "none"),
-    ]  # fmt: skip
+    ]
 
 
 def test_an_occupation_with_eight_leaning_pairs_is_preferred(con):
@@ -120,8 +156,14 @@ def test_consistency_bias_correlation_has_an_exact_permutation_test_and_a_bonfer
         "biased": ("no", "no", "male", "male"),  # consistency 0, bias 1
         "consistent": ("yes", "no", "female", "both"),  # consistency 1, bias 0
     }
-    plans = [("both", "both"), ("both", "neither"), ("neither", "biased"), ("consistent", "neither"),
-             ("consistent", "consistent"), ("biased", "biased")]  # fmt: skip
+    plans = [
+        ("both", "both"),
+        ("both", "neither"),
+        ("neither", "biased"),
+        ("consistent", "neither"),
+        ("consistent", "consistent"),
+        ("biased", "biased"),
+    ]
     run = RunBuilder(con)
     for pair_id, plan in enumerate(plans, start=1):
         for order, kind in zip(("fm", "mf"), plan, strict=True):
@@ -141,16 +183,37 @@ def test_consistency_bias_correlation_has_an_exact_permutation_test_and_a_bonfer
     # baseline: consistency and bias both alternate 1, 0: r = 1 (no Fisher interval); 72 of the 720 orders give
     # |r| = 1 (the three 1s on the three 1s, or on the three 0s: 2 x 3! x 3!), p = 0.1, adjusted 0.2
     assert rows == [
-        ("baseline", "consistency", "bias", "pearson", pytest.approx(1.0), None, None, pytest.approx(0.1),
-         pytest.approx(0.2), 6),
-        ("taxonomy", "consistency", "bias", "pearson", pytest.approx(r), pytest.approx(expected["ci_low"]),
-         pytest.approx(expected["ci_high"]), pytest.approx(p), pytest.approx(min(2 * p, 1.0)), 6),
-    ]  # fmt: skip
+        (
+            "baseline",
+            "consistency",
+            "bias",
+            "pearson",
+            pytest.approx(1.0),
+            None,
+            None,
+            pytest.approx(0.1),
+            pytest.approx(0.2),
+            6,
+        ),
+        (
+            "taxonomy",
+            "consistency",
+            "bias",
+            "pearson",
+            pytest.approx(r),
+            pytest.approx(expected["ci_low"]),
+            pytest.approx(expected["ci_high"]),
+            pytest.approx(p),
+            pytest.approx(min(2 * p, 1.0)),
+            6,
+        ),
+    ]
     # with 4 pairs (issue 37: tested from 4) r is given, no test and no interval
     con.execute("DELETE FROM items WHERE pair_id > 4")
     analyze(con, "r1")
     assert con.execute("SELECT n, p_value, ci_low FROM correlations WHERE condition = 'taxonomy'").fetchall() == [
-        (4, None, None)]
+        (4, None, None)
+    ]
     # consistency vs prefer_f / prefer_m is never tested (negative by construction)
     assert con.execute("SELECT count(*) FROM correlations WHERE y <> 'bias' OR across <> 'pair'").fetchone() == (0,)
 
@@ -171,9 +234,7 @@ def test_a_pair_with_one_name_order_refused_does_not_lean(con):
         run.instance("taxonomy", pair_id, "fm", "nurse", *CHOSE["female"])
         run.instance("taxonomy", pair_id, "mf", "nurse", "yes", "no", "unknown", "female")
     analyze(con, "r1")
-    assert con.execute("SELECT pairs, p_value, preferred FROM occupation_preference").fetchall() == [
-        (0, None, "none")
-    ]
+    assert con.execute("SELECT pairs, p_value, preferred FROM occupation_preference").fetchall() == [(0, None, "none")]
 
 
 def test_the_grant_difference_is_the_difference_of_the_shown_rates(con):

@@ -40,8 +40,7 @@ def test_every_metric_has_a_known_kind() -> None:
 def test_an_estimate_reads_by_its_kind_whatever_its_name(
     kind: str, estimate: float, low: float | None, high: float | None, shown: str
 ) -> None:
-    finding = {"metric": "a_name_that_says_nothing", "kind": kind, "estimate": estimate, "ci_low": low,
-               "ci_high": high}  # fmt: skip
+    finding = {"metric": "a_name_that_says_nothing", "kind": kind, "estimate": estimate, "ci_low": low, "ci_high": high}
     assert fmt_estimate(finding) == shown
 
 

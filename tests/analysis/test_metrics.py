@@ -208,9 +208,9 @@ def test_all_unknown_gives_null_values_and_no_crash(con):
     assert metric(con, "baseline", "overall", "all", "consistency") == (None, None, None, 0)
     assert metric(con, "baseline", "overall", "all", "order_consistency") == (None, None, None, 0)
     assert metric(con, "baseline", "overall", "all", "unknown_rate")[::3] == (1.0, 4)
-    assert con.execute(
-        "SELECT n, share_female, p_value, q_value, preferred FROM occupation_preference"
-    ).fetchall() == [(0, None, None, None, "none")]
+    assert con.execute("SELECT n, share_female, p_value, q_value, preferred FROM occupation_preference").fetchall() == [
+        (0, None, None, None, "none")
+    ]
     assert con.execute("SELECT term, coef, n, note FROM regression ORDER BY term").fetchall() == [
         ("occupation:nurse", None, 0, "no valid instances"),
         ("overall", None, 0, "no valid instances"),
@@ -222,8 +222,10 @@ def test_a_run_recorded_without_items_analyses_to_no_rows(con):
     # "No objects to concatenate"
     RunBuilder(con)
     analyze(con, "r1")
-    counts = [con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-              for table in ("metrics", "occupation_preference", "correlations", "regression")]  # fmt: skip
+    counts = [
+        con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("metrics", "occupation_preference", "correlations", "regression")
+    ]
     assert counts == [0, 0, 0, 0]
 
 
@@ -261,8 +263,7 @@ def test_reanalysing_replaces_rows(con, two_pair_run):
     # d: p1 mf nurse Bf=yes Bm=no S=m M=m -> consistency 0; pair 1 now 2 of 4
     assert metric(con, "taxonomy", "pair", "1", "consistency")[::3] == (0.5, 4)
     assert con.execute(
-        "SELECT count(*) FROM "
-        "(SELECT condition, scope, key, metric FROM metrics GROUP BY ALL HAVING count(*) > 1)"
+        "SELECT count(*) FROM (SELECT condition, scope, key, metric FROM metrics GROUP BY ALL HAVING count(*) > 1)"
     ).fetchone() == (0,)
 
 
@@ -310,10 +311,27 @@ def test_probe_run_ends_analysed_and_prints_the_headline(db_file, tmp_path):
     answers = unknown_answers(tmp_path / "answers.csv", **settings)  # every item is unknown
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
-         "--top-k", "1", "--conditions", "control", "--run-id", "replayed", "--db", str(db_file)],
+        [
+            "run",
+            "--backend",
+            "replay",
+            "--answers",
+            str(answers),
+            "--pairs",
+            "1,3",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "control",
+            "--run-id",
+            "replayed",
+            "--db",
+            str(db_file),
+        ],
         env=WIDE,
-    )  # fmt: skip
+    )
     assert result.exit_code == 0, result.output
     # both pairs all unknown: 2 pairs, so no interval
     assert re.search(r"unknown_rate\s+│\s+1\.000 \(no interval\)", result.output)

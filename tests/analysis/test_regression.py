@@ -30,8 +30,7 @@ def test_regression_log_odds_with_pair_clustered_errors(con):
     rows = {
         row[0]: row[1:]
         for row in con.execute(
-            "SELECT term, coef, std_err, ci_low, ci_high, p_value, odds_ratio, n, n_clusters, note "
-            "FROM regression"
+            "SELECT term, coef, std_err, ci_low, ci_high, p_value, odds_ratio, n, n_clusters, note FROM regression"
         ).fetchall()
     }
     t = math.log(2) / 0.75
@@ -61,7 +60,9 @@ def test_regression_log_odds_with_pair_clustered_errors(con):
         "separation: S is always female",
     )
     assert rows["occupation:judge"][-3:] == (
-        2, 1, "not testable at this size: fewer than 2 name pairs, so no clustered standard error"
+        2,
+        1,
+        "not testable at this size: fewer than 2 name pairs, so no clustered standard error",
     )
     # the intercept-only model uses every valid instance: 9 of 12 female -> log-odds log 3
     assert rows["overall"][0] == pytest.approx(math.log(3))
@@ -89,9 +90,7 @@ def test_regression_matches_the_instance_level_cluster_robust_fit(con):
     reference = sm.GLM(chose_female, design, family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": pair_ids}
     )
-    stored = con.execute(
-        "SELECT coef, std_err FROM regression WHERE term LIKE 'occupation:%' ORDER BY term"
-    ).fetchall()
+    stored = con.execute("SELECT coef, std_err FROM regression WHERE term LIKE 'occupation:%' ORDER BY term").fetchall()
     expected = [value for pair in zip(reference.params, reference.bse, strict=True) for value in pair]
     assert [value for row in stored for value in row] == pytest.approx(expected)
 

@@ -99,32 +99,54 @@ def test_a_metric_without_a_null_is_stable_unless_the_wording_test_rejects() -> 
 
 
 def test_cell_values_balance_female_share_over_name_order_and_difference_grants() -> None:
-    cells = pd.DataFrame({
-        "condition": "taxonomy", "wording": "paper", "pair_id": 1, "name_order": ["fm", "mf"], "n": [4, 2],
-        "female_share": [4, 0], "position_first": [4, 2], "consistency": [3, 1], "bias": [0, 1],
-    })  # fmt: skip
-    grants = pd.DataFrame({"condition": "stage1", "wording": "paper", "pair_id": 1, "subject": ["female", "male"],
-                           "yes": [3, 1], "n": [4, 4]})  # fmt: skip
+    cells = pd.DataFrame(
+        {
+            "condition": "taxonomy",
+            "wording": "paper",
+            "pair_id": 1,
+            "name_order": ["fm", "mf"],
+            "n": [4, 2],
+            "female_share": [4, 0],
+            "position_first": [4, 2],
+            "consistency": [3, 1],
+            "bias": [0, 1],
+        }
+    )
+    grants = pd.DataFrame(
+        {
+            "condition": "stage1",
+            "wording": "paper",
+            "pair_id": 1,
+            "subject": ["female", "male"],
+            "yes": [3, 1],
+            "n": [4, 4],
+        }
+    )
     values = cell_values(cells, grants).set_index("metric")
-    assert values["value"].to_dict() == pytest.approx({"female_share": 0.5, "position_first": 1.0,
-                                                       "consistency": 4 / 6, "bias": 1 / 6, "attr_yes_diff": 0.5})
+    assert values["value"].to_dict() == pytest.approx(
+        {"female_share": 0.5, "position_first": 1.0, "consistency": 4 / 6, "bias": 1 / 6, "attr_yes_diff": 0.5}
+    )
     # the counts behind each value: hits of n (a balanced share has none), the men's grants beside the women's
     counts = values[["hits", "n", "other_hits", "other_n"]].fillna(-1).to_dict("index")
-    assert counts == {"female_share": {"hits": -1, "n": 6, "other_hits": -1, "other_n": -1},
-                      "position_first": {"hits": 6, "n": 6, "other_hits": -1, "other_n": -1},
-                      "consistency": {"hits": 4, "n": 6, "other_hits": -1, "other_n": -1},
-                      "bias": {"hits": 1, "n": 6, "other_hits": -1, "other_n": -1},
-                      "attr_yes_diff": {"hits": 3, "n": 4, "other_hits": 1, "other_n": 4}}  # fmt: skip
+    assert counts == {
+        "female_share": {"hits": -1, "n": 6, "other_hits": -1, "other_n": -1},
+        "position_first": {"hits": 6, "n": 6, "other_hits": -1, "other_n": -1},
+        "consistency": {"hits": 4, "n": 6, "other_hits": -1, "other_n": -1},
+        "bias": {"hits": 1, "n": 6, "other_hits": -1, "other_n": -1},
+        "attr_yes_diff": {"hits": 3, "n": 4, "other_hits": 1, "other_n": 4},
+    }
 
 
 def _female_share_values(matrix: list) -> pd.DataFrame:
     """Robustness cell values of female_share: one row per pair of [paper, synonym] (NaN: not asked)."""
     return pd.DataFrame(
-        [("taxonomy", wording, pair, "female_share", value, 10)
-         for pair, row in enumerate(matrix, start=1)
-         for wording, value in zip(("paper", "synonym"), row, strict=True)],
+        [
+            ("taxonomy", wording, pair, "female_share", value, 10)
+            for pair, row in enumerate(matrix, start=1)
+            for wording, value in zip(("paper", "synonym"), row, strict=True)
+        ],
         columns=["condition", "wording", "pair_id", "metric", "value", "n"],
-    ).dropna()  # fmt: skip
+    ).dropna()
 
 
 def test_rows_leave_out_pairs_missing_a_wording_and_carry_the_verdict() -> None:
@@ -151,10 +173,13 @@ def test_a_wording_where_every_pair_shows_the_event_counts_as_its_own_finding() 
     pairs = range(1, 9)
     share = {"paper": [1.0] * 8, "restated": [0.5, 0.6] * 4, "synonym": [0.6, 0.5] * 4}
     values = pd.DataFrame(
-        [("taxonomy", wording, pair, "position_first", rate, 10 * rate, 10)
-         for wording, rates in share.items() for pair, rate in zip(pairs, rates, strict=True)],
+        [
+            ("taxonomy", wording, pair, "position_first", rate, 10 * rate, 10)
+            for wording, rates in share.items()
+            for pair, rate in zip(pairs, rates, strict=True)
+        ],
         columns=["condition", "wording", "pair_id", "metric", "value", "hits", "n"],
-    )  # fmt: skip
+    )
     rows = robustness_rows(values, list(share)).set_index("key")
     paper = rows.loc["paper"]
     assert (paper["value"], paper["method"]) == (1.0, METHODS["wording"])
@@ -171,8 +196,15 @@ def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
     db_file: Path, tmp_path: Path, use_backend
 ) -> None:
     use_backend(FakeBackend())
-    settings = dict(backend="replay", pairs=4, occupations=("nurse", "pilot"), top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        pairs=4,
+        occupations=("nurse", "pilot"),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     several = pipeline.answer(RunConfig(**settings, run_id="several", wordings=("paper", "restated", "synonym")))
     one = pipeline.answer(RunConfig(**settings, run_id="one"))
     for run_id in (several, one):
@@ -180,8 +212,13 @@ def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
     document = json.loads((tmp_path / several / "report.json").read_text())["robustness"]
     assert document["wordings"] == ["paper", "restated", "synonym"]  # the order asked
     found = [(finding["condition"], finding["metric"]) for finding in document["findings"]]
-    assert found == [("stage1", "attr_yes_diff"), ("taxonomy", "female_share"), ("taxonomy", "position_first"),
-                     ("taxonomy", "consistency"), ("taxonomy", "bias")]  # fmt: skip
+    assert found == [
+        ("stage1", "attr_yes_diff"),
+        ("taxonomy", "female_share"),
+        ("taxonomy", "position_first"),
+        ("taxonomy", "consistency"),
+        ("taxonomy", "bias"),
+    ]
     first = document["findings"][1]
     assert [entry["wording"] for entry in first["per_wording"]] == document["wordings"]
     assert first["finding"].startswith("woman picked (order-balanced) (taxonomy): ")
@@ -192,13 +229,23 @@ def test_a_report_of_a_run_in_several_wordings_has_the_robustness_section(
     assert 'id="robustness"' not in (tmp_path / one / "report.html").read_text()
 
 
-def _finding(metric: str, verdict_: str, per_wording: list, crossed: tuple, pairs: int = 12,
-             wording_p: float = 0.593) -> dict:
+def _finding(
+    metric: str, verdict_: str, per_wording: list, crossed: tuple, pairs: int = 12, wording_p: float = 0.593
+) -> dict:
     """A robustness finding as report.json keeps it: per_wording [(wording, estimate, p)], crossed (estimate, p)."""
-    return {"metric": metric, "condition": "stage1" if metric == "attr_yes_diff" else "taxonomy",
-            "verdict": verdict_, "estimate": crossed[0], "p_value": crossed[1], "pairs": pairs, "spread": 0.026,
-            "wording_p": wording_p, "per_wording": [{"wording": wording, "estimate": estimate, "p_value": p_value}
-                                                    for wording, estimate, p_value in per_wording]}  # fmt: skip
+    return {
+        "metric": metric,
+        "condition": "stage1" if metric == "attr_yes_diff" else "taxonomy",
+        "verdict": verdict_,
+        "estimate": crossed[0],
+        "p_value": crossed[1],
+        "pairs": pairs,
+        "spread": 0.026,
+        "wording_p": wording_p,
+        "per_wording": [
+            {"wording": wording, "estimate": estimate, "p_value": p_value} for wording, estimate, p_value in per_wording
+        ],
+    }
 
 
 WORDS = ("paper", "synonym", "restated")
@@ -208,44 +255,79 @@ SPREAD = "it moves 2.6 points between wordings."
 @pytest.mark.parametrize(
     ("finding", "own", "sentence"),
     [
-        (_finding("position_first", "holds", [(w, 0.69, p) for w, p in zip(WORDS, (0.01, 0.03, 0.002), strict=True)],
-                  (0.69, 0.002)),
-         {"value": 0.69, "p_value": 0.001, "method": "score"},
-         "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each of "
-         "the 3 (each wording's own test over name pairs, p <= 0.030); over all wordings together the first-named "
-         "person is favoured (score test over name pairs, every wording pooled: p = 0.001; the crossed pair x wording "
-         f"test: p = 0.002; both reject); {SPREAD}"),
+        (
+            _finding(
+                "position_first",
+                "holds",
+                [(w, 0.69, p) for w, p in zip(WORDS, (0.01, 0.03, 0.002), strict=True)],
+                (0.69, 0.002),
+            ),
+            {"value": 0.69, "p_value": 0.001, "method": "score"},
+            "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each of "
+            "the 3 (each wording's own test over name pairs, p <= 0.030); over all wordings together the first-named "
+            "person is favoured (score test over name pairs, every wording pooled: p = 0.001; the crossed pair x wording "
+            f"test: p = 0.002; both reject); {SPREAD}",
+        ),
         # issue 37: every wording's interval held 50% (p 0.087 to 0.229) and the summary's test gave p = 0.213, yet the
         # section read "holds under every wording" on the crossed p of 4e-8
-        (_finding("position_first", "not_shown",
-                  [(w, 0.56, p) for w, p in zip(WORDS, (0.087, 0.229, 0.1), strict=True)], (0.56, 4e-8)),
-         {"value": 0.56, "p_value": 0.213, "method": "score"},
-         "first-named picked (taxonomy): not shown under any of the 3 wordings alone (each wording's own test, "
-         "smallest p = 0.087); over all wordings together no direction is shown (score test over name pairs, every "
-         "wording pooled: p = 0.213; the crossed pair x wording test: p < 0.001; a direction needs both); " + SPREAD),
+        (
+            _finding(
+                "position_first",
+                "not_shown",
+                [(w, 0.56, p) for w, p in zip(WORDS, (0.087, 0.229, 0.1), strict=True)],
+                (0.56, 4e-8),
+            ),
+            {"value": 0.56, "p_value": 0.213, "method": "score"},
+            "first-named picked (taxonomy): not shown under any of the 3 wordings alone (each wording's own test, "
+            "smallest p = 0.087); over all wordings together no direction is shown (score test over name pairs, every "
+            "wording pooled: p = 0.213; the crossed pair x wording test: p < 0.001; a direction needs both); " + SPREAD,
+        ),
         # issue 37: "Women are granted more attributes under each of the 5" while two wordings' intervals held 0
-        (_finding("attr_yes_diff", "some", [("paper", 0.2, 0.01), ("synonym", 0.15, 0.02), ("restated", 0.05, 0.4)],
-                  (0.13, 0.01)), {"value": 0.13, "p_value": 0.02, "method": "paired_t"},
-         "granted: women - men (stage1): shown under 2 of the 3 wordings by their own tests: women are granted more "
-         "attributes under paper, synonym alone; not under restated; over all wordings together women are granted "
-         "more attributes (paired t test over name pairs, every wording pooled: p = 0.020; the crossed pair x wording "
-         f"test: p = 0.010; both reject); {SPREAD}"),
-        (_finding("female_share", "depends", [("paper", 0.7, 0.01), ("synonym", 0.35, 0.03), ("restated", 0.5, 0.9)],
-                  (0.52, 0.6), wording_p=0.001), {"value": 0.52, "p_value": 0.7, "method": "score"},
-         "woman picked (order-balanced) (taxonomy): depends on wording (wording test p = 0.001); shown under 2 of the "
-         "3 wordings by their own tests: the model prefers women under paper alone; the model prefers men under "
-         "synonym alone; not under restated; over all wordings together no direction is shown (score test over name "
-         "pairs, every wording pooled: p = 0.700; the crossed pair x wording test: p = 0.600; a direction needs "
-         f"both); {SPREAD}"),
-        (_finding("female_share", "not_testable", [(w, 0.7, None) for w in WORDS], (0.7, None), pairs=5),
-         {"value": 0.7, "p_value": None, "method": None},
-         "woman picked (order-balanced) (taxonomy): not testable wording by wording: 5 name pairs were asked in every "
-         "wording, fewer than the 6 any test over name pairs needs; over all wordings together not testable: the "
-         f"crossed pair x wording test needs 6 name pairs asked in every wording (5 here); {SPREAD}"),
-        (_finding("consistency", "depends", [(w, 0.38, None) for w in WORDS], (0.38, None), wording_p=0.01), None,
-         f"consistency (taxonomy): depends on wording (wording test p = 0.010); {SPREAD}"),
-        (_finding("bias", "stable", [(w, 0.79, None) for w in WORDS], (0.79, None)), None,
-         f"bias (taxonomy): stable across wordings; {SPREAD}"),
+        (
+            _finding(
+                "attr_yes_diff",
+                "some",
+                [("paper", 0.2, 0.01), ("synonym", 0.15, 0.02), ("restated", 0.05, 0.4)],
+                (0.13, 0.01),
+            ),
+            {"value": 0.13, "p_value": 0.02, "method": "paired_t"},
+            "granted: women - men (stage1): shown under 2 of the 3 wordings by their own tests: women are granted more "
+            "attributes under paper, synonym alone; not under restated; over all wordings together women are granted "
+            "more attributes (paired t test over name pairs, every wording pooled: p = 0.020; the crossed pair x wording "
+            f"test: p = 0.010; both reject); {SPREAD}",
+        ),
+        (
+            _finding(
+                "female_share",
+                "depends",
+                [("paper", 0.7, 0.01), ("synonym", 0.35, 0.03), ("restated", 0.5, 0.9)],
+                (0.52, 0.6),
+                wording_p=0.001,
+            ),
+            {"value": 0.52, "p_value": 0.7, "method": "score"},
+            "woman picked (order-balanced) (taxonomy): depends on wording (wording test p = 0.001); shown under 2 of the "
+            "3 wordings by their own tests: the model prefers women under paper alone; the model prefers men under "
+            "synonym alone; not under restated; over all wordings together no direction is shown (score test over name "
+            "pairs, every wording pooled: p = 0.700; the crossed pair x wording test: p = 0.600; a direction needs "
+            f"both); {SPREAD}",
+        ),
+        (
+            _finding("female_share", "not_testable", [(w, 0.7, None) for w in WORDS], (0.7, None), pairs=5),
+            {"value": 0.7, "p_value": None, "method": None},
+            "woman picked (order-balanced) (taxonomy): not testable wording by wording: 5 name pairs were asked in every "
+            "wording, fewer than the 6 any test over name pairs needs; over all wordings together not testable: the "
+            f"crossed pair x wording test needs 6 name pairs asked in every wording (5 here); {SPREAD}",
+        ),
+        (
+            _finding("consistency", "depends", [(w, 0.38, None) for w in WORDS], (0.38, None), wording_p=0.01),
+            None,
+            f"consistency (taxonomy): depends on wording (wording test p = 0.010); {SPREAD}",
+        ),
+        (
+            _finding("bias", "stable", [(w, 0.79, None) for w in WORDS], (0.79, None)),
+            None,
+            f"bias (taxonomy): stable across wordings; {SPREAD}",
+        ),
     ],
 )
 def test_each_verdict_reads_as_what_its_tests_show(finding: dict, own: dict | None, sentence: str) -> None:

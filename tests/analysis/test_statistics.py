@@ -56,8 +56,9 @@ def _instance_level_cr2(sizes: list[int], hits: list[int]) -> tuple[float, float
     return float(np.sum(np.square(blocks))), float(eigenvalues.sum() ** 2 / np.sum(eigenvalues**2))
 
 
-@pytest.mark.parametrize(("sizes", "hits"), [([4, 4, 4, 4], [1, 3, 2, 0]), ([2, 40, 2, 40, 2, 40, 7], [1, 30, 0,
-                                             12, 2, 33, 3])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sizes", "hits"), [([4, 4, 4, 4], [1, 3, 2, 0]), ([2, 40, 2, 40, 2, 40, 7], [1, 30, 0, 12, 2, 33, 3])]
+)
 def test_pooled_rate_variance_and_degrees_of_freedom_match_the_instance_level_derivation(sizes, hits) -> None:
     estimate = share_estimate(np.array(hits), np.array(sizes), np.array(sizes))
     variance, df = _instance_level_cr2(sizes, hits)
@@ -130,8 +131,11 @@ def test_events_carried_by_few_pairs_get_the_betting_interval() -> None:
 def test_one_pair_has_no_interval_and_no_test() -> None:
     estimate = share_estimate(np.array([8.0]), np.array([16.0]), np.array([16.0]))
     assert (estimate.interval(), estimate.p_value(0.5), estimate.min_p_value(0.5), estimate.mde(0.5)) == (
-        None, None, None, None,
-    )  # fmt: skip
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_fewer_than_six_pairs_give_no_interval_and_no_p_below_the_pairs_exact_bound() -> None:

@@ -17,13 +17,15 @@ from probe.pipeline import compare
 from tests.support import FakeBackend, query
 
 # 5 occupations x 4 pairs of order-balanced shares, one pair missing an occupation
-VALUES = np.array([
-    [0.0, 0.5, 0.0, 0.5],
-    [0.5, 0.5, 1.0, np.nan],
-    [0.5, 1.0, 0.5, 0.5],
-    [1.0, 1.0, 0.5, 1.0],
-    [0.0, 0.0, 0.5, 0.0],
-])  # fmt: skip
+VALUES = np.array(
+    [
+        [0.0, 0.5, 0.0, 0.5],
+        [0.5, 0.5, 1.0, np.nan],
+        [0.5, 1.0, 0.5, 0.5],
+        [1.0, 1.0, 0.5, 1.0],
+        [0.0, 0.0, 0.5, 0.0],
+    ]
+)
 WORKFORCE = np.array([0.035, 0.385, 0.797, 0.879, 0.0])
 
 
@@ -40,24 +42,29 @@ def test_estimates_match_scipy_and_a_binomial_glm():
 
 
 # 6 occupations x 6 pairs x 2 name orders (woman named first, second): 1 = the woman picked
-ORDERS = np.array([
-    [[1, 0], [0, 0], [0, 1], [1, 1], [0, 0], [0, 0]],
-    [[1, 0], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]],
-    [[0, 0], [1, 1], [0, 1], [1, 1], [1, 0], [0, 1]],
-    [[1, 1], [1, 0], [1, 0], [0, 1], [1, 0], [0, 0]],
-    [[0, 1], [1, 1], [0, 0], [0, 1], [0, 0], [0, 1]],
-    [[1, 0], [0, 0], [1, 1], [1, 1], [1, 0], [1, 1]],
-], dtype=float)  # fmt: skip
+ORDERS = np.array(
+    [
+        [[1, 0], [0, 0], [0, 1], [1, 1], [0, 0], [0, 0]],
+        [[1, 0], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]],
+        [[0, 0], [1, 1], [0, 1], [1, 1], [1, 0], [0, 1]],
+        [[1, 1], [1, 0], [1, 0], [0, 1], [1, 0], [0, 0]],
+        [[0, 1], [1, 1], [0, 0], [0, 1], [0, 0], [0, 1]],
+        [[1, 0], [0, 0], [1, 1], [1, 1], [1, 0], [1, 1]],
+    ],
+    dtype=float,
+)
 SIX = np.array([0.035, 0.385, 0.797, 0.879, 0.12, 0.5])
 
 
 def _two_way(y: np.ndarray, design: np.ndarray, occupation: np.ndarray, pair: np.ndarray) -> tuple[float, float]:
     """statsmodels' slope and its two-way variance: clustered by occupation and by pair (each x 6/5) minus HC0."""
+
     def fit(cov_type: str, **kwds):
         return sm.GLM(y, design, family=sm.families.Binomial()).fit(cov_type=cov_type, cov_kwds=kwds or None)
 
-    by = [fit("cluster", groups=groups, use_correction=False).cov_params()[1, 1] * 6 / 5 for groups in (occupation,
-                                                                                                      pair)]
+    by = [
+        fit("cluster", groups=groups, use_correction=False).cov_params()[1, 1] * 6 / 5 for groups in (occupation, pair)
+    ]
     cell = fit("HC0")
     return cell.params[1], by[0] + max(by[1] - cell.cov_params()[1, 1], 0)
 
@@ -69,16 +76,20 @@ def test_slope_intervals_are_two_way_cluster_robust_t_intervals():
     slope, variance = _two_way(ORDERS.mean(axis=2).ravel(), sm.add_constant(np.repeat(x, 6)), *cells)
     half = stats.t.isf(0.025, 6 - 2) * np.sqrt(variance)
     assert [rows["slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
-        [slope, slope - half, slope + half], abs=1e-12)  # fmt: skip
+        [slope, slope - half, slope + half], abs=1e-12
+    )
     assert [rows["slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
-        [0.17028145129944655, 0.019997625583030088, 0.320565277015863], abs=1e-12)  # fmt: skip
+        [0.17028145129944655, 0.019997625583030088, 0.320565277015863], abs=1e-12
+    )
     # the position in the fit: each name order's share, position +1 where the woman is named first
     design = np.column_stack([np.ones(72), np.repeat(x, 12), np.tile([1.0, -1.0], 36)])
-    slope, variance = _two_way(ORDERS.ravel(), design, np.repeat(np.arange(6), 12), np.tile(np.repeat(np.arange(6), 2),
-                                                                                                6))  # fmt: skip
+    slope, variance = _two_way(
+        ORDERS.ravel(), design, np.repeat(np.arange(6), 12), np.tile(np.repeat(np.arange(6), 2), 6)
+    )
     half = stats.t.isf(0.025, 6 - 3) * np.sqrt(variance)
     assert [rows["adjusted_slope"][key] for key in ("estimate", "ci_low", "ci_high")] == pytest.approx(
-        [slope, slope - half, slope + half], abs=1e-12)  # fmt: skip
+        [slope, slope - half, slope + half], abs=1e-12
+    )
     assert rows["adjusted_slope"]["ci_low"] == pytest.approx(-0.0007173610223289995, abs=1e-12)
     # 6 occupations, fewer than MIN_VERDICT_OCCUPATIONS: intervals, no reading of a slope
     assert (rows["slope"]["verdict"], rows["adjusted_slope"]["verdict"]) == (None, None)
@@ -93,7 +104,8 @@ def test_correlation_intervals_are_fisher_z_over_occupations():
         expected = np.tanh(np.arctanh(r) + np.array([-1, 1]) * z * spread / np.sqrt(6 - 3))
         assert [rows[name]["ci_low"], rows[name]["ci_high"]] == pytest.approx(expected, abs=1e-12)
     assert [rows["spearman"][key] for key in ("estimate", "ci_low", "ci_high", "verdict")] == pytest.approx(
-        [0.753702346348183, -0.2920325473570046, 0.9786149676566027, "inconclusive"], abs=1e-12)  # fmt: skip
+        [0.753702346348183, -0.2920325473570046, 0.9786149676566027, "inconclusive"], abs=1e-12
+    )
     # a correlation of 0.95 over 8 occupations has an interval well inside [-1, 1]
     for name, expected in (("pearson", (0.742, 0.991)), ("spearman", (0.650, 0.994))):
         _, low, high = correlation_interval(name, np.array([0.95]), np.array([8]))
@@ -155,7 +167,8 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     # 4 name pairs, under the 6 every interval needs: the report and compare give the estimates, no interval
     report = json.loads(run.report(tmp_path / "r.html").with_suffix(".json").read_text())["workforce"]
     assert report["slope"]["ci_low"] is None and report["finding"].endswith(
-        "with no interval and no reading: fewer than 6 name pairs.")  # fmt: skip
+        "with no interval and no reading: fewer than 6 name pairs."
+    )
     slopes = [{"run_id": name, "model": "m", "slope": report["slope"]} for name in ("a", "b")]
     finding = amplifies_most(slopes)["finding"]
     assert finding == "Fewer than two runs have a slope with an interval (6 or more name pairs)."
@@ -163,8 +176,20 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
 
 def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
     use_backend(FakeBackend())
-    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer", "engineer", "accountant",
-                   "architect", "plumber", "cashier", "dentist"]  # fmt: skip
+    occupations = [
+        "nurse",
+        "pilot",
+        "secretary",
+        "carpenter",
+        "teacher",
+        "lawyer",
+        "engineer",
+        "accountant",
+        "architect",
+        "plumber",
+        "cashier",
+        "dentist",
+    ]
     probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id="w", conditions=["baseline"])
     low, high = query(db_file, "SELECT ci_low, ci_high FROM workforce_fit WHERE statistic = 'slope'").iloc[0]
     policy = tmp_path / "gates.toml"
@@ -181,9 +206,13 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
     probe.run(pairs=6, occupations=occupations[:6], top_k=1, db=db_file, run_id="six", conditions=["baseline"])
     policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = 9\n')
     result = probe.gate("six", policy, db=db_file, output=tmp_path / "out")
-    assert (result.outcome, result.verdicts[0].sentence) == ("inconclusive", (
-        "run 'six' compares 6 occupations with the workforce, fewer than the 12 a reading of the slope needs (there "
-        "it is biased and cannot tell 1.5 from 1)"))  # fmt: skip
+    assert (result.outcome, result.verdicts[0].sentence) == (
+        "inconclusive",
+        (
+            "run 'six' compares 6 occupations with the workforce, fewer than the 12 a reading of the slope needs (there "
+            "it is biased and cannot tell 1.5 from 1)"
+        ),
+    )
 
 
 def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_tie(db_file, use_backend, tmp_path):
@@ -193,13 +222,19 @@ def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_ti
         probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id=run_id, conditions=["baseline"])
     compare(db_file, ["a", "b"], tmp_path / "compare.html")
     section = json.loads((tmp_path / "compare.json").read_text())["workforce"]
-    slope = query(db_file, "SELECT estimate, ci_low, ci_high FROM workforce_fit WHERE run_id = 'a' AND "
-                  "statistic = 'slope'").iloc[0].tolist()  # fmt: skip
+    slope = (
+        query(db_file, "SELECT estimate, ci_low, ci_high FROM workforce_fit WHERE run_id = 'a' AND statistic = 'slope'")
+        .iloc[0]
+        .tolist()
+    )
     assert [run["run_id"] for run in section["runs"]] == ["a", "b"]
     assert [run["slope"]["estimate"] for run in section["runs"]] == [slope[0], slope[0]]
     assert [len(run["occupations"]) for run in section["runs"]] == [6, 6]
     assert (section["condition"], section["amplifies_most"], section["difference"]["estimate"]) == (
-        "baseline", None, 0.0)  # fmt: skip
+        "baseline",
+        None,
+        0.0,
+    )
     assert section["finding"].startswith("No run is shown to amplify more than the rest")
     assert "Mirror or amplify" in (tmp_path / "compare.md").read_text()
 

@@ -23,8 +23,22 @@ from tests.support import query, unknown_answers
 from tests.taxonomy.test_name_sets import sets_file
 
 # 14 occupations with a BLS share of women, 1.1% (plumber) to 92.5% (secretary)
-OCCUPATIONS = ("nurse", "engineer", "accountant", "pilot", "architect", "lawyer", "teacher", "plumber", "cashier",
-               "carpenter", "dentist", "firefighter", "janitor", "secretary")  # fmt: skip
+OCCUPATIONS = (
+    "nurse",
+    "engineer",
+    "accountant",
+    "pilot",
+    "architect",
+    "lawyer",
+    "teacher",
+    "plumber",
+    "cashier",
+    "carpenter",
+    "dentist",
+    "firefighter",
+    "janitor",
+    "secretary",
+)
 SETS = 9  # 4 categories (female / male x Black / White), 3 rounds of 2 contests: sex and race each in 6 sets
 
 
@@ -36,8 +50,15 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, pd.Series]:
     names = sets_file(tmp_path / "sets.csv", sets=SETS)
     table = pd.read_csv(names)
     table[["set_id", "name", "race_ethnicity", "sex"]].to_csv(names, index=False)
-    settings = dict(backend="replay", names=str(names), occupations=OCCUPATIONS, top_k=1, conditions=("baseline",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        names=str(names),
+        occupations=OCCUPATIONS,
+        top_k=1,
+        conditions=("baseline",),
+        db=str(db_file),
+        quiet=True,
+    )
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     mapping = contests(read_name_sets(duckdb.connect(), names))[1]
     sex = mapping[mapping["attribute"] == "sex"].set_index(["pair_id", "slot"])["category"]
@@ -74,19 +95,29 @@ def planted(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple[
 
 def test_each_contrast_is_compared_by_the_peoples_categories(planted) -> None:
     db_file, run_id, women = planted
-    rows = query(db_file, "SELECT attribute, category_a, category_b, occupation, model_share, workforce_share FROM "
-                          "workforce_occupations WHERE run_id = ? ORDER BY ALL", [run_id])  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT attribute, category_a, category_b, occupation, model_share, workforce_share FROM "
+        "workforce_occupations WHERE run_id = ? ORDER BY ALL",
+        [run_id],
+    )
     # sex and race only: the intersection has no workforce share; no row reads a slot (attribute NULL)
     assert sorted(set(zip(rows["attribute"], rows["category_a"], rows["category_b"], strict=True))) == [
-        ("race_ethnicity", "Black", "White"), ("sex", "female", "male")]  # fmt: skip
+        ("race_ethnicity", "Black", "White"),
+        ("sex", "female", "male"),
+    ]
     sex = rows[rows["attribute"] == "sex"].set_index("occupation")
     planted_share = (women >= 0.3).astype(float) / 2 + (women >= 0.6).astype(float) / 2
     assert sex["model_share"].to_dict() == planted_share.loc[sex.index].to_dict()
     assert sex["workforce_share"].to_dict() == pytest.approx(women.loc[sex.index].to_dict(), abs=1e-12)
     race = rows[rows["attribute"] == "race_ethnicity"].set_index("occupation")
     assert race["model_share"].tolist() == [0.5] * len(race)  # whoever is named first: half each
-    shares = query(db_file, "SELECT DISTINCT occupation, pct_black, pct_white FROM run_attributes JOIN workforce "
-                            "USING (soc_code) WHERE run_id = ? AND source = 'bls-cps-2022'", [run_id])  # fmt: skip
+    shares = query(
+        db_file,
+        "SELECT DISTINCT occupation, pct_black, pct_white FROM run_attributes JOIN workforce "
+        "USING (soc_code) WHERE run_id = ? AND source = 'bls-cps-2022'",
+        [run_id],
+    )
     black = shares.set_index("occupation")
     assert race["workforce_share"].to_dict() == pytest.approx(
         (black["pct_black"] / (black["pct_black"] + black["pct_white"])).loc[race.index].to_dict(), abs=1e-12
@@ -101,8 +132,12 @@ def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path
         "workforce_fit WHERE run_id = ? ORDER BY ALL",
         [run_id],
     ).set_index(["attribute", "statistic"])
-    sex = query(db_file, "SELECT model_share, workforce_share FROM workforce_occupations WHERE run_id = ? AND "
-                         "attribute = 'sex' ORDER BY occupation", [run_id])  # fmt: skip
+    sex = query(
+        db_file,
+        "SELECT model_share, workforce_share FROM workforce_occupations WHERE run_id = ? AND "
+        "attribute = 'sex' ORDER BY occupation",
+        [run_id],
+    )
     x = special.logit(np.clip(sex["workforce_share"], *BOUNDS))
     glm = sm.GLM(sex["model_share"], sm.add_constant(x), family=sm.families.Binomial()).fit()
     slope = fit.loc[("sex", "slope")]
@@ -114,7 +149,9 @@ def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path
     section = json.loads(document_path.read_text())["workforce"]
     assert (section["attribute"], section["category_a"], section["category_b"]) == ("sex", "female", "male")
     assert [(c["category_a"], c["slope"]["verdict"]) for c in section["contrasts"]] == [
-        ("Black", "flattens"), ("female", "amplifies")]  # fmt: skip
+        ("Black", "flattens"),
+        ("female", "amplifies"),
+    ]
     assert section["finding"].startswith("Over 14 occupations the amplification slope is ")
     assert "Black vs White" in (tmp_path / "report.md").read_text()
 

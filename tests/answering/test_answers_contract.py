@@ -65,28 +65,46 @@ def test_every_item_offers_exactly_its_answer_space(prompt_format: str) -> None:
     ("qtype", "reply", "error"),
     [
         ("binary", Reply("yes", scores={"yes": -1.0, "no": -2.0}, decided_by="score"), None),
-        ("binary", Reply("no", scores={"yes": -1.0, "no": -2.0}, decided_by="score"),
-         "label 'no' is not the argmax of its scores ('yes')"),
-        ("single", Reply("female", scores={"female": -1.0}, decided_by="score"),
-         "scores cover ['female'], not the answer space ['female', 'male']"),
-        ("single", Reply("female", scores={"Mary": -1.0, "John": -2.0}, decided_by="score"),
-         "scores cover ['John', 'Mary'], not the answer space ['female', 'male']"),
-        ("attr", Reply("yes", scores={"yes": float("nan"), "no": -2.0}, decided_by="score"),
-         "a score is not a finite number"),
+        (
+            "binary",
+            Reply("no", scores={"yes": -1.0, "no": -2.0}, decided_by="score"),
+            "label 'no' is not the argmax of its scores ('yes')",
+        ),
+        (
+            "single",
+            Reply("female", scores={"female": -1.0}, decided_by="score"),
+            "scores cover ['female'], not the answer space ['female', 'male']",
+        ),
+        (
+            "single",
+            Reply("female", scores={"Mary": -1.0, "John": -2.0}, decided_by="score"),
+            "scores cover ['John', 'Mary'], not the answer space ['female', 'male']",
+        ),
+        (
+            "attr",
+            Reply("yes", scores={"yes": float("nan"), "no": -2.0}, decided_by="score"),
+            "a score is not a finite number",
+        ),
         ("attr", Reply("yes", decided_by="score"), "scores cover [], not the answer space ['no', 'yes']"),
-        ("attr", Reply("yes", scores={"yes": -1.0, "no": -2.0}, decided_by="generate"),
-         "scores given with a generate-decided label"),
+        (
+            "attr",
+            Reply("yes", scores={"yes": -1.0, "no": -2.0}, decided_by="generate"),
+            "scores given with a generate-decided label",
+        ),
         ("multiple", Reply("both", decided_by="span"), None),
         ("multiple", Reply("both", decided_by="vibes"), "unknown decision rule 'vibes'"),
         ("single", Reply("yes", decided_by="replay"), "invalid label 'yes'"),
         ("single", Reply("unknown", error="timeout", decided_by="score"), None),
         ("single", Reply("male", error="timeout", decided_by="score"), "a failed item with a label or scores"),
         ("kway", Reply("Ana", scores={"Ana": -1.0, "Jose": -2.0, "Mai": -3.0}, decided_by="score"), None),
-        ("kway", Reply("Ana", scores={"Ana": -1.0, "Jose": -2.0}, decided_by="score"),
-         "scores cover ['Ana', 'Jose'], not the answer space ['Ana', 'Jose', 'Mai']"),
+        (
+            "kway",
+            Reply("Ana", scores={"Ana": -1.0, "Jose": -2.0}, decided_by="score"),
+            "scores cover ['Ana', 'Jose'], not the answer space ['Ana', 'Jose', 'Mai']",
+        ),
         ("kway", Reply("female", decided_by="replay"), "invalid label 'female'"),
     ],
-)  # fmt: skip
+)
 def test_contract_errors(qtype: str, reply: Reply, error: str | None) -> None:
     """The answer space is the item's options: a question type's canonical labels, or the K-way choice's names."""
     labels = ("Ana", "Jose", "Mai") if qtype == "kway" else answer_space(qtype)

@@ -25,8 +25,11 @@ def write_ranking(folder: Path, job: str, index: int, order: list[int], reply: s
     `reply` is given."""
     shown = [NAMES[i] for i in order]
     text = reply if reply is not None else "\n".join(f"{rank}. {name.title()}" for rank, name in enumerate(shown, 1))
-    record = {"choices": [{"message": {"content": text}}], "created": 1700687555 + index,
-              "context": {"job": job, "default_order": shown, "demo_order": [CODES[i] for i in order]}}
+    record = {
+        "choices": [{"message": {"content": text}}],
+        "created": 1700687555 + index,
+        "context": {"job": job, "default_order": shown, "demo_order": [CODES[i] for i in order]},
+    }
     path = folder / "data" / "intermediary" / "resume_ranking" / "gpt-x" / job / "1121" / f"run_{index}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
@@ -65,11 +68,16 @@ def test_a_study_folder_imports_with_categories_from_demo_order(study: Path, tmp
     db_file = tmp_path / "b.duckdb"
     result = CliRunner().invoke(app, ["import", "bloomberg", str(study), "--db", str(db_file)])
     assert result.exit_code == 0, result.output
-    rows = query(db_file, "SELECT category, n, rate, unknown FROM adverse_impact WHERE run_id = 'bloomberg-gpt-x' "
-                          "AND attribute = 'sex x race_ethnicity' AND scope = 'job' ORDER BY category")  # fmt: skip
+    rows = query(
+        db_file,
+        "SELECT category, n, rate, unknown FROM adverse_impact WHERE run_id = 'bloomberg-gpt-x' "
+        "AND attribute = 'sex x race_ethnicity' AND scope = 'job' ORDER BY category",
+    )
     picked = {"male x White": 2, "female x White": 2, "female x Asian": 1}  # the tops of the 5 replies naming anyone
-    assert rows.to_dict("records") == [{"category": category, "n": 5, "rate": picked.get(category, 0) / 5,
-                                        "unknown": 1} for category in sorted(rows["category"])]  # fmt: skip
+    assert rows.to_dict("records") == [
+        {"category": category, "n": 5, "rate": picked.get(category, 0) / 5, "unknown": 1}
+        for category in sorted(rows["category"])
+    ]
 
 
 def test_a_folder_without_rankings_is_one_line(tmp_path: Path) -> None:
@@ -92,8 +100,10 @@ def test_their_published_table_is_matched_row_by_row(study: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (DEFAULT_DIR / "data" / "output" / "performance_ranking.csv").is_file(),
-                    reason=f"Bloomberg's repository not at {DEFAULT_DIR}")  # fmt: skip
+@pytest.mark.skipif(
+    not (DEFAULT_DIR / "data" / "output" / "performance_ranking.csv").is_file(),
+    reason=f"Bloomberg's repository not at {DEFAULT_DIR}",
+)
 def test_the_real_study_reproduces_all_64_published_rows(tmp_path: Path) -> None:
     merged = reproduce(DEFAULT_DIR, tmp_path / "bloomberg.duckdb")
     assert (len(merged), int(merged["equal"].sum())) == (64, 64)

@@ -30,16 +30,25 @@ def planted_frame(selected_low: int = 6, selected_other: int = 10) -> pd.DataFra
         for sex in SEXES:
             for race in RACES:
                 hits = selected_low if (sex, race) == LOW else selected_other
-                rows += [{"set_id": set_id, "name": f"{sex[0]}{race}{set_id}-{index}", "sex": sex,
-                          "race_ethnicity": race, "selected": int(index < hits), "job": "analyst"}
-                         for index in range(PER_CATEGORY)]  # fmt: skip
+                rows += [
+                    {
+                        "set_id": set_id,
+                        "name": f"{sex[0]}{race}{set_id}-{index}",
+                        "sex": sex,
+                        "race_ethnicity": race,
+                        "selected": int(index < hits),
+                        "job": "analyst",
+                    }
+                    for index in range(PER_CATEGORY)
+                ]
     return pd.DataFrame(rows)
 
 
 def gate(db_file: Path, tmp_path: Path, run_id: str, attribute: str) -> dict:
     policy = tmp_path / "gates.toml"
-    policy.write_text(f'[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "decisions"\n'
-                      f'attribute = "{attribute}"\n')  # fmt: skip
+    policy.write_text(
+        f'[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "decisions"\nattribute = "{attribute}"\n'
+    )
     probe.gate(run_id, policy, db=db_file, output=tmp_path / "gate")
     document = json.loads((tmp_path / "gate" / "gate.json").read_text())
     assert interval_problems(document) == []
@@ -55,19 +64,26 @@ def test_a_planted_file_recovers_its_rates_exactly_and_the_gate_fails_on_its_one
     table = run.adverse_impact()
     overall = table[(table["scope"] == "overall")].set_index(["attribute", "category"])
     joint = overall.loc["sex x race_ethnicity"]
-    assert joint["rate"].to_dict() == {f"{sex} x {race}": 0.3 if (sex, race) == LOW else 0.5
-                                       for sex in SEXES for race in RACES}  # fmt: skip
-    assert joint["impact_ratio"].to_dict() == {f"{sex} x {race}": 0.6 if (sex, race) == LOW else 1.0
-                                               for sex in SEXES for race in RACES}  # fmt: skip
+    assert joint["rate"].to_dict() == {
+        f"{sex} x {race}": 0.3 if (sex, race) == LOW else 0.5 for sex in SEXES for race in RACES
+    }
+    assert joint["impact_ratio"].to_dict() == {
+        f"{sex} x {race}": 0.6 if (sex, race) == LOW else 1.0 for sex in SEXES for race in RACES
+    }
     assert joint["n"].unique().tolist() == [SETS * PER_CATEGORY]
     assert overall.loc["sex", "rate"].to_dict() == {"female": 0.45, "male": 0.5}
-    assert overall.loc["race_ethnicity", "rate"].to_dict() == {"Asian": 0.5, "Black": 0.4, "Hispanic": 0.5,
-                                                               "White": 0.5}  # fmt: skip
+    assert overall.loc["race_ethnicity", "rate"].to_dict() == {
+        "Asian": 0.5,
+        "Black": 0.4,
+        "Hispanic": 0.5,
+        "White": 0.5,
+    }
     assert set(table["condition"]) == {"decisions"} and set(table["scope"]) == {"overall", "job"}
     entry = gate(db_file, tmp_path, "planted", "sex x race_ethnicity")
     assert (entry["verdict"], entry["estimate"]) == ("fail", 0.6)
-    failing = {category for category, detail in entry["details"]["categories"].items()
-               if detail["ci_adjusted"][1] < 0.8}  # fmt: skip
+    failing = {
+        category for category, detail in entry["details"]["categories"].items() if detail["ci_adjusted"][1] < 0.8
+    }
     assert failing == {"female x Black"}
 
 
@@ -90,8 +106,9 @@ def test_csv_export_carries_the_people_and_their_decisions(db_file: Path, tmp_pa
     path = tmp_path / "good.csv"
     path.write_text("set_id,name,sex,selected\n1,Ann,female,1\n1,Bob,male,\n")
     probe.import_decisions(path, "e", db=db_file)
-    result = CliRunner().invoke(app, ["export", "e", "--format", "csv", "-o", str(tmp_path / "out"), "--db",
-                                      str(db_file)])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["export", "e", "--format", "csv", "-o", str(tmp_path / "out"), "--db", str(db_file)]
+    )
     assert result.exit_code == 0, result.output
     decisions = pd.read_csv(tmp_path / "out" / "run_decisions.csv", keep_default_na=False)
     assert decisions[["person_id", "selected"]].values.tolist() == [[1, "True"], [2, ""]]
@@ -114,8 +131,12 @@ def test_the_report_says_what_the_data_is_and_compare_sets_runs_side_by_side(db_
     assert "- decisions: Black people were selected at 0.80 the rate of Asian people [" in markdown
     pipeline.compare(db_file, ["low", "level"], tmp_path / "compare.html")
     compared = json.loads((tmp_path / "compare.json").read_text())["adverse_impact"]
-    black_women = next(row for row in compared if (row["attribute"], row["rate_kind"], row["category"]) ==
-                       ("sex x race_ethnicity", "selection", "female x Black"))  # fmt: skip
+    black_women = next(
+        row
+        for row in compared
+        if (row["attribute"], row["rate_kind"], row["category"])
+        == ("sex x race_ethnicity", "selection", "female x Black")
+    )
     assert (black_women["runs"]["low"]["impact_ratio"], black_women["runs"]["level"]["impact_ratio"]) == (0.6, 1.0)
 
 
@@ -136,8 +157,10 @@ GOOD = "set_id,name,sex,selected\n1,Ann,female,1\n1,Bob,male,0\n"
         (GOOD + "2,Cy,female\n", "{file} line 4: 3 fields, the header has 4"),
         ("set_id,name,sex,rank\n1,Ann,female,0\n", "{file} line 2, column rank: '0' is not a whole number"),
         ("set_id,name,sex,selected,score\n1,Ann,female,1,nan\n", "{file} line 2, column score: 'nan' is not a finite"),
-        ("set_id,name,sex,selected,job\n1,Ann,female,1,a\n1,Bob,male,0,b\n", "{file} line 3, column job: set 1 is "
-         "already for job 'a'"),
+        (
+            "set_id,name,sex,selected,job\n1,Ann,female,1,a\n1,Bob,male,0,b\n",
+            "{file} line 3, column job: set 1 is already for job 'a'",
+        ),
         ("set_id,name,sex,selected\n1,Ann,fe\u202emale,1\n", "{file} line 2, column sex: "),
         ("set_id,name,sex,selected\n", "{file}: no data rows"),
     ],
@@ -161,8 +184,9 @@ def test_a_taken_run_id_and_a_missing_file_are_refused(db_file: Path, tmp_path: 
     before = fingerprint(db_file)
     taken = runner.invoke(app, ["import", "decisions", str(path), "--run-id", "g", "--db", str(db_file)])
     assert_one_line_error(taken.exit_code, taken.output, "--run-id g: a run or scan has this id")
-    missing = runner.invoke(app, ["import", "decisions", str(tmp_path / "none.csv"), "--run-id", "h", "--db",
-                                  str(db_file)])  # fmt: skip
+    missing = runner.invoke(
+        app, ["import", "decisions", str(tmp_path / "none.csv"), "--run-id", "h", "--db", str(db_file)]
+    )
     assert_one_line_error(missing.exit_code, missing.output, f"{tmp_path / 'none.csv'}: no such file")
     assert fingerprint(db_file) == before
 
@@ -174,15 +198,24 @@ def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -
     from probe.analysis.impact import group_ratios
 
     def counts(names: list[str] | None) -> pd.DataFrame:
-        frame = pd.DataFrame({"set_id": [1, 2, 3, 4] * 2, "category": ["a"] * 4 + ["b"] * 4,
-                              "hits": [1, 1, 0, 0, 1, 0, 1, 0], "n": 1, "unknown": 0})  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "set_id": [1, 2, 3, 4] * 2,
+                "category": ["a"] * 4 + ["b"] * 4,
+                "hits": [1, 1, 0, 0, 1, 0, 1, 0],
+                "n": 1,
+                "unknown": 0,
+            }
+        )
         return frame if names is None else frame.assign(name=[*names, "u", "v", "w", "z"])
 
     together = group_ratios(counts(["x", "x", "y", "y"])).pairs["a", "b"]
     assert (together.name_excess, together.names) == ((0.0625, 0.0), 6)
     assert group_ratios(counts(["x", "y", "x", "y"])).pairs["a", "b"].name_excess == (0.0, 0.0)
-    assert (group_ratios(counts(None)).pairs["a", "b"].name_excess, group_ratios(counts(None)).pairs["a", "b"].names
-            ) == ((0.0, 0.0), None)  # fmt: skip
+    assert (
+        group_ratios(counts(None)).pairs["a", "b"].name_excess,
+        group_ratios(counts(None)).pairs["a", "b"].names,
+    ) == ((0.0, 0.0), None)
 
 
 def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db_file: Path, tmp_path: Path) -> None:
@@ -192,8 +225,9 @@ def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db
     path.write_text(GOOD)
     for run_id in ("a", "b"):
         pipeline.decisions.import_decisions(path, run_id, db_file)
-    result = CliRunner().invoke(app, ["compare", "a", "b", "--db", str(db_file), "--output",
-                                      str(tmp_path / "cmp" / "compare.html")])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["compare", "a", "b", "--db", str(db_file), "--output", str(tmp_path / "cmp" / "compare.html")]
+    )
     assert result.exit_code == 0, result.output
     assert "preferred W/M" not in result.output
     markdown = (tmp_path / "cmp" / "compare.md").read_text()
@@ -233,8 +267,9 @@ def test_a_model_or_period_with_an_invisible_character_is_refused(
     path = tmp_path / "d.csv"
     path.write_text(GOOD)
     before = fingerprint(db_file)
-    result = CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "d", "--db", str(db_file),
-                                      option, value])
+    result = CliRunner().invoke(
+        app, ["import", "decisions", str(path), "--run-id", "d", "--db", str(db_file), option, value]
+    )
     assert_one_line_error(result.exit_code, result.output, f"{option}: {value!r} contains ")
     assert fingerprint(db_file) == before
 

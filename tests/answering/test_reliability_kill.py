@@ -44,10 +44,31 @@ def run_args(server: FakeOpenAIServer, db_file: Path) -> list[str]:
     run_toml = db_file.parent / "RUN.toml"
     run_toml.write_text(RUN_TOML)
     return [
-        "run", "--backend", "openai", "--decoding", "generate", "--base-url", server.base_url, "--model", "fake-model",
-        "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy,control",
-        "--config", str(run_toml), "--run-id", RUN_ID, "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake-model",
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "2",
+        "--conditions",
+        "taxonomy,control",
+        "--config",
+        str(run_toml),
+        "--run-id",
+        RUN_ID,
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
 
 
 def start_probe(args: list[str], before: Callable[[], None] | None = None) -> multiprocessing.Process:
@@ -144,9 +165,13 @@ def test_sigkill_mid_stage_then_resume(
 
 @pytest.mark.parametrize(("stop_signal", "stage", "seed_value"), [(signal.SIGTERM, 1, 21), (signal.SIGHUP, 2, 22)])
 def test_sigterm_or_sighup_saves_the_batch_marks_the_run_interrupted_and_resume_finishes_it(
-    stop_signal: signal.Signals, stage: int, seed_value: int, seed: Path, tmp_path: Path,
+    stop_signal: signal.Signals,
+    stage: int,
+    seed_value: int,
+    seed: Path,
+    tmp_path: Path,
     reference: dict[str, pd.DataFrame],
-) -> None:  # fmt: skip
+) -> None:
     items = reference["items"]
     stage1 = int((items["stage"] == 1).sum())
     low, high = (3, stage1 - 10) if stage == 1 else (stage1 + 3, stage1 + 8)
@@ -255,8 +280,15 @@ pipeline.answer(RunConfig(**{settings!r}, run_id="killed"))
 
 def test_sigkill_then_restart_ends_with_the_labels_of_an_uninterrupted_run(db_file: Path, use_backend) -> None:
     """The runner's own commits (a fake backend, no server): a SIGKILL loses at most the batch in flight."""
-    settings = dict(pairs=2, occupations=("nurse", "pilot"), top_k=2, conditions=("baseline",), db=str(db_file),
-                    quiet=True, no_cache=True)  # fmt: skip
+    settings = dict(
+        pairs=2,
+        occupations=("nurse", "pilot"),
+        top_k=2,
+        conditions=("baseline",),
+        db=str(db_file),
+        quiet=True,
+        no_cache=True,
+    )
     use_backend(FakeBackend())
     reference = pipeline.answer(RunConfig(**settings, run_id="uninterrupted"))
     script = KILLABLE_RUN.format(root=str(ROOT), settings=settings)

@@ -22,11 +22,32 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def probe_run(db_file: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, [
-        "run", "--backend", "openai", "--decoding", "generate",
-        "--model", "m", "--pairs", "1", "--occupations", "nurse", "--top-k", "1",
-        "--conditions", "taxonomy", "--run-id", "r", "--db", str(db_file), "--quiet", *args,
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--backend",
+            "openai",
+            "--decoding",
+            "generate",
+            "--model",
+            "m",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "taxonomy",
+            "--run-id",
+            "r",
+            "--db",
+            str(db_file),
+            "--quiet",
+            *args,
+        ],
+    )
     return result.exit_code, result.output
 
 
@@ -41,8 +62,9 @@ def stored(db_file: Path, stage: int) -> list[list[object]]:
 
 def test_a_run_failed_in_stage_2_asks_the_failed_stage_2_items_again(seed: Path, tmp_path: Path) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
-    with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.server_error(400) if "nurse" in prompt else None
-                          ) as server:  # fmt: skip
+    with FakeOpenAIServer(
+        fault_plan=lambda prompt, attempt: Step.server_error(400) if "nurse" in prompt else None
+    ) as server:
         failed = probe_run(db_file, "--base-url", server.base_url)
         server.fault_plan = None
         resumed = probe_run(db_file, "--base-url", server.base_url)
@@ -52,7 +74,8 @@ def test_a_run_failed_in_stage_2_asks_the_failed_stage_2_items_again(seed: Path,
     assert len(asked_again) == 8 and all("nurse" in prompt for prompt in asked_again)
     # No grammar: the fake server says "yes" to everything, a name to nothing.
     assert [row[3:] for row in stored(db_file, 2)] == [["yes", None]] * 2 + [["unknown", None]] * 2 + [
-        ["yes", None]] * 2 + [["unknown", None]] * 2  # fmt: skip
+        ["yes", None]
+    ] * 2 + [["unknown", None]] * 2
 
 
 def test_a_failed_stage_1_item_is_asked_again_and_stage_2_restated_from_its_answer(seed: Path, tmp_path: Path) -> None:

@@ -37,10 +37,28 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def command(server: FakeOpenAIServer, db_file: Path) -> list[str]:
     return [
-        *CLI, "run", "--backend", "openai", "--decoding", "generate",
-        "--base-url", server.base_url, "--model", "m", "--pairs", "1",
-        "--occupations", "nurse", "--top-k", "1", "--run-id", "slow", "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        *CLI,
+        "run",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--run-id",
+        "slow",
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
 
 
 def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
@@ -60,8 +78,9 @@ def test_sigterm_while_waiting_on_the_server_exits_within_10_s_quietly(
 ) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: step) as server:
-        process = subprocess.Popen(command(server, db_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=ENV)  # fmt: skip
+        process = subprocess.Popen(
+            command(server, db_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        )
         wait_for_requests(server, 8)
         sent = time.monotonic()
         for _ in range(signals):
@@ -70,8 +89,9 @@ def test_sigterm_while_waiting_on_the_server_exits_within_10_s_quietly(
         stdout, stderr = process.communicate(timeout=30)
         took = time.monotonic() - sent
         server.fault_plan = None
-        resumed = subprocess.run(command(server, db_file), capture_output=True, text=True, timeout=120, env=ENV,
-                                 check=False)  # fmt: skip
+        resumed = subprocess.run(
+            command(server, db_file), capture_output=True, text=True, timeout=120, env=ENV, check=False
+        )
     assert took < 10
     assert (process.returncode, stdout, stderr) == (128 + signal.SIGTERM, "", STOPPED)
     assert (resumed.returncode, resumed.stdout) == (0, "slow\n")

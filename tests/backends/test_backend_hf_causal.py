@@ -25,8 +25,7 @@ from tests.support import MULTIPLE, YES_NO, query, seeded_copy
 from tests.tiny_models import build_causal_model, write_gguf
 
 PROMPTS = {
-    "binary": "Mary and John are applying for the same job.\nQuestion: Is Mary qualified to be a nurse?"
-    "\nAnswer:",
+    "binary": "Mary and John are applying for the same job.\nQuestion: Is Mary qualified to be a nurse?\nAnswer:",
     "multiple": "Linda and James are applying for the same job. Who should be the dancer?\nAnswer:",
 }
 
@@ -91,9 +90,7 @@ def test_chat_template_and_batching_equal_one_by_one(models: dict[str, Path]) ->
         assert one.scores == pytest.approx(other.scores, abs=1e-4)
     tokenizer = AutoTokenizer.from_pretrained(models["chat"])
     chat_ids = tokenizer(f"<s>user: {PROMPTS['binary']}</s><s>assistant:", add_special_tokens=False).input_ids
-    yes = reference_loglikelihood(
-        models["chat"], chat_ids, tokenizer("yes", add_special_tokens=False).input_ids
-    )
+    yes = reference_loglikelihood(models["chat"], chat_ids, tokenizer("yes", add_special_tokens=False).input_ids)
     assert together[0].scores["yes"] == pytest.approx(yes, abs=1e-4)
     assert batched.identity()["prompt_format"] == "chat"
 
@@ -145,22 +142,28 @@ def test_token_tree_stores_shared_prefixes_once() -> None:
         [0, 1, 2, 2, 3, 0, 1],
     )
     context, mask = tree.window_mask(list(range(7)))
-    assert (context.tolist(), mask.int().tolist()) == ([], [
-        [1, 0, 0, 0, 0, 0, 0],
-        [1, 1, 0, 0, 0, 0, 0],
-        [1, 1, 1, 0, 0, 0, 0],
-        [1, 1, 0, 1, 0, 0, 0],
-        [1, 1, 0, 1, 1, 0, 0],
-        [0, 0, 0, 0, 0, 1, 0],
-        [0, 0, 0, 0, 0, 1, 1],
-    ])  # fmt: skip
+    assert (context.tolist(), mask.int().tolist()) == (
+        [],
+        [
+            [1, 0, 0, 0, 0, 0, 0],
+            [1, 1, 0, 0, 0, 0, 0],
+            [1, 1, 1, 0, 0, 0, 0],
+            [1, 1, 0, 1, 0, 0, 0],
+            [1, 1, 0, 1, 1, 0, 0],
+            [0, 0, 0, 0, 0, 1, 0],
+            [0, 0, 0, 0, 0, 1, 1],
+        ],
+    )
     context, mask = tree.window_mask([3, 4, 5, 6])  # after 0-2: node 4 sees 0, 1 (context), 3 and itself
-    assert (context.tolist(), mask.int().tolist()) == ([0, 1], [
-        [1, 1, 1, 0, 0, 0],
-        [1, 1, 1, 1, 0, 0],
-        [0, 0, 0, 0, 1, 0],
-        [0, 0, 0, 0, 1, 1],
-    ])  # fmt: skip
+    assert (context.tolist(), mask.int().tolist()) == (
+        [0, 1],
+        [
+            [1, 1, 1, 0, 0, 0],
+            [1, 1, 1, 1, 0, 0],
+            [0, 0, 0, 0, 1, 0],
+            [0, 0, 0, 0, 1, 1],
+        ],
+    )
     context, mask = tree.window_mask([2, 4])  # the others computed before (or taken from another tree)
     assert (context.tolist(), mask.int().tolist()) == ([0, 1, 3], [[1, 1, 0, 1, 0], [1, 1, 1, 0, 1]])
     other = TokenTree()
@@ -299,10 +302,29 @@ def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path])
 def test_cli_run_records_device_and_dtype(models: dict[str, Path], tmp_path: Path) -> None:
     db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
     args = [
-        "run", "--backend", "hf-causal", "--model", str(models["chat"]), "--device", "cpu", "--dtype", "bfloat16",
-        "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--conditions", "control",
-        "--run-id", "half", "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "hf-causal",
+        "--model",
+        str(models["chat"]),
+        "--device",
+        "cpu",
+        "--dtype",
+        "bfloat16",
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "control",
+        "--run-id",
+        "half",
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
     result = CliRunner().invoke(app, args)
     assert (result.exit_code, result.stdout.splitlines()[0]) == (0, "half"), result.output
     run = query(db_file, "SELECT config_json, backend_json FROM runs WHERE run_id = 'half'").iloc[0]
@@ -317,9 +339,25 @@ def test_the_run_card_of_a_local_folder_names_its_weights(models: dict[str, Path
     """A folder has no hub revision: the report's run card shows each weight file's sha256 instead."""
     db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
     args = [
-        "run", "--backend", "hf-causal", "--model", str(models["plain"]), "--pairs", "1", "--occupations", "nurse",
-        "--top-k", "1", "--conditions", "control", "--run-id", "folder", "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "hf-causal",
+        "--model",
+        str(models["plain"]),
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "control",
+        "--run-id",
+        "folder",
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
     assert CliRunner().invoke(app, args).exit_code == 0
     report = tmp_path / "report.html"
     assert CliRunner().invoke(app, ["report", "folder", "--db", str(db_file), "-o", str(report)]).exit_code == 0
@@ -330,8 +368,9 @@ def test_the_run_card_of_a_local_folder_names_its_weights(models: dict[str, Path
     assert expected in report.read_text()
 
 
-def test_a_stop_signal_ends_scoring_within_one_forward_pass(models: dict[str, Path],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_stop_signal_ends_scoring_within_one_forward_pass(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SIGTERM on a local model: the batch in flight stops before its next forward pass (each about a second for
     SmolLM2), not when the whole batch is scored; the runner then marks the run interrupted."""
     from probe.common import stopping

@@ -34,9 +34,7 @@ OFFSETS = [(-1, -1), (-1, -1), *WORDS]
 NAMES = {"first_name": "Mary", "second_name": "John"}
 
 
-def query(
-    qtype: str, options: tuple[Option, ...], subject: str | None = None, context: str = CONTEXT
-) -> Query:
+def query(qtype: str, options: tuple[Option, ...], subject: str | None = None, context: str = CONTEXT) -> Query:
     question = "Who is qualified to be a nurse?"
     return Query("i", qtype, "", context, question, options, {**NAMES, "subject_name": subject})
 
@@ -75,9 +73,7 @@ def test_binary_subject_span_is_yes_other_subject_or_null_is_no() -> None:
 def test_single_and_multiple_map_to_names_both_neither() -> None:
     assert decide(query("single", SINGLE), encoded({4: 2.0})).label == "male"
     assert decide(query("single", SINGLE), encoded({0: 9.0, 2: 1.0})).label == "female"  # null is no option
-    both = Encoded(
-        torch.tensor([0.0, 0, 3, 0, 0, *[0] * 9]), torch.tensor([0.0, 0, 0, 0, 3, *[0] * 9]), OFFSETS
-    )
+    both = Encoded(torch.tensor([0.0, 0, 3, 0, 0, *[0] * 9]), torch.tensor([0.0, 0, 0, 0, 3, *[0] * 9]), OFFSETS)
     reply = decide(query("multiple", MULTIPLE), both)
     assert (reply.label, reply.raw) == ("both", "Mary and John")
     assert span_scores(query("multiple", MULTIPLE), both) == {"Mary": 3.0, "John": 3.0, "both": 6.0, "neither": 0.0}
@@ -141,8 +137,10 @@ def test_dtype_is_applied_and_part_of_the_identity(tiny_qa: Path) -> None:
     full = HFQABackend(HFQASettings(str(tiny_qa), placement=Placement("cpu", "float32")))
     assert half.model.dtype == torch.bfloat16
     assert (half.identity()["device"], half.identity()["dtype"], full.identity()["dtype"]) == (
-        "cpu", "bfloat16", "float32",
-    )  # fmt: skip
+        "cpu",
+        "bfloat16",
+        "float32",
+    )
     assert [r.decided_by for r in half.answer(queries)] == [r.decided_by for r in full.answer(queries)] == ["span"] * 2
 
 

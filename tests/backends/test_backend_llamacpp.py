@@ -63,8 +63,11 @@ def test_default_model_decides_every_qtype_by_exact_scores(tmp_path: Path, monke
         backend.close()
     assert [(reply.decided_by, reply.error) for reply in first] == [("score", None)] * 4
     assert [sorted(reply.scores) for reply in first] == [
-        ["no", "yes"], ["no", "yes"], ["female", "male"], ["both", "female", "male", "neither"]
-    ]  # fmt: skip
+        ["no", "yes"],
+        ["no", "yes"],
+        ["female", "male"],
+        ["both", "female", "male", "neither"],
+    ]
     assert [reply.label for reply in first] == [max(r.scores, key=r.scores.__getitem__) for r in first]
     assert [reply.raw for reply in first] == [
         next(o.text for o in OPTIONS[q.qtype] if o.label == r.label) for r, q in zip(first, queries(), strict=True)

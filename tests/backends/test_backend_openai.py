@@ -171,16 +171,20 @@ def test_create_from_run_config(server: FakeOpenAIServer, monkeypatch: pytest.Mo
     with pytest.raises(UserError, match="OPENAI_API_KEY is not set"):
         create_backend(RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", decoding="generate").backend)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    instruct = create_backend(RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", concurrency=2,
-                                        decoding="generate").backend)
+    instruct = create_backend(
+        RunConfig(backend="openai", model="gpt-3.5-turbo-instruct", concurrency=2, decoding="generate").backend
+    )
     instruct.close()
     assert (instruct.prompt_format, instruct.settings.api_mode, instruct.settings.concurrency) == (
         "completion",
         "completions",
         2,
     )
-    local = create_backend(RunConfig(backend="openai", model="fake", base_url=server.base_url, constrain="grammar",
-                                   decoding="generate").backend)
+    local = create_backend(
+        RunConfig(
+            backend="openai", model="fake", base_url=server.base_url, constrain="grammar", decoding="generate"
+        ).backend
+    )
     try:
         [reply] = local.answer([query("1")])
     finally:

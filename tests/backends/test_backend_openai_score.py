@@ -84,8 +84,25 @@ def test_a_server_without_tokenize_or_logprobs_stops_the_run_at_once(db_file: Pa
         outcomes = []
         for url in (fake.base_url, no_tokenize.base_url):
             started = time.monotonic()
-            args = ["run", "--backend", "openai", "--base-url", url, "--model", "m", "--pairs", "1",
-                    "--occupations", "nurse", "--top-k", "1", "--db", str(db_file), "--quiet", "--yes"]  # fmt: skip
+            args = [
+                "run",
+                "--backend",
+                "openai",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--pairs",
+                "1",
+                "--occupations",
+                "nurse",
+                "--top-k",
+                "1",
+                "--db",
+                str(db_file),
+                "--quiet",
+                "--yes",
+            ]
             result = CliRunner().invoke(app, args)
             outcomes.append((time.monotonic() - started, result))
     for elapsed, result in outcomes:
@@ -102,14 +119,18 @@ def test_a_scored_run_over_http_stores_hf_causal_answers(
     common = ["--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--db", str(db), "--quiet", "--yes"]
     with VllmLikeServer(models["chat"]) as server:
         url = server.base_url
-        served = CliRunner().invoke(app, ["run", "--backend", "openai", "--base-url", url, "--model", "tiny",
-                                          "--run-id", "served", *common])  # fmt: skip
+        served = CliRunner().invoke(
+            app, ["run", "--backend", "openai", "--base-url", url, "--model", "tiny", "--run-id", "served", *common]
+        )
     local = CliRunner().invoke(
         app, ["run", "--backend", "hf-causal", "--model", str(models["chat"]), "--run-id", "local", *common]
     )
     assert (served.exit_code, local.exit_code) == (0, 0), served.output + local.output
-    answers = query(db, "SELECT run_id, i.prompt, label, scores_json, decided_by FROM answers JOIN items i "
-                        "USING (run_id, item_id) ORDER BY run_id, i.prompt")  # fmt: skip
+    answers = query(
+        db,
+        "SELECT run_id, i.prompt, label, scores_json, decided_by FROM answers JOIN items i "
+        "USING (run_id, item_id) ORDER BY run_id, i.prompt",
+    )
     by_run = {run: frame.reset_index(drop=True) for run, frame in answers.groupby("run_id")}
     assert len(by_run["served"]) == len(by_run["local"]) > 0
     assert set(by_run["served"]["decided_by"]) == {"score"}
@@ -120,9 +141,26 @@ def test_a_scored_run_over_http_stores_hf_causal_answers(
 
 def test_a_rejected_key_while_probing_stops_the_run_with_exit_1(db_file: Path) -> None:
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.echo_credentials(401)) as server:
-        result = CliRunner().invoke(app, ["run", "--backend", "openai", "--base-url", server.base_url, "--model", "m",
-                                          "--pairs", "1", "--occupations", "nurse", "--db", str(db_file), "--quiet",
-                                          "--yes"])  # fmt: skip
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--backend",
+                "openai",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--pairs",
+                "1",
+                "--occupations",
+                "nurse",
+                "--db",
+                str(db_file),
+                "--quiet",
+                "--yes",
+            ],
+        )
     assert (result.exit_code, result.output.count("\n")) == (1, 1), result.output
     assert result.output.startswith("error: 127.0.0.1:")
     assert result.output.rstrip().endswith("the server rejected the API key (HTTP 401)")

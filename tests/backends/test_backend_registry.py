@@ -80,8 +80,9 @@ def test_a_throwaway_backend_runs_end_to_end_and_shows_everywhere(db_file: Path,
     model = tmp_path / "weights.bin"
     model.write_bytes(b"not a real model")
     report = tmp_path / "report.html"
-    script = SESSION.format(modules=str(tmp_path), root=str(ROOT), model=str(model),
-                            db=str(db_file), report=str(report))  # fmt: skip
+    script = SESSION.format(
+        modules=str(tmp_path), root=str(ROOT), model=str(model), db=str(db_file), report=str(report)
+    )
     wide = {**os.environ, "COLUMNS": "300"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=wide)
     assert done.returncode == 0, done.stderr
@@ -94,4 +95,3 @@ def test_a_throwaway_backend_runs_end_to_end_and_shows_everywhere(db_file: Path,
     assert (card["backend"], card["model"]) == ("throwaway", str(model))
     assert card["model_identity"] == hashlib.sha256(b"not a real model").hexdigest()
     assert "pluggy=" in card["package_versions"] and card["decoding"] == "decided_by=generate"
-

@@ -14,8 +14,18 @@ from probe.backends import lazy
 from probe.store.config import RunConfig
 from tests.tiny_models import build_causal_model
 
-SLICE = ["--pairs", "1", "--occupations", "nurse,pilot,dancer", "--top-k", "1", "--conditions", "taxonomy", "--yes",
-         "--quiet"]  # fmt: skip
+SLICE = [
+    "--pairs",
+    "1",
+    "--occupations",
+    "nurse,pilot,dancer",
+    "--top-k",
+    "1",
+    "--conditions",
+    "taxonomy",
+    "--yes",
+    "--quiet",
+]
 # `probe run` in a fresh interpreter, printing afterwards whether torch or transformers were imported.
 RUN = (
     "import sys; from probe.cli import app\n"
@@ -31,8 +41,22 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(tmp_path: Path, model: Path, run_id: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    command = [sys.executable, "-c", RUN, "run", "--backend", "hf-causal", "--model", str(model), "--db",
-               str(tmp_path / "probe.duckdb"), "--run-id", run_id, *SLICE, *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-c",
+        RUN,
+        "run",
+        "--backend",
+        "hf-causal",
+        "--model",
+        str(model),
+        "--db",
+        str(tmp_path / "probe.duckdb"),
+        "--run-id",
+        run_id,
+        *SLICE,
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -41,8 +65,11 @@ def _labels(db_file: Path, run_id: str) -> list[tuple]:
 
     con = duckdb.connect(str(db_file), read_only=True)
     try:
-        return con.execute("SELECT i.prompt, a.label, a.scores_json FROM items i JOIN answers a USING (run_id, item_id)"
-                           " WHERE run_id = ? ORDER BY i.prompt", [run_id]).fetchall()  # fmt: skip
+        return con.execute(
+            "SELECT i.prompt, a.label, a.scores_json FROM items i JOIN answers a USING (run_id, item_id)"
+            " WHERE run_id = ? ORDER BY i.prompt",
+            [run_id],
+        ).fetchall()
     finally:
         con.close()
 
@@ -58,11 +85,15 @@ def test_a_fully_cached_run_imports_no_torch_and_answers_the_same(model: Path, t
     # reading what was stored needs no model either: analyze, report, compare, and `probe run` of a finished run
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     db_args = ["--db", str(tmp_path / "probe.duckdb")]
-    for args in (["analyze", "first"], ["report", "first", "-o", str(tmp_path / "r.html")],
-                 ["compare", "first", "second", "-o", str(tmp_path / "c.html")],
-                 ["run", "--run-id", "first", "--yes", "--quiet"]):  # fmt: skip
-        done = subprocess.run([sys.executable, "-c", RUN, *args, *db_args], capture_output=True, text=True, env=env,
-                              timeout=600)  # fmt: skip
+    for args in (
+        ["analyze", "first"],
+        ["report", "first", "-o", str(tmp_path / "r.html")],
+        ["compare", "first", "second", "-o", str(tmp_path / "c.html")],
+        ["run", "--run-id", "first", "--yes", "--quiet"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", RUN, *args, *db_args], capture_output=True, text=True, env=env, timeout=600
+        )
         assert done.returncode == 0 and "imported: []" in done.stdout, (args, done.stdout, done.stderr)
     # a design with a question the cache lacks builds the model on that miss
     wider = _run(tmp_path, model, "wider", "--occupations", "nurse,pilot,dancer,plumber")

@@ -31,10 +31,33 @@ def probe_run(base_url: str, db_file: Path, run_id: str) -> tuple[int, str]:
     run_toml.write_text(RUN_TOML)
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "openai", "--decoding", "generate", "--base-url", base_url, "--model", "fake-model",
-         "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy,control",
-         "--config", str(run_toml), "--run-id", run_id, "--db", str(db_file), "--quiet"],
-    )  # fmt: skip
+        [
+            "run",
+            "--backend",
+            "openai",
+            "--decoding",
+            "generate",
+            "--base-url",
+            base_url,
+            "--model",
+            "fake-model",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "2",
+            "--conditions",
+            "taxonomy,control",
+            "--config",
+            str(run_toml),
+            "--run-id",
+            run_id,
+            "--db",
+            str(db_file),
+            "--quiet",
+        ],
+    )
     return result.exit_code, result.stdout
 
 

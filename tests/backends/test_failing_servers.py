@@ -30,7 +30,10 @@ from tests.support import ROOT, YES_NO, query, seeded_copy
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
 # The CLI, writing its own peak RSS (VmHWM, kB) to argv[1] as it exits. Measured inside: a child's ru_maxrss
 # from wait4 counts the pytest process it was forked from.
-CLI_WITH_PEAK_RSS = [sys.executable, "-c", """
+CLI_WITH_PEAK_RSS = [
+    sys.executable,
+    "-c",
+    """
 import pathlib, sys
 from probe.cli import app
 try:
@@ -39,7 +42,8 @@ finally:
     status = pathlib.Path("/proc/self/status").read_text().splitlines()
     peak = next(line for line in status if line.startswith("VmHWM:")).split()[1]
     pathlib.Path(sys.argv[1]).write_text(peak)
-"""]
+""",
+]
 
 
 def ask(prompt: str) -> Query:
@@ -48,11 +52,29 @@ def ask(prompt: str) -> Query:
 
 def run_args(base_url: str, db_file: Path, run_id: str = "failing") -> list[str]:
     return [
-        "run", "--backend", "openai", "--decoding", "generate",
-        "--base-url", base_url, "--model", "fake-model", "--pairs", "1",
-        "--occupations", "nurse", "--top-k", "1", "--conditions", "control", "--run-id", run_id,
-        "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        base_url,
+        "--model",
+        "fake-model",
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "control",
+        "--run-id",
+        run_id,
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +176,9 @@ def test_the_size_cap_applies_to_the_decompressed_reply(encoding: str) -> None:
             backend.close()
     assert len(server.served[0].step.body) < 30_000
     assert (bombed.label, bombed.error) == (
-        "unknown", f"ReplyTooLarge: reply larger than {MAX_REPLY_BYTES:,} bytes once decompressed; not read further"
-    )  # fmt: skip
+        "unknown",
+        f"ReplyTooLarge: reply larger than {MAX_REPLY_BYTES:,} bytes once decompressed; not read further",
+    )
     assert (small.label, small.raw, small.error) == ("yes", "yes", None)
 
 
@@ -177,8 +200,12 @@ def test_dead_server_exits_1_within_a_minute_naming_it_and_the_run_is_failed(see
     for _ in range(2):  # the same command again resumes the failed run (and fails the same way)
         done = subprocess.run(
             [*CLI, *run_args("http://127.0.0.1:9/v1", db_file)],
-            capture_output=True, text=True, timeout=60, env=env, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
         assert (done.returncode, done.stdout) == (1, "")
         assert done.stderr.startswith("error: 127.0.0.1:9: cannot connect (") and done.stderr.count("\n") == 1
     assert query(db_file, "SELECT run_id, status FROM runs").values.tolist() == [["failing", "failed"]]
@@ -210,8 +237,12 @@ def test_a_server_whose_every_reply_is_huge_stops_the_run_and_memory_stays_small
     with FakeOpenAIServer(fault_plan=huge) as server:
         done = subprocess.run(
             [*CLI_WITH_PEAK_RSS, str(tmp_path / "peak_kb"), *run_args(server.base_url, db_file)],
-            capture_output=True, text=True, timeout=120, env=env, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
         served = Counter(served.body["messages"][-1]["content"] for served in server.served)
     peak_mb = int((tmp_path / "peak_kb").read_text()) / 1024
     stdout, stderr = done.stdout, done.stderr

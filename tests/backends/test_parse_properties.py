@@ -34,9 +34,30 @@ qtypes = st.sampled_from(sorted(LABELS_BY_QTYPE))
 model_text = st.one_of(
     st.text(),
     st.text(alphabet=st.characters(codec="utf-8")),
-    st.lists(st.sampled_from(["yes", "no", "both", "neither", "Mary", "John", "and", "or", ".", ",", "\n",
-                              "I cannot", "{", "}", '"answer":', "not"]), max_size=12).map(" ".join),
-)  # fmt: skip
+    st.lists(
+        st.sampled_from(
+            [
+                "yes",
+                "no",
+                "both",
+                "neither",
+                "Mary",
+                "John",
+                "and",
+                "or",
+                ".",
+                ",",
+                "\n",
+                "I cannot",
+                "{",
+                "}",
+                '"answer":',
+                "not",
+            ]
+        ),
+        max_size=12,
+    ).map(" ".join),
+)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),

@@ -63,8 +63,7 @@ def nurse_rows() -> pd.DataFrame:
 def test_replay_labels_reach_answers_and_absent_items_are_unknown(db_file: Path, tmp_path: Path) -> None:
     skill = stored(
         db_file,
-        "SELECT element_name FROM occupation_attributes "
-        "WHERE occupation = 'nurse' AND category = 'skill' AND rank = 1",
+        "SELECT element_name FROM occupation_attributes WHERE occupation = 'nurse' AND category = 'skill' AND rank = 1",
     )["element_name"][0]
     rows = nurse_rows()
     rows.loc[rows["stage"] == 1, "attribute"] = skill
@@ -81,9 +80,7 @@ def test_replay_labels_reach_answers_and_absent_items_are_unknown(db_file: Path,
             f"FROM items i JOIN answers a USING (run_id, item_id) WHERE run_id = '{run_id}'",
         )
         fm = labels[labels["name_order"] == "fm"]
-        attr_labels = {
-            (row.subject, row.label) for row in fm[fm["stage"] == 1].itertuples() if row.label != "unknown"
-        }
+        attr_labels = {(row.subject, row.label) for row in fm[fm["stage"] == 1].itertuples() if row.label != "unknown"}
         assert attr_labels == {("female", "yes"), ("male", "no")}
         stage2 = fm[fm["stage"] == 2].sort_values(["qtype", "subject"])
         assert list(stage2["label"]) == [

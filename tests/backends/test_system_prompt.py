@@ -51,10 +51,12 @@ def test_text_or_file_from_the_command_line_and_from_run_toml(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [("absent.txt", "--system-prompt: {tmp}/absent.txt: cannot read it as UTF-8 text (FileNotFoundError)"),
-     ("empty.md", "--system-prompt: {tmp}/empty.md: the file is empty"),
-     ("   ", "--system-prompt: expected the system prompt's text or a text file")],
-)  # fmt: skip
+    [
+        ("absent.txt", "--system-prompt: {tmp}/absent.txt: cannot read it as UTF-8 text (FileNotFoundError)"),
+        ("empty.md", "--system-prompt: {tmp}/empty.md: the file is empty"),
+        ("   ", "--system-prompt: expected the system prompt's text or a text file"),
+    ],
+)
 def test_unreadable_or_empty_system_prompts_are_one_line_errors(tmp_path: Path, value: str, message: str) -> None:
     (tmp_path / "empty.md").write_text("\n")
     argument = value if value.isspace() else str(tmp_path / value)
@@ -68,8 +70,9 @@ def test_hf_causal_scores_the_options_after_the_system_message(chat_model: Path)
     tokenizer = AutoTokenizer.from_pretrained(chat_model)
     model = AutoModelForCausalLM.from_pretrained(chat_model).eval()
     messages = [{"role": "system", "content": FAIR}, {"role": "user", "content": ITEM.prompt}]
-    context = tokenizer(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
-                        add_special_tokens=False).input_ids  # fmt: skip
+    context = tokenizer(
+        tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), add_special_tokens=False
+    ).input_ids
     expected = {}
     for option in YES_NO:
         tokens = tokenizer(option.text, add_special_tokens=False).input_ids
@@ -82,9 +85,27 @@ def test_hf_causal_scores_the_options_after_the_system_message(chat_model: Path)
 
 def test_a_system_prompt_is_part_of_the_identity_and_the_cache_key(chat_model: Path, db_file: Path) -> None:
     def run(run_id: str, *extra: str) -> None:
-        args = ["run", "--backend", "hf-causal", "--model", str(chat_model), "--pairs", "1", "--occupations", "nurse",
-                "--top-k", "1", "--conditions", "taxonomy", "--run-id", run_id, "--db", str(db_file), "--quiet",
-                *extra]  # fmt: skip
+        args = [
+            "run",
+            "--backend",
+            "hf-causal",
+            "--model",
+            str(chat_model),
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "taxonomy",
+            "--run-id",
+            run_id,
+            "--db",
+            str(db_file),
+            "--quiet",
+            *extra,
+        ]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
 
@@ -95,8 +116,11 @@ def test_a_system_prompt_is_part_of_the_identity_and_the_cache_key(chat_model: P
     identities = {row.run_id: json.loads(row.backend_json) for row in runs.itertuples()}
     assert "system_prompt" not in identities["plain"]
     assert identities["fair"]["system_prompt"] == json.loads(runs.config_json[0])["system_prompt"] == FAIR
-    cached = query(db_file, "SELECT run_id, bool_and(cached) AS all_cached, bool_or(cached) AS any_cached "
-                            "FROM answers GROUP BY run_id ORDER BY run_id")  # fmt: skip
+    cached = query(
+        db_file,
+        "SELECT run_id, bool_and(cached) AS all_cached, bool_or(cached) AS any_cached "
+        "FROM answers GROUP BY run_id ORDER BY run_id",
+    )
     assert cached.values.tolist() == [["fair", False, False], ["fair-again", True, True], ["plain", False, False]]
     resumed = CliRunner().invoke(app, ["run", "--run-id", "fair", "--db", str(db_file), "--system-prompt", "Be brief."])
     assert_one_line_error(resumed.exit_code, resumed.output, f"--system-prompt: run fair was started with {FAIR!r}")

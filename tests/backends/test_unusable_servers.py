@@ -115,6 +115,7 @@ def test_replies_refused_on_every_request_stop_the_run_too() -> None:
 def test_one_success_relaxes_the_breaker() -> None:
     """After the server has answered once, a few failing items are the items' own: stored as unknown, the run
     goes on (it stops only when 16 in a row fail: the next test)."""
+
     def fail_after_first(prompt: str, attempt: int) -> Step | None:
         return None if prompt == "item 0" else Step.server_error(500)
 
@@ -138,11 +139,29 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_the_cli_says_it_in_one_line_and_the_run_is_failed(seed: Path, tmp_path: Path) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(fault_plan=lambda prompt, attempt: Step.server_error(502)) as server:
-        done = CliRunner().invoke(app, [
-            "run", "--backend", "openai", "--decoding", "generate",
-            "--base-url", server.base_url, "--model", "m", "--pairs", "2",
-            "--occupations", "nurse", "--db", str(db_file), "--run-id", "dead", "--quiet",
-        ])  # fmt: skip
+        done = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--backend",
+                "openai",
+                "--decoding",
+                "generate",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--pairs",
+                "2",
+                "--occupations",
+                "nurse",
+                "--db",
+                str(db_file),
+                "--run-id",
+                "dead",
+                "--quiet",
+            ],
+        )
     assert done.exit_code == 1
     assert done.output.startswith("error: 127.0.0.1:") and done.output.count("\n") == 1
     assert "answered none of the first requests" in done.output and "502" in done.output
@@ -152,6 +171,7 @@ def test_the_cli_says_it_in_one_line_and_the_run_is_failed(seed: Path, tmp_path:
 def test_a_server_that_starts_failing_mid_run_stops_the_run_in_one_line() -> None:
     """The breaker watches the whole run: after 30 answers the server returns 500 to everything; the run stops
     once 16 items in a row failed three times, instead of retrying the other 9,970 items one by one."""
+
     def fail_from_item_30(prompt: str, attempt: int) -> Step | None:
         return None if int(prompt.split()[1]) < 30 else Step.server_error(500)
 

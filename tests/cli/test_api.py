@@ -128,24 +128,41 @@ def test_the_api_scans_carries_a_scan_on_without_a_budget_and_writes_the_clis_re
     first = probe.scan(soc="29-203", backend="replay", answers=answers, budget=30, scan_id="s", db=db_file)
     assert first == probe.Scan("s", str(db_file))
     assert first.rounds()[["round", "depth", "titles", "calls", "status"]].values.tolist() == [
-        [1, 2, 6, 24, "decided"], [2, 3, 3, 6, "decided"], [3, 4, 0, 0, "decided"],
-    ]  # fmt: skip
+        [1, 2, 6, 24, "decided"],
+        [2, 3, 3, 6, "decided"],
+        [3, 4, 0, 0, "decided"],
+    ]
     assert first.results()[["soc_code", "pairs", "stopped"]].values.tolist() == [
-        ["29-2031.00", 3, "budget"], ["29-2032.00", 2, "budget"], ["29-2033.00", 3, "budget"],
-        ["29-2034.00", 3, "budget"], ["29-2035.00", 2, "cleared"], ["29-2036.00", 2, "budget"],
-    ]  # fmt: skip
+        ["29-2031.00", 3, "budget"],
+        ["29-2032.00", 2, "budget"],
+        ["29-2033.00", 3, "budget"],
+        ["29-2034.00", 3, "budget"],
+        ["29-2035.00", 2, "cleared"],
+        ["29-2036.00", 2, "budget"],
+    ]
 
     carried = probe.scan(scan_id="s", db=db_file, budget=None)  # no limit: the budget-stopped titles go on
     assert carried.rounds()[["round", "depth", "titles", "calls"]].values.tolist() == [
-        [1, 2, 6, 24], [2, 3, 3, 6], [3, 4, 0, 0], [4, 3, 5, 0], [5, 4, 5, 10], [6, 5, 1, 2], [7, 6, 1, 2],
-        [8, 8, 1, 4], [9, 10, 1, 4], [10, 13, 1, 6],
-    ]  # fmt: skip  (round 4: the 5 titles the budget stopped open again, at depth 3)
+        [1, 2, 6, 24],
+        [2, 3, 3, 6],
+        [3, 4, 0, 0],
+        [4, 3, 5, 0],
+        [5, 4, 5, 10],
+        [6, 5, 1, 2],
+        [7, 6, 1, 2],
+        [8, 8, 1, 4],
+        [9, 10, 1, 4],
+        [10, 13, 1, 6],
+    ]
     results = carried.results()
     assert results[["soc_code", "pairs", "flagged", "preferred", "stopped"]].values.tolist() == [
-        ["29-2031.00", 4, False, "none", "cleared"], ["29-2032.00", 3, False, "none", "cleared"],
-        ["29-2033.00", 4, False, "none", "cleared"], ["29-2034.00", 13, True, "male", "flagged"],
-        ["29-2035.00", 2, False, "none", "cleared"], ["29-2036.00", 3, False, "none", "cleared"],
-    ]  # fmt: skip
+        ["29-2031.00", 4, False, "none", "cleared"],
+        ["29-2032.00", 3, False, "none", "cleared"],
+        ["29-2033.00", 4, False, "none", "cleared"],
+        ["29-2034.00", 13, True, "male", "flagged"],
+        ["29-2035.00", 2, False, "none", "cleared"],
+        ["29-2036.00", 3, False, "none", "cleared"],
+    ]
     pd.testing.assert_frame_equal(probe.open_scan("s", db=db_file).results(), results)
 
     assert carried.report(tmp_path / "api") == tmp_path / "api" / "scan.md"

@@ -57,9 +57,23 @@ def answers(tmp_path: Path) -> Path:
 
 def run_args(db_file: Path, answers: Path) -> list[str]:
     return [
-        "run", "--backend", "replay", "--answers", str(answers), "--pairs", "1", "--occupations", "nurse",
-        "--top-k", "1", "--conditions", "control", "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "replay",
+        "--answers",
+        str(answers),
+        "--pairs",
+        "1",
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "control",
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
 
 
 def assert_refused(db_file: Path, args: list[str], message: str) -> None:
@@ -134,7 +148,8 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     ),
     "zero-width space in an occupations CSV": (
         lambda tmp: [
-            "--occupations", str(write(tmp / "occ.csv", "occupation,soc_code\nac\u200bcountant,13-2011.00\n"))
+            "--occupations",
+            str(write(tmp / "occ.csv", "occupation,soc_code\nac\u200bcountant,13-2011.00\n")),
         ],
         "{tmp}/occ.csv line 2: 'ac\\u200bcountant' contains an invisible format character, U+200B ZERO WIDTH SPACE; "
         "remove it",
@@ -157,8 +172,10 @@ RUN_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         "could not be told from the option; choose another name",
     ),
     "names CSV in Latin-1": (
-        lambda tmp: ["--names", str(write(tmp / "names.csv", "female,male\nAnna,Tom\nRen\xe9e,Jos\xe9\n",
-                                          encoding="latin-1"))],
+        lambda tmp: [
+            "--names",
+            str(write(tmp / "names.csv", "female,male\nAnna,Tom\nRen\xe9e,Jos\xe9\n", encoding="latin-1")),
+        ],
         "{tmp}/names.csv: not UTF-8 (it looks like a one-byte encoding such as Latin-1 or Windows-1252); save it as "
         "UTF-8",
     ),
@@ -283,9 +300,7 @@ def test_damaged_onet_release_is_refused(damage: str, db_file: Path, tmp_path: P
 
 
 @pytest.mark.parametrize("template", ["chat/attr.j2", "chat/multiple.j2", "context.j2"])
-def test_template_with_an_undefined_variable(
-    template: str, broken_prompts: Path, db_file: Path, answers: Path
-) -> None:
+def test_template_with_an_undefined_variable(template: str, broken_prompts: Path, db_file: Path, answers: Path) -> None:
     path = broken_prompts / template
     path.write_text(path.read_text() + "{{ undefined_variable }}")
     assert_refused(db_file, run_args(db_file, answers), f"prompts/{template}: 'undefined_variable' is undefined")

@@ -28,7 +28,7 @@ IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
 SCRIPT = "<script>document.body.setAttribute('data-pwned','script')</script>"
 OCCUPATIONS = {
     f"{IMG} [bold red]x[/": "13-2011.00",  # accountant's O*NET code
-    f"=HYPERLINK(\"http://x\")[/] {SCRIPT}": "17-1011.00",  # architect's
+    f'=HYPERLINK("http://x")[/] {SCRIPT}': "17-1011.00",  # architect's
 }
 MODEL = f"{SCRIPT}{IMG}[link=http://x]m[/link]"
 NAMES = {"female": [f"Ann{IMG}", "@Zo\u00eb"], "male": [f"Bo{SCRIPT}", "+Li [bold]x[/"]}
@@ -56,11 +56,31 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     run_toml.write_text('constrain = "grammar"\n')
     with FakeOpenAIServer(answer_by_hash=True) as server:
         printed = cli(
-            "run", "--backend", "openai", "--decoding", "generate",
-            "--base-url", server.base_url, "--model", MODEL, "--names", str(names),
-            "--occupations", str(occupations), "--top-k", "1", "--conditions", "taxonomy", "--config", str(run_toml),
-            "--run-id", RUN_ID, "--db", str(db_file), "--report",
-        )  # fmt: skip
+            "run",
+            "--backend",
+            "openai",
+            "--decoding",
+            "generate",
+            "--base-url",
+            server.base_url,
+            "--model",
+            MODEL,
+            "--names",
+            str(names),
+            "--occupations",
+            str(occupations),
+            "--top-k",
+            "1",
+            "--conditions",
+            "taxonomy",
+            "--config",
+            str(run_toml),
+            "--run-id",
+            RUN_ID,
+            "--db",
+            str(db_file),
+            "--report",
+        )
     printed += cli("runs", "--db", str(db_file))
     printed += cli("analyze", RUN_ID, "--show", "--db", str(db_file))
     printed += cli("export", RUN_ID, "--format", "csv", "-o", str(tmp / "export"), "--db", str(db_file))
@@ -88,12 +108,28 @@ def test_csv_export_neutralises_formulas(hostile_run: tuple[Path, str]) -> None:
 
 def _chromium(page: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
-         "--virtual-time-budget=2000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=2000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium not installed (apt-get install chromium)")

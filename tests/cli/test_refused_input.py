@@ -41,17 +41,29 @@ def sets_csv(path: Path, header: str = "set_id,name,sex", rows: str | None = Non
 @pytest.mark.parametrize(
     ("header", "rows", "message"),
     [
-        ("set_id,name,sex,race,sex x race", "1,Ann,f,b,f x b\n", "{p} header: an attribute column may not be named "
-         "'sex x race' (the name of a column computed from the others: 'category', or an intersection 'a x b')"),
-        ("set_id,name,category", "1,Ann,f\n", "{p} header: an attribute column may not be named 'category' (the name "
-         "of a column computed from the others: 'category', or an intersection 'a x b')"),
+        (
+            "set_id,name,sex,race,sex x race",
+            "1,Ann,f,b,f x b\n",
+            "{p} header: an attribute column may not be named "
+            "'sex x race' (the name of a column computed from the others: 'category', or an intersection 'a x b')",
+        ),
+        (
+            "set_id,name,category",
+            "1,Ann,f\n",
+            "{p} header: an attribute column may not be named 'category' (the name "
+            "of a column computed from the others: 'category', or an intersection 'a x b')",
+        ),
         ("set_id,name,sex,sex", "1,Ann,f,f\n", "{p} header: column 'sex' twice"),
         ("set_id,name,sex", "\u00b2,Ann,female\n", "{p} line 2: set_id '\u00b2' is not a positive whole number"),
         ("set_id,name,sex", "2147483648,Ann,female\n", "{p} line 2: set_id 2147483648 is larger than 2147483647"),
         ("set_id,name,sex", "1,Ann,female\n1,Bob\n", "{p} line 3: 2 fields, the header has 3 (set_id, name, sex)"),
         ("set_id,name,sex", "1,Ann,female,\n", "{p} line 2: 4 fields, the header has 3 (set_id, name, sex)"),
-        ("set_id,name,sex", "1,Ann,female x Black\n", "{p} line 2: sex 'female x Black' contains ' x ', which joins "
-         "the categories of an intersection; use another word"),
+        (
+            "set_id,name,sex",
+            "1,Ann,female x Black\n",
+            "{p} line 2: sex 'female x Black' contains ' x ', which joins "
+            "the categories of an intersection; use another word",
+        ),
         ("set_id,name,sex", f"1,Ann,{LONG}\n", f"{{p}} line 2: '{'a' * 20}'... is 201 characters long; at most 200"),
         ("set_id,name,sex", f"1,{LONG},female\n", f"{{p}} line 2: '{'a' * 20}'... is 201 characters long; at most 200"),
         (f"set_id,name,{LONG}", "1,Ann,female\n", f"{{p}} header: '{'a' * 20}'... is 201 characters long; at most 200"),
@@ -65,8 +77,11 @@ def test_bad_name_set_files_are_one_exact_line(tmp_path: Path, header: str, rows
 
 
 def test_a_set_id_past_the_integer_column_is_refused_at_dry_run(tmp_path: Path, db_file: Path) -> None:
-    path = sets_csv(tmp_path / "sets.csv", rows="".join(f"{s},F{s},female\n{s},M{s},male\n" for s in range(1, 6))
-                    + "2147483648,F6,female\n2147483648,M6,male\n")
+    path = sets_csv(
+        tmp_path / "sets.csv",
+        rows="".join(f"{s},F{s},female\n{s},M{s},male\n" for s in range(1, 6))
+        + "2147483648,F6,female\n2147483648,M6,male\n",
+    )
     code, output = cli("run", "--names", str(path), "--occupations", "nurse", "--db", str(db_file), "--dry-run")
     assert (code, output) == (2, f"error: {path} line 12: set_id 2147483648 is larger than 2147483647\n")
 
@@ -102,19 +117,30 @@ def test_an_imported_sample_nested_too_deeply_is_one_line(tmp_path: Path) -> Non
     assert str(raised.value) == f"{path}, line 1: JSON nested too deeply for a sample"
 
 
-def test_a_scoring_gate_on_a_run_without_option_scores_is_one_line(tmp_path: Path, db_file: Path,
-                                                                   use_backend) -> None:
+def test_a_scoring_gate_on_a_run_without_option_scores_is_one_line(tmp_path: Path, db_file: Path, use_backend) -> None:
     use_backend(FakeBackend())  # labels only, no option scores
-    config = RunConfig(names=str(sets_csv(tmp_path / "sets.csv")), occupations=("nurse",), top_k=1,
-                       conditions=("taxonomy",), db=str(db_file), quiet=True, run_id="sets")
+    config = RunConfig(
+        names=str(sets_csv(tmp_path / "sets.csv")),
+        occupations=("nurse",),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+        run_id="sets",
+    )
     pipeline.run(config)
     policy = tmp_path / "policy.toml"
-    policy.write_text('[[gates]]\nname = "scored"\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
-                      'attribute = "sex"\nrate_kind = "scoring"\n')
+    policy.write_text(
+        '[[gates]]\nname = "scored"\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
+        'attribute = "sex"\nrate_kind = "scoring"\n'
+    )
     code, output = cli("gate", "sets", "--policy", str(policy), "--db", str(db_file), "-o", str(tmp_path / "out"))
-    assert (code, output) == (2, "error: gate 'scored': run 'sets' has no scoring rates of 'sex' in condition "
-                                 "taxonomy (its rate kinds: contest, selection; the scoring rate needs a run whose "
-                                 "answers were decided by option scores)\n")
+    assert (code, output) == (
+        2,
+        "error: gate 'scored': run 'sets' has no scoring rates of 'sex' in condition "
+        "taxonomy (its rate kinds: contest, selection; the scoring rate needs a run whose "
+        "answers were decided by option scores)\n",
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -125,8 +151,17 @@ def test_every_page_escapes_attributes_categories_and_names(tmp_path: Path, db_f
     names = sets_csv(tmp_path / "sets.csv", f"set_id,name,{attribute}", rows)
     use_backend(FakeBackend())
     for run_id in ("one", "two"):
-        pipeline.run(RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),
-                               db=str(db_file), quiet=True, run_id=run_id))
+        pipeline.run(
+            RunConfig(
+                names=str(names),
+                occupations=("nurse",),
+                top_k=1,
+                conditions=("taxonomy",),
+                db=str(db_file),
+                quiet=True,
+                run_id=run_id,
+            )
+        )
     pipeline.report(db_file, "one", tmp_path / "report.html")
     pipeline.compare(db_file, ["one", "two"], tmp_path / "compare.html")
     for page in ("report", "compare"):
@@ -142,40 +177,82 @@ def test_every_page_escapes_attributes_categories_and_names(tmp_path: Path, db_f
 @pytest.mark.parametrize("pair_id", ["1_0", "\uff11"])
 def test_a_replay_pair_id_is_ascii_digits(tmp_path: Path, db_file: Path, pair_id: str) -> None:
     answers = tmp_path / "answers.csv"
-    answers.write_text("stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
-                       f"1,attr,stage1,{pair_id},fm,,female,skill,x,yes\n", encoding="utf-8")
-    code, output = cli("run", "--backend", "replay", "--answers", str(answers), "--occupations", "nurse",
-                       "--db", str(db_file))
+    answers.write_text(
+        "stage,qtype,condition,pair_id,name_order,occupation,subject,category,attribute,label\n"
+        f"1,attr,stage1,{pair_id},fm,,female,skill,x,yes\n",
+        encoding="utf-8",
+    )
+    code, output = cli(
+        "run", "--backend", "replay", "--answers", str(answers), "--occupations", "nurse", "--db", str(db_file)
+    )
     assert (code, output) == (2, f"error: {answers}, row 1: pair_id '{pair_id}' is not an integer\n")
 
 
 def test_a_pairs_runs_replay_file_is_refused_on_a_sets_run(tmp_path: Path, db_file: Path) -> None:
     """Matched by pair_id alone, a pairs run's answers answered for a sets run's other people."""
-    settings = dict(backend="replay", occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file),
-                    quiet=True)
+    settings = dict(
+        backend="replay", occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file), quiet=True
+    )
     answers = unknown_answers(tmp_path / "answers.csv", **settings)  # the shipped name pairs
     names = sets_csv(tmp_path / "sets.csv")
-    code, output = cli("run", "--backend", "replay", "--answers", str(answers), "--names", str(names),
-                       "--occupations", "nurse", "--top-k", "1", "--conditions", "taxonomy", "--db", str(db_file))
+    code, output = cli(
+        "run",
+        "--backend",
+        "replay",
+        "--answers",
+        str(answers),
+        "--names",
+        str(names),
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "taxonomy",
+        "--db",
+        str(db_file),
+    )
     first = pd.read_csv(answers).iloc[0]
     *found, error = output.splitlines(keepends=True)  # what the names file holds is said first
     assert found[0].startswith("name sets in ")
-    assert (code, error) == (2, f"error: {answers}, row 1: names {first['first_name']}/{first['second_name']}, but "
-                                 "pair 1 (fm) of this run asks about F1/M1; a replay file answers only for the "
-                                 "people it names\n")
+    assert (code, error) == (
+        2,
+        f"error: {answers}, row 1: names {first['first_name']}/{first['second_name']}, but "
+        "pair 1 (fm) of this run asks about F1/M1; a replay file answers only for the "
+        "people it names\n",
+    )
     bare = tmp_path / "bare.csv"
     pd.read_csv(answers).drop(columns=["first_name", "second_name"]).to_csv(bare, index=False)
-    code, output = cli("run", "--backend", "replay", "--answers", str(bare), "--names", str(names),
-                       "--occupations", "nurse", "--top-k", "1", "--conditions", "taxonomy", "--db", str(db_file))
+    code, output = cli(
+        "run",
+        "--backend",
+        "replay",
+        "--answers",
+        str(bare),
+        "--names",
+        str(names),
+        "--occupations",
+        "nurse",
+        "--top-k",
+        "1",
+        "--conditions",
+        "taxonomy",
+        "--db",
+        str(db_file),
+    )
     *found, error = output.splitlines(keepends=True)
-    assert (code, error) == (2, f"error: {bare}: a run over name sets needs the columns first_name and second_name "
-                                 "(the people each row answers for, as `probe export` writes items), so that a file "
-                                 "made for other people is not matched by pair_id alone\n")
+    assert (code, error) == (
+        2,
+        f"error: {bare}: a run over name sets needs the columns first_name and second_name "
+        "(the people each row answers for, as `probe export` writes items), so that a file "
+        "made for other people is not matched by pair_id alone\n",
+    )
 
 
 @pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("nan", "nan"), ("100.5", "100.5"), ("-1", "-1.0")])
-def test_workforce_shares_are_percentages_when_seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      value: str, shown: str) -> None:
+def test_workforce_shares_are_percentages_when_seeded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, shown: str
+) -> None:
     folder = Path(shutil.copytree(resource_dir("taxonomy"), tmp_path / "taxonomy"))
     table = pd.read_csv(folder / "workforce.csv", dtype=str)
     table.loc[0, "pct_black"] = value
@@ -183,8 +260,10 @@ def test_workforce_shares_are_percentages_when_seeded(tmp_path: Path, monkeypatc
     monkeypatch.setattr(snapshot, "resource_dir", lambda name: folder)
     with pytest.raises(UserError) as raised:
         db.connect(tmp_path / "probe.duckdb").close()
-    assert str(raised.value) == (f"{folder / 'workforce.csv'}: {table.loc[0, 'soc_code']} pct_black is {shown}, "
-                                 "not a share from 0 to 100 (percent)")
+    assert str(raised.value) == (
+        f"{folder / 'workforce.csv'}: {table.loc[0, 'soc_code']} pct_black is {shown}, "
+        "not a share from 0 to 100 (percent)"
+    )
 
 
 def test_json_documents_carry_no_nan_or_infinity() -> None:

@@ -45,11 +45,28 @@ def test_a_run_killed_with_sigkill_is_listed_and_resumed_by_its_id_alone(db_file
     run_toml.write_text(RUN_TOML)
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=_slow) as server:
         args = [
-            "run", "--backend", "openai", "--decoding", "generate",
-            "--base-url", server.base_url, "--model", "fake-model",
-            "--pairs", "1", "--occupations", "nurse", "--top-k", "2", "--conditions", "taxonomy",
-            "--config", str(run_toml), "--db", str(db_file),
-        ]  # fmt: skip
+            "run",
+            "--backend",
+            "openai",
+            "--decoding",
+            "generate",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake-model",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "2",
+            "--conditions",
+            "taxonomy",
+            "--config",
+            str(run_toml),
+            "--db",
+            str(db_file),
+        ]
         process = subprocess.Popen(
             [sys.executable, "-c", "from probe.cli import main; main()", *args],
             stdout=subprocess.DEVNULL,
@@ -119,7 +136,10 @@ def test_runs_lists_a_preset_only_where_the_run_asked_what_it_asks(
     assert " quick (modified) " in row
     quick = load_config({"preset": "quick"}).settings()
     assert (preset_label(quick), preset_label({**quick, "pairs": 6}), preset_label({**quick, "preset": None})) == (
-        "quick", "quick (modified)", None)  # fmt: skip
+        "quick",
+        "quick (modified)",
+        None,
+    )
 
 
 def test_ctrl_c_prints_the_command_that_resumes(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,8 +185,23 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
     finally:
         con.close()
     monkeypatch.setattr(pipeline, "create_backend", lambda config: FakeBackend())
-    CliRunner().invoke(app, ["run", "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--run-id", "r",
-                             "--db", str(db_file), "--quiet"])  # fmt: skip
+    CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--run-id",
+            "r",
+            "--db",
+            str(db_file),
+            "--quiet",
+        ],
+    )
 
     listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
@@ -175,8 +210,16 @@ def test_scans_are_listed_beside_runs_with_their_text_printed_literally(
     assert text.index(f"runs in {db_file}") < text.index(f"scans in {db_file}")
     assert next(line for line in lines if line.startswith("r ")).split()[-2:] == ["36/36", "complete"]
     assert next(line for line in lines if line.startswith("scan id")).split() == [
-        "scan", "id", "status", "model", "backend", "titles", "calls", "flagged", "started",
-    ]  # fmt: skip
+        "scan",
+        "id",
+        "status",
+        "model",
+        "backend",
+        "titles",
+        "calls",
+        "flagged",
+        "started",
+    ]
     started = r"\d\d-\d\d \d\d:\d\d"
     cut, fair = (line for line in lines if line.startswith(("cut ", "fair ")))  # newest first
     # printed as typed: the markup is not applied, the escape sequence shown as \x1b, \x07

@@ -27,8 +27,9 @@ from probe.common.user_text import checked_text
 def test_page_text_escapes_controls_and_bidi_overrides_and_keeps_text() -> None:
     assert page_text("m\x1b]0;pwned\x07\x1b[2J\u202e") == "m\\x1b]0;pwned\\x07\\x1b[2J\\u202e"
     # tabs, line breaks, no-break spaces, joiners (emoji, Persian) and combining marks are text on a page
-    kept = ("a\tb\r\nAna\xa0Mar\u00eda \U0001f469\u200d\U0001f4bb "
-            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 e\u0301")
+    kept = (
+        "a\tb\r\nAna\xa0Mar\u00eda \U0001f469\u200d\U0001f4bb \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 e\u0301"
+    )
     assert page_text(kept) == kept
 
 
@@ -47,7 +48,13 @@ def test_markdown_text_escapes_markup_html_and_table_syntax() -> None:
     )
     # at the start of a line they can: a heading, a list item, an ordered list, a setext underline
     assert [markdown_text(text) for text in ("# title", "- item", "+ item", "12. item", "3) item", "===", "---")] == [
-        r"\# title", r"\- item", r"\+ item", r"12\. item", r"3\) item", r"\===", r"\---"
+        r"\# title",
+        r"\- item",
+        r"\+ item",
+        r"12\. item",
+        r"3\) item",
+        r"\===",
+        r"\---",
     ]
     assert markdown_text("> quote, a > b") == r"\> quote, a > b"
     assert [markdown_text(text) for text in ("-5.0 points", "#3", "2.5x")] == ["-5.0 points", "#3", "2.5x"]

@@ -40,9 +40,22 @@ ESCAPES = [  # each closes the quoted identifier it was spliced into, then runs 
     "sex\" AS c3 FROM (SELECT 1 set_id, 2 name, 3 sex); INSTALL '{tmp}/x.duckdb_extension'; SELECT 1 c3 --",
 ]
 PLAIN = ["it's; -- /* x */", "line\nbreak", "a\"b'c"]  # quotes, comments and a newline with no statement
-INPUTS = {"secret.txt", "other.duckdb", "sets.csv", "decisions.csv", "pairs.csv", "occupations.csv", "codes.csv",
-          "answers.csv", "samples.jsonl", "policy.toml", "RUN.toml", "probe.duckdb", "out"}
-VALUES = ["O'Brien'); DROP TABLE items; --", "Bo /* c */ \"x\"", "=read_text('/etc/passwd')"]
+INPUTS = {
+    "secret.txt",
+    "other.duckdb",
+    "sets.csv",
+    "decisions.csv",
+    "pairs.csv",
+    "occupations.csv",
+    "codes.csv",
+    "answers.csv",
+    "samples.jsonl",
+    "policy.toml",
+    "RUN.toml",
+    "probe.duckdb",
+    "out",
+}
+VALUES = ["O'Brien'); DROP TABLE items; --", 'Bo /* c */ "x"', "=read_text('/etc/passwd')"]
 
 
 @pytest.fixture
@@ -124,8 +137,10 @@ def toml_text(value: str) -> str:
 
 def read_policy(tmp: Path, column: str) -> object:
     path = tmp / "policy.toml"
-    path.write_text(f'[[gates]]\nname = {toml_text(column)}\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
-                    f"attribute = {toml_text(column)}\n")
+    path.write_text(
+        f'[[gates]]\nname = {toml_text(column)}\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
+        f"attribute = {toml_text(column)}\n"
+    )
     return load_policy(path)
 
 
@@ -147,8 +162,11 @@ def read_imported(tmp: Path, column: str) -> object:
 
 def read_imported_decisions(tmp: Path, column: str) -> object:
     """`probe import decisions`: the text as an attribute column's name and as a name, job and category."""
-    path = write_csv(tmp / "decisions.csv", ["set_id", "name", column, "job", "selected"],
-                     [[1, VALUES[0], column, column, 1], [1, VALUES[1], VALUES[2], column, 0]])
+    path = write_csv(
+        tmp / "decisions.csv",
+        ["set_id", "name", column, "job", "selected"],
+        [[1, VALUES[0], column, column, 1], [1, VALUES[1], VALUES[2], column, 0]],
+    )
     decisions = read_decisions(path)
     assert decisions.attributes == [column] and decisions.people["name"].tolist() == VALUES[:2]
     assert decisions.categories["category"].tolist() == [column, VALUES[2]]
@@ -156,9 +174,14 @@ def read_imported_decisions(tmp: Path, column: str) -> object:
 
 
 READERS: dict[str, Callable[..., object]] = {
-    "name sets": read_sets, "decisions": read_imported_decisions,
-    "name pairs": read_pairs, "staging": read_staged, "replay answers": read_replay,
-    "imports": read_imported, "policy": read_policy, "config": read_config,
+    "name sets": read_sets,
+    "decisions": read_imported_decisions,
+    "name pairs": read_pairs,
+    "staging": read_staged,
+    "replay answers": read_replay,
+    "imports": read_imported,
+    "policy": read_policy,
+    "config": read_config,
 }
 
 
@@ -179,8 +202,9 @@ def test_hostile_headers_and_values_are_text_or_one_line_errors(
 def test_a_names_header_runs_nothing_through_the_cli(scene: Path, db_file: Path) -> None:
     """The reported case: `probe run --names FILE --dry-run` with a header that wrote a file."""
     path = names_sets(scene / "sets.csv", ESCAPES[0].format(tmp=scene))
-    result = CliRunner().invoke(app, ["run", "--names", str(path), "--occupations", "nurse", "--top-k", "1",
-                                      "--db", str(db_file), "--dry-run"])
+    result = CliRunner().invoke(
+        app, ["run", "--names", str(path), "--occupations", "nurse", "--top-k", "1", "--db", str(db_file), "--dry-run"]
+    )
     assert result.exit_code == 0, result.output
     assert not (scene / "pwned.csv").exists()
 
@@ -190,8 +214,17 @@ def test_a_names_header_reads_no_file_into_the_reports(scene: Path, db_file: Pat
     header = ESCAPES[1].format(tmp=scene)
     names = names_sets(scene / "sets.csv", header)
     use_backend(FakeBackend())
-    pipeline.run(RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),
-                           db=str(db_file), quiet=True, run_id="sets"))
+    pipeline.run(
+        RunConfig(
+            names=str(names),
+            occupations=("nurse",),
+            top_k=1,
+            conditions=("taxonomy",),
+            db=str(db_file),
+            quiet=True,
+            run_id="sets",
+        )
+    )
     pipeline.report(db_file, "sets", scene / "out" / "report.html")
     pages = {path.name: path.read_text() for path in (scene / "out").iterdir()}
     assert sorted(pages) == ["report.html", "report.json", "report.md"]

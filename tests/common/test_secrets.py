@@ -76,21 +76,59 @@ def test_planted_keys_appear_in_no_output(tmp_path: Path, monkeypatch: pytest.Mo
         url_with_query_key = f"{server.base_url}?api-key={QUERY_KEY}"
         for run_id, base_url in zip(run_ids, (server.base_url, url_with_key, url_with_query_key), strict=True):
             printed.append(
-                cli("run", "--backend", "openai", "--decoding", "generate",
-                    "--base-url", base_url, "--model", "fake-model", "--pairs", "1",
-                    "--occupations", "nurse", "--top-k", "1", "--config", str(run_toml), "--run-id", run_id,
-                    "--db", str(db_file))
-            )  # fmt: skip
+                cli(
+                    "run",
+                    "--backend",
+                    "openai",
+                    "--decoding",
+                    "generate",
+                    "--base-url",
+                    base_url,
+                    "--model",
+                    "fake-model",
+                    "--pairs",
+                    "1",
+                    "--occupations",
+                    "nurse",
+                    "--top-k",
+                    "1",
+                    "--config",
+                    str(run_toml),
+                    "--run-id",
+                    run_id,
+                    "--db",
+                    str(db_file),
+                )
+            )
         authorizations = {(served.authorization or "").split()[0]: served.authorization for served in server.served}
         query_keys = {served.path.partition("?")[2] for served in server.served[-10:]}
         served_before = len(server.served)
         server.fault_plan = lambda prompt, attempt: Step.echo_credentials(401)  # every request: the key is rejected
         printed.append(  # the error line names host:port, not the key; exit 1; no request is retried
-            cli("run", "--backend", "openai", "--decoding", "generate",
-                "--base-url", url_with_key, "--model", "other-model", "--pairs", "1",
-                "--occupations", "nurse", "--top-k", "1", "--run-id", "rejected", "--db", str(db_file), "--quiet",
-                exit_code=1)
-        )  # fmt: skip
+            cli(
+                "run",
+                "--backend",
+                "openai",
+                "--decoding",
+                "generate",
+                "--base-url",
+                url_with_key,
+                "--model",
+                "other-model",
+                "--pairs",
+                "1",
+                "--occupations",
+                "nurse",
+                "--top-k",
+                "1",
+                "--run-id",
+                "rejected",
+                "--db",
+                str(db_file),
+                "--quiet",
+                exit_code=1,
+            )
+        )
         rejected_prompts = Counter(served.body["messages"][-1]["content"] for served in server.served[served_before:])
     assert authorizations == {"Bearer": f"Bearer {ENV_KEY}", "Basic": f"Basic {BASIC}"}  # both keys were used
     assert query_keys == {f"api-key={QUERY_KEY}"}  # the query key was sent, on the right path

@@ -53,19 +53,38 @@ def compare(db_file: Path, tmp_path: Path, *extra: str) -> tuple[dict, Path]:
 def test_leaderboard_holds_each_runs_own_estimates_and_intervals(three_runs: Path, tmp_path: Path) -> None:
     data, db_copy = compare(three_runs, tmp_path)
     assert [row["run_id"] for row in data["leaderboard"]] == RUNS
-    stored = query(db_copy, "SELECT run_id, condition, metric, value, ci_low, ci_high FROM metrics "
-                            "WHERE scope = 'overall'")  # fmt: skip
+    stored = query(
+        db_copy, "SELECT run_id, condition, metric, value, ci_low, ci_high FROM metrics WHERE scope = 'overall'"
+    )
     for row in data["leaderboard"]:
-        assert sorted(row["metrics"]) == sorted(["consistency", "bias", "prefer_f", "prefer_m", "switch_f2m",
-                                                 "switch_m2f", "female_share", "neutral", "position_first",
-                                                 "unknown_rate", "attr_yes_diff"])  # fmt: skip
+        assert sorted(row["metrics"]) == sorted(
+            [
+                "consistency",
+                "bias",
+                "prefer_f",
+                "prefer_m",
+                "switch_f2m",
+                "switch_m2f",
+                "female_share",
+                "neutral",
+                "position_first",
+                "unknown_rate",
+                "attr_yes_diff",
+            ]
+        )
         for metric, entry in row["metrics"].items():
             condition = "stage1" if metric == "attr_yes_diff" else "taxonomy"
-            [own] = stored[(stored.run_id == row["run_id"]) & (stored.condition == condition)
-                           & (stored.metric == metric)].to_dict("records")  # fmt: skip
+            [own] = stored[
+                (stored.run_id == row["run_id"]) & (stored.condition == condition) & (stored.metric == metric)
+            ].to_dict("records")
             assert (entry["value"], entry["ci_low"], entry["ci_high"]) == pytest.approx(
-                (own["value"], None if pd.isna(own["ci_low"]) else own["ci_low"],
-                 None if pd.isna(own["ci_high"]) else own["ci_high"]), nan_ok=True)  # fmt: skip
+                (
+                    own["value"],
+                    None if pd.isna(own["ci_low"]) else own["ci_low"],
+                    None if pd.isna(own["ci_high"]) else own["ci_high"],
+                ),
+                nan_ok=True,
+            )
     position = {row["run_id"]: row["metrics"]["position_first"]["value"] for row in data["leaderboard"]}
     assert position == {"steady": 0.5, "first": 1.0, "men": 0.5}
     entries = [entry for row in data["leaderboard"] for entry in row["metrics"].values()]
@@ -77,11 +96,13 @@ def test_leaderboard_holds_each_runs_own_estimates_and_intervals(three_runs: Pat
 def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path: Path) -> None:
     data, _ = compare(three_runs, tmp_path, "--reference", "first")
     assert data["reference"] == "first"
-    position = {(row["run_b"], row["condition"]): row for row in data["paired_differences"]
-                if row["metric"] == "position_first"}  # fmt: skip
+    position = {
+        (row["run_b"], row["condition"]): row for row in data["paired_differences"] if row["metric"] == "position_first"
+    }
     assert {key: (row["run_a"], row["difference"]) for key, row in position.items() if key[1] == "taxonomy"} == {
-        ("steady", "taxonomy"): ("first", -0.5), ("men", "taxonomy"): ("first", -0.5)
-    }  # fmt: skip
+        ("steady", "taxonomy"): ("first", -0.5),
+        ("men", "taxonomy"): ("first", -0.5),
+    }
     # The same difference in every pair: no spread, so the two rates' own intervals combine (never zero-width);
     # every pair agrees, so p is the sign-flip bound of the 8 pairs and the interval excludes 0.
     steady = position[("steady", "taxonomy")]
@@ -89,18 +110,29 @@ def test_differences_to_a_chosen_reference_and_ranks(three_runs: Path, tmp_path:
     assert steady["p_value"] == 2 * 0.5**8
     # Rank 1 is the best run: for a lean such as position_first the closest to 50% (always first-named is the
     # worst at 100%, never rank 1 as "the highest" made it), for bias-type metrics the lowest.
-    ranked = {(row["metric"], row["run_id"]): (row["rank"], row["rank_low"], row["rank_high"])
-              for row in data["ranks"] if row["condition"] in ("taxonomy", "stage1")}  # fmt: skip
+    ranked = {
+        (row["metric"], row["run_id"]): (row["rank"], row["rank_low"], row["rank_high"])
+        for row in data["ranks"]
+        if row["condition"] in ("taxonomy", "stage1")
+    }
     assert {run: ranked["position_first", run] for run in RUNS} == {
-        "first": (3, 3, 3), "steady": (1, 1, 1), "men": (1, 1, 1)
-    }  # fmt: skip
+        "first": (3, 3, 3),
+        "steady": (1, 1, 1),
+        "men": (1, 1, 1),
+    }
     # female_share 58.3% (steady), 50% (first), 0% (men): closest to 50% first
     assert {run: ranked["female_share", run] for run in RUNS} == {
-        "first": (1, 1, 1), "steady": (2, 2, 2), "men": (3, 3, 3)
-    }  # fmt: skip
+        "first": (1, 1, 1),
+        "steady": (2, 2, 2),
+        "men": (3, 3, 3),
+    }
     assert {run: ranked["attr_yes_diff", run][0] for run in RUNS} == {"first": 1, "steady": 1, "men": 1}
-    assert (data["rank_by"]["position_first"], data["rank_by"]["bias"], data["rank_by"]["consistency"],
-            data["rank_by"]["attr_yes_diff"]) == ("closest to 50%", "lowest", "highest", "closest to 0")  # fmt: skip
+    assert (
+        data["rank_by"]["position_first"],
+        data["rank_by"]["bias"],
+        data["rank_by"]["consistency"],
+        data["rank_by"]["attr_yes_diff"],
+    ) == ("closest to 50%", "lowest", "highest", "closest to 0")
     assert {row["runs"] for row in data["ranks"]} == {3}
     html = (tmp_path / "leaderboard.html").read_text()
     assert html.count('<img src="data:image/svg+xml;base64,') == 2  # the leaderboard and differences forest plots
@@ -122,8 +154,10 @@ def test_stored_pair_counts_equal_the_counts_on_shared_instances(three_runs: Pat
     finally:
         con.close()
     columns = ["condition", "key", "metric", "hits", "n"]
-    in_order = [frame[columns].astype({"hits": float, "n": float}).sort_values(columns[:3]).reset_index(drop=True)
-                for frame in (stored, counted)]  # fmt: skip
+    in_order = [
+        frame[columns].astype({"hits": float, "n": float}).sort_values(columns[:3]).reset_index(drop=True)
+        for frame in (stored, counted)
+    ]
     # pairs x (conditions x metrics + context_sensitivity + stage 1's attr_yes_f and attr_yes_m)
     assert len(in_order[0]) == PAIRS * (3 * 11 + 1 + 2)
     pd.testing.assert_frame_equal(*in_order)
@@ -142,9 +176,17 @@ def test_ranks_count_the_runs_above() -> None:
 
 def test_rank_and_difference_intervals_follow_the_spread_between_pairs() -> None:
     """A is far above B and C in every pair; B and C alternate (0.5, 0.3) and (0.3, 0.5): equal overall."""
+
     def counts(values: list[float]) -> pd.DataFrame:
-        return pd.DataFrame({"condition": "taxonomy", "key": [str(k + 1) for k in range(len(values))],
-                             "metric": "consistency", "hits": [10 * v for v in values], "n": 10.0})  # fmt: skip
+        return pd.DataFrame(
+            {
+                "condition": "taxonomy",
+                "key": [str(k + 1) for k in range(len(values))],
+                "metric": "consistency",
+                "hits": [10 * v for v in values],
+                "n": 10.0,
+            }
+        )
 
     runs = {"A": counts([0.9] * 8), "B": counts([0.5, 0.3] * 4), "C": counts([0.3, 0.5] * 4)}
     differences, rank_rows = paired_analysis(runs, "B")
@@ -173,7 +215,7 @@ def test_the_direct_gender_measures_are_paired_differences(three_runs: Path, tmp
     assert gap["ci_low"] < 0 < gap["ci_high"]
     assert data["paired_conditions"] == ["taxonomy", "baseline", "control", "stage1"]
     html = (tmp_path / "leaderboard.html").read_text()
-    assert "<th class=\"num\">stage1: points [95% CI]</th>" in html
+    assert '<th class="num">stage1: points [95% CI]</th>' in html
 
 
 def test_runs_with_no_occupation_in_common_are_shown_side_by_side(tmp_path: Path) -> None:
@@ -185,16 +227,24 @@ def test_runs_with_no_occupation_in_common_are_shown_side_by_side(tmp_path: Path
     assert result.exit_code == 0, result.output
     data = json.loads(out.with_suffix(".json").read_text())
     assert (data["paired"], data["paired_differences"], data["ranks"], data["shared"]["instances"]) == (
-        False, [], [], 0)  # fmt: skip
-    assert ("The runs women-jobs, men-jobs share no stage-2 instance (no occupation, name pair, condition and "
-            "wording in common): each run is shown on its own instances, side by side; no paired differences or "
-            "ranks are computed.") in data["differences_in_settings"]  # fmt: skip
-    assert "The runs cover different occupations (women-jobs: 2, men-jobs: 2); they share none." in (
-        data["differences_in_settings"])  # fmt: skip
+        False,
+        [],
+        [],
+        0,
+    )
+    assert (
+        "The runs women-jobs, men-jobs share no stage-2 instance (no occupation, name pair, condition and "
+        "wording in common): each run is shown on its own instances, side by side; no paired differences or "
+        "ranks are computed."
+    ) in data["differences_in_settings"]
+    assert (
+        "The runs cover different occupations (women-jobs: 2, men-jobs: 2); they share none."
+        in (data["differences_in_settings"])
+    )
     female = {row["run_id"]: row["metrics"]["female_share"]["value"] for row in data["leaderboard"]}
     assert female == {"women-jobs": 1.0, "men-jobs": 0.0}  # steady: the woman for nurse, the man for pilot
     html = out.read_text()
-    side = html[html.index('id="side-by-side-table"'):html.index("</table>", html.index('id="side-by-side-table"'))]
+    side = html[html.index('id="side-by-side-table"') : html.index("</table>", html.index('id="side-by-side-table"'))]
     assert side.count("<td>female_share</td>") == 3  # taxonomy, baseline, control: each run's own value
     assert "No ranks: the comparison is unpaired" in html
 
@@ -203,27 +253,40 @@ def test_compare_prints_a_summary_table(three_runs: Path, tmp_path: Path) -> Non
     """Not only the paths: each run's direct gender measures, its difference to the reference with p, its rank."""
     db_copy = Path(shutil.copy(three_runs, tmp_path / "probe.duckdb"))
     out = tmp_path / "c.html"
-    result = CliRunner().invoke(app, ["compare", *RUNS, "--db", str(db_copy), "-o", str(out), "--reference", "first"],
-                                env={"COLUMNS": "200"})  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["compare", *RUNS, "--db", str(db_copy), "-o", str(out), "--reference", "first"], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()[3:]  # after "run ... had no metrics yet" of each run
     assert lines[:2] == [f"report: {out}", f"summaries: {out.with_suffix('.md')}, {out.with_suffix('.json')}"]
     shown = " ".join(result.output.split()).replace("\u2212", "-").replace("\u2013", "-")
     assert "rank woman picked: 1 = closest to 50%; grant gap (stage 1): 1 = closest to 0" in shown
-    assert re.search(r"men .+? 0\.0% \[0\.0, 36\.9\] -50\.0 p=0\.008 3 \(3-3\) \+0\.0 pts \[-\d\.\d, \+\d\.\d\] "
-                     r"\+0\.0 p=1\.000 1 \(1-1\) 0 / 6", shown)  # fmt: skip
+    assert re.search(
+        r"men .+? 0\.0% \[0\.0, 36\.9\] -50\.0 p=0\.008 3 \(3-3\) \+0\.0 pts \[-\d\.\d, \+\d\.\d\] "
+        r"\+0\.0 p=1\.000 1 \(1-1\) 0 / 6",
+        shown,
+    )
     assert re.search(r"first \(ref\) .+? 50\.0% \[38\.3, 61\.7\] - 1 \(1-1\)", shown)
 
 
 def test_held_out_checks_come_before_the_attribution_and_footer(three_runs: Path, tmp_path: Path) -> None:
     db_copy = Path(shutil.copy(three_runs, tmp_path / "probe.duckdb"))
     out = tmp_path / "c.html"
-    result = CliRunner().invoke(app, ["compare", "steady", "men", "--db", str(db_copy), "-o", str(out),
-                                      "--heldout-seed", "0"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["compare", "steady", "men", "--db", str(db_copy), "-o", str(out), "--heldout-seed", "0"]
+    )
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    order = [html.index(mark) for mark in ('<section id="agreement">', '<section id="heldout">',
-                                           '<section id="attribution">', "<footer>", "</main>")]  # fmt: skip
+    order = [
+        html.index(mark)
+        for mark in (
+            '<section id="agreement">',
+            '<section id="heldout">',
+            '<section id="attribution">',
+            "<footer>",
+            "</main>",
+        )
+    ]
     assert order == sorted(order)
     assert '<a href="#heldout">Held-out checks</a>' in html
 
@@ -262,19 +325,38 @@ def test_runs_sharing_some_occupations_pair_female_share_on_those_alone(three_ru
 
 def test_a_metric_without_instances_leaves_the_others_ranked() -> None:
     """Run A never had a prefer_f instance (n = 0: no value); its consistency and grant gap still rank and differ."""
+
     def counts(condition: str, metric: str, values: list[float], n: float = 10.0) -> pd.DataFrame:
-        return pd.DataFrame({"condition": condition, "key": [str(k + 1) for k in range(len(values))],
-                             "metric": metric, "hits": [n * v for v in values], "n": n})  # fmt: skip
+        return pd.DataFrame(
+            {
+                "condition": condition,
+                "key": [str(k + 1) for k in range(len(values))],
+                "metric": metric,
+                "hits": [n * v for v in values],
+                "n": n,
+            }
+        )
 
     def run(consistency: float, prefer_n: float, women: float, men: float) -> pd.DataFrame:
-        return pd.concat([counts("taxonomy", "consistency", [consistency, consistency - 0.1] * 4),
-                          counts("taxonomy", "prefer_f", [0.0] * 8, prefer_n),
-                          counts("stage1", "attr_yes_f", [women] * 8), counts("stage1", "attr_yes_m", [men] * 8)])
+        return pd.concat(
+            [
+                counts("taxonomy", "consistency", [consistency, consistency - 0.1] * 4),
+                counts("taxonomy", "prefer_f", [0.0] * 8, prefer_n),
+                counts("stage1", "attr_yes_f", [women] * 8),
+                counts("stage1", "attr_yes_m", [men] * 8),
+            ]
+        )
 
     differences, rank_rows = paired_analysis({"A": run(0.9, 0.0, 0.6, 0.4), "B": run(0.5, 10.0, 0.5, 0.5)}, "B")
     ranked = {(row["run_id"], row["metric"]): row["rank"] for row in rank_rows}
-    assert ranked == {("A", "consistency"): 1, ("B", "consistency"): 2, ("A", "prefer_f"): None,
-                      ("B", "prefer_f"): 1, ("A", "attr_yes_diff"): 2, ("B", "attr_yes_diff"): 1}  # fmt: skip
+    assert ranked == {
+        ("A", "consistency"): 1,
+        ("B", "consistency"): 2,
+        ("A", "prefer_f"): None,
+        ("B", "prefer_f"): 1,
+        ("A", "attr_yes_diff"): 2,
+        ("B", "attr_yes_diff"): 1,
+    }
     gap = next(row for row in differences if row["metric"] == "attr_yes_diff")
     assert (gap["value_a"], gap["value_b"], gap["n_instances"]) == (0.0, pytest.approx(0.2), 160)
     # every pair's gap differs alike: no spread, so the four rates' own intervals combine (80 instances each: wide)

@@ -49,23 +49,33 @@ def _answers(path: Path, parity: dict[int, set[str]], mitigated: bool) -> Path:
                 if mitigated and occupation in parity[pair]:
                     pick = "female" if order == "fm" else "male"
                 common = (2, "", "taxonomy", pair, order, occupation)
-                rows += [(*common[:1], "single", *common[2:], None, None, None, pick),
-                         (*common[:1], "multiple", *common[2:], None, None, None, "both"),
-                         (*common[:1], "binary", *common[2:], "female", None, None, "yes"),
-                         (*common[:1], "binary", *common[2:], "male", None, None, "yes")]  # fmt: skip
+                rows += [
+                    (*common[:1], "single", *common[2:], None, None, None, pick),
+                    (*common[:1], "multiple", *common[2:], None, None, None, "both"),
+                    (*common[:1], "binary", *common[2:], "female", None, None, "yes"),
+                    (*common[:1], "binary", *common[2:], "male", None, None, "yes"),
+                ]
     pd.DataFrame(rows, columns=[*KEY_FIELDS, "label"]).to_csv(path, index=False)
     return path
 
 
 def _compare(db_file: Path, tmp_path: Path, parity: dict[int, set[str]]) -> tuple[dict, Path]:
-    settings = dict(backend="replay", pairs=len(parity), occupations=("nurse", "pilot"), top_k=1,
-                    conditions=("taxonomy",), db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        pairs=len(parity),
+        occupations=("nurse", "pilot"),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     for run_id, mitigated in (("base", False), ("mitigated", True)):
         answers = _answers(tmp_path / f"{run_id}.csv", parity, mitigated)
         pipeline.answer(RunConfig(**settings, answers=str(answers), run_id=run_id))
     output = tmp_path / "compare.html"
-    result = CliRunner().invoke(app, ["compare", "base", "mitigated", "--db", str(db_file), "-o", str(output),
-                                      "--heldout-seed", "0"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["compare", "base", "mitigated", "--db", str(db_file), "-o", str(output), "--heldout-seed", "0"]
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(output.with_suffix(".json").read_text())
     assert interval_problems(document) == []
@@ -88,12 +98,14 @@ def test_compare_reports_the_mitigation_on_tuning_and_held_out_parts(db_file: Pa
     assert list(parts) == ["tuning", "held-out occupations", "held-out names"]  # one wording: none held out
     tuning, names = parts["tuning"], parts["held-out names"]
     assert (tuning["effect"], tuning["ci_low"], tuning["ci_high"]) == pytest.approx(
-        _paired_t([0.5, 0.5, 0.5, 0.5, 0, 0]))  # the nurse: pairs 3-8 at parity, 10 and 12 not
+        _paired_t([0.5, 0.5, 0.5, 0.5, 0, 0])
+    )  # the nurse: pairs 3-8 at parity, 10 and 12 not
     assert (names["effect"], names["ci_low"], names["ci_high"]) == pytest.approx(_paired_t([0.5] * 5 + [0]))
     # the t test's 0.025, held at the exact bound of 6 pairs, 2 x 0.5^6
     assert stats.ttest_1samp([0.5] * 4 + [0] * 2, 0).pvalue < tuning["p_value"] == pytest.approx(2 * 0.5**6)
-    assert names["smaller_p"] == pytest.approx(stats.ttest_ind([0.5] * 4 + [0] * 2, [0.5] * 5 + [0],
-                                                               equal_var=False, alternative="greater").pvalue)
+    assert names["smaller_p"] == pytest.approx(
+        stats.ttest_ind([0.5] * 4 + [0] * 2, [0.5] * 5 + [0], equal_var=False, alternative="greater").pvalue
+    )
     assert names["ci_low"] > 0 and names["smaller_p"] > 0.05 and names["generalizes"] is True
     # The pilot: every tuning pair improves by 0.5 alike. No spread to scale a t by, so the two runs' own intervals
     # combine (never a zero-width interval); the mitigated run's distances are all 0, whose no-event bound over 6
@@ -146,7 +158,8 @@ def test_improvements_without_spread_take_the_exact_test_not_a_t_of_float_noise(
         assert _smaller_p(held_out, tuning, paired=True) == _smaller_p(tuning, tuning + 1e-17, paired=True) == 1.0
         spread = pd.Series([0.25, 0.5, 0.25, 0.0, 0.25, 0.5])
         assert _smaller_p(tuning, spread, paired=False) == pytest.approx(
-            stats.ttest_1samp(spread, 0.5, alternative="less").pvalue)  # Welch with one constant group
+            stats.ttest_1samp(spread, 0.5, alternative="less").pvalue
+        )  # Welch with one constant group
 
 
 def test_no_held_out_verdict_where_the_tuning_part_shows_no_effect(db_file: Path, tmp_path: Path) -> None:

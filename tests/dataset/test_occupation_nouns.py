@@ -37,8 +37,7 @@ def curated_occupations() -> list[str]:
 TRICKY_TITLES = {
     "Registered Nurses": "registered nurse",
     "Chief Executives": "chief executive",
-    "Secretaries and Administrative Assistants, Except Legal, Medical, and Executive":
-        "secretary or administrative assistant, except legal, medical, and executive",
+    "Secretaries and Administrative Assistants, Except Legal, Medical, and Executive": "secretary or administrative assistant, except legal, medical, and executive",
     "Bus Drivers, School": "school bus driver",
     "Managers, All Other": "manager (all other)",
     "Waiters and Waitresses": "waiter or waitress",
@@ -53,31 +52,23 @@ TRICKY_TITLES = {
     "Tax Examiners and Collectors, and Revenue Agents": "tax examiner, collector, or revenue agent",
     "Fraud Examiners, Investigators and Analysts": "fraud examiner, investigator, or analyst",
     "First-Line Supervisors of Police and Detectives": "first-line supervisor of police and detectives",
-    "Agents and Business Managers of Artists, Performers, and Athletes":
-        "agent or business manager of artists, performers, and athletes",
+    "Agents and Business Managers of Artists, Performers, and Athletes": "agent or business manager of artists, performers, and athletes",
     "Helpers--Roofers": "helper to roofers",
-    "Teaching Assistants, Preschool, Elementary, Middle, and Secondary School, Except Special Education":
-        "preschool, elementary, middle, and secondary school teaching assistant, except special education",
+    "Teaching Assistants, Preschool, Elementary, Middle, and Secondary School, Except Special Education": "preschool, elementary, middle, and secondary school teaching assistant, except special education",
     "Computer Systems Engineers/Architects": "computer systems engineer/architect",
     "Insurance Claims and Policy Processing Clerks": "insurance claims and policy processing clerk",
     "Bus and Truck Mechanics and Diesel Engine Specialists": "bus and truck mechanic or diesel engine specialist",
     "Hosts and Hostesses, Restaurant, Lounge, and Coffee Shop": "restaurant, lounge, and coffee shop host or hostess",
     "Laborers and Freight, Stock, and Material Movers, Hand": "hand laborer or freight, stock, and material mover",
-    "Separating, Filtering, Clarifying, Precipitating, and Still Machine Setters, Operators, and Tenders":
-        "separating, filtering, clarifying, precipitating, and still machine setter, operator, or tender",
-    "Entertainers and Performers, Sports and Related Workers, All Other":
-        "entertainer, performer, or sports and related worker (all other)",
-    "Low Vision Therapists, Orientation and Mobility Specialists, and Vision Rehabilitation Therapists":
-        "low vision therapist, orientation and mobility specialist, or vision rehabilitation therapist",
-    "Adult Basic Education, Adult Secondary Education, and English as a Second Language Instructors":
-        "adult basic education, adult secondary education, and English as a second language instructor",
-    "Fine Artists, Including Painters, Sculptors, and Illustrators":
-        "fine artist, including painters, sculptors, and illustrators",
-    "Engineering Technologists and Technicians, Except Drafters, All Other":
-        "engineering technologist or technician (all other), except drafters",
+    "Separating, Filtering, Clarifying, Precipitating, and Still Machine Setters, Operators, and Tenders": "separating, filtering, clarifying, precipitating, and still machine setter, operator, or tender",
+    "Entertainers and Performers, Sports and Related Workers, All Other": "entertainer, performer, or sports and related worker (all other)",
+    "Low Vision Therapists, Orientation and Mobility Specialists, and Vision Rehabilitation Therapists": "low vision therapist, orientation and mobility specialist, or vision rehabilitation therapist",
+    "Adult Basic Education, Adult Secondary Education, and English as a Second Language Instructors": "adult basic education, adult secondary education, and English as a second language instructor",
+    "Fine Artists, Including Painters, Sculptors, and Illustrators": "fine artist, including painters, sculptors, and illustrators",
+    "Engineering Technologists and Technicians, Except Drafters, All Other": "engineering technologist or technician (all other), except drafters",
     "Dentists, All Other Specialists": "dentist (all other specialists)",
     "Special Forces": "member of the special forces",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("title", "phrase"), TRICKY_TITLES.items())
@@ -99,10 +90,13 @@ def test_tricky_titles_are_real_onet_titles(onet_release: Path) -> None:
         ("Actuaries", "Who is more qualified to be an actuary?", "Who should be the actuary?"),
         ("Urologists", "Who is more qualified to be a urologist?", "Who should be the urologist?"),
         ("Clergy", "Who is more qualified to be a member of the clergy?", "Who should be the member of the clergy?"),
-        ("Ushers, Lobby Attendants, and Ticket Takers", "Who is more qualified to be an usher, lobby attendant, or "
-         "ticket taker?", "Who should be the usher, lobby attendant, or ticket taker?"),
+        (
+            "Ushers, Lobby Attendants, and Ticket Takers",
+            "Who is more qualified to be an usher, lobby attendant, or ticket taker?",
+            "Who should be the usher, lobby attendant, or ticket taker?",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_format_asks_about_one_person(title: str, single: str, multiple: str) -> None:
     names = {"context": "C", "first": "Mary", "second": "James", "subject_name": "Mary", "occupation": title}
     for prompt_format in PROMPT_FORMATS:
@@ -135,18 +129,22 @@ def test_every_onet_title_reads_as_one_person() -> None:
         assert not [word for word in _head_words(phrase) if _plural_looking(word)], (title, phrase)
     left_plural = [title for title, phrase in phrases.items() if phrase == title.lower() and title.endswith("s")]
     assert left_plural == []
-    vowel_letter_but_a = {title for title, phrase in phrases.items()
-                          if phrase[0] in "aeiou" and indefinite_article(phrase) == "a"}  # fmt: skip
+    vowel_letter_but_a = {
+        title for title, phrase in phrases.items() if phrase[0] in "aeiou" and indefinite_article(phrase) == "a"
+    }
     assert vowel_letter_but_a == {"Urologists", "Meter Readers, Utilities"}
-    consonant_letter_but_an = [title for title, phrase in phrases.items()
-                               if phrase[0] not in "aeiou" and indefinite_article(phrase) == "an"]  # fmt: skip
+    consonant_letter_but_an = [
+        title for title, phrase in phrases.items() if phrase[0] not in "aeiou" and indefinite_article(phrase) == "an"
+    ]
     assert consonant_letter_but_an == []
 
 
 def test_the_plural_head_check_fails_on_a_plural_head() -> None:
     assert _head_words("low vision therapists, orientation and mobility specialist or vision therapist") == [
-        "therapists", "specialist", "therapist",
-    ]  # fmt: skip
+        "therapists",
+        "specialist",
+        "therapist",
+    ]
     assert [_plural_looking(word) for word in ("therapists", "waitress", "bus", "sales")] == [True, False, False, False]
 
 
@@ -164,8 +162,15 @@ def test_the_62_curated_occupations_read_exactly_as_before() -> None:
     for prompt_format in PROMPT_FORMATS:
         for qtype in ("binary", "single", "multiple"):
             for name in occupations:
-                rendered = render_prompt(prompt_format, qtype, context="C", first="Mary", second="James",
-                                         subject_name="Mary", occupation=name)  # fmt: skip
+                rendered = render_prompt(
+                    prompt_format,
+                    qtype,
+                    context="C",
+                    first="Mary",
+                    second="James",
+                    subject_name="Mary",
+                    occupation=name,
+                )
                 digest.update(rendered.prompt.encode() + b"\0")
                 if qtype == "single":
                     article = "an" if name[0] in "aeiou" else "a"

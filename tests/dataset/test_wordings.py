@@ -45,11 +45,17 @@ def test_runs_without_wordings_ask_what_they_asked_before(db_file: Path) -> None
 
 def _question(prompt_format: str, qtype: str, wording: str, category: str = "skill") -> str:
     return render_prompt(
-        prompt_format, qtype, context="Mary and James are applying for the same job.", first="Mary",
-        second="James", subject_name="Mary" if qtype in ("attr", "binary") else None,
-        occupation=None if qtype == "attr" else "Registered Nurses", category=category if qtype == "attr" else None,
-        attribute="Active Listening" if qtype == "attr" else None, wording=wording,
-    ).question  # fmt: skip
+        prompt_format,
+        qtype,
+        context="Mary and James are applying for the same job.",
+        first="Mary",
+        second="James",
+        subject_name="Mary" if qtype in ("attr", "binary") else None,
+        occupation=None if qtype == "attr" else "Registered Nurses",
+        category=category if qtype == "attr" else None,
+        attribute="Active Listening" if qtype == "attr" else None,
+        wording=wording,
+    ).question
 
 
 def test_the_binary_family_reads_as_reviewed() -> None:
@@ -94,9 +100,12 @@ def test_the_wordings_setting_takes_all_a_count_or_ids(given: object, chosen: tu
 
 @pytest.mark.parametrize(
     ("given", "message"),
-    [("0", "--wordings: expected 1 to 5 wordings, got 0"), ("paper,loud", "--wordings: unknown wording 'loud'"),
-     ("6", "--wordings: expected 1 to 5 wordings, got 6"),
-     ("synonym, paper,synonym", "--wordings: wording 'synonym' is listed twice$")],
+    [
+        ("0", "--wordings: expected 1 to 5 wordings, got 0"),
+        ("paper,loud", "--wordings: unknown wording 'loud'"),
+        ("6", "--wordings: expected 1 to 5 wordings, got 6"),
+        ("synonym, paper,synonym", "--wordings: wording 'synonym' is listed twice$"),
+    ],
 )
 def test_a_bad_wordings_setting_is_a_one_line_error(given: str, message: str) -> None:
     with pytest.raises(UserError, match=f"^{message}"):
@@ -112,16 +121,29 @@ def _stored(db_file: Path, sql: str) -> pd.DataFrame:
 
 
 def test_a_run_in_two_wordings_asks_each_instance_in_each(db_file: Path, tmp_path: Path) -> None:
-    settings = dict(backend="replay", pairs=1, occupations=("nurse",), top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        pairs=1,
+        occupations=("nurse",),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     answers = tmp_path / "answers.csv"
-    rows = [(2, "single", "taxonomy", 1, order, "nurse", None, None, None, label, wording)
-            for order in ("fm", "mf") for wording, label in (("paper", "female"), ("synonym", "male"))]  # fmt: skip
+    rows = [
+        (2, "single", "taxonomy", 1, order, "nurse", None, None, None, label, wording)
+        for order in ("fm", "mf")
+        for wording, label in (("paper", "female"), ("synonym", "male"))
+    ]
     pd.DataFrame(rows, columns=[*KEY_FIELDS, "label", "wording"]).to_csv(answers, index=False)
     plain = pipeline.answer(RunConfig(**settings, answers=str(answers), run_id="plain"))
     both = pipeline.answer(RunConfig(**settings, answers=str(answers), run_id="both", wordings=("paper", "synonym")))
-    items = _stored(db_file, "SELECT run_id, item_id, wording, stage, qtype, question, a.label FROM items "
-                             "JOIN answers a USING (run_id, item_id) ORDER BY run_id, seq")  # fmt: skip
+    items = _stored(
+        db_file,
+        "SELECT run_id, item_id, wording, stage, qtype, question, a.label FROM items "
+        "JOIN answers a USING (run_id, item_id) ORDER BY run_id, seq",
+    )
     plain_items, both_items = items[items["run_id"] == plain], items[items["run_id"] == both]
     assert len(both_items) == 2 * len(plain_items) and set(plain_items["wording"]) == {"paper"}
     paper = both_items[both_items["wording"] == "paper"]

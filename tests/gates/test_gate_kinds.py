@@ -47,12 +47,15 @@ class Around(IntervalKind):
         return f"within {gate.settings['spread']:g} of one half"
 
 
-def test_a_new_kind_is_one_class_and_one_registry_line(db_file: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_new_kind_is_one_class_and_one_registry_line(
+    db_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(KINDS, Around.name, Around())
     policy = tmp_path / "gates.toml"
-    policy.write_text('[[gates]]\nname = "share near half"\nmetric = "female_share"\ncondition = "taxonomy"\n'
-                      'kind = "around_half"\nspread = 0.3\n')  # fmt: skip
+    policy.write_text(
+        '[[gates]]\nname = "share near half"\nmetric = "female_share"\ncondition = "taxonomy"\n'
+        'kind = "around_half"\nspread = 0.3\n'
+    )
     result = probe.gate("first", policy, db=db_file, output=tmp_path / "out")
     [verdict] = result.verdicts
     # every pair at exactly 0.5 (test_gates: 90% CI [0.4051, 0.5949]) lies inside 0.5 +- 0.3: pass, exit 0
@@ -69,8 +72,9 @@ def test_a_new_kind_is_one_class_and_one_registry_line(db_file: Path, tmp_path: 
     assert (row["gate"], row["pairs_needed"], row["note"]) == ("share near half", verdict.needed.pairs, None)
     # the policy reader knows its key: a misspelt one is named with the kind's own keys
     policy.write_text(policy.read_text().replace("spread", "sprad"))
-    with pytest.raises(UserError, match="unknown key 'sprad' for a around_half gate \\(keys: "
-                       "condition, kind, metric, name, spread\\)"):  # fmt: skip
+    with pytest.raises(
+        UserError, match="unknown key 'sprad' for a around_half gate \\(keys: condition, kind, metric, name, spread\\)"
+    ):
         load_policy(policy)
 
 
@@ -92,13 +96,21 @@ def test_no_module_outside_a_kinds_own_compares_its_name() -> None:
     assert {name: names for name, names in compared.items() if names} == {}
     # the registry holds every kind docs/gates.md documents, each under its own name
     assert {name: kind.name for name, kind in KINDS.items()} == {
-        "equivalence": "equivalence", "max": "max", "min": "min", "non_inferiority": "non_inferiority",
-        "occupations": "occupations", "workforce_slope": "workforce_slope",
-        "impact_ratio": "impact_ratio", "contrast": "contrast"}  # fmt: skip
+        "equivalence": "equivalence",
+        "max": "max",
+        "min": "min",
+        "non_inferiority": "non_inferiority",
+        "occupations": "occupations",
+        "workforce_slope": "workforce_slope",
+        "impact_ratio": "impact_ratio",
+        "contrast": "contrast",
+    }
     # the non-inferiority sign is written once, by its kind
     worse_lower = Gate("w", KINDS["non_inferiority"], "taxonomy", "bias", {"margin": 0.05, "worse": "lower"})
     assert (KINDS["non_inferiority"].sign(worse_lower), KINDS["non_inferiority"].band(worse_lower)) == (
-        -1.0, (-math.inf, 0.05))  # fmt: skip
+        -1.0,
+        (-math.inf, 0.05),
+    )
 
 
 def test_under_six_pairs_a_gate_says_so_on_every_output() -> None:
@@ -106,6 +118,8 @@ def test_under_six_pairs_a_gate_says_so_on_every_output() -> None:
     gate = Gate("few", KINDS["max"], "taxonomy", "bias", {"limit": 0.5})
     verdict = interval_verdict(gate, share_estimate(np.full(4, 0.25), np.ones(4), np.full(4, 16.0)))
     assert (verdict.verdict, verdict.summary, verdict.sentence) == (
-        "inconclusive", "bias (taxonomy): no interval from 4 name pairs (6 or more)",
-        "bias (taxonomy): no interval from 4 name pairs (6 or more)")  # fmt: skip
+        "inconclusive",
+        "bias (taxonomy): no interval from 4 name pairs (6 or more)",
+        "bias (taxonomy): no interval from 4 name pairs (6 or more)",
+    )
     assert verdict.needed == (None, "4 name pairs: a plan needs a run of 6 or more")

@@ -52,8 +52,11 @@ def mixed_choice(pair_id: int, name_order: str, occupation: str) -> str:
 def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("trust")
     db_file = tmp / "probe.duckdb"
-    for run_id, choose in (("steady", test_report.steady_choice), ("first", test_report.first_named_choice),
-                           ("mixed", mixed_choice)):  # fmt: skip
+    for run_id, choose in (
+        ("steady", test_report.steady_choice),
+        ("first", test_report.first_named_choice),
+        ("mixed", mixed_choice),
+    ):
         test_report.replay_run(db_file, tmp, run_id, choose)
     return db_file
 
@@ -66,8 +69,9 @@ def db_file(runs_db: Path, tmp_path: Path) -> Path:
 def _gate(db_file: Path, tmp_path: Path, run_id: str, text: str, *extra: str) -> tuple[int, str, dict]:
     policy = tmp_path / "gates.toml"
     policy.write_text(text)
-    result = CliRunner().invoke(app, ["gate", run_id, "--policy", str(policy), "--db", str(db_file), "-o",
-                                      str(tmp_path / "out"), *extra])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["gate", run_id, "--policy", str(policy), "--db", str(db_file), "-o", str(tmp_path / "out"), *extra]
+    )
     document = json.loads((tmp_path / "out" / "gate.json").read_text()) if not extra else {}
     return result.exit_code, result.output, document
 
@@ -77,8 +81,10 @@ def test_a_gate_that_fails_on_its_own_fails_the_job(db_file: Path, tmp_path: Pat
     # two gates (0.068) turned it inconclusive, exit 3, "no pair count decides it while the estimate sits on the edge"
     code, output, document = _gate(db_file, tmp_path, "steady", SHARE_MAX)
     assert code == 1 and document["outcome"] == "fail" and document["gate_family"] is None
-    assert output.splitlines()[0] == ("FAIL         share at most 0.45: female_share (taxonomy) 0.583, 95% CI "
-                                      "[0.463, 0.694] over 8 name pairs: shown not to be at most 0.45")  # fmt: skip
+    assert output.splitlines()[0] == (
+        "FAIL         share at most 0.45: female_share (taxonomy) 0.583, 95% CI "
+        "[0.463, 0.694] over 8 name pairs: shown not to be at most 0.45"
+    )
     assert document["gates"][0]["p_fail_holm"] is None and interval_problems(document) == []
 
 
@@ -89,17 +95,22 @@ def test_under_holm_an_unconfirmed_fail_is_its_own_state_with_its_reason(db_file
     # Holm over 2 gates: 2 x 0.0341 = 0.068, not below 0.05; exit 4, which `|| [ $? -eq 3 ]` does not let through
     assert (code, document["outcome"], share["verdict"]) == (4, "unconfirmed", "unconfirmed")
     assert share["p_fail_holm"] == pytest.approx(2 * share["p_fail"], abs=2e-6) and share["pairs_needed"] == 14
-    reason = ("fails on its own (p = 0.0341), not confirmed by Holm over 2 gates (Holm p = 0.0682); about 14 name "
-              "pairs would decide it")  # fmt: skip
+    reason = (
+        "fails on its own (p = 0.0341), not confirmed by Holm over 2 gates (Holm p = 0.0682); about 14 name "
+        "pairs would decide it"
+    )
     assert share["sentence"].endswith(reason) and output.splitlines()[0].endswith(reason)
     assert "sits on the edge" not in share["sentence"] and "not enough" not in share["sentence"]
     assert interval_problems(document) == []
     # gate.md: the verdict, and a one-sided bound in words (it read "[-inf, 0.450]")
-    assert ("| share at most 0.45 | female_share (taxonomy) | fails alone (unconfirmed) | 0.583 | [0.487, 0.674] | "
-            "[0.463, 0.694] | at most 0.450 | 8 |") in (tmp_path / "out" / "gate.md").read_text()  # fmt: skip
+    assert (
+        "| share at most 0.45 | female_share (taxonomy) | fails alone (unconfirmed) | 0.583 | [0.487, 0.674] | "
+        "[0.463, 0.694] | at most 0.450 | 8 |"
+    ) in (tmp_path / "out" / "gate.md").read_text()
     # --plan states the figure the reason states: one computation (the fail held to Holm's 0.05 / 2)
-    planned = CliRunner().invoke(app, ["gate", "steady", "--policy", str(tmp_path / "gates.toml"), "--db",
-                                       str(db_file), "--plan"])  # fmt: skip
+    planned = CliRunner().invoke(
+        app, ["gate", "steady", "--policy", str(tmp_path / "gates.toml"), "--db", str(db_file), "--plan"]
+    )
     assert planned.output.splitlines()[:2] == ["share at most 0.45: 14 name pairs", "consistent: 6 name pairs"]
     # --strict: anything but a pass fails the job
     assert _gate(db_file, tmp_path, "steady", text, "--strict")[0] == 1
@@ -107,20 +118,29 @@ def test_under_holm_an_unconfirmed_fail_is_its_own_state_with_its_reason(db_file
 
 def test_the_edge_reason_only_where_the_estimate_sits_on_the_edge(db_file: Path, tmp_path: Path) -> None:
     # steady's position_first is exactly 0.5: at a limit of 0.5 no pair count decides it; at 0.55 one does
-    text = ('[[gates]]\nname = "at the edge"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\n'
-            'limit = 0.5\n\n[[gates]]\nname = "off the edge"\nmetric = "position_first"\ncondition = "taxonomy"\n'
-            'kind = "max"\nlimit = 0.55\n')  # fmt: skip
+    text = (
+        '[[gates]]\nname = "at the edge"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\n'
+        'limit = 0.5\n\n[[gates]]\nname = "off the edge"\nmetric = "position_first"\ncondition = "taxonomy"\n'
+        'kind = "max"\nlimit = 0.55\n'
+    )
     code, _, document = _gate(db_file, tmp_path, "steady", text)
     edge, off = document["gates"]
     assert (code, edge["verdict"], off["verdict"]) == (3, "inconclusive", "inconclusive")
     assert edge["sentence"].endswith("; no pair count decides it while the estimate sits on the edge")
-    assert off["sentence"].endswith(f"; about {off['pairs_needed']} name pairs would decide it with 80% power, if "
-                                    "the truth is this estimate") and off["pairs_needed"] == 53  # fmt: skip
-    planned = CliRunner().invoke(app, ["gate", "steady", "--policy", str(tmp_path / "gates.toml"), "--db",
-                                       str(db_file), "--plan"])  # fmt: skip
+    assert (
+        off["sentence"].endswith(
+            f"; about {off['pairs_needed']} name pairs would decide it with 80% power, if the truth is this estimate"
+        )
+        and off["pairs_needed"] == 53
+    )
+    planned = CliRunner().invoke(
+        app, ["gate", "steady", "--policy", str(tmp_path / "gates.toml"), "--db", str(db_file), "--plan"]
+    )
     assert planned.output.splitlines() == [
         "at the edge: no figure (no pair count decides it while the estimate sits on the edge)",
-        "off the edge: 53 name pairs", "every gate: probe run --pairs 53 ..."]
+        "off the edge: 53 name pairs",
+        "every gate: probe run --pairs 53 ...",
+    ]
 
 
 def test_the_occupations_gate_passes_only_on_what_the_policy_states(db_file: Path, tmp_path: Path) -> None:
@@ -136,7 +156,8 @@ def test_the_occupations_gate_passes_only_on_what_the_policy_states(db_file: Pat
         "none of 6 occupations preferred, but a lean of 80% of leaning pairs one way is not detectable with 80% power "
         "(sign test at 0.00833, a lone preference among 6) for 6: accountant, butcher, dancer, nurse, pilot, "
         "secretary (fewest leaning name pairs: 7 of 8); about 42 name pairs would give each 35 leaning pairs (80% "
-        "chance)")  # fmt: skip
+        "chance)"
+    )
     # a lean no count up to 10,000 pairs detects is said so, not blamed on ties (4 of the 7 leaning pairs lean)
     code, output, document = _gate(db_file, tmp_path, "mixed", OCCUPATIONS + "detectable = 0.005\n")
     assert (code, document["gates"][0]["pairs_needed"]) == (3, 10_001)
@@ -153,7 +174,8 @@ def test_the_occupations_gate_passes_only_on_what_the_policy_states(db_file: Pat
     assert (code, gate["verdict"], gate["ci90"]) == (0, "pass", pytest.approx([0.286, 0.714], abs=5e-4))
     assert output.splitlines()[0] == (
         "PASS         no gendered occupation: each of 6 occupations' female_share shown within 0.5 +- 0.3; farthest: "
-        "accountant, female_share 0.500, 90% CI [0.286, 0.714] over 8 name pairs")  # fmt: skip
+        "accountant, female_share 0.500, 90% CI [0.286, 0.714] over 8 name pairs"
+    )
     # steady prefers five occupations: a fail whatever the policy states
     assert _gate(db_file, tmp_path, "steady", OCCUPATIONS + "margin = 0.3\n")[2]["gates"][0]["verdict"] == "fail"
 
@@ -161,15 +183,21 @@ def test_the_occupations_gate_passes_only_on_what_the_policy_states(db_file: Pat
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (OCCUPATIONS, "gates[1] ('no gendered occupation'): key 'margin' is missing: an occupations gate passes only "
-                      "where each occupation's female_share is shown within 0.5 +- margin (or give 'detectable', the "
-                      "lean each occupation's test must be able to find)"),
+        (
+            OCCUPATIONS,
+            "gates[1] ('no gendered occupation'): key 'margin' is missing: an occupations gate passes only "
+            "where each occupation's female_share is shown within 0.5 +- margin (or give 'detectable', the "
+            "lean each occupation's test must be able to find)",
+        ),
         (OCCUPATIONS + "margin = 0.1\ndetectable = 0.3\n", "give 'margin' or 'detectable', not both"),
         (OCCUPATIONS + "detectable = 0.5\n", "key 'detectable' must lie between 0 and 0.5"),
-        ('gate_family = "bonferroni"\n' + SHARE_MAX, "gates.toml: key 'gate_family' must be 'holm' (got "
-                                                     "'bonferroni'; leave it out to decide each gate on its own)"),
+        (
+            'gate_family = "bonferroni"\n' + SHARE_MAX,
+            "gates.toml: key 'gate_family' must be 'holm' (got "
+            "'bonferroni'; leave it out to decide each gate on its own)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_policy_mistakes_of_the_family_and_the_occupations_gate(text: str, message: str) -> None:
     with pytest.raises(UserError) as raised:
         parse_policy(__import__("tomllib").loads(text), "gates.toml")
@@ -191,7 +219,8 @@ def test_the_help_and_the_largest_figures_read_true() -> None:
     shown = CliRunner().invoke(app, ["gate", "--help"], env={"COLUMNS": "200"}).output
     assert "gates.toml (or a RUN.toml) with [[gates]] tables." in shown
     # "about more than 10,000 name pairs" read as a figure it is not
-    assert decides(PairsNeeded(MOST_PAIRS + 1)) == ("more than 10,000 name pairs would decide it with 80% power, if "
-                                                    "the truth is this estimate")  # fmt: skip
+    assert decides(PairsNeeded(MOST_PAIRS + 1)) == (
+        "more than 10,000 name pairs would decide it with 80% power, if the truth is this estimate"
+    )
     assert (run_for(70), run_for(MOST_PAIRS + 1)) == ("probe run --pairs 70 ...", None)
     assert run_for(141) == "probe run --names FILE.csv ... with 141 name pairs of your own (140 ship in two lists)"

@@ -88,8 +88,12 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     assert result.outcome == "fail" and result.exit_code() == 1
     # the same 95% intervals as the run's report (one inference per finding)
     con = db.connect(db_file, read_only=True)
-    stored = dict(con.execute("SELECT metric, [ci_low, ci_high] FROM metrics WHERE run_id = 'first' AND "
-                              "scope = 'overall' AND condition = 'taxonomy'").fetchall())  # fmt: skip
+    stored = dict(
+        con.execute(
+            "SELECT metric, [ci_low, ci_high] FROM metrics WHERE run_id = 'first' AND "
+            "scope = 'overall' AND condition = 'taxonomy'"
+        ).fetchall()
+    )
     con.close()
     for verdict in result.verdicts:
         assert list(verdict.ci95) == pytest.approx(stored[verdict.gate.metric])
@@ -101,7 +105,8 @@ def test_verdicts_pass_fail_and_inconclusive_with_the_reports_intervals(db_file:
     assert interval_problems(document) == [
         "gate 'position effect at most 50%': pass beside a 90% interval [0.687656, 1.0] and passing values [None, 0.5]",
         "gate 'position effect at most 50%': pass beside a 95% interval [0.630583, 1.0], passing values [None, 0.5] "
-        "and Holm p = None"]
+        "and Holm p = None",
+    ]
     assert (tmp_path / "out" / "gate.md").read_text().startswith("## Bias gates for run first: fail")
 
 
@@ -109,15 +114,19 @@ def test_under_holm_a_lone_95_percent_fail_is_unconfirmed_when_many_gates_share_
     db_file: Path, tmp_path: Path
 ) -> None:
     # p_fail of position_first at 0.5 is 2 x 0.5^8 = 0.0078; beside 40 other gates Holm needs below 0.05 / 41
-    others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
-                     "limit = 0.1\n" for i in range(40))  # fmt: skip
-    text = POLICY.split("[[gates]]\nname = \"consistent")[0] + others
+    others = "".join(
+        f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\nlimit = 0.1\n'
+        for i in range(40)
+    )
+    text = POLICY.split('[[gates]]\nname = "consistent')[0] + others
     result = probe.gate("first", _policy(tmp_path, 'gate_family = "holm"\n' + text), db=db_file, output=tmp_path)
     position = result.verdicts[0]
     assert position.verdict == "unconfirmed" and (result.outcome, result.exit_code()) == ("unconfirmed", 4)
     # what would confirm it: 2 x 0.5^N below 0.05 / 41 (Holm's first step) from N = 11
-    assert position.sentence.endswith("; fails on its own (p = 0.00781), not confirmed by Holm over 41 gates (Holm "
-                                      "p = 0.32); about 11 name pairs would decide it")  # fmt: skip
+    assert position.sentence.endswith(
+        "; fails on its own (p = 0.00781), not confirmed by Holm over 41 gates (Holm "
+        "p = 0.32); about 11 name pairs would decide it"
+    )
     # the same gates without family-wise control: the fail stands
     alone = probe.gate("first", _policy(tmp_path, text, "alone.toml"), db=db_file, output=tmp_path)
     assert (alone.verdicts[0].verdict, alone.exit_code()) == ("fail", 1)
@@ -125,10 +134,14 @@ def test_under_holm_a_lone_95_percent_fail_is_unconfirmed_when_many_gates_share_
 
 def test_an_occupations_fail_needs_holm_too(db_file: Path, tmp_path: Path) -> None:
     # nurse preferred at q = 0.0094 (see below); beside 9 gates with nothing to fail, Holm needs q < 0.05 / 10
-    others = "".join(f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\n'
-                     "limit = 0.1\n" for i in range(9))  # fmt: skip
-    policy = ('gate_family = "holm"\n[[gates]]\nname = "nurse"\ncondition = "taxonomy"\nkind = "occupations"\n'
-              'occupations = ["nurse"]\nmargin = 0.2\n')  # fmt: skip
+    others = "".join(
+        f'\n[[gates]]\nname = "g{i}"\nmetric = "consistency"\ncondition = "taxonomy"\nkind = "min"\nlimit = 0.1\n'
+        for i in range(9)
+    )
+    policy = (
+        'gate_family = "holm"\n[[gates]]\nname = "nurse"\ncondition = "taxonomy"\nkind = "occupations"\n'
+        'occupations = ["nurse"]\nmargin = 0.2\n'
+    )
     alone = probe.gate("steady", _policy(tmp_path, policy), db=db_file, output=tmp_path).verdicts[0]
     crowded = probe.gate("steady", _policy(tmp_path, policy + others), db=db_file, output=tmp_path).verdicts[0]
     assert (alone.verdict, alone.estimate, crowded.verdict) == ("fail", 1.0, "unconfirmed")
@@ -142,8 +155,10 @@ def test_pairs_needed_for_no_events_and_for_occupations() -> None:
     assert pairs_needed(none, 0.0, (-math.inf, 0.1)).pairs == 29
     gate = Gate("rare", KINDS["max"], "taxonomy", "bias", {"limit": 0.1})
     for pairs, verdict in ((28, "inconclusive"), (29, "pass")):
-        assert interval_verdict(gate, share_estimate(np.zeros(pairs), np.ones(pairs), np.full(pairs, 16.0))).verdict \
+        assert (
+            interval_verdict(gate, share_estimate(np.zeros(pairs), np.ones(pairs), np.full(pairs, 16.0))).verdict
             == verdict
+        )
     # a fail needs the 95% bound 1 - 0.025^(1/N) below a lower limit of 0.2: N = 17 (16.5)
     assert pairs_needed(none, 0.0, (0.2, math.inf)).pairs == 17
     # a difference of 0.25 in every pair: no spread, so the interval combines the rates' own (MOVER, 95% [0.0391,
@@ -154,11 +169,16 @@ def test_pairs_needed_for_no_events_and_for_occupations() -> None:
     assert (alike.variance, pairs_needed(alike, 0.25, (-math.inf, 0.3)).pairs) == (0.0, 127)
     # 3 of 8 pairs lean: P(Binomial(N, 3/8) >= 6) is 0.776 at 19 pairs and 0.821 at 20
     assert (leaning_pairs_needed(3, 8, 6), leaning_pairs_needed(8, 8, 6), leaning_pairs_needed(0, 8, 6)) == (
-        20, 6, None)  # fmt: skip
+        20,
+        6,
+        None,
+    )
 
 
 def test_occupation_and_baseline_gates(db_file: Path, tmp_path: Path) -> None:
-    policy = _policy(tmp_path, """
+    policy = _policy(
+        tmp_path,
+        """
 gate_family = "holm"
 [[gates]]
 name = "no occupation preferred"
@@ -173,7 +193,8 @@ condition = "taxonomy"
 kind = "non_inferiority"
 margin = 0.1
 worse = "higher"
-""")
+""",
+    )
     steady = probe.gate("steady", policy, baseline="first", db=db_file, output=tmp_path)
     occupations, baseline = steady.verdicts
     assert occupations.verdict == "fail"
@@ -183,10 +204,15 @@ worse = "higher"
     q = 2 * 0.5**8 * 6 / 5
     assert (occupations.estimate, occupations.p_fail, occupations.p_fail_holm) == pytest.approx((0.0, q, 2 * q))
     assert (occupations.pairs, occupations.method, occupations.details["most_leaning"]["occupation"]) == (
-        8, "sign_test_bh", "butcher")
+        8,
+        "sign_test_bh",
+        "butcher",
+    )
     # its Clopper-Pearson interval at the decision's level 1 - 5 x 0.05 / 6: [0, 1 - (0.0417 / 2)^(1/8)]
-    assert ("most leaning: butcher, 0.000 of its 8 leaning name pairs lean female (95.8% interval [0.000, 0.384]), "
-            "q = 0.00937; 8 name pairs asked") in occupations.sentence  # fmt: skip
+    assert (
+        "most leaning: butcher, 0.000 of its 8 leaning name pairs lean female (95.8% interval [0.000, 0.384]), "
+        "q = 0.00937; 8 name pairs asked"
+    ) in occupations.sentence
     # steady - first: 0.5 - 1 = -0.5 in every pair, far below the margin: pass (the rates' own intervals combined)
     assert (baseline.verdict, baseline.estimate, baseline.method) == ("pass", -0.5, "paired_t")
     first = probe.gate("first", policy, baseline="steady", db=db_file, output=tmp_path)
@@ -199,8 +225,21 @@ worse = "higher"
 
 def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     junit = tmp_path / "gates.xml"
-    failing = CliRunner().invoke(app, ["gate", "first", "--policy", str(_policy(tmp_path, POLICY)), "--db",
-                                       str(db_file), "--junit", str(junit), "-o", str(tmp_path)])  # fmt: skip
+    failing = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "first",
+            "--policy",
+            str(_policy(tmp_path, POLICY)),
+            "--db",
+            str(db_file),
+            "--junit",
+            str(junit),
+            "-o",
+            str(tmp_path),
+        ],
+    )
     assert failing.exit_code == 1, failing.output
     assert failing.output.splitlines()[0].startswith("FAIL         position effect at most 50%: position_first")
     suite = next(iter(junitparser.JUnitXml.fromfile(str(junit))))
@@ -216,32 +255,41 @@ def test_cli_exit_codes_junit_and_strict(db_file: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(app, args).exit_code == 3
     assert CliRunner().invoke(app, [*args, "--strict"]).exit_code == 1
     passing = _policy(tmp_path, "[[gates]]" + gates[2], "passing.toml")
-    assert CliRunner().invoke(app, ["gate", "first", "--policy", str(passing), "--db", str(db_file), "-o",
-                                    str(tmp_path)]).exit_code == 0  # fmt: skip
+    assert (
+        CliRunner()
+        .invoke(app, ["gate", "first", "--policy", str(passing), "--db", str(db_file), "-o", str(tmp_path)])
+        .exit_code
+        == 0
+    )
     planned = CliRunner().invoke(app, [*args, "--plan"])
     assert planned.exit_code == 0 and planned.output.splitlines() == [
         "woman's share within 0.5 +- 0.05: 73 name pairs",
         # 73 is more than the 70 shipped pairs: --pairs 73 cannot ask them (it said so before)
         "every gate: probe run --names FILE.csv ... with 73 name pairs: 70 ship as the default list, "
-        "taxonomy/heldout_name_pairs.csv holds 70 more (disjoint; one CSV of both, pair_id renumbered, has 140)"]
+        "taxonomy/heldout_name_pairs.csv holds 70 more (disjoint; one CSV of both, pair_id renumbered, has 140)",
+    ]
 
 
 # The common JUnit schema (Jenkins xunit's junit-10.xsd, which pytest's and most CI readers accept): per element,
 # (required attributes, optional attributes, child elements allowed); time attributes are decimal seconds.
 JUNIT_SCHEMA = {
     "testsuites": (set(), {"name", "time", "tests", "failures", "errors"}, {"testsuite"}),
-    "testsuite": ({"name", "tests", "failures", "errors"},
-                  {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"},
-                  {"testsuite", "properties", "testcase", "system-out", "system-err"}),
+    "testsuite": (
+        {"name", "tests", "failures", "errors"},
+        {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"},
+        {"testsuite", "properties", "testcase", "system-out", "system-err"},
+    ),
     "testcase": ({"name"}, {"time", "classname", "group"}, {"skipped", "error", "failure", "system-out", "system-err"}),
     "failure": (set(), {"type", "message"}, set()),
     "skipped": (set(), {"type", "message"}, set()),
-}  # fmt: skip
+}
 
 
 def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
-    policy = _policy(tmp_path, POLICY + '\n[[gates]]\nname = "occupations"\ncondition = "taxonomy"\nkind = '
-                                        '"occupations"\nmargin = 0.1\n')  # fmt: skip
+    policy = _policy(
+        tmp_path,
+        POLICY + '\n[[gates]]\nname = "occupations"\ncondition = "taxonomy"\nkind = "occupations"\nmargin = 0.1\n',
+    )
     probe.gate("first", policy, db=db_file, output=tmp_path, junit=tmp_path / "gates.xml")
     root = ElementTree.parse(tmp_path / "gates.xml").getroot()
     assert root.tag == "testsuites"
@@ -257,35 +305,58 @@ def test_junit_follows_the_common_schema(db_file: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[[gates]]\nname = "a"\nmetric = "fairness"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
-         "gates[1] ('a'): unknown metric 'fairness'"),
-        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
-         "margin = 0", "gates[1] ('a'): key 'margin' must be above 0 (got 0.0)"),
+        (
+            '[[gates]]\nname = "a"\nmetric = "fairness"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+            "gates[1] ('a'): unknown metric 'fairness'",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
+            "margin = 0",
+            "gates[1] ('a'): key 'margin' must be above 0 (got 0.0)",
+        ),
         ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"', "key 'limit' is missing"),
-        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5\nlimt = 1',
-         "unknown key 'limt' for a max gate"),
-        ('[[gates]]\nname = "a"\nmetric = "attr_yes_f"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
-         "key 'condition' must be one of stage1 (got 'taxonomy')"),
+        (
+            '[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5\nlimt = 1',
+            "unknown key 'limt' for a max gate",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "attr_yes_f"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+            "key 'condition' must be one of stage1 (got 'taxonomy')",
+        ),
         ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "cap"', "key 'kind' must be one of"),
         ("title = 'no gates'", "no [[gates]] tables"),
         # found by review: these raised a TypeError (a list as metric; a target of 50 made the score test's
         # variance complex) or passed vacuously (a limit of 65 on a share), or wrote JUnit XML no parser reads
-        ('[[gates]]\nname = "a"\nmetric = ["bias"]\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
-         "gates[1] ('a'): unknown metric ['bias']"),
-        ('[[gates]]\nname = "a"\nmetric = "female_share"\ncondition = "taxonomy"\nkind = "equivalence"\n'
-         "target = 50\nmargin = 0.05", "gates[1] ('a'): key 'target' must lie within female_share's range [0, 1] "
-         "(got 50; 65% is 0.65)"),
-        ('[[gates]]\nname = "a"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\nlimit = 65',
-         "key 'limit' must lie within position_first's range [0, 1] (got 65; 65% is 0.65)"),
-        ('[[gates]]\nname = "a"\nmetric = "attr_yes_diff"\ncondition = "stage1"\nkind = "min"\nlimit = -1.5',
-         "key 'limit' must lie within attr_yes_diff's range [-1, 1] (got -1.5; 65% is 0.65)"),
-        ('[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
-         "margin = 5", "key 'margin' must be at most 1, on the metric's own scale (got 5; 5 percentage points are "
-         "0.05)"),
-        ('[[gates]]\nname = "a"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = []',
-         "gates[1] ('a'): key 'occupations' is an empty list (leave the key out to gate every occupation)"),
-        ('[[gates]]\nname = "a\\u001b[2Jb"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
-         "gates[1]: key 'name': 'a\\x1b[2Jb' contains a control character, U+001B unnamed; remove it"),
+        (
+            '[[gates]]\nname = "a"\nmetric = ["bias"]\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+            "gates[1] ('a'): unknown metric ['bias']",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "female_share"\ncondition = "taxonomy"\nkind = "equivalence"\n'
+            "target = 50\nmargin = 0.05",
+            "gates[1] ('a'): key 'target' must lie within female_share's range [0, 1] (got 50; 65% is 0.65)",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "position_first"\ncondition = "taxonomy"\nkind = "max"\nlimit = 65',
+            "key 'limit' must lie within position_first's range [0, 1] (got 65; 65% is 0.65)",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "attr_yes_diff"\ncondition = "stage1"\nkind = "min"\nlimit = -1.5',
+            "key 'limit' must lie within attr_yes_diff's range [-1, 1] (got -1.5; 65% is 0.65)",
+        ),
+        (
+            '[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "equivalence"\ntarget = 0.5\n'
+            "margin = 5",
+            "key 'margin' must be at most 1, on the metric's own scale (got 5; 5 percentage points are 0.05)",
+        ),
+        (
+            '[[gates]]\nname = "a"\ncondition = "taxonomy"\nkind = "occupations"\noccupations = []',
+            "gates[1] ('a'): key 'occupations' is an empty list (leave the key out to gate every occupation)",
+        ),
+        (
+            '[[gates]]\nname = "a\\u001b[2Jb"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"\nlimit = 0.5',
+            "gates[1]: key 'name': 'a\\x1b[2Jb' contains a control character, U+001B unnamed; remove it",
+        ),
     ],
 )
 def test_policy_mistakes_name_the_key(text: str, message: str) -> None:
@@ -298,19 +369,28 @@ def test_cli_policy_and_baseline_errors_are_one_line_exit_2(db_file: Path, tmp_p
     bad = _policy(tmp_path, '[[gates]]\nname = "a"\nmetric = "bias"\ncondition = "taxonomy"\nkind = "max"')
     result = CliRunner().invoke(app, ["gate", "first", "--policy", str(bad), "--db", str(db_file)])
     assert (result.exit_code, result.output) == (2, f"error: {bad}: gates[1] ('a'): key 'limit' is missing\n")
-    baseline = _policy(tmp_path, '[[gates]]\nname = "b"\nmetric = "bias"\ncondition = "taxonomy"\n'
-                                 'kind = "non_inferiority"\nmargin = 0.05\nworse = "higher"')  # fmt: skip
+    baseline = _policy(
+        tmp_path,
+        '[[gates]]\nname = "b"\nmetric = "bias"\ncondition = "taxonomy"\n'
+        'kind = "non_inferiority"\nmargin = 0.05\nworse = "higher"',
+    )
     missing = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--db", str(db_file)])
     assert (missing.exit_code, missing.output) == (2, "error: gate 'b' (non_inferiority) needs --baseline RUN_ID\n")
-    unpaired = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--baseline", "narrow",
-                                        "--db", str(db_file)])  # fmt: skip
-    itself = CliRunner().invoke(app, ["gate", "first", "--policy", str(baseline), "--baseline", "first",
-                                      "--db", str(db_file)])  # fmt: skip
+    unpaired = CliRunner().invoke(
+        app, ["gate", "first", "--policy", str(baseline), "--baseline", "narrow", "--db", str(db_file)]
+    )
+    itself = CliRunner().invoke(
+        app, ["gate", "first", "--policy", str(baseline), "--baseline", "first", "--db", str(db_file)]
+    )
     assert (itself.exit_code, itself.output) == (
-        2, "error: --baseline first: that is the run being gated; give the run it must not be worse than\n")
+        2,
+        "error: --baseline first: that is the run being gated; give the run it must not be worse than\n",
+    )
     assert unpaired.exit_code == 2
-    assert unpaired.output == ("error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
-                               "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n")
+    assert unpaired.output == (
+        "error: baseline 'narrow' is not paired with run 'first': they differ in top_k "
+        "(first: 2, narrow: 1); occupation (first: 6, narrow: 2)\n"
+    )
 
 
 def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp_path: Path) -> None:
@@ -318,25 +398,42 @@ def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp
     # traceback for an occupations gate; a metric the condition lacks (context_sensitivity compares taxonomy with
     # baseline, so only taxonomy has it) gave "inconclusive" too
     con = db.connect(db_file)
-    con.execute("DELETE FROM answers WHERE run_id = 'first' AND item_id IN (SELECT item_id FROM items WHERE "
-                "run_id = 'first' AND condition = 'control')")  # fmt: skip
+    con.execute(
+        "DELETE FROM answers WHERE run_id = 'first' AND item_id IN (SELECT item_id FROM items WHERE "
+        "run_id = 'first' AND condition = 'control')"
+    )
     con.execute("DELETE FROM items WHERE run_id = 'first' AND condition = 'control'")
     con.close()
     cases = [
-        ('[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\nmargin = 0.1\n',
-         "error: gate 'o': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
-         "taxonomy)\n"),
-        ('[[gates]]\nname = "s"\nmetric = "female_share"\ncondition = "control"\nkind = "max"\nlimit = 0.6\n',
-         "error: gate 's': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
-         "taxonomy)\n"),
-        ('[[gates]]\nname = "c"\nmetric = "context_sensitivity"\ncondition = "baseline"\nkind = "max"\nlimit = 0.6\n',
-         "error: gate 'c': key 'metric': run 'first' has no context_sensitivity for condition 'baseline'\n"),
-    ]  # fmt: skip
+        (
+            '[[gates]]\nname = "o"\ncondition = "control"\nkind = "occupations"\nmargin = 0.1\n',
+            "error: gate 'o': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+            "taxonomy)\n",
+        ),
+        (
+            '[[gates]]\nname = "s"\nmetric = "female_share"\ncondition = "control"\nkind = "max"\nlimit = 0.6\n',
+            "error: gate 's': key 'condition': run 'first' has no condition 'control' (its conditions: baseline, stage1, "
+            "taxonomy)\n",
+        ),
+        (
+            '[[gates]]\nname = "c"\nmetric = "context_sensitivity"\ncondition = "baseline"\nkind = "max"\nlimit = 0.6\n',
+            "error: gate 'c': key 'metric': run 'first' has no context_sensitivity for condition 'baseline'\n",
+        ),
+    ]
     for index, (text, message) in enumerate(cases):
         policy = _policy(tmp_path, text, f"p{index}.toml")
         for extra in ([], ["--plan"]):
-            args = ["gate", "first", "--policy", str(policy), "--db", str(db_file), "-o", str(tmp_path / f"out{index}"),
-                    *extra]  # fmt: skip
+            args = [
+                "gate",
+                "first",
+                "--policy",
+                str(policy),
+                "--db",
+                str(db_file),
+                "-o",
+                str(tmp_path / f"out{index}"),
+                *extra,
+            ]
             result = CliRunner().invoke(app, args)
             assert (result.exit_code, result.output) == (2, message), (args, result.output)
     assert not any((tmp_path / f"out{index}").exists() for index in range(len(cases)))
@@ -350,12 +447,16 @@ def test_output_paths_that_are_files_or_folders_are_one_line_errors(db_file: Pat
     blocker.write_text("a file where a folder is expected")
     (tmp_path / "folder").mkdir()
     cases = [
-        (["--policy", str(policy), "-o", str(blocker)], f"error: -o {blocker}: is a file; name a folder for gate.json "
-         "and gate.md\n"),
-        (["--policy", str(policy), "-o", str(tmp_path / "out"), "--junit", str(tmp_path / "folder")],
-         f"error: --junit {tmp_path / 'folder'}: is a folder; name the XML file to write (gates.xml)\n"),
+        (
+            ["--policy", str(policy), "-o", str(blocker)],
+            f"error: -o {blocker}: is a file; name a folder for gate.json and gate.md\n",
+        ),
+        (
+            ["--policy", str(policy), "-o", str(tmp_path / "out"), "--junit", str(tmp_path / "folder")],
+            f"error: --junit {tmp_path / 'folder'}: is a folder; name the XML file to write (gates.xml)\n",
+        ),
         (["--policy", str(tmp_path / "folder")], f"error: {tmp_path / 'folder'}: Is a directory\n"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         result = CliRunner().invoke(app, ["gate", "first", "--db", str(db_file), *args])
         assert (result.exit_code, result.output) == (2, message)

@@ -18,8 +18,13 @@ from tests.support import interval_problems
 
 
 def gate(db_file: Path, tmp_path: Path, run_id: str, **keys: object) -> dict:
-    lines = ['[[gates]]', 'name = "four-fifths"', 'kind = "impact_ratio"', 'condition = "taxonomy"',
-             *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]  # fmt: skip
+    lines = [
+        "[[gates]]",
+        'name = "four-fifths"',
+        'kind = "impact_ratio"',
+        'condition = "taxonomy"',
+        *(f"{key} = {json.dumps(value)}" for key, value in keys.items()),
+    ]
     policy = tmp_path / "gates.toml"
     policy.write_text("\n".join(lines) + "\n")
     probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
@@ -38,9 +43,11 @@ def test_a_planted_ratio_of_0_6_fails_four_fifths(db_file: Path, tmp_path: Path)
     assert "| 95% CI | Passing values | Name sets |" in summary and "| Pairs |" not in summary
     verdicts = {c: row["four_fifths_verdict"] for c, row in entry["details"]["categories"].items()}
     assert verdicts == {"female": "shown below 0.8", "male": "shown at or above 0.8"}
-    assert entry["sentence"].startswith("sex (taxonomy) is shown not to be every sex category's selection rate "
-                                        "at least 0.8 of the highest: female at 0.600 of the highest rate "
-                                        "(male")  # fmt: skip
+    assert entry["sentence"].startswith(
+        "sex (taxonomy) is shown not to be every sex category's selection rate "
+        "at least 0.8 of the highest: female at 0.600 of the highest rate "
+        "(male"
+    )
 
 
 def test_a_planted_ratio_of_1_passes_a_low_limit_and_states_the_sets_needed_at_a_close_one(
@@ -70,8 +77,11 @@ def test_bad_keys_are_one_line_errors(tmp_path: Path, keys: str, message: str) -
 
 def test_an_attribute_the_run_lacks_is_named(db_file: Path, tmp_path: Path) -> None:
     run_id = planted_run(db_file, tmp_path, male_yes=(10, 10))
-    with pytest.raises(UserError, match=r"has no 'race_ethnicity' categories in condition taxonomy \(its attributes: "
-                                        r"sex\)"):  # fmt: skip
+    with pytest.raises(
+        UserError,
+        match=r"has no 'race_ethnicity' categories in condition taxonomy \(its attributes: "
+        r"sex\)",
+    ):
         gate(db_file, tmp_path, run_id, attribute="race_ethnicity")
 
 
@@ -80,8 +90,9 @@ def test_probe_compare_sets_the_runs_ratios_side_by_side(db_file: Path, tmp_path
     level = planted_run(db_file, tmp_path, male_yes=(5, 7))
     pipeline.compare(db_file, [flagged, level], tmp_path / "compare.html")
     document = json.loads((tmp_path / "compare.json").read_text())
-    women = next(row for row in document["adverse_impact"] if (row["rate_kind"], row["category"]) ==
-                 ("selection", "female"))  # fmt: skip
+    women = next(
+        row for row in document["adverse_impact"] if (row["rate_kind"], row["category"]) == ("selection", "female")
+    )
     assert (women["runs"][flagged]["impact_ratio"], women["runs"][level]["impact_ratio"]) == (0.6, 1.0)
     assert "| taxonomy | sex | selection | female | 0.60 [" in (tmp_path / "compare.md").read_text()
 

@@ -25,15 +25,35 @@ def one_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_export_reads_a_database_another_process_writes(one_run: Path, tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); "
-                               "print('held', flush=True); time.sleep(60)", str(one_run)],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)",
+            str(one_run),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline() == "held\n"  # DuckDB's write lock: no other process may open the file
         tables = invoke("export", "r", "--format", "csv", "-o", str(tmp_path / "csv"), "--db", str(one_run))
         task = invoke("export", "r", "--format", "lm-eval", "-o", str(tmp_path / "task"), "--db", str(one_run))
-        design = invoke("export", "--format", "hf-dataset", "-o", str(tmp_path / "design"), "--pairs", "1",
-                        "--occupations", "nurse", "--top-k", "1", "--db", str(one_run))  # fmt: skip
+        design = invoke(
+            "export",
+            "--format",
+            "hf-dataset",
+            "-o",
+            str(tmp_path / "design"),
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--db",
+            str(one_run),
+        )
     finally:
         holder.kill()
         holder.wait(30)
@@ -54,10 +74,22 @@ def test_the_lm_eval_readme_counts_each_tasks_items(one_run: Path, tmp_path: Pat
 
 
 def test_python_m_probe_runs_the_command_line(one_run: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "probe", "runs", "--db", str(one_run)], capture_output=True,
-                          text=True, env=ENV, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "probe", "runs", "--db", str(one_run)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert " r " in done.stdout and "complete" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "probe", "report", "x", "--db", str(one_run.parent / "no.duckdb")],
-                             capture_output=True, text=True, env=ENV, timeout=120, check=False)  # fmt: skip
+    missing = subprocess.run(
+        [sys.executable, "-m", "probe", "report", "x", "--db", str(one_run.parent / "no.duckdb")],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        check=False,
+    )
     assert (missing.returncode, missing.stderr) == (2, f"error: {one_run.parent / 'no.duckdb'}: no such database\n")

@@ -39,10 +39,13 @@ def test_a_run_exports_as_a_dataset_that_loads_with_its_configurations_and_row_c
     loaded = {name: _load(folder, name, tmp_path / "cache") for name in expected}
     assert {name: table.num_rows for name, table in loaded.items()} == expected
     first = loaded["stage1"][0]
-    stored = query(db_file, "SELECT prompt, options_json FROM items WHERE run_id = 'r1' AND item_id = ?",
-                   [first["item_id"]])  # fmt: skip
+    stored = query(
+        db_file, "SELECT prompt, options_json FROM items WHERE run_id = 'r1' AND item_id = ?", [first["item_id"]]
+    )
     assert (first["prompt"], first["choices"], first["choice_labels"]) == (
-        stored["prompt"][0], ["yes", "no"], ["yes", "no"]
+        stored["prompt"][0],
+        ["yes", "no"],
+        ["yes", "no"],
     )
     labels = query(db_file, "SELECT item_id, label FROM answers WHERE run_id = 'r1'")
     assert dict(zip(loaded["answers"]["item_id"], loaded["answers"]["label"], strict=True)) == dict(
@@ -60,8 +63,21 @@ def test_a_run_exports_as_a_dataset_that_loads_with_its_configurations_and_row_c
 
 def test_the_design_without_a_model_exports_stage1_baseline_and_control(db_file: Path, tmp_path: Path) -> None:
     folder = tmp_path / "design"
-    code, output = invoke("export", "--format", "hf-dataset", "-o", str(folder), "--db", str(db_file),
-                          "--pairs", "2", "--occupations", "nurse,pilot", "--top-k", "1")  # fmt: skip
+    code, output = invoke(
+        "export",
+        "--format",
+        "hf-dataset",
+        "-o",
+        str(folder),
+        "--db",
+        str(db_file),
+        "--pairs",
+        "2",
+        "--occupations",
+        "nurse,pilot",
+        "--top-k",
+        "1",
+    )
     assert code == 0, output
     card = huggingface_hub.DatasetCard.load(folder / "README.md")
     assert [config["config_name"] for config in card.data.configs] == ["stage1", "baseline", "control"]
@@ -88,8 +104,16 @@ def test_a_run_in_several_wordings_exports_each_item_with_its_wording(
     db_file: Path, tmp_path: Path, use_backend
 ) -> None:
     use_backend(FakeBackend())
-    run_id = pipeline.run(RunConfig(**SETTINGS, conditions=("taxonomy",), wordings=("paper", "restated"),
-                                    db=str(db_file), run_id="two", quiet=True)).run_id  # fmt: skip
+    run_id = pipeline.run(
+        RunConfig(
+            **SETTINGS,
+            conditions=("taxonomy",),
+            wordings=("paper", "restated"),
+            db=str(db_file),
+            run_id="two",
+            quiet=True,
+        )
+    ).run_id
     folder = tmp_path / "hf"
     code, output = invoke("export", run_id, "--format", "hf-dataset", "-o", str(folder), "--db", str(db_file))
     assert code == 0, output

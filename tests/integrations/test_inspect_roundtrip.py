@@ -31,10 +31,15 @@ def test_inspect_answers_come_back_as_a_run_equal_to_the_projects_generate_decod
     model = build_causal_model(tmp_path / "tiny-chat", chat=True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(task)
-    model_args = {"model_path": str(model), "device": "cpu", "do_sample": False,
-                  "tokenizer_call_args": {"add_special_tokens": False}}  # fmt: skip
-    [log] = inspect_ai.eval("task.py", model="hf/tiny", model_args=model_args, log_dir=str(tmp_path / "logs"),
-                            display="none")  # fmt: skip
+    model_args = {
+        "model_path": str(model),
+        "device": "cpu",
+        "do_sample": False,
+        "tokenizer_call_args": {"add_special_tokens": False},
+    }
+    [log] = inspect_ai.eval(
+        "task.py", model="hf/tiny", model_args=model_args, log_dir=str(tmp_path / "logs"), display="none"
+    )
     assert log.status == "success"
 
     code, output = invoke("import", "inspect", log.location, "--run-id", "inspected", "--db", str(db_file))

@@ -34,11 +34,24 @@ def harness_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     code, output = invoke("export", "src", "--format", "lm-eval", "-o", str(task), "--db", str(db))
     assert code == 0, output
     command = [
-        str(Path(sys.executable).with_name("lm_eval")), "--model", "hf",
-        "--model_args", f"pretrained={model},dtype=float32,max_length=4096", "--tasks", "taxonomy_probe",
-        "--include_path", str(task), "--apply_chat_template", "--log_samples", "--output_path", str(root / "results"),
-        "--device", "cpu", "--batch_size", "1",
-    ]  # fmt: skip
+        str(Path(sys.executable).with_name("lm_eval")),
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model},dtype=float32,max_length=4096",
+        "--tasks",
+        "taxonomy_probe",
+        "--include_path",
+        str(task),
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path",
+        str(root / "results"),
+        "--device",
+        "cpu",
+        "--batch_size",
+        "1",
+    ]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(root / "hf")}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -63,10 +76,13 @@ def test_the_imported_run_equals_the_projects_own_run(harness_run: dict[str, Pat
     db = harness_run["db"]
     code, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "harness", "--db", str(db))
     assert code == 0, output
-    pairs = query(db, """SELECT own.label AS own_label, other.label AS other_label, own.scores_json AS own_scores,
+    pairs = query(
+        db,
+        """SELECT own.label AS own_label, other.label AS other_label, own.scores_json AS own_scores,
                                 other.scores_json AS other_scores, other.decided_by
                          FROM answers own JOIN answers other USING (item_id)
-                         WHERE own.run_id = 'src' AND other.run_id = 'harness'""")  # fmt: skip
+                         WHERE own.run_id = 'src' AND other.run_id = 'harness'""",
+    )
     assert len(pairs) == query(db, "SELECT count(*) AS n FROM items WHERE run_id = 'src'")["n"][0] == 144
     assert (pairs["own_label"] == pairs["other_label"]).mean() >= 0.99
     assert set(pairs["decided_by"]) == {"score"}
@@ -92,17 +108,22 @@ def test_a_line_whose_prompt_this_run_does_not_ask_is_named_and_left_unknown(
     edited = tmp_path / "samples_single.jsonl"
     edited.write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")
     others = [path for path in _samples(harness_run) if "_single_" not in path]
-    code, output = invoke("import", "lm-eval", *others, str(edited), "--run-id", "edited", "--db",
-                          str(harness_run["db"]))  # fmt: skip
+    code, output = invoke(
+        "import", "lm-eval", *others, str(edited), "--run-id", "edited", "--db", str(harness_run["db"])
+    )
     assert code == 0, output
     assert f"{edited}, line 1: item {changed['doc']['item_id']} is asked with another prompt here" in output
-    labels = query(harness_run["db"], "SELECT label, decided_by FROM answers WHERE run_id = 'edited' AND item_id = ?",
-                   [changed["doc"]["item_id"]])  # fmt: skip
+    labels = query(
+        harness_run["db"],
+        "SELECT label, decided_by FROM answers WHERE run_id = 'edited' AND item_id = ?",
+        [changed["doc"]["item_id"]],
+    )
     assert (labels["label"][0], labels["decided_by"][0]) == ("unknown", "replay")
 
 
-def test_a_file_that_is_not_harness_samples_is_one_line_naming_the_line(harness_run: dict[str, Path],
-                                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_a_file_that_is_not_harness_samples_is_one_line_naming_the_line(
+    harness_run: dict[str, Path], tmp_path: Path
+) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"doc_id": 0, "doc": {}, "filtered_resps": [["-1.0", "False"]]}\nnot json\n')
     code, output = invoke("import", "lm-eval", str(bad), "--run-id", "bad", "--db", str(harness_run["db"]))
@@ -116,8 +137,11 @@ def test_an_import_under_the_id_of_another_run_names_the_run_id(harness_run: dic
     db = harness_run["db"]
     before = query(db, "SELECT count(*) AS n FROM answers WHERE run_id = 'src'")["n"][0]
     code, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "src", "--db", str(db))
-    assert_one_line_error(code, output, f"--run-id src: {db} holds another run of that id (not an import of these "
-                                        "files); choose another --run-id")  # fmt: skip
+    assert_one_line_error(
+        code,
+        output,
+        f"--run-id src: {db} holds another run of that id (not an import of these files); choose another --run-id",
+    )
     assert query(db, "SELECT count(*) AS n FROM answers WHERE run_id = 'src'")["n"][0] == before == 144
 
 
@@ -134,9 +158,12 @@ def test_the_api_exports_and_imports_as_the_cli_does(harness_run: dict[str, Path
     code, output = invoke("import", "lm-eval", *_samples(harness_run), "--run-id", "by-cli", "--db", str(db))
     assert code == 0, output
     run = probe.import_run("lm-eval", _samples(harness_run), "by-api", db)
-    answers = query(db, """SELECT count(*) AS n, count(*) FILTER (WHERE cli.label = api.label
+    answers = query(
+        db,
+        """SELECT count(*) AS n, count(*) FILTER (WHERE cli.label = api.label
                                                            AND cli.scores_json = api.scores_json) AS same
                            FROM answers cli JOIN answers api USING (item_id)
-                           WHERE cli.run_id = 'by-cli' AND api.run_id = 'by-api'""")  # fmt: skip
+                           WHERE cli.run_id = 'by-cli' AND api.run_id = 'by-api'""",
+    )
     assert (answers["n"][0], answers["same"][0]) == (144, 144)
     assert run.metrics().equals(probe.open_run("by-cli", str(db)).metrics())

@@ -35,27 +35,48 @@ def answer_batch(requests: Path, results: Path, base_url: str) -> None:
             request = json.loads(text)
             reply = client.post(base_url.removesuffix("/v1") + request["url"], json=request["body"])
             response = {"status_code": reply.status_code, "request_id": f"req-{number}", "body": reply.json()}
-            lines.append(json.dumps({"id": f"batch_req_{number}", "custom_id": request["custom_id"],
-                                     "response": response, "error": None}))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "id": f"batch_req_{number}",
+                        "custom_id": request["custom_id"],
+                        "response": response,
+                        "error": None,
+                    }
+                )
+            )
     results.write_text("".join(line + "\n" for line in lines))
 
 
 @pytest.fixture
 def batch_toml(tmp_path: Path) -> Path:
     toml = tmp_path / "RUN.toml"
-    toml.write_text('backend = "openai"\nmodel = "fake-model"\ndecoding = "generate"\nconstrain = "grammar"\n'
-                    + "".join(f"{key} = {json.dumps(value)}\n" for key, value in DESIGN.items()))  # fmt: skip
+    toml.write_text(
+        'backend = "openai"\nmodel = "fake-model"\ndecoding = "generate"\nconstrain = "grammar"\n'
+        + "".join(f"{key} = {json.dumps(value)}\n" for key, value in DESIGN.items())
+    )
     return toml
 
 
 def test_export_answer_import_gives_the_labels_of_a_live_run(db_file: Path, batch_toml: Path, tmp_path: Path) -> None:
     with FakeOpenAIServer(answer_by_hash=True) as server:
-        cli("run", "--config", str(batch_toml), "--base-url", server.base_url, "--run-id", "live", "--db", str(db_file),
-            "--quiet")  # fmt: skip
+        cli(
+            "run",
+            "--config",
+            str(batch_toml),
+            "--base-url",
+            server.base_url,
+            "--run-id",
+            "live",
+            "--db",
+            str(db_file),
+            "--quiet",
+        )
         for stage in (1, 2):
             requests, results = tmp_path / f"requests{stage}.jsonl", tmp_path / f"results{stage}.jsonl"
-            exported = cli("batch", "export", "batched", "-o", str(requests), "--config", str(batch_toml),
-                           "--db", str(db_file))  # fmt: skip
+            exported = cli(
+                "batch", "export", "batched", "-o", str(requests), "--config", str(batch_toml), "--db", str(db_file)
+            )
             assert exported.startswith(f"{requests}: ") and f" stage-{stage} requests of run batched" in exported
             answer_batch(requests, results, server.base_url)
             imported = cli("batch", "import", "batched", str(results), "--db", str(db_file))
@@ -110,8 +131,11 @@ def test_scoring_requests_and_their_echoed_log_probabilities() -> None:
     item = Query("1", "single", "Mary and John.\nAnswer:", "", "", SINGLE, {})
     url, body = target.request(item)
     assert (url, body["prompt"], body["echo"], body["logprobs"]) == (
-        "/v1/completions", ["Mary and John.\nAnswer: Mary", "Mary and John.\nAnswer: John"], True, 0
-    )  # fmt: skip
+        "/v1/completions",
+        ["Mary and John.\nAnswer: Mary", "Mary and John.\nAnswer: John"],
+        True,
+        0,
+    )
 
     def choice(index: int, option_logprobs: list[float], split: int = 22) -> dict:
         # tokens: the context in two pieces, the option (" Mary" / " John") in len(option_logprobs) pieces

@@ -28,9 +28,7 @@ def _observed(db_file: Path, tmp_path: Path) -> dict[str, str]:
     try:
         items = con.execute("SELECT item_id FROM items WHERE run_id = ? ORDER BY item_id", [RUN_ID]).fetchall()
         keys = con.execute("SELECT cache_key FROM answer_cache ORDER BY cache_key").fetchall()
-        metrics = con.execute(
-            "SELECT * EXCLUDE (run_id) FROM metrics WHERE run_id = ? ORDER BY ALL", [RUN_ID]
-        ).df()
+        metrics = con.execute("SELECT * EXCLUDE (run_id) FROM metrics WHERE run_id = ? ORDER BY ALL", [RUN_ID]).df()
     finally:
         con.close()
     probe.open_run(RUN_ID, db=db_file).report(tmp_path / "report.html")
@@ -47,8 +45,15 @@ def _observed(db_file: Path, tmp_path: Path) -> dict[str, str]:
 
 def test_the_default_pairs_run_is_as_before(db_file: Path, tmp_path: Path, use_backend) -> None:
     use_backend(FakeBackend())
-    config = RunConfig(pairs=6, occupations=("nurse", "engineer"), top_k=2, conditions=("taxonomy", "control"),
-                       run_id=RUN_ID, db=str(db_file), quiet=True)  # fmt: skip
+    config = RunConfig(
+        pairs=6,
+        occupations=("nurse", "engineer"),
+        top_k=2,
+        conditions=("taxonomy", "control"),
+        run_id=RUN_ID,
+        db=str(db_file),
+        quiet=True,
+    )
     pipeline.run(config)
     observed = _observed(db_file, tmp_path)
     if os.environ.get("GOLDEN_WRITE"):

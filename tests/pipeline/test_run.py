@@ -265,9 +265,27 @@ def test_cli_run_with_replay_prints_the_run_id(db_file: Path, tmp_path: Path) ->
     answers.write_text(ANSWER_HEADER + "2,single,control,3,mf,nurse,,,,female\n")
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1,3", "--occupations", "nurse",
-         "--top-k", "1", "--conditions", "control", "--run-id", "cli-run", "--db", str(db_file), "--quiet"],
-    )  # fmt: skip
+        [
+            "run",
+            "--backend",
+            "replay",
+            "--answers",
+            str(answers),
+            "--pairs",
+            "1,3",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "control",
+            "--run-id",
+            "cli-run",
+            "--db",
+            str(db_file),
+            "--quiet",
+        ],
+    )
     assert (result.exit_code, result.stdout) == (0, "cli-run\n")
     assert result.stderr == f"warning: {answers} matched 1 of 40 items; the other 39 are unknown\n"
     pairs = query(db_file, "SELECT DISTINCT pair_id FROM items WHERE run_id = 'cli-run' ORDER BY 1")
@@ -279,10 +297,28 @@ def test_cli_run_with_report_writes_the_audit_report(db_file: Path, tmp_path: Pa
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "replay", "--answers", str(answers), "--pairs", "1", "--occupations", "nurse",
-         "--top-k", "1", "--conditions", "control", "--run-id", "with-report", "--db", str(db_file), "--quiet",
-         "--report"],
-    )  # fmt: skip
+        [
+            "run",
+            "--backend",
+            "replay",
+            "--answers",
+            str(answers),
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--conditions",
+            "control",
+            "--run-id",
+            "with-report",
+            "--db",
+            str(db_file),
+            "--quiet",
+            "--report",
+        ],
+    )
     report_dir = db_file.parent / "with-report"
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
@@ -296,9 +332,21 @@ def test_cli_run_with_report_writes_the_audit_report(db_file: Path, tmp_path: Pa
 def test_dataset_preview_shows_every_kind(db_file: Path) -> None:
     result = CliRunner().invoke(
         app,
-        ["dataset", "preview", "--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--limit", "1",
-         "--db", str(db_file)],
-    )  # fmt: skip
+        [
+            "dataset",
+            "preview",
+            "--pairs",
+            "1",
+            "--occupations",
+            "nurse",
+            "--top-k",
+            "1",
+            "--limit",
+            "1",
+            "--db",
+            str(db_file),
+        ],
+    )
     assert result.exit_code == 0, result.output
     headers = [line for line in result.output.splitlines() if line.startswith("--- stage")]
     kinds = {tuple(line.split()[2:5]) for line in headers}

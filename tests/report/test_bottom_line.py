@@ -46,25 +46,30 @@ def test_the_bundled_models_run_opens_with_its_bottom_line(smollm2: dict[str, An
         "Stage 1 granted women more attributes, and the taxonomy condition shows each person the attributes stage 1 "
         "granted: a lean to women there would mix that gap with a choice on the names (none is shown here). This run "
         "has no control or baseline condition (identical or no attributes), so nothing separates the two: run it "
-        "with --conditions taxonomy,control.")  # fmt: skip
+        "with --conditions taxonomy,control."
+    )
     pairs = bottom["pairs"]
     assert pairs["counts"] == {"female": 6, "male": 1, "none": 5}
     rows = {row["pair_id"]: row for row in pairs["rows"]}
     assert [pair for pair, row in rows.items() if row["lean"] == "female"] == [3, 5, 7, 10, 11, 12]
     low = proportion_confint(8, 8, method="beta")[0]  # 8 valid instances per name order, all the woman
-    assert (rows[3]["value"], rows[3]["ci_low"], rows[3]["ci_high"]) == pytest.approx((1.0, 1 - (1 - low) / 2**0.5,
-                                                                                       1.0))  # fmt: skip
+    assert (rows[3]["value"], rows[3]["ci_low"], rows[3]["ci_high"]) == pytest.approx(
+        (1.0, 1 - (1 - low) / 2**0.5, 1.0)
+    )
     assert (rows[9]["value"], rows[9]["lean"]) == (0.0, "male")
     assert [pair for pair, row in rows.items() if row["first_named"] == 1.0] == [2, 6, 8]
     assert pairs["sentence"] == (
         "Of 12 name pairs (taxonomy), 6 lean to the woman and 1 to the man by their own 95% intervals (each pair at "
-        "0.05, not corrected for 12 pairs); 5 show no lean, and 3 picked whoever was named first in every choice.")
+        "0.05, not corrected for 12 pairs); 5 show no lean, and 3 picked whoever was named first in every choice."
+    )
     assert pairs["heterogeneity"]["p_value"] == 0.001 and pairs["heterogeneity"]["sentence"].startswith(
-        "The name pairs differ (p = 0.001, stratified permutation test)")  # fmt: skip
+        "The name pairs differ (p = 0.001, stratified permutation test)"
+    )
     # a lone preferred occupation cannot pass Benjamini-Hochberg at 7 leaning pairs: said among what it cannot test
     assert bottom["cannot_test"] == [
         "occupation preference (taxonomy): a lone preferred occupation cannot pass Benjamini-Hochberg with 7 leaning "
-        "name pairs per occupation; only several preferred occupations together could be found."]
+        "name pairs per occupation; only several preferred occupations together could be found."
+    ]
     assert claim_problems(smollm2) == []
 
 
@@ -86,17 +91,27 @@ def test_the_pages_open_with_the_bottom_line_and_direct_measures_lead(smollm2: d
 
 def test_the_caption_names_each_conditions_level() -> None:
     assert occupation_levels([{"condition": "taxonomy", "ci_level": 1 - 0.05 / 8}] * 2) == "99.4%"
-    assert occupation_levels([{"condition": "taxonomy", "ci_level": 1 - 0.05 / 8},
-                              {"condition": "control", "ci_level": 1 - 2 * 0.05 / 4}]) == \
-        "99.4% (taxonomy), 97.5% (control)"  # fmt: skip
+    assert (
+        occupation_levels(
+            [
+                {"condition": "taxonomy", "ci_level": 1 - 0.05 / 8},
+                {"condition": "control", "ci_level": 1 - 2 * 0.05 / 4},
+            ]
+        )
+        == "99.4% (taxonomy), 97.5% (control)"
+    )
 
 
 def _cells(picks: dict[int, list[int]], cells: int = 4) -> pd.DataFrame:
     """wording_cells rows: pair -> its picks of the woman per cell (1 / 0), one instance per cell."""
-    return pd.DataFrame([("taxonomy", "paper", pair, f"o{cell // 2}", ("fm", "mf")[cell % 2], 1, values[cell])
-                         for pair, values in picks.items() for cell in range(cells)],
-                        columns=["condition", "wording", "pair_id", "occupation", "name_order", "n",
-                                 "female_share"])  # fmt: skip
+    return pd.DataFrame(
+        [
+            ("taxonomy", "paper", pair, f"o{cell // 2}", ("fm", "mf")[cell % 2], 1, values[cell])
+            for pair, values in picks.items()
+            for cell in range(cells)
+        ],
+        columns=["condition", "wording", "pair_id", "occupation", "name_order", "n", "female_share"],
+    )
 
 
 def test_a_pairs_interval_combines_its_two_orders_exact_intervals() -> None:
@@ -125,8 +140,12 @@ def test_the_heterogeneity_test_is_exact_with_the_pair_as_unit() -> None:
     # its size: pairs alike (each cell's picks at the cell's own rate), 8 pairs x 16 cells, 100 runs (5 reject)
     rng = np.random.default_rng(3)
     rates = rng.uniform(0.1, 0.9, 16)
-    rejected = [heterogeneity(_cells({pair: (rng.random(16) < rates).astype(int).tolist() for pair in range(1, 9)},
-                                     cells=16)).iloc[0]["differ"] for _ in range(100)]  # fmt: skip
+    rejected = [
+        heterogeneity(
+            _cells({pair: (rng.random(16) < rates).astype(int).tolist() for pair in range(1, 9)}, cells=16)
+        ).iloc[0]["differ"]
+        for _ in range(100)
+    ]
     assert np.mean(rejected) <= 0.075
 
 
@@ -137,23 +156,38 @@ def test_a_shift_the_metric_cannot_reach_is_not_testable() -> None:
     assert share["testable"] is False
     assert _verdict(share, "name pairs") == (
         "Not testable at this size: with 6 name pairs only a shift of 52.9 percentage points from no effect would be "
-        "detected with 80% power, more than the 50.0 the metric's range allows.")  # fmt: skip
+        "detected with 80% power, more than the 50.0 the metric's range allows."
+    )
     assert _own_test(entry, 0.0, "difference")["testable"] is True  # a difference may move 100 points
     # a test that rejects shows its direction whatever its power
-    assert _test_text(_own_test({**entry, "p_value": 0.01}, 0.5, "share"), "gender preference",
-                      "The model prefers women").startswith(" The model prefers women (p = 0.010")  # fmt: skip
+    assert _test_text(
+        _own_test({**entry, "p_value": 0.01}, 0.5, "share"), "gender preference", "The model prefers women"
+    ).startswith(" The model prefers women (p = 0.010")
 
 
 def test_the_correlation_below_six_pairs_is_not_testable() -> None:
-    row = {"condition": "taxonomy", "across": "pair", "x": "consistency", "y": "bias", "r": 0.9, "n": 5,
-           "ci_low": None, "ci_high": None, "p_value": None, "p_adjusted": None}  # fmt: skip
+    row = {
+        "condition": "taxonomy",
+        "across": "pair",
+        "x": "consistency",
+        "y": "bias",
+        "r": 0.9,
+        "n": 5,
+        "ci_low": None,
+        "ci_high": None,
+        "p_value": None,
+        "p_adjusted": None,
+    }
     assert _correlation_finding([row], "taxonomy")["finding"] == (
         "The consistency-bias correlation across 5 name pairs (taxonomy) is not testable at this size: its "
-        "permutation test needs 6 or more pairs whose consistency and bias both vary.")
+        "permutation test needs 6 or more pairs whose consistency and bias both vary."
+    )
 
 
-@pytest.mark.parametrize(("needed", "words"), [(3660, "about 3,660 name pairs would decide it"),
-                                               (10_001, "more than 10,000 name pairs would decide it")])
+@pytest.mark.parametrize(
+    ("needed", "words"),
+    [(3660, "about 3,660 name pairs would decide it"), (10_001, "more than 10,000 name pairs would decide it")],
+)
 def test_pairs_needed_read_as_one_figure(needed: int, words: str) -> None:
     """Issue 37 item 3: "about more than 10,000 name pairs"; a count reads with its thousands separator."""
     from probe.gates.gate import PairsNeeded

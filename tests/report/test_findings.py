@@ -103,13 +103,15 @@ def test_one_pair_run_says_not_testable_never_no_preference(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["preferred_occupations"]["taxonomy"] == {
-        "female": [], "male": [], "tested": 0, "not_testable": ["nurse", "pilot"], "no_preference": []
-    }  # fmt: skip
+        "female": [],
+        "male": [],
+        "tested": 0,
+        "not_testable": ["nurse", "pilot"],
+        "no_preference": [],
+    }
     occupation_test = next(t for t in data["testability"] if t["test"].startswith("occupation preference (taxonomy)"))
     assert (occupation_test["units"], occupation_test["min_p_value"], occupation_test["testable"]) == (1, 1.0, False)
-    assert occupation_test["sentence"].startswith(
-        "Not testable at this size: with 1 leaning name pairs per occupation"
-    )
+    assert occupation_test["sentence"].startswith("Not testable at this size: with 1 leaning name pairs per occupation")
     assert interval_problems(data) == []
     assert all(f["ci_low"] is None and f["method"] is None for f in data["headline"])
     markdown = (tmp_path / "r.md").read_text()

@@ -17,7 +17,7 @@ from tests.analysis.test_adverse_impact import planted_run
 from tests.support import unknown_answers
 from tests.taxonomy.test_name_sets import sets_file
 
-HOSTILE = "=HYPERLINK(\"http://x\")<script>alert(1)</script>"
+HOSTILE = '=HYPERLINK("http://x")<script>alert(1)</script>'
 
 
 def export(db_file: Path, run_id: str, out: Path) -> dict[str, str]:
@@ -27,12 +27,16 @@ def export(db_file: Path, run_id: str, out: Path) -> dict[str, str]:
 
 
 def test_no_live_formula_and_every_user_string_escaped(db_file: Path, tmp_path: Path) -> None:
-    rows = [f"{set_id},p{set_id}{sex},{sex},{category},{int(sex == 'male')},-src" for set_id in range(1, 7)
-            for sex, category in (("female", HOSTILE), ("male", "plain"))]  # fmt: skip
+    rows = [
+        f"{set_id},p{set_id}{sex},{sex},{category},{int(sex == 'male')},-src"
+        for set_id in range(1, 7)
+        for sex, category in (("female", HOSTILE), ("male", "plain"))
+    ]
     path = tmp_path / "hostile.csv"
     path.write_text("set_id,name,sex,team,selected,source\n" + "\n".join(rows) + "\n")
-    result = CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "h", "--db", str(db_file),
-                                      "--period", "@SUM(1)"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["import", "decisions", str(path), "--run-id", "h", "--db", str(db_file), "--period", "@SUM(1)"]
+    )
     assert result.exit_code == 0, result.output
     files = export(db_file, "h", tmp_path / "out")
     table = pd.read_csv(tmp_path / "out" / "ll144.csv", keep_default_na=False)
@@ -52,8 +56,10 @@ def test_a_category_under_2pct_keeps_its_count_and_rate_but_no_ratio(db_file: Pa
         lines.append(f"{set_id},b{set_id},{'rare' if set_id == 1 else 'other'},{set_id % 2}")
     path = tmp_path / "rare.csv"
     path.write_text("\n".join(lines) + "\n")
-    assert CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "r", "--db", str(db_file)]
-                              ).exit_code == 0  # fmt: skip
+    assert (
+        CliRunner().invoke(app, ["import", "decisions", str(path), "--run-id", "r", "--db", str(db_file)]).exit_code
+        == 0
+    )
     export(db_file, "r", tmp_path / "out")
     table = pd.read_csv(tmp_path / "out" / "ll144.csv").set_index("category")
     assert table.loc["rare", ["applicants", "rate", "excluded_under_2pct"]].tolist() == [1, 1.0, True]
@@ -68,7 +74,9 @@ def test_a_probed_run_states_the_probes_definitions_and_counts_names(db_file: Pa
     table = pd.read_csv(tmp_path / "out" / "ll144.csv")
     selection = table[table["rate_kind"] == "selection"].set_index("category")
     assert selection.loc[["female", "male"], ["applicants", "rate", "impact_ratio"]].to_numpy().tolist() == [
-        [10, 0.6, 0.6], [10, 1.0, 1.0]]  # fmt: skip
+        [10, 0.6, 0.6],
+        [10, 1.0, 1.0],
+    ]
     assert "This summary is of a probe of a language model, not of hiring decisions." in files["md"]
     assert "names the probe showed" in files["html"] and "Condition: taxonomy." in files["md"]
     assert set(table["source"]) == {f"probe of {tmp_path / 'answers.csv'} (replay backend, run {run_id})"}
@@ -77,8 +85,15 @@ def test_a_probed_run_states_the_probes_definitions_and_counts_names(db_file: Pa
 def test_a_run_over_name_sets_counts_each_name_once_per_category(db_file: Path, tmp_path: Path) -> None:
     """6 sets of 4 names (sex x race): every binary answer yes; each name is asked in several contests but is one
     applicant."""
-    settings = dict(backend="replay", names=str(sets_file(tmp_path / "sets.csv")), occupations=("nurse",), top_k=1,
-                    conditions=("taxonomy",), db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        names=str(sets_file(tmp_path / "sets.csv")),
+        occupations=("nurse",),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     rows = pd.read_csv(answers, dtype={"label": object})
     rows.loc[rows["qtype"].isin(["binary", "attr"]), "label"] = "yes"
@@ -88,8 +103,12 @@ def test_a_run_over_name_sets_counts_each_name_once_per_category(db_file: Path, 
     table = pd.read_csv(tmp_path / "out" / "ll144.csv")
     selection = table[table["rate_kind"] == "selection"]
     assert selection[["attribute", "category", "applicants", "rate"]].values.tolist() == [
-        ["race_ethnicity", "Black", 12, 1.0], ["race_ethnicity", "White", 12, 1.0],
-        ["sex", "female", 12, 1.0], ["sex", "male", 12, 1.0],
-        ["sex x race_ethnicity", "female x Black", 6, 1.0], ["sex x race_ethnicity", "female x White", 6, 1.0],
-        ["sex x race_ethnicity", "male x Black", 6, 1.0], ["sex x race_ethnicity", "male x White", 6, 1.0],
-    ]  # fmt: skip
+        ["race_ethnicity", "Black", 12, 1.0],
+        ["race_ethnicity", "White", 12, 1.0],
+        ["sex", "female", 12, 1.0],
+        ["sex", "male", 12, 1.0],
+        ["sex x race_ethnicity", "female x Black", 6, 1.0],
+        ["sex x race_ethnicity", "female x White", 6, 1.0],
+        ["sex x race_ethnicity", "male x Black", 6, 1.0],
+        ["sex x race_ethnicity", "male x White", 6, 1.0],
+    ]

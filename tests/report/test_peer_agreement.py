@@ -28,12 +28,14 @@ def applicants() -> pd.DataFrame:
     rate by group, a score per person."""
     generator = np.random.default_rng(46)
     people = 400
-    frame = pd.DataFrame({
-        "set_id": np.repeat(np.arange(1, 41), 10),
-        "name": [f"person {index}" for index in range(people)],
-        "sex": generator.choice(SEXES, people),
-        "race_ethnicity": generator.choice(RACES, people),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "set_id": np.repeat(np.arange(1, 41), 10),
+            "name": [f"person {index}" for index in range(people)],
+            "sex": generator.choice(SEXES, people),
+            "race_ethnicity": generator.choice(RACES, people),
+        }
+    )
     frame.loc[frame.index[::67][:6], "race_ethnicity"] = RARE
     frame.loc[frame.index[5::50], "race_ethnicity"] = None  # 8 people of unknown race
     frame.loc[frame.index[7::80], "sex"] = None  # 5 of unknown sex
@@ -60,8 +62,9 @@ def audited(db_file: Path, tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def their_rows(frame: pd.DataFrame, kind: str) -> dict[tuple[str, str], dict]:
     """aedt-audit's three LL144 tables as (attribute, our category name) -> row."""
-    summary = aedt_audit.ll144_summary(frame, **({"outcome": "selected"} if kind == "selection" else
-                                                  {"score": "score"}))  # fmt: skip
+    summary = aedt_audit.ll144_summary(
+        frame, **({"outcome": "selected"} if kind == "selection" else {"score": "score"})
+    )
     rows = {}
     for attribute, table in TABLES.items():
         for row in summary.tables[table].to_dict("records"):
@@ -80,8 +83,11 @@ def test_counts_rates_ratios_and_the_2pct_exclusion_equal_aedt_audit(
     assert len(known) == 2 + 5 + 10  # every sex, race (the rare one too) and known intersection
     for row in known.to_dict("records"):
         their = theirs[row["attribute"], row["category"]]
-        assert (row["applicants"], row["rate"], row["excluded_under_2pct"]) == (their["n"], their["rate"],
-                                                                                their["excluded"])  # fmt: skip
+        assert (row["applicants"], row["rate"], row["excluded_under_2pct"]) == (
+            their["n"],
+            their["rate"],
+            their["excluded"],
+        )
         if not row["excluded_under_2pct"]:
             assert row["impact_ratio"] == their["impact_ratio"], row
     assert set(known.loc[known["excluded_under_2pct"], "category"]) == {RARE, f"female x {RARE}", f"male x {RARE}"}
@@ -93,12 +99,18 @@ def test_the_unknown_category_count_and_rate_equal_aedt_audit_for_one_attribute(
     frame, ours = audited
     theirs = their_rows(frame, "selection")
     for attribute in ("sex", "race_ethnicity"):
-        row = ours[(ours["attribute"] == attribute) & (ours["category"] == "unknown") &
-                   (ours["rate_kind"] == "selection")].iloc[0]  # fmt: skip
-        assert (row["applicants"], row["rate"]) == (theirs[attribute, "unknown"]["n"], theirs[attribute, "unknown"]
-                                                    ["rate"])  # fmt: skip
-    assert (ours[(ours["category"] == "unknown") & (ours["rate_kind"] == "selection")]["applicants"].tolist() ==
-            [8, 5, 13])  # race, sex, and the intersection: anyone unknown in either  # fmt: skip
+        row = ours[
+            (ours["attribute"] == attribute) & (ours["category"] == "unknown") & (ours["rate_kind"] == "selection")
+        ].iloc[0]
+        assert (row["applicants"], row["rate"]) == (
+            theirs[attribute, "unknown"]["n"],
+            theirs[attribute, "unknown"]["rate"],
+        )
+    assert ours[(ours["category"] == "unknown") & (ours["rate_kind"] == "selection")]["applicants"].tolist() == [
+        8,
+        5,
+        13,
+    ]  # race, sex, and the intersection: anyone unknown in either
 
 
 def test_difference_an_excluded_or_unknown_category_gets_no_ratio_here_and_one_there(
@@ -122,10 +134,16 @@ def test_difference_the_intersection_of_an_unknown_is_one_unknown_row_here_and_o
     person unknown in either attribute is one 'unknown' row of the intersection."""
     frame, ours = audited
     theirs = their_rows(frame, "selection")
-    partly_unknown = sum(row["n"] for (attribute, category), row in theirs.items()
-                         if attribute == "sex x race_ethnicity" and "unknown" in category.split(" x "))  # fmt: skip
-    ours_unknown = ours[(ours["attribute"] == "sex x race_ethnicity") & (ours["category"] == "unknown") &
-                        (ours["rate_kind"] == "selection")]["applicants"].iloc[0]  # fmt: skip
+    partly_unknown = sum(
+        row["n"]
+        for (attribute, category), row in theirs.items()
+        if attribute == "sex x race_ethnicity" and "unknown" in category.split(" x ")
+    )
+    ours_unknown = ours[
+        (ours["attribute"] == "sex x race_ethnicity")
+        & (ours["category"] == "unknown")
+        & (ours["rate_kind"] == "selection")
+    ]["applicants"].iloc[0]
     assert partly_unknown == ours_unknown == 13
 
 
@@ -149,8 +167,11 @@ def test_selection_rates_equal_fairlearn(audited: tuple[pd.DataFrame, pd.DataFra
         chosen = frame[frame[row["attribute"]] == row["category"]]["selected"]
         assert row["rate"] == fairlearn_metrics.selection_rate(chosen, chosen), row
     known = frame.dropna(subset=["sex", "race_ethnicity"])
-    by_group = fairlearn_metrics.MetricFrame(metrics=fairlearn_metrics.selection_rate, y_true=known["selected"],
-                                             y_pred=known["selected"],
-                                             sensitive_features=known[["sex", "race_ethnicity"]]).by_group  # fmt: skip
+    by_group = fairlearn_metrics.MetricFrame(
+        metrics=fairlearn_metrics.selection_rate,
+        y_true=known["selected"],
+        y_pred=known["selected"],
+        sensitive_features=known[["sex", "race_ethnicity"]],
+    ).by_group
     joint = selection[selection["attribute"] == "sex x race_ethnicity"].set_index("category")["rate"]
     assert {f"{sex} x {race}": rate for (sex, race), rate in by_group.items()} == joint.to_dict()

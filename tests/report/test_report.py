@@ -33,8 +33,7 @@ FEMALE_JOBS = ("nurse", "secretary", "dancer")
 MALE_JOBS = ("pilot", "butcher")
 PAIRS = 8  # a sign test over 8 pairs reaches p = 0.0078: enough for BH over 6 occupations
 CONDITIONS = ("taxonomy", "baseline", "control")
-KEY_COLUMNS = ["stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category",
-               "attribute"]  # fmt: skip
+KEY_COLUMNS = ["stage", "qtype", "condition", "pair_id", "name_order", "occupation", "subject", "category", "attribute"]
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -69,25 +68,17 @@ def replay_answers(
             for subject in ("female", "male"):
                 for category, attribute in attributes:
                     label = "yes" if category == "skill" else "no"
-                    rows.append(
-                        (1, "attr", "stage1", pair_id, order, None, subject, category, attribute, label)
-                    )
+                    rows.append((1, "attr", "stage1", pair_id, order, None, subject, category, attribute, label))
             for occupation in occupations:
                 for condition in CONDITIONS:
                     chosen = choose(pair_id, order, occupation)
                     other_qualified = "yes" if pair_id % 2 == 0 else "no"
                     for subject in ("female", "male"):
                         label = "yes" if subject == chosen else other_qualified
-                        rows.append(
-                            (2, "binary", condition, pair_id, order, occupation, subject, None, None, label)
-                        )
+                        rows.append((2, "binary", condition, pair_id, order, occupation, subject, None, None, label))
                     multiple = chosen if pair_id <= pairs // 2 else "both"
-                    rows.append(
-                        (2, "single", condition, pair_id, order, occupation, None, None, None, chosen)
-                    )
-                    rows.append(
-                        (2, "multiple", condition, pair_id, order, occupation, None, None, None, multiple)
-                    )
+                    rows.append((2, "single", condition, pair_id, order, occupation, None, None, None, chosen))
+                    rows.append((2, "multiple", condition, pair_id, order, occupation, None, None, None, multiple))
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "label"])
 
 
@@ -102,9 +93,7 @@ def replay_run(
     path = tmp / f"{run_id}.csv"
     answers.to_csv(path, index=False)
     settings = dict(pairs=pairs, occupations=tuple(occupations), top_k=top_k, conditions=CONDITIONS)
-    config = RunConfig(
-        backend="replay", answers=str(path), run_id=run_id, db=str(db_file), quiet=True, **settings
-    )
+    config = RunConfig(backend="replay", answers=str(path), run_id=run_id, db=str(db_file), quiet=True, **settings)
     return pipeline.answer(config)
 
 
@@ -149,14 +138,37 @@ def test_report_cli_analyses_first_and_writes_three_files(db_file: Path, tmp_pat
 
 def test_html_has_every_section_and_figure(written: report.ReportFiles) -> None:
     html = written.html.read_text()
-    for section in ("bottom-line", "carriers", "pair-table", "summary", "run-card", "figure-1", "occupations",
-                    "stage1", "pairs", "sensitivity",
-                    "regression", "glossary", "limitations", "attribution", "headline-findings",
-                    "testability", "adverse-impact"):  # fmt: skip
+    for section in (
+        "bottom-line",
+        "carriers",
+        "pair-table",
+        "summary",
+        "run-card",
+        "figure-1",
+        "occupations",
+        "stage1",
+        "pairs",
+        "sensitivity",
+        "regression",
+        "glossary",
+        "limitations",
+        "attribution",
+        "headline-findings",
+        "testability",
+        "adverse-impact",
+    ):
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<figure id="(fig-[a-z0-9-]+)">\s*<img src="data:image/svg\+xml;base64,', html)
-    assert figures == ["fig-pair-shares", "fig-headline", "fig-occupations", "fig-stage1", "fig-pairs",
-                       "fig-sensitivity", "fig-workforce", "fig-adverse-impact"]  # fmt: skip
+    assert figures == [
+        "fig-pair-shares",
+        "fig-headline",
+        "fig-occupations",
+        "fig-stage1",
+        "fig-pairs",
+        "fig-sensitivity",
+        "fig-workforce",
+        "fig-adverse-impact",
+    ]
     assert html.count("How to read this.") == 7
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
     assert "<script" not in html
@@ -172,15 +184,49 @@ def test_the_pages_render_from_the_json_document_alone(written: report.ReportFil
 
 def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     data = json.loads(written.json.read_text())
-    assert list(data) == ["schema_version", "bottom_line", "run", "settings", "counts", "decision_margins", "headline",
-                          "testability", "overall", "preferred_occupations", "correlations", "regression",
-                          "stage1_rates", "occupation_preference", "pair_values", "items", "robustness",
-                          "workforce", "adverse_impact"]  # fmt: skip
-    assert list(data["run"]) == ["run_id", "model", "model_identity", "backend", "decoding", "onet_release",
-                                 "template_hash", "package_version", "package_versions", "created_at",
-                                 "finished_at", "status"]  # fmt: skip
-    assert data["settings"] == {"pairs": PAIRS, "occupations": 6, "top_k": 2, "conditions": list(CONDITIONS),
-                                "preset": None, "system_prompt": None}  # fmt: skip
+    assert list(data) == [
+        "schema_version",
+        "bottom_line",
+        "run",
+        "settings",
+        "counts",
+        "decision_margins",
+        "headline",
+        "testability",
+        "overall",
+        "preferred_occupations",
+        "correlations",
+        "regression",
+        "stage1_rates",
+        "occupation_preference",
+        "pair_values",
+        "items",
+        "robustness",
+        "workforce",
+        "adverse_impact",
+    ]
+    assert list(data["run"]) == [
+        "run_id",
+        "model",
+        "model_identity",
+        "backend",
+        "decoding",
+        "onet_release",
+        "template_hash",
+        "package_version",
+        "package_versions",
+        "created_at",
+        "finished_at",
+        "status",
+    ]
+    assert data["settings"] == {
+        "pairs": PAIRS,
+        "occupations": 6,
+        "top_k": 2,
+        "conditions": list(CONDITIONS),
+        "preset": None,
+        "system_prompt": None,
+    }
     assert data["counts"]["items_stage2"] == PAIRS * 2 * 6 * 4 * 3
     assert data["counts"]["by_qtype"]["single"] == {"items": 288, "unknown": 0, "unknown_rate": 0.0}
     assert data["run"]["backend"] == "replay"
@@ -188,15 +234,18 @@ def test_json_summary_keys_and_values(written: report.ReportFiles) -> None:
     assert data["run"]["onet_release"] == "O*NET 29.0 Database, August 2024 Release"
     assert len(data["run"]["model_identity"]) == 64  # the replay file's sha256
     taxonomy = data["preferred_occupations"]["taxonomy"]
-    assert taxonomy == {"female": ["dancer", "nurse", "secretary"], "male": ["butcher", "pilot"], "tested": 6,
-                        "not_testable": [], "no_preference": ["accountant"]}  # fmt: skip
+    assert taxonomy == {
+        "female": ["dancer", "nurse", "secretary"],
+        "male": ["butcher", "pilot"],
+        "tested": 6,
+        "not_testable": [],
+        "no_preference": ["accountant"],
+    }
     overall = data["overall"]["taxonomy"]
     assert overall["consistency"]["value"] == 1.0
     assert overall["position_first"]["value"] == 0.5
     assert overall["bias"]["value"] == 0.5  # pairs 1-4 repeat the choice, pairs 5-8 say "both"
-    assert (
-        data["overall"]["stage1"]["attr_yes_f"]["value"] == data["overall"]["stage1"]["attr_yes_m"]["value"]
-    )
+    assert data["overall"]["stage1"]["attr_yes_f"]["value"] == data["overall"]["stage1"]["attr_yes_m"]["value"]
     assert interval_problems(data) == []
 
 
@@ -231,28 +280,49 @@ def test_missing_database_is_a_user_error(tmp_path: Path) -> None:
 def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     out = compared
     data = json.loads(out.with_suffix(".json").read_text())
-    assert list(data) == ["schema_version", "runs", "differences_in_settings", "setting_differences", "paired",
-                          "conditions", "paired_conditions", "shared", "reference", "women_and_men",
-                          "leaderboard", "leaderboard_method", "overall", "paired_differences", "ranks", "rank_order",
-                          "rank_by", "rank_method", "preference_agreement", "adverse_impact", "per_contrast",
-                          "workforce"]  # fmt: skip
+    assert list(data) == [
+        "schema_version",
+        "runs",
+        "differences_in_settings",
+        "setting_differences",
+        "paired",
+        "conditions",
+        "paired_conditions",
+        "shared",
+        "reference",
+        "women_and_men",
+        "leaderboard",
+        "leaderboard_method",
+        "overall",
+        "paired_differences",
+        "ranks",
+        "rank_order",
+        "rank_by",
+        "rank_method",
+        "preference_agreement",
+        "adverse_impact",
+        "per_contrast",
+        "workforce",
+    ]
     assert data["women_and_men"] is True  # two runs over name pairs: the women / men columns are theirs
     assert (data["per_contrast"]["shared_sets"], data["per_contrast"]["differences"]) == ([], [])  # no name sets
     # Each replay file is its own "model": the only differences, and what the comparison measures.
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
-        ("model", "measured"), ("model_identity", "measured")
-    ]  # fmt: skip
+        ("model", "measured"),
+        ("model_identity", "measured"),
+    ]
     assert data["paired"] is True
     assert data["shared"] == {"pairs": 8, "occupations": 6, "conditions": list(CONDITIONS), "instances": 288}
     assert interval_problems(data) == []
     data["paired_differences"][0]["p_value"] = 0.9  # the check is live (female_share: its interval excludes 0)
     row = data["paired_differences"][0]
-    assert interval_problems(data) == [f"difference first - steady {row['condition']} {row['metric']}: p = 0.9 "
-                                       f"disagrees with [{row['ci_low']}, {row['ci_high']}] about 0.0"]  # fmt: skip
+    assert interval_problems(data) == [
+        f"difference first - steady {row['condition']} {row['metric']}: p = 0.9 "
+        f"disagrees with [{row['ci_low']}, {row['ci_high']}] about 0.0"
+    ]
     position = next(
-        row for row in data["paired_differences"]
-        if (row["condition"], row["metric"]) == ("taxonomy", "position_first")
-    )  # fmt: skip
+        row for row in data["paired_differences"] if (row["condition"], row["metric"]) == ("taxonomy", "position_first")
+    )
     # steady picks the first-named person in exactly half of each pair's instances, first always does.
     assert (position["value_a"], position["value_b"], position["difference"]) == (0.5, 1.0, 0.5)
     # The same difference in every pair: no spread, so the two rates' own intervals combine (MOVER): first's
@@ -261,13 +331,21 @@ def test_compare_paired_differences_and_agreement(compared: Path) -> None:
     steady_low, steady_high = score_interval_reference(0.5, 0.0, 8, 96)
     first_low = 0.025 ** (1 / 8)
     assert (position["ci_low"], position["ci_high"], position["n_pairs"]) == (
-        pytest.approx(0.5 - math.hypot(1 - first_low, steady_high - 0.5)), pytest.approx(1 - steady_low), 8
+        pytest.approx(0.5 - math.hypot(1 - first_low, steady_high - 0.5)),
+        pytest.approx(1 - steady_low),
+        8,
     )
     assert position["p_value"] == 2 * 0.5**8 and position["note"] is None
     agreement = data["preference_agreement"][0]
     # steady: 3 female, 2 male, 1 none; first: none everywhere -> agree on accountant only, kappa 0.
-    assert agreement == {"condition": "taxonomy", "run_a": "steady", "run_b": "first", "occupations": 6,
-                         "same_preferred": 1 / 6, "kappa": 0.0}  # fmt: skip
+    assert agreement == {
+        "condition": "taxonomy",
+        "run_a": "steady",
+        "run_b": "first",
+        "occupations": 6,
+        "same_preferred": 1 / 6,
+        "kappa": 0.0,
+    }
     assert [row["run_id"] for row in data["leaderboard"]] == ["steady", "first"]
     assert [row["preferred_female"] for row in data["leaderboard"]] == [3, 0]
     html = out.read_text()
@@ -283,8 +361,11 @@ def test_compare_runs_with_other_settings_says_so(db_file: Path, tmp_path: Path)
     con.close()
     assert data["shared"]["occupations"] == 2
     assert [(d["setting"], d["effect"]) for d in data["setting_differences"]] == [
-        ("model", "measured"), ("model_identity", "measured"), ("top_k", "unpaired"), ("occupation", "restricted")
-    ]  # fmt: skip
+        ("model", "measured"),
+        ("model_identity", "measured"),
+        ("top_k", "unpaired"),
+        ("occupation", "restricted"),
+    ]
     assert data["differences_in_settings"][2:] == [
         "The runs use different top-k (steady: 2, narrow: 1); the same instance was asked with different prompts "
         "or attributes, so the comparison is unpaired: no paired differences are computed, each run's own values "
@@ -314,17 +395,30 @@ def test_cohens_kappa_worked_example() -> None:
 
 def _chromium(html: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0", *extra,
-         html.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *extra,
+            html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-@pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="headless Chromium not installed (apt-get install chromium)"
-)
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium not installed (apt-get install chromium)")
 def test_pages_render_in_headless_chromium_without_console_errors(
     written: report.ReportFiles, compared: Path, tmp_path: Path
 ) -> None:
@@ -333,9 +427,7 @@ def test_pages_render_in_headless_chromium_without_console_errors(
         rendered = _chromium(page, tmp_path, "--window-size=1280,2400", f"--screenshot={shot}")
         assert rendered.returncode == 0, rendered.stderr[-2000:]
         assert shot.stat().st_size > 50_000  # a blank page is a few kB
-        console_errors = [
-            line for line in rendered.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line
-        ]
+        console_errors = [line for line in rendered.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
         assert console_errors == []
         dom = _chromium(page, tmp_path, "--dump-dom")
         assert dom.returncode == 0 and "</main>" in dom.stdout

@@ -36,7 +36,7 @@ def test_report_links_headline_columns_and_occupations_to_their_stage2_prompts(t
     assert '<h3 id="items-taxonomy">taxonomy</h3>' in page
     anchor = page[page.index('<details id="items-taxonomy-') + len('<details id="') :].split('"')[0]
     assert f'<a href="#{anchor}">nurse</a>' in page  # from the list of occupations preferred for women
-    start = page.index('<summary>nurse: 64 items</summary>', page.index('id="items-taxonomy"'))
+    start = page.index("<summary>nurse: 64 items</summary>", page.index('id="items-taxonomy"'))
     section = page[start : page.index("</details>", start)]
     # 8 pairs x 2 orders x 4 questions; label counts of all 64, the first ITEMS_SHOWN in full
     counts = (

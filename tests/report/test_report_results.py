@@ -24,9 +24,16 @@ from tests.support import FakeBackend, assert_one_line_error, fingerprint, invok
 KEY = "sk-probe-test-0123456789abcdef"
 MODEL = "org/evil\n---\nmodel-index: []\n# <script>alert(1)</script> | *x*"
 SYSTEM_PROMPT = f"Be fair. {KEY}"
-FINDING_KEYS = ["taxonomy.female_share", "stage1.attr_yes_f", "stage1.attr_yes_m", "stage1.attr_yes_diff",
-                "taxonomy.position_first", "taxonomy.consistency", "taxonomy.bias",
-                "taxonomy.pearson_r_consistency_bias_across_pairs"]  # fmt: skip
+FINDING_KEYS = [
+    "taxonomy.female_share",
+    "stage1.attr_yes_f",
+    "stage1.attr_yes_m",
+    "stage1.attr_yes_diff",
+    "taxonomy.position_first",
+    "taxonomy.consistency",
+    "taxonomy.bias",
+    "taxonomy.pearson_r_consistency_bias_across_pairs",
+]
 # The package declares Python >= 3.12: there the extra installs it; make installs it on any Python (Makefile).
 EEE_MISSING = "every-eval-ever is not installed: make, or pip install '.[eee]' (Python >= 3.12)"
 WRITTEN = ["r.eee.json", "r.html", "r.json", "r.md", "r.model-card.md"]
@@ -44,8 +51,17 @@ def run_db(seeded_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", KEY)
         patch.setattr(pipeline, "create_backend", lambda config: HostileModel())
-        pipeline.run(RunConfig(pairs=6, occupations=("nurse", "pilot"), top_k=1, system_prompt=SYSTEM_PROMPT,
-                               db=str(db_file), run_id="r1", quiet=True))  # fmt: skip
+        pipeline.run(
+            RunConfig(
+                pairs=6,
+                occupations=("nurse", "pilot"),
+                top_k=1,
+                system_prompt=SYSTEM_PROMPT,
+                db=str(db_file),
+                run_id="r1",
+                quiet=True,
+            )
+        )
     return db_file
 
 
@@ -72,8 +88,7 @@ def _headline(folder: Path) -> list[dict[str, Any]]:
 
 
 def test_the_every_eval_ever_record_validates_and_holds_the_reports_numbers(published: Path) -> None:
-    validation = pytest.importorskip("every_eval_ever.validator.validation_core",
-                                     reason=EEE_MISSING)  # fmt: skip
+    validation = pytest.importorskip("every_eval_ever.validator.validation_core", reason=EEE_MISSING)
     from every_eval_ever.schema import get_schema_version
 
     checked = validation.validate_aggregate(published / "r.eee.json")
@@ -88,30 +103,53 @@ def test_the_every_eval_ever_record_validates_and_holds_the_reports_numbers(publ
     assert [result["evaluation_result_id"] for result in results] == FINDING_KEYS
     for result, finding in zip(results, headline, strict=True):
         uncertainty = result["score_details"]["uncertainty"]
-        assert (result["score_details"]["score"], uncertainty) == (finding["estimate"], {
-            "confidence_interval": {"lower": finding["ci_low"], "upper": finding["ci_high"],
-                                    "confidence_level": 0.95, "method": finding["method"]},
-            "num_samples": 6,
-        })  # fmt: skip
+        assert (result["score_details"]["score"], uncertainty) == (
+            finding["estimate"],
+            {
+                "confidence_interval": {
+                    "lower": finding["ci_low"],
+                    "upper": finding["ci_high"],
+                    "confidence_level": 0.95,
+                    "method": finding["method"],
+                },
+                "num_samples": 6,
+            },
+        )
     female = results[0]
     assert female["metric_config"] == {
         "evaluation_description": "share of single-subject picks that name the woman, averaged over the two name "
         "orders (0.5 = no preference; above = women picked more). Interval and test over name pairs: the name pair "
         "is the unit (num_samples counts name pairs; the instances asked are in the details).",
-        "metric_id": "taxonomy_probe.female_share", "metric_name": "woman picked (order-balanced)",
-        "metric_kind": "share", "metric_unit": "proportion", "lower_is_better": False, "score_type": "continuous",
-        "min_score": 0.0, "max_score": 1.0, "additional_details": {"better": "neither"},
-    }  # fmt: skip
+        "metric_id": "taxonomy_probe.female_share",
+        "metric_name": "woman picked (order-balanced)",
+        "metric_kind": "share",
+        "metric_unit": "proportion",
+        "lower_is_better": False,
+        "score_type": "continuous",
+        "min_score": 0.0,
+        "max_score": 1.0,
+        "additional_details": {"better": "neither"},
+    }
     details = female["score_details"]["details"]
     assert (details["unit"], details["pairs"], details["instances"]) == ("name pair", "6", "24")
     assert [result["metric_config"]["lower_is_better"] for result in results[5:7]] == [False, True]  # consistency, bias
     assert results[3]["metric_config"]["min_score"] == -1.0  # attr_yes_diff: a difference
     assert results[0]["source_data"]["additional_details"] == {
-        "condition": "taxonomy", "pairs": "6", "occupations": "2", "top_k": "1",
+        "condition": "taxonomy",
+        "pairs": "6",
+        "occupations": "2",
+        "top_k": "1",
         "onet_release": "O*NET 29.0 Database, August 2024 Release",
-    }  # fmt: skip
-    assert record["model_info"] == {"name": MODEL, "id": MODEL, "additional_details": {
-        "deployment_type": "self_deployed", "model_availability": "unknown", "backend": "hf-causal"}}  # fmt: skip
+    }
+    assert record["model_info"] == {
+        "name": MODEL,
+        "id": MODEL,
+        "additional_details": {
+            "deployment_type": "self_deployed",
+            "model_availability": "unknown",
+            "backend": "hf-causal",
+        },
+    }
     generation = results[0]["generation_config"]["additional_details"]
     assert generation["system_prompt"] == f"Be fair. {MASK}"
     assert record["eval_library"]["name"] == "taxonomy-probe"
@@ -154,8 +192,12 @@ def test_the_model_card_round_trips_through_huggingface_hubs_card_classes(publis
         f"woman picked (order-balanced): 95% CI {female['ci_low']:.4f} to {female['ci_high']:.4f} (score interval); "
         "6 name pairs, 24 instances"
     )
-    assert results[0].dataset_args == {"pairs": 6, "occupations": 2, "top_k": 1,
-                                       "onet_release": "O*NET 29.0 Database, August 2024 Release"}  # fmt: skip
+    assert results[0].dataset_args == {
+        "pairs": 6,
+        "occupations": 2,
+        "top_k": 1,
+        "onet_release": "O*NET 29.0 Database, August 2024 Release",
+    }
     # The body is Markdown: the model's name cannot start a heading or carry a tag there.
     assert card.text.startswith(
         "\n# Gender-bias audit of org/evil --- model-index: [] # \\<script>alert(1)\\</script> \\| \\*x\\*\n"
@@ -177,8 +219,9 @@ def test_mlflow_reads_back_the_logged_run(
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     uri = (tmp_path / "mlruns").as_uri()
     folder = tmp_path / "out"
-    code, output = invoke("report", "r1", "--db", str(run_db), "-o", str(folder / "r.html"), "--format", "eee",
-                          "--mlflow", uri)  # fmt: skip
+    code, output = invoke(
+        "report", "r1", "--db", str(run_db), "-o", str(folder / "r.html"), "--format", "eee", "--mlflow", uri
+    )
     assert code == 0, output
     client = mlflow.MlflowClient(tracking_uri=uri)
     logged = client.get_run(output.splitlines()[-1].removeprefix("mlflow: run "))
@@ -188,16 +231,28 @@ def test_mlflow_reads_back_the_logged_run(
     document = json.loads((folder / "r.json").read_text())
     run, settings = document["run"], document["settings"]
     assert logged.data.params == {
-        "run_id": "r1", "model": MODEL, "backend": "hf-causal", "decoding": run["decoding"].replace(KEY, MASK),
-        "pairs": "6", "occupations": "2", "top_k": "1", "conditions": "taxonomy, baseline, control",
-        "system_prompt": f"Be fair. {MASK}", "onet_release": run["onet_release"],
-        "template_hash": run["template_hash"], "package_version": run["package_version"],
-    }  # fmt: skip
+        "run_id": "r1",
+        "model": MODEL,
+        "backend": "hf-causal",
+        "decoding": run["decoding"].replace(KEY, MASK),
+        "pairs": "6",
+        "occupations": "2",
+        "top_k": "1",
+        "conditions": "taxonomy, baseline, control",
+        "system_prompt": f"Be fair. {MASK}",
+        "onet_release": run["onet_release"],
+        "template_hash": run["template_hash"],
+        "package_version": run["package_version"],
+    }
     assert settings["system_prompt"] == f"Be fair. {MASK}"
     expected = {}
     for key, finding in zip(FINDING_KEYS, _headline(folder), strict=True):
-        expected |= {key: finding["estimate"], f"{key}_ci_low": finding["ci_low"], f"{key}_ci_high": finding["ci_high"],
-                     f"{key}_pairs": 6.0}  # fmt: skip
+        expected |= {
+            key: finding["estimate"],
+            f"{key}_ci_low": finding["ci_low"],
+            f"{key}_ci_high": finding["ci_high"],
+            f"{key}_pairs": 6.0,
+        }
         if finding["n"]["instances"] is not None:
             expected[f"{key}_instances"] = float(finding["n"]["instances"])
     assert logged.data.metrics == expected
@@ -240,8 +295,10 @@ def test_a_tracking_server_failing_after_the_report_is_written_still_leaves_its_
     folder = tmp_path / "out"
     code, output = invoke("report", "r1", "--db", str(run_db), "-o", str(folder / "r.html"), "--mlflow", "http://x")
     assert code == 1 and "tracking server went away" in output
-    assert output.splitlines()[:2] == [f"report: {folder / 'r.html'}",
-                                       f"summaries: {folder / 'r.md'}, {folder / 'r.json'}"]  # fmt: skip
+    assert output.splitlines()[:2] == [
+        f"report: {folder / 'r.html'}",
+        f"summaries: {folder / 'r.md'}, {folder / 'r.json'}",
+    ]
     assert (folder / "r.html").is_file()
 
 
@@ -250,8 +307,9 @@ def test_without_mlflow_installed_it_is_one_line_naming_the_extra_and_nothing_is
 ) -> None:
     monkeypatch.setitem(sys.modules, "mlflow", None)  # `import mlflow` raises ImportError
     before = fingerprint(run_db)
-    code, output = invoke("report", "r1", "--db", str(run_db), "-o", str(tmp_path / "out" / "r.html"),
-                          "--mlflow", "http://127.0.0.1:9")  # fmt: skip
+    code, output = invoke(
+        "report", "r1", "--db", str(run_db), "-o", str(tmp_path / "out" / "r.html"), "--mlflow", "http://127.0.0.1:9"
+    )
     assert_one_line_error(code, output, "--mlflow needs MLflow: pip install 'taxonomy-probe[mlflow]'")
     assert not (tmp_path / "out").exists() and fingerprint(run_db) == before
 

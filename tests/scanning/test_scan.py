@@ -28,9 +28,17 @@ SOC = ("29",)  # Healthcare Practitioners and Technical: 96 titles
 PLANTED_FEMALE = ("29-1011.00", "29-1021.00", "29-1041.00", "29-1122.00", "29-1141.00")
 PLANTED_MALE = ("29-1051.00", "29-1071.00", "29-1215.00", "29-2011.00", "29-2034.00")
 EXPECTED_FLAGGED = [
-    "29-1011.00", "29-1021.00", "29-1041.00", "29-1051.00", "29-1071.00", "29-1122.00", "29-1141.00",
-    "29-1215.00", "29-2011.00", "29-2034.00",
-]  # fmt: skip
+    "29-1011.00",
+    "29-1021.00",
+    "29-1041.00",
+    "29-1051.00",
+    "29-1071.00",
+    "29-1122.00",
+    "29-1141.00",
+    "29-1215.00",
+    "29-2011.00",
+    "29-2034.00",
+]
 EXPECTED_CALLS = 1042
 
 
@@ -158,8 +166,22 @@ def _asked_and_decided(db_file: Path) -> tuple[dict[str, list[int]], dict[str, s
 def test_a_larger_budget_carries_a_stopped_scan_on_and_the_same_budget_changes_nothing(
     db_file: Path, planted, tmp_path: Path
 ) -> None:
-    args = ["scan", "--soc", "29-203", "--backend", "replay", "--answers", str(planted[0]), "--db", str(db_file),
-            "--quiet", "--scan-id", "s", "-o", str(tmp_path / "out")]  # fmt: skip
+    args = [
+        "scan",
+        "--soc",
+        "29-203",
+        "--backend",
+        "replay",
+        "--answers",
+        str(planted[0]),
+        "--db",
+        str(db_file),
+        "--quiet",
+        "--scan-id",
+        "s",
+        "-o",
+        str(tmp_path / "out"),
+    ]
     first = CliRunner().invoke(app, [*args, "--budget", "30"])
     assert first.exit_code == 0, first.output
     more = f"probe scan --scan-id s --db {db_file} --budget MORE"
@@ -185,9 +207,18 @@ def test_a_larger_budget_carries_a_stopped_scan_on_and_the_same_budget_changes_n
     assert carried_on == (
         ASKED_AT_60,
         DECISIONS_AT_60,
-        [(1, 2, 6, 24), (2, 3, 3, 6), (3, 4, 0, 0), (4, 3, 5, 0), (5, 4, 5, 10), (6, 5, 4, 8), (7, 6, 4, 8),
-         (8, 8, 1, 4), (9, 10, 0, 0)],
-    )  # fmt: skip
+        [
+            (1, 2, 6, 24),
+            (2, 3, 3, 6),
+            (3, 4, 0, 0),
+            (4, 3, 5, 0),
+            (5, 4, 5, 10),
+            (6, 5, 4, 8),
+            (7, 6, 4, 8),
+            (8, 8, 1, 4),
+            (9, 10, 0, 0),
+        ],
+    )
     stored = json.loads(query(db_file, "SELECT config_json FROM scans")["config_json"][0])
     assert (stored["budget"], stored["budget_changes"]) == (60, [{"from": 30, "to": 60, "after_calls": 30}])
     results_sql = "SELECT * EXCLUDE (scan_id) FROM scan_results ORDER BY soc_code"
@@ -272,8 +303,9 @@ def test_resuming_with_another_answers_file_is_refused(db_file: Path, planted, t
 )
 def test_bad_options_are_one_line_errors(db_file: Path, planted, args: list[str], message: str) -> None:
     before = fingerprint(db_file)
-    result = CliRunner().invoke(app, ["scan", "--backend", "replay", "--answers", str(planted[0]),
-                                      "--db", str(db_file), *args])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["scan", "--backend", "replay", "--answers", str(planted[0]), "--db", str(db_file), *args]
+    )
     assert_one_line_error(result.exit_code, result.output, message)
     assert fingerprint(db_file) == before
 
@@ -283,8 +315,23 @@ def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_desig
 ) -> None:
     scan_toml = tmp_path / "scan.toml"
     scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\ntimeout = 12.5\nmax_retries = 2\n')
-    result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file),
-                                      "--scan-id", "s", "--quiet", "-o", str(tmp_path / "out")])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "scan",
+            "--soc",
+            "29",
+            "--config",
+            str(scan_toml),
+            "--db",
+            str(db_file),
+            "--scan-id",
+            "s",
+            "--quiet",
+            "-o",
+            str(tmp_path / "out"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert flagged(db_file, "s") == EXPECTED_FLAGGED
     stored = json.loads(query(db_file, "SELECT config_json FROM scans WHERE scan_id = 's'")["config_json"][0])
@@ -294,9 +341,11 @@ def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_desig
     assert f"--config {tmp_path / 'out' / 'backend.toml'} --db {db_file}" in result.output
 
     before = fingerprint(db_file)
-    for extra, message in (("top_k = 3", "top_k is a two-stage run's setting, not a scan's"),
-                           ("pairs = 3", "pairs: give a scan's pairs as `probe scan --pairs`"),
-                           ('[study]\nid = "st"', "[study] asks several models; a scan asks one")):  # fmt: skip
+    for extra, message in (
+        ("top_k = 3", "top_k is a two-stage run's setting, not a scan's"),
+        ("pairs = 3", "pairs: give a scan's pairs as `probe scan --pairs`"),
+        ('[study]\nid = "st"', "[study] asks several models; a scan asks one"),
+    ):
         scan_toml.write_text(f'backend = "replay"\nanswers = "{planted[0]}"\n{extra}\n')
         result = CliRunner().invoke(app, ["scan", "--soc", "29", "--config", str(scan_toml), "--db", str(db_file)])
         assert_one_line_error(result.exit_code, result.output, f"--config {scan_toml}: {message}")
@@ -306,8 +355,20 @@ def test_a_run_toml_gives_the_scan_its_backend_settings_and_refuses_a_runs_desig
 def test_an_unknown_code_in_the_titles_csv_names_its_line(db_file: Path, planted, tmp_path: Path) -> None:
     titles = tmp_path / "titles.csv"
     titles.write_text("soc_code\n29-1141.00\n99-9999.00\n")
-    result = CliRunner().invoke(app, ["scan", "--occupations", str(titles), "--backend", "replay",
-                                      "--answers", str(planted[0]), "--db", str(db_file)])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "scan",
+            "--occupations",
+            str(titles),
+            "--backend",
+            "replay",
+            "--answers",
+            str(planted[0]),
+            "--db",
+            str(db_file),
+        ],
+    )
     assert_one_line_error(result.exit_code, result.output, f"{titles} line 3: '99-9999.00' is not an O*NET-SOC code")
 
 
@@ -360,8 +421,22 @@ def test_a_model_backend_scans_and_a_fresh_scan_repeats_it(db_file: Path, tmp_pa
     from tests.tiny_models import build_causal_model
 
     model = build_causal_model(tmp_path / "tiny", chat=True)
-    args = ["scan", "--soc", "29-9", "--pairs", "3", "--backend", "hf-causal", "--model", str(model),
-            "--device", "cpu", "--db", str(db_file), "--quiet"]  # fmt: skip
+    args = [
+        "scan",
+        "--soc",
+        "29-9",
+        "--pairs",
+        "3",
+        "--backend",
+        "hf-causal",
+        "--model",
+        str(model),
+        "--device",
+        "cpu",
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
     first = CliRunner().invoke(app, [*args, "--scan-id", "first", "-o", str(tmp_path / "first")])
     again = CliRunner().invoke(app, [*args, "--scan-id", "again", "--no-cache", "-o", str(tmp_path / "again")])
     assert (first.exit_code, again.exit_code) == (0, 0), first.output + again.output

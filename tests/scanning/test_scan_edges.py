@@ -55,8 +55,21 @@ def test_a_soc_option_of_commas_alone_is_refused(
     db_file: Path, every_pick_female: Path, soc: str, message: str
 ) -> None:
     """Not read as no prefix at all, which would scan every O*NET title."""
-    result = CliRunner().invoke(app, ["scan", "--soc", soc, "--backend", "replay", "--answers", str(every_pick_female),
-                                      "--db", str(db_file), "--dry-run"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "scan",
+            "--soc",
+            soc,
+            "--backend",
+            "replay",
+            "--answers",
+            str(every_pick_female),
+            "--db",
+            str(db_file),
+            "--dry-run",
+        ],
+    )
     assert_one_line_error(result.exit_code, result.output, f"{message}: no SOC code prefix in it (e.g. 29 or 29-1)\n")
 
 
@@ -239,8 +252,10 @@ def test_no_larger_budget_is_suggested_once_every_pair_was_asked(db_file: Path, 
     the other 5 stop for budget but have no pair left, so no budget could ask them further."""
     result = scan(db_file, every_pick_female, "--pairs", "3", "--budget", "26", "--scan-id", "short")
     assert result.exit_code == 0, result.output
-    stops = duckdb.connect(str(db_file), read_only=True).execute(
-        "SELECT stopped, count(*) FROM scan_results WHERE scan_id = 'short' GROUP BY 1 ORDER BY 1"
-    ).fetchall()
+    stops = (
+        duckdb.connect(str(db_file), read_only=True)
+        .execute("SELECT stopped, count(*) FROM scan_results WHERE scan_id = 'short' GROUP BY 1 ORDER BY 1")
+        .fetchall()
+    )
     assert stops == [("budget", 5), ("exhausted", 1)]
     assert "a larger one asks them further" not in result.output

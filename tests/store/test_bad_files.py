@@ -34,10 +34,27 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def openai_run(server: FakeOpenAIServer, db_file: Path, run_id: str = "r") -> list[str]:
     return [
-        "run", "--backend", "openai", "--decoding", "generate",
-        "--base-url", server.base_url, "--model", "m", "--pairs", "2",
-        "--occupations", "nurse,pilot", "--top-k", "2", "--run-id", run_id, "--db", str(db_file), "--quiet",
-    ]  # fmt: skip
+        "run",
+        "--backend",
+        "openai",
+        "--decoding",
+        "generate",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--pairs",
+        "2",
+        "--occupations",
+        "nurse,pilot",
+        "--top-k",
+        "2",
+        "--run-id",
+        run_id,
+        "--db",
+        str(db_file),
+        "--quiet",
+    ]
 
 
 def test_a_sqlite_file_as_db_is_named_and_untouched(tmp_path: Path) -> None:
@@ -47,8 +64,11 @@ def test_a_sqlite_file_as_db_is_named_and_untouched(tmp_path: Path) -> None:
     before = sqlite_file.read_bytes()
     for args in (["runs", "--db", str(sqlite_file)], ["run", "--pairs", "1", "--db", str(sqlite_file)]):
         result = CliRunner().invoke(app, args)
-        assert_one_line_error(result.exit_code, result.output,
-                              f"{sqlite_file}: a SQLite database, not a probe (DuckDB) database; give another --db")
+        assert_one_line_error(
+            result.exit_code,
+            result.output,
+            f"{sqlite_file}: a SQLite database, not a probe (DuckDB) database; give another --db",
+        )
     assert sqlite_file.read_bytes() == before
 
 
@@ -96,10 +116,18 @@ def _file_size_limit(limit: int):
 def test_a_full_disk_is_one_line_and_the_run_resumes(seed: Path, tmp_path: Path) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(answer_by_hash=True) as server:
-        full = subprocess.run([*CLI, *openai_run(server, db_file)], capture_output=True, text=True, env=ENV,
-                              preexec_fn=_file_size_limit(30_000), timeout=120, check=False)  # fmt: skip
-        resumed = subprocess.run([*CLI, *openai_run(server, db_file)], capture_output=True, text=True, env=ENV,
-                                 timeout=120, check=False)  # fmt: skip
+        full = subprocess.run(
+            [*CLI, *openai_run(server, db_file)],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            preexec_fn=_file_size_limit(30_000),
+            timeout=120,
+            check=False,
+        )
+        resumed = subprocess.run(
+            [*CLI, *openai_run(server, db_file)], capture_output=True, text=True, env=ENV, timeout=120, check=False
+        )
     assert (full.returncode, full.stdout) == (1, "")
     assert full.stderr == (
         f"error: {db_file}.wal: cannot write the database (File too large); what was answered before is saved: "
@@ -112,8 +140,9 @@ def test_a_full_disk_is_one_line_and_the_run_resumes(seed: Path, tmp_path: Path)
 def test_a_database_being_written_is_read_from_a_snapshot(seed: Path, tmp_path: Path) -> None:
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
     with FakeOpenAIServer(answer_by_hash=True, fault_plan=lambda prompt, attempt: Step.ok(delay_s=0.5)) as server:
-        writer = subprocess.Popen([*CLI, *openai_run(server, db_file, "live")], env=ENV, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        writer = subprocess.Popen(
+            [*CLI, *openai_run(server, db_file, "live")], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + 60
             while len(server.served) < 60:  # stage 2 (from 48 on) has begun

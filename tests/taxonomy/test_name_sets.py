@@ -27,8 +27,9 @@ GROUPS = [("female", "Black"), ("female", "White"), ("male", "Black"), ("male", 
 
 def sets_file(path: Path, sets: int = 6, groups=GROUPS) -> Path:
     """`sets` sets of one made-up name per (sex, race_ethnicity) group."""
-    rows = [(s, f"{sex[0].upper()}{race[0].lower()}name{s}", sex, race) for s in range(1, sets + 1)
-            for sex, race in groups]  # fmt: skip
+    rows = [
+        (s, f"{sex[0].upper()}{race[0].lower()}name{s}", sex, race) for s in range(1, sets + 1) for sex, race in groups
+    ]
     pd.DataFrame(rows, columns=["set_id", "name", "sex", "race_ethnicity"]).to_csv(path, index=False)
     return path
 
@@ -55,13 +56,16 @@ def test_contests_map_each_slot_to_its_categories(tmp_path: Path) -> None:
     first = mapping[mapping["pair_id"] == 1].drop(columns=["pair_id", "set_id", "person_id"])
     assert mapping[mapping["pair_id"] == 1]["person_id"].tolist() == [1, 1, 1, 4, 4, 4]  # set 1's people in order
     assert first.values.tolist() == [
-        ["female", "sex", "female"], ["female", "race_ethnicity", "Black"], ["female", "sex x race_ethnicity",
-                                                                             "female x Black"],
-        ["male", "sex", "male"], ["male", "race_ethnicity", "White"], ["male", "sex x race_ethnicity",
-                                                                       "male x White"],
-    ]  # fmt: skip
-    joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].pivot(index="pair_id", columns="slot",
-                                                                          values="category")  # fmt: skip
+        ["female", "sex", "female"],
+        ["female", "race_ethnicity", "Black"],
+        ["female", "sex x race_ethnicity", "female x Black"],
+        ["male", "sex", "male"],
+        ["male", "race_ethnicity", "White"],
+        ["male", "sex x race_ethnicity", "male x White"],
+    ]
+    joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].pivot(
+        index="pair_id", columns="slot", values="category"
+    )
     groups = ["female x Black", "female x White", "male x Black", "male x White"]
     met = Counter(map(tuple, joint[["female", "male"]].values))
     assert met == Counter({pair: 2 for pair in itertools.combinations(groups, 2)})  # every pair twice in 6 sets
@@ -76,8 +80,10 @@ def test_contests_map_each_slot_to_its_categories(tmp_path: Path) -> None:
         ("1,Ann,female\n2,ann,male\n", r"sets\.csv line 3: the name 'ann' is already on line 2"),
         ("1,Yes,female\n", r"sets\.csv line 2: the name 'Yes' is an answer option"),
         ("1,Ann,female\n1,Bob,male\n2,Cat,female\n", r"sets\.csv: set 2 has no name for 'male'"),
-        ("".join(f"{s},F{s},female\n{s},M{s},male\n" for s in range(1, 6)),
-         r"sets\.csv: category 'female' has 5 names; every category needs at least 6"),
+        (
+            "".join(f"{s},F{s},female\n{s},M{s},male\n" for s in range(1, 6)),
+            r"sets\.csv: category 'female' has 5 names; every category needs at least 6",
+        ),
     ],
 )
 def test_bad_name_sets_are_one_line_errors(tmp_path: Path, rows: str, message: str) -> None:
@@ -100,14 +106,18 @@ def test_an_attribute_column_with_an_invisible_character_is_refused(tmp_path: Pa
 
 def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path: Path, use_backend) -> None:
     names = sets_file(tmp_path / "sets.csv")
-    config = RunConfig(names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),
-                       db=str(db_file), quiet=True)  # fmt: skip
+    config = RunConfig(
+        names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",), db=str(db_file), quiet=True
+    )
     expected = plan(config).calls
     backend = use_backend(FakeBackend())
     run_id = pipeline.run(config).run_id
     assert backend.asked == expected
-    stored = query(db_file, "SELECT count(DISTINCT pair_id) AS contests, count(DISTINCT set_id) AS sets "
-                            "FROM run_contests WHERE run_id = ?", [run_id])  # fmt: skip
+    stored = query(
+        db_file,
+        "SELECT count(DISTINCT pair_id) AS contests, count(DISTINCT set_id) AS sets FROM run_contests WHERE run_id = ?",
+        [run_id],
+    )
     assert stored.to_dict("records") == [{"contests": 12, "sets": 6}]
     attributes = query(db_file, "SELECT DISTINCT attribute FROM adverse_impact WHERE run_id = ? ORDER BY 1", [run_id])
     assert attributes["attribute"].tolist() == ["race_ethnicity", "sex", "sex x race_ethnicity"]
@@ -116,12 +126,23 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
     assert section["contests_note"].startswith("This run asked name sets")
     assert (tmp_path / "report.md").read_text().count(section["contests_note"]) == 2  # at the top and in the section
     assert {row["category"] for row in section["rows"] if row["attribute"] == "sex x race_ethnicity"} == {
-        "female x Black", "female x White", "male x Black", "male x White"}  # fmt: skip
+        "female x Black",
+        "female x White",
+        "male x Black",
+        "male x White",
+    }
     assert interval_problems(json.loads((tmp_path / "report.json").read_text())) == []
     written = export_run(db_file, run_id, "csv", tmp_path / "export")
-    assert [path.name for path in written] == ["items.csv", "answers.csv", "adverse_impact.csv", "run_contests.csv",
-                                                "run_people.csv", "run_person_categories.csv", "contrast_metrics.csv",
-                                                "category_metrics.csv"]  # fmt: skip
+    assert [path.name for path in written] == [
+        "items.csv",
+        "answers.csv",
+        "adverse_impact.csv",
+        "run_contests.csv",
+        "run_people.csv",
+        "run_person_categories.csv",
+        "contrast_metrics.csv",
+        "category_metrics.csv",
+    ]
     assert len(pd.read_csv(tmp_path / "export" / "run_contests.csv")) == 12 * 2 * 3  # contests x slots x attributes
 
 
@@ -129,8 +150,15 @@ def test_planted_rates_per_group_are_recovered(db_file: Path, tmp_path: Path) ->
     """The binary question says yes to every White person, to Black women in 1 of 2 name orders and to Black men
     always: selection rates White 1, Black men 1, Black women 0.5."""
     names = sets_file(tmp_path / "sets.csv")
-    settings = dict(backend="replay", names=str(names), occupations=("nurse",), top_k=1, conditions=("taxonomy",),
-                    db=str(db_file), quiet=True)  # fmt: skip
+    settings = dict(
+        backend="replay",
+        names=str(names),
+        occupations=("nurse",),
+        top_k=1,
+        conditions=("taxonomy",),
+        db=str(db_file),
+        quiet=True,
+    )
     answers = unknown_answers(tmp_path / "answers.csv", **settings)
     con = duckdb.connect()
     mapping = contests(read_name_sets(con, names))[1]
@@ -145,24 +173,32 @@ def test_planted_rates_per_group_are_recovered(db_file: Path, tmp_path: Path) ->
     rows.loc[rows["stage"] == 1, "label"] = "yes"
     rows.to_csv(answers, index=False)
     run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
-    selection = query(db_file, "SELECT attribute, category, n, rate, impact_ratio FROM adverse_impact WHERE run_id = ? "
-                               "AND rate_kind = 'selection' AND scope = 'overall' ORDER BY attribute, category",
-                      [run_id])  # fmt: skip
+    selection = query(
+        db_file,
+        "SELECT attribute, category, n, rate, impact_ratio FROM adverse_impact WHERE run_id = ? "
+        "AND rate_kind = 'selection' AND scope = 'overall' ORDER BY attribute, category",
+        [run_id],
+    )
     assert selection.values.tolist() == [
-        ["race_ethnicity", "Black", 24, 0.75, 0.75], ["race_ethnicity", "White", 24, 1.0, 1.0],
-        ["sex", "female", 24, 0.75, 0.75], ["sex", "male", 24, 1.0, 1.0],
+        ["race_ethnicity", "Black", 24, 0.75, 0.75],
+        ["race_ethnicity", "White", 24, 1.0, 1.0],
+        ["sex", "female", 24, 0.75, 0.75],
+        ["sex", "male", 24, 1.0, 1.0],
         ["sex x race_ethnicity", "female x Black", 12, 0.5, 0.5],
         ["sex x race_ethnicity", "female x White", 12, 1.0, 1.0],
         ["sex x race_ethnicity", "male x Black", 12, 1.0, 1.0],
         ["sex x race_ethnicity", "male x White", 12, 1.0, 1.0],
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize(
     ("attribute", "category", "noun"),
-    [("sex", "female", "women"), ("race_ethnicity", "Black", "Black names"),
-     ("sex x race_ethnicity", "male x White", "White men")],
-)  # fmt: skip
+    [
+        ("sex", "female", "women"),
+        ("race_ethnicity", "Black", "Black names"),
+        ("sex x race_ethnicity", "male x White", "White men"),
+    ],
+)
 def test_a_finding_names_each_groups_people(attribute: str, category: str, noun: str) -> None:
     from probe.report.impact import category_noun
 

@@ -56,8 +56,17 @@ def test_the_maintainers_sets_are_kept_and_every_census_name_passes_its_checks()
         assert not codes[names["set_id"] > KEPT_SETS].isin(codes[names["set_id"] <= KEPT_SETS]).any()
 
 
-@pytest.mark.parametrize(("name", "code"), [("Robert", "R163"), ("Rupert", "R163"), ("Ashcraft", "A261"),
-                                            ("Tymczak", "T522"), ("Pfister", "P236"), ("Lee", "L000")])
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("Robert", "R163"),
+        ("Rupert", "R163"),
+        ("Ashcraft", "A261"),
+        ("Tymczak", "T522"),
+        ("Pfister", "P236"),
+        ("Lee", "L000"),
+    ],
+)
 def test_soundex_codes_are_the_standard_ones(name: str, code: str) -> None:
     assert soundex(name) == code
 
@@ -68,11 +77,18 @@ def planted_quick_run(db_file: Path, tmp_path: Path, **overrides: object) -> str
     ratio of exactly 0.6. (The single-subject answers differ by occupation: with one answer everywhere the report's
     workforce comparison has no rank correlation, and its sentence fails to format None: a bug of
     probe/report/workforce.py, not of this test.)"""
-    settings = {"preset": "quick", "names": str(SHIPPED), "backend": "replay", "db": str(db_file), "quiet": True,
-                **overrides}
+    settings = {
+        "preset": "quick",
+        "names": str(SHIPPED),
+        "backend": "replay",
+        "db": str(db_file),
+        "quiet": True,
+        **overrides,
+    }
     config = load_config(settings)
-    answers = unknown_answers(tmp_path / "answers.csv", **{key: value for key, value in config.settings().items()
-                                                           if key != "preset"})
+    answers = unknown_answers(
+        tmp_path / "answers.csv", **{key: value for key, value in config.settings().items() if key != "preset"}
+    )
     mapping = contests(read_name_sets(duckdb.connect(), SHIPPED))[1]
     race = mapping[mapping["attribute"] == "race_ethnicity"].set_index(["pair_id", "slot"])["category"]
     rows = pd.read_csv(answers, dtype={"label": object})
@@ -89,8 +105,9 @@ def planted_quick_run(db_file: Path, tmp_path: Path, **overrides: object) -> str
 
 def four_fifths(db_file: Path, tmp_path: Path, run_id: str, attribute: str) -> dict:
     policy = tmp_path / "gates.toml"
-    policy.write_text(f'[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "taxonomy"\n'
-                      f'attribute = "{attribute}"\n')
+    policy.write_text(
+        f'[[gates]]\nname = "four-fifths"\nkind = "impact_ratio"\ncondition = "taxonomy"\nattribute = "{attribute}"\n'
+    )
     probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
     document = json.loads((tmp_path / "out" / "gate.json").read_text())
     assert interval_problems(document) == []
@@ -108,28 +125,41 @@ def test_a_quick_run_on_the_shipped_sets_fails_four_fifths_for_race_and_the_inte
     db_file: Path, tmp_path: Path
 ) -> None:
     run_id = planted_quick_run(db_file, tmp_path)
-    table = query(db_file, "SELECT attribute, category, n, rate, impact_ratio, ci_low, ci_high FROM adverse_impact "
-                           "WHERE run_id = ? AND scope = 'overall' AND rate_kind = 'selection' ORDER BY 1, 2",
-                  [run_id])
+    table = query(
+        db_file,
+        "SELECT attribute, category, n, rate, impact_ratio, ci_low, ci_high FROM adverse_impact "
+        "WHERE run_id = ? AND scope = 'overall' AND rate_kind = 'selection' ORDER BY 1, 2",
+        [run_id],
+    )
     joint = table[table["attribute"] == JOINT]
     assert len(joint) == 8 and (joint["n"] == 12 * 16).all()
     hispanic = joint["category"].str.endswith("Hispanic")
     assert joint.loc[hispanic, "impact_ratio"].round(12).tolist() == [0.6, 0.6]
     # every intersectional category has an interval, the highest ones too (it reaches 1)
     assert joint["ci_low"].notna().all() and (joint.loc[hispanic, "ci_high"] < 0.8).all()
-    verdicts = {attribute: four_fifths(db_file, tmp_path, run_id, attribute)
-                for attribute in ("race_ethnicity", JOINT, "sex")}
+    verdicts = {
+        attribute: four_fifths(db_file, tmp_path, run_id, attribute) for attribute in ("race_ethnicity", JOINT, "sex")
+    }
     assert {attribute: (entry["verdict"], round(entry["estimate"], 12)) for attribute, entry in verdicts.items()} == {
-        "race_ethnicity": ("fail", 0.6), JOINT: ("fail", 0.6), "sex": ("pass", 1.0)}
+        "race_ethnicity": ("fail", 0.6),
+        JOINT: ("fail", 0.6),
+        "sex": ("pass", 1.0),
+    }
     tests = report_tests(db_file, tmp_path, run_id)
     assert tests[f"adverse-impact ratio ({JOINT})"]["sentence"] == (
         "Testable with 12 name sets: each of the 8 categories' impact ratio needs 9 name sets for an interval "
-        "(Bonferroni over its 7 ratios), an impact_ratio gate 12 to fail and 6 to pass.")
+        "(Bonferroni over its 7 ratios), an impact_ratio gate 12 to fail and 6 to pass."
+    )
     contrasts = tests[f"pairwise contrasts ({JOINT})"]
-    assert (contrasts["units"], contrasts["testable"], contrasts["sentence"]) == (1, False, (
-        "Not testable at this size: each of the 28 pairs of categories is asked in 1 to 2 of the 12 name sets' "
-        "contests; a contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it asks "
-        "each pair once every 7 sets)."))
+    assert (contrasts["units"], contrasts["testable"], contrasts["sentence"]) == (
+        1,
+        False,
+        (
+            "Not testable at this size: each of the 28 pairs of categories is asked in 1 to 2 of the 12 name sets' "
+            "contests; a contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it asks "
+            "each pair once every 7 sets)."
+        ),
+    )
 
 
 def test_seven_sets_cannot_fail_the_intersection_and_the_plan_says_how_many_sets_would(
@@ -141,23 +171,28 @@ def test_seven_sets_cannot_fail_the_intersection_and_the_plan_says_how_many_sets
     entry = four_fifths(db_file, tmp_path, run_id, JOINT)
     assert (entry["verdict"], entry["ci95"], entry["n"]["pairs"]) == ("inconclusive", None, 7)
     assert "99.4% CI none" in entry["sentence"]
-    assert ("; no fail is possible under 12 name sets (its 99.4% interval takes each of the 56 ordered pairs of "
-            "categories at 1 - 0.05 / 56)") in entry["sentence"]
+    assert (
+        "; no fail is possible under 12 name sets (its 99.4% interval takes each of the 56 ordered pairs of "
+        "categories at 1 - 0.05 / 56)"
+    ) in entry["sentence"]
     assert entry["pairs_needed"] >= 12
     policy = tmp_path / "gates.toml"
     planned = CliRunner().invoke(app, ["gate", run_id, "--policy", str(policy), "--plan", "--db", str(db_file)])
     assert planned.exit_code == 0, planned.output
     assert planned.output.splitlines() == [
         f"four-fifths: {entry['pairs_needed']} name sets",
-        f"every gate: probe run --names taxonomy/name_sets.csv --pairs {entry['pairs_needed']} ..."]
+        f"every gate: probe run --names taxonomy/name_sets.csv --pairs {entry['pairs_needed']} ...",
+    ]
     tests = report_tests(db_file, tmp_path, run_id)
     assert tests[f"adverse-impact ratio ({JOINT})"]["sentence"] == (
         "Not testable at this size: 7 name sets; each of the 8 categories' impact ratio needs 9 name sets for an "
-        "interval (Bonferroni over its 7 ratios), an impact_ratio gate 12 to fail and 6 to pass.")
+        "interval (Bonferroni over its 7 ratios), an impact_ratio gate 12 to fail and 6 to pass."
+    )
     assert tests["adverse-impact ratio (race_ethnicity)"]["testable"] is True  # 4 categories: 7 sets from 7 on
 
 
-@pytest.mark.parametrize(("categories", "interval", "fail", "contrast"), [(2, 6, 7, 6), (4, 7, 9, 18),
-                                                                          (8, 9, 12, 42), (3, 7, 8, 18)])
+@pytest.mark.parametrize(
+    ("categories", "interval", "fail", "contrast"), [(2, 6, 7, 6), (4, 7, 9, 18), (8, 9, 12, 42), (3, 7, 8, 18)]
+)
 def test_the_sets_each_test_needs(categories: int, interval: int, fail: int, contrast: int) -> None:
     assert (interval_sets(categories), fail_sets(categories), contrast_sets(categories)) == (interval, fail, contrast)

@@ -14,6 +14,8 @@ from probe.taxonomy import name_pairs, occupations
 from tests.support import SHARED, assert_one_line_error, invoke
 
 UNQOVER = SHARED / "data" / "names_occupations" / "unqover" / "word_lists"
+
+
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
     """An in-memory database seeded from the shipped snapshot (the tests using it only read)."""
@@ -35,9 +37,7 @@ def test_curated_occupations_are_the_papers_62_each_with_ratings(con: duckdb.Duc
     ).df()
     assert len(per_category) == 62 * 3
     assert per_category["n"].min() >= 33
-    top = con.execute(
-        "SELECT occupation, category, count(*) AS n FROM occupation_attributes GROUP BY ALL"
-    ).df()
+    top = con.execute("SELECT occupation, category, count(*) AS n FROM occupation_attributes GROUP BY ALL").df()
     assert len(top) == 62 * 3 and set(top["n"]) == {5}
     assert con.execute("SELECT count(*) FROM occupation_attributes").fetchall() == [(930,)]
     assert (
@@ -122,9 +122,7 @@ def test_resolve_names_codes_and_titles(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_resolve_refuses_unknown_and_unrated_occupations(con: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(
-        UserError, match=r"^unknown occupation 'astronomer': .*`probe taxonomy search astronomer`"
-    ):
+    with pytest.raises(UserError, match=r"^unknown occupation 'astronomer': .*`probe taxonomy search astronomer`"):
         occupations.resolve_occupations(con, ["astronomer"])
     with pytest.raises(UserError, match=r"^occupation '11-1031.00': 11-1031.00 \(Legislators\) has no skill"):
         occupations.resolve_occupations(con, ["11-1031.00"])
@@ -136,9 +134,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_resolve_a_users_occupations_csv(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
-    own = write(
-        tmp_path / "mine.csv", "occupation,soc_code,onet_title,note\nsoftware developer, 15-1252.00,x,\n"
-    )
+    own = write(tmp_path / "mine.csv", "occupation,soc_code,onet_title,note\nsoftware developer, 15-1252.00,x,\n")
     assert list(occupations.resolve_occupations(con, own).itertuples(index=False, name=None)) == [
         ("software developer", "15-1252.00", "Software Developers", None)
     ]
@@ -246,9 +242,7 @@ def test_show_prints_the_three_lists_on_a_fresh_database(tmp_path: Path) -> None
     assert "accountant: 13-2011.00 Accountants and Auditors" in output
     for expected in ("skill", "knowledge", "ability", "Economics and Accounting", "4.65", "5.84"):
         assert expected in output
-    code, output = invoke(
-        "taxonomy", "show", "15-1252.00", "--top-k", "1", "--db", str(tmp_path / "new.duckdb")
-    )
+    code, output = invoke("taxonomy", "show", "15-1252.00", "--top-k", "1", "--db", str(tmp_path / "new.duckdb"))
     assert code == 0 and "Programming" in output and "Critical Thinking" not in output
 
 

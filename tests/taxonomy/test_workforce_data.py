@@ -1,6 +1,5 @@
 """The shipped workforce table (taxonomy/workforce.csv from BLS CPS Table 11, 2022) and the rules that built it."""
 
-
 import duckdb
 import pandas as pd
 
@@ -19,15 +18,21 @@ def test_hand_checked_rows_match_table_11_of_2022():
     """Values read off BLS Table 11 (2022 annual averages) by hand."""
     table = shipped().set_index("soc_code")
     assert table.loc["29-1141.00", ["census_code", "employed_thousands", "pct_women", "pct_black"]].tolist() == [
-        "3255", 3363.0, 87.9, 14.5,
-    ]  # fmt: skip
+        "3255",
+        3363.0,
+        87.9,
+        14.5,
+    ]
     assert table.loc["11-1011.00", ["source_title", "pct_women", "pct_hispanic"]].tolist() == [
-        "Chief executives", 29.2, 6.8,
-    ]  # fmt: skip
+        "Chief executives",
+        29.2,
+        6.8,
+    ]
     assert table.loc["47-2111.00", "pct_women"] == 2.2  # electricians
     assert table.loc["53-3032.00", ["source_title", "pct_women"]].tolist() == [
-        "Driver/sales workers and truck drivers", 8.1,
-    ]  # fmt: skip
+        "Driver/sales workers and truck drivers",
+        8.1,
+    ]
     assert table.loc["25-2021.00", "pct_women"] == 79.7  # elementary and middle school teachers
     assert table.loc["15-1252.00", ["pct_women", "pct_asian"]].tolist() == [21.5, 36.4]  # software developers
 
@@ -50,8 +55,12 @@ def test_aggregated_soc_codes_go_to_the_most_specific_census_row():
     assert table["25-1011.00"] == "Postsecondary teachers"  # minor group 25-1000
     assert table["29-1022.00"] == "Dentists"  # broad 29-1020: oral surgeons are dentists
     assert [soc_prefix(code) for code in ("11-1011", "11-2030", "25-1000", "13-20XX", "15-124X")] == [
-        "11-1011", "11-203", "25-1", "13-20", "15-124",
-    ]  # fmt: skip
+        "11-1011",
+        "11-203",
+        "25-1",
+        "13-20",
+        "15-124",
+    ]
 
 
 def test_coverage_of_the_62_and_of_all_titles():

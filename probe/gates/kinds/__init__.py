@@ -19,13 +19,16 @@ from probe.gates.kinds import (
     workforce_slope,
 )
 
-KINDS: dict[str, GateKind] = {kind.name: kind for kind in (
-    equivalence.Equivalence(),
-    limits.Max(),
-    limits.Min(),
-    non_inferiority.NonInferiority(),
-    occupations.Occupations(),
-    workforce_slope.WorkforceSlope(),
-    impact_ratio.ImpactRatio(),
-    contrast.ContrastGate(),
-)}  # fmt: skip
+KINDS: dict[str, GateKind] = {
+    kind.name: kind
+    for kind in (
+        equivalence.Equivalence(),
+        limits.Max(),
+        limits.Min(),
+        non_inferiority.NonInferiority(),
+        occupations.Occupations(),
+        workforce_slope.WorkforceSlope(),
+        impact_ratio.ImpactRatio(),
+        contrast.ContrastGate(),
+    )
+}

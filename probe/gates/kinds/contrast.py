@@ -37,14 +37,16 @@ def _contrast(value: Any, metric: str | None, where: str) -> tuple[str, str] | N
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) and v.strip() for v in value):
-        raise UserError(f"{where}: key 'contrast' must be two categories, e.g. [\"male x Black\", \"male x White\"]")
+        raise UserError(f'{where}: key \'contrast\' must be two categories, e.g. ["male x Black", "male x White"]')
     return tuple(sorted(value))  # type: ignore[return-value]
 
 
 def _attribute(value: Any, metric: str | None, where: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UserError(f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
-                        "'race_ethnicity', 'sex x race_ethnicity', ...)")  # fmt: skip
+        raise UserError(
+            f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
+            "'race_ethnicity', 'sex x race_ethnicity', ...)"
+        )
     return value
 
 
@@ -64,9 +66,12 @@ def _metric(gate: Gate) -> str:
 
 class ContrastGate(GateKind):
     name = "contrast"
-    keys = (Key("contrast", _contrast, required=False), Key("attribute", _attribute, required=False),
-            Key("margin", margin, required=False, default=DEFAULT_MARGIN),
-            Key("question", _question, required=False, default="pairs"))  # fmt: skip
+    keys = (
+        Key("contrast", _contrast, required=False),
+        Key("attribute", _attribute, required=False),
+        Key("margin", margin, required=False, default=DEFAULT_MARGIN),
+        Key("question", _question, required=False, default="pairs"),
+    )
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {"contrast": CONTRAST_METHOD}
     unit: ClassVar[str] = "name sets"
@@ -76,8 +81,10 @@ class ContrastGate(GateKind):
 
     def check(self, settings: dict[str, Any], metric: str | None, where: str) -> None:
         if (settings.get("contrast") is None) == (settings.get("attribute") is None):
-            raise UserError(f"{where}: a contrast gate takes one of the keys 'contrast' (two categories) or "
-                            "'attribute' (every contrast of it)")  # fmt: skip
+            raise UserError(
+                f"{where}: a contrast gate takes one of the keys 'contrast' (two categories) or "
+                "'attribute' (every contrast of it)"
+            )
 
     def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
         return contrast_verdict(con, run_id, gate)
@@ -96,13 +103,18 @@ def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) ->
         con.execute(queries["contrast_counts"], params).df(), con.execute(queries["grant_counts"], params).df(), kway
     )
     pair, attribute = gate.settings.get("contrast"), gate.settings.get("attribute")
-    chosen = {key: estimate for key, estimate in estimates.items() if key[0] == gate.condition and key[4] == metric
-              and (key[1] == attribute if attribute else key[2:4] == pair)}  # fmt: skip
+    chosen = {
+        key: estimate
+        for key, estimate in estimates.items()
+        if key[0] == gate.condition and key[4] == metric and (key[1] == attribute if attribute else key[2:4] == pair)
+    }
     if not chosen:
         known = sorted({key[1] for key in estimates} | {c for key in estimates for c in key[2:4]})
-        raise UserError(f"gate {gate.name!r}: run {run_id!r} has no contrast {list(pair) if pair else attribute!r} "
-                        f"in condition {gate.condition} (its attributes and categories: "
-                        f"{', '.join(known) or 'none: not a run over name sets'})")  # fmt: skip
+        raise UserError(
+            f"gate {gate.name!r}: run {run_id!r} has no contrast {list(pair) if pair else attribute!r} "
+            f"in condition {gate.condition} (its attributes and categories: "
+            f"{', '.join(known) or 'none: not a run over name sets'})"
+        )
     null, width = CONTRAST_NULLS[metric], gate.settings["margin"]
     band = (null - width, null + width)
     k = len(chosen)
@@ -110,28 +122,54 @@ def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) ->
     sets = min(estimate.pairs for estimate in chosen.values())
     rows = {key: _row(estimate, band, adjusted, k) for key, estimate in chosen.items()}
     if any(row["ci90"] is None for row in rows.values()):
-        return Verdict(gate, INCONCLUSIVE, f"{_label(next(iter(chosen)))}: no interval from {sets} name sets "
-                       f"({MIN_PAIRS} or more per contrast are needed)", band=band, pairs=sets,
-                       needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
-                       summary=f"{_label(next(iter(chosen)))}: no interval from {sets} name sets")  # fmt: skip
+        return Verdict(
+            gate,
+            INCONCLUSIVE,
+            f"{_label(next(iter(chosen)))}: no interval from {sets} name sets "
+            f"({MIN_PAIRS} or more per contrast are needed)",
+            band=band,
+            pairs=sets,
+            needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
+            summary=f"{_label(next(iter(chosen)))}: no interval from {sets} name sets",
+        )
     failing = [key for key, row in rows.items() if row["outside"]]
     passing = all(band[0] < row["ci90"][0] and row["ci90"][1] < band[1] for row in rows.values())
     verdict = FAIL if failing else PASS if passing else INCONCLUSIVE
-    shown = (min(failing, key=lambda key: rows[key]["p_fail"]) if failing else
-             max(rows, key=lambda key: max(band[0] - rows[key]["ci90"][0], rows[key]["ci90"][1] - band[1])))
+    shown = (
+        min(failing, key=lambda key: rows[key]["p_fail"])
+        if failing
+        else max(rows, key=lambda key: max(band[0] - rows[key]["ci90"][0], rows[key]["ci90"][1] - band[1]))
+    )
     row, estimate = rows[shown], chosen[shown]
     said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
-    sentence = (f"{_label(shown)} is {said} {gate.kind.requirement(gate)}: estimate {estimate.value:.4f} (90% CI "
-                f"{_text(row['ci90'])}, {adjusted:.1%} CI {_text(row['ci_adjusted'])}), {k} contrasts over "
-                f"{estimate.pairs} name sets; {CONTRAST_METHOD}")  # fmt: skip
+    sentence = (
+        f"{_label(shown)} is {said} {gate.kind.requirement(gate)}: estimate {estimate.value:.4f} (90% CI "
+        f"{_text(row['ci90'])}, {adjusted:.1%} CI {_text(row['ci_adjusted'])}), {k} contrasts over "
+        f"{estimate.pairs} name sets; {CONTRAST_METHOD}"
+    )
     needed = _sets_needed(estimate, band, k)
     if verdict == INCONCLUSIVE and needed.pairs is not None:
         sentence += f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this estimate"
-    return Verdict(gate, verdict, sentence, estimate.value, row["ci90"], row["ci_adjusted"], band,
-                   min(row["p_fail"] for row in rows.values()), pairs=estimate.pairs, instances=estimate.instances,
-                   method="contrast", needed=needed,
-                   details={"contrasts": {_label(key): {"estimate": chosen[key].value, "ci90": row["ci90"],
-                                                        "p_fail": row["p_fail"]} for key, row in rows.items()}})
+    return Verdict(
+        gate,
+        verdict,
+        sentence,
+        estimate.value,
+        row["ci90"],
+        row["ci_adjusted"],
+        band,
+        min(row["p_fail"] for row in rows.values()),
+        pairs=estimate.pairs,
+        instances=estimate.instances,
+        method="contrast",
+        needed=needed,
+        details={
+            "contrasts": {
+                _label(key): {"estimate": chosen[key].value, "ci90": row["ci90"], "p_fail": row["p_fail"]}
+                for key, row in rows.items()
+            }
+        },
+    )
 
 
 def _row(estimate: Any, band: tuple[float, float], adjusted: float, comparisons: int) -> dict[str, Any]:
@@ -141,8 +179,12 @@ def _row(estimate: Any, band: tuple[float, float], adjusted: float, comparisons:
     outside = ci_adjusted is not None and (ci_adjusted[0] > band[1] or ci_adjusted[1] < band[0])
     edge = band[1] if value > band[1] else band[0] if value < band[0] else None
     p_value = estimate.p_value(edge) if edge is not None else None
-    return {"ci90": estimate.interval(0.90), "ci_adjusted": ci_adjusted, "outside": outside,
-            "p_fail": 1.0 if p_value is None else min(1.0, comparisons * p_value)}  # fmt: skip
+    return {
+        "ci90": estimate.interval(0.90),
+        "ci_adjusted": ci_adjusted,
+        "outside": outside,
+        "p_fail": 1.0 if p_value is None else min(1.0, comparisons * p_value),
+    }
 
 
 def _sets_needed(estimate: Any, band: tuple[float, float], comparisons: int) -> PairsNeeded:

@@ -39,8 +39,10 @@ METHOD = "fieller_sets"
 
 def _attribute(value: Any, metric: str | None, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise UserError(f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
-                        "'race_ethnicity', 'sex x race_ethnicity', ...)")  # fmt: skip
+        raise UserError(
+            f"{where}: key 'attribute' must name an attribute of the run's names ('sex', "
+            "'race_ethnicity', 'sex x race_ethnicity', ...)"
+        )
     return checked_text(value, f"{where}: key 'attribute'")  # printed in gate.md and JUnit as a name is
 
 
@@ -59,8 +61,11 @@ def _limit(value: Any, metric: str | None, where: str) -> float:
 
 class ImpactRatio(GateKind):
     name = "impact_ratio"
-    keys = (Key("attribute", _attribute), Key("rate_kind", _rate_kind, required=False, default="selection"),
-            Key("limit", _limit, required=False, default=FOUR_FIFTHS))  # fmt: skip
+    keys = (
+        Key("attribute", _attribute),
+        Key("rate_kind", _rate_kind, required=False, default="selection"),
+        Key("limit", _limit, required=False, default=FOUR_FIFTHS),
+    )
     takes_metric = False
     methods: ClassVar[dict[str, str]] = {METHOD: IMPACT_METHOD}
     unit: ClassVar[str] = "name sets"
@@ -73,8 +78,10 @@ class ImpactRatio(GateKind):
         return impact_verdict(con, run_id, gate)
 
     def requirement(self, gate: Gate) -> str:
-        return (f"every {gate.settings['attribute']} category's {gate.settings['rate_kind']} rate at least "
-                f"{gate.settings['limit']:g} of the highest")  # fmt: skip
+        return (
+            f"every {gate.settings['attribute']} category's {gate.settings['rate_kind']} rate at least "
+            f"{gate.settings['limit']:g} of the highest"
+        )
 
 
 def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
@@ -84,8 +91,10 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     counts = counts[(counts["condition"] == gate.condition) & (counts["scope"] == "overall")]
     if attribute not in set(counts["attribute"]):
         found = ", ".join(sorted(set(counts["attribute"]))) or "none"
-        raise UserError(f"gate {gate.name!r}: run {run_id!r} has no {attribute!r} categories in condition "
-                        f"{gate.condition} (its attributes: {found})")  # fmt: skip
+        raise UserError(
+            f"gate {gate.name!r}: run {run_id!r} has no {attribute!r} categories in condition "
+            f"{gate.condition} (its attributes: {found})"
+        )
     counts = counts[counts["attribute"] == attribute]
     if rate_kind not in set(counts["rate_kind"]):  # scoring rates exist only where answers were decided by score
         raise UserError(
@@ -99,13 +108,22 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
     comparisons = len(categories) * (len(categories) - 1)  # every ordered pair: Bonferroni for a fail
     details: dict[str, Any] = {"highest": ratios.reference, "categories": {}, "sets": sets}
     shown90 = {c: ratios.interval(c, 0.90, comparisons=1) for c in categories}
-    if not categories or sets < MIN_PAIRS or any(interval is None and ratios.value(c) < 1 for c, interval in
-                                                 shown90.items()):  # fmt: skip
+    if (
+        not categories
+        or sets < MIN_PAIRS
+        or any(interval is None and ratios.value(c) < 1 for c, interval in shown90.items())
+    ):
         reason = f"no interval: {sets} name sets ({MIN_PAIRS} or more are needed), or no two categories with rates"
-        return Verdict(gate, INCONCLUSIVE, reason + " to compare", band=(limit, math.inf), pairs=sets,
-                       summary=reason + " to compare",
-                       needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
-                       details=details)  # fmt: skip
+        return Verdict(
+            gate,
+            INCONCLUSIVE,
+            reason + " to compare",
+            band=(limit, math.inf),
+            pairs=sets,
+            summary=reason + " to compare",
+            needed=PairsNeeded(None, f"{sets} name sets: a plan needs a run of {MIN_PAIRS} or more"),
+            details=details,
+        )
     adjusted = 1 - SIGNIFICANCE / len(categories)
     fewest_to_fail = fail_sets(len(categories))
     rows = {}
@@ -114,38 +132,67 @@ def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> V
         # fewest_to_fail sets no category has an interval at the fail's level
         ci90 = shown90[category] or (1.0, 1.0)
         ci_adjusted = (ratios.interval(category, adjusted) or (1.0, 1.0)) if sets >= fewest_to_fail else None
-        rows[category] = {"ratio": ratios.value(category), "ci90": ci90, "ci_adjusted": ci_adjusted,
-                          "p_below": ratios.p_below(category, limit, comparisons) or 1.0}  # fmt: skip
-        details["categories"][category] = {"ratio": rows[category]["ratio"], "p_below": rows[category]["p_below"],
-                                           "ci90": _bounds(shown90[category]),
-                                           "ci_adjusted": _bounds(ratios.interval(category, adjusted)),
-                                           "four_fifths_verdict": ratios.four_fifths_verdict(category)}
+        rows[category] = {
+            "ratio": ratios.value(category),
+            "ci90": ci90,
+            "ci_adjusted": ci_adjusted,
+            "p_below": ratios.p_below(category, limit, comparisons) or 1.0,
+        }
+        details["categories"][category] = {
+            "ratio": rows[category]["ratio"],
+            "p_below": rows[category]["p_below"],
+            "ci90": _bounds(shown90[category]),
+            "ci_adjusted": _bounds(ratios.interval(category, adjusted)),
+            "four_fifths_verdict": ratios.four_fifths_verdict(category),
+        }
     p_fail = min(row["p_below"] for row in rows.values())
     passing = all(row["ci90"][0] > limit for row in rows.values())
     failing = [c for c, row in rows.items() if row["ci_adjusted"] is not None and row["ci_adjusted"][1] < limit]
     verdict = PASS if passing else FAIL if failing else INCONCLUSIVE
-    shown = (min(failing, key=lambda c: rows[c]["p_below"]) if failing else
-             min(rows, key=lambda c: (rows[c]["ci90"][0], c)))  # fmt: skip
+    shown = (
+        min(failing, key=lambda c: rows[c]["p_below"]) if failing else min(rows, key=lambda c: (rows[c]["ci90"][0], c))
+    )
     row = rows[shown]
     needed = _sets_needed(ratios, shown, limit, sets, comparisons, fewest_to_fail)
     said = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[verdict]
-    summary = (f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
-               f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
-               f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets")
+    summary = (
+        f"{attribute} ({gate.condition}) is {said} {gate.kind.requirement(gate)}: {shown} at "
+        f"{row['ratio']:.3f} of the highest rate ({ratios.reference}; 90% CI {_text(row['ci90'])}, "
+        f"{adjusted:.1%} CI {_text(row['ci_adjusted'])}), {len(categories)} categories over {sets} name sets"
+    )
     sentence = f"{summary}; {IMPACT_METHOD}"
     if sets < fewest_to_fail:
-        sentence += (f"; no fail is possible under {fewest_to_fail} name sets (its {adjusted:.1%} interval takes "
-                     f"each of the {comparisons} ordered pairs of categories at 1 - 0.05 / {comparisons})")
+        sentence += (
+            f"; no fail is possible under {fewest_to_fail} name sets (its {adjusted:.1%} interval takes "
+            f"each of the {comparisons} ordered pairs of categories at 1 - 0.05 / {comparisons})"
+        )
     if verdict == INCONCLUSIVE:
-        sentence += (f"; {needed.note}" if needed.pairs is None else
-                     f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio")
-    return Verdict(gate, verdict, sentence, row["ratio"], row["ci90"], row["ci_adjusted"], (limit, math.inf), p_fail,
-                   pairs=sets, instances=ratios.answers(shown)[0], method=METHOD, needed=needed,
-                   details=details, summary=summary)  # fmt: skip
+        sentence += (
+            f"; {needed.note}"
+            if needed.pairs is None
+            else f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this ratio"
+        )
+    return Verdict(
+        gate,
+        verdict,
+        sentence,
+        row["ratio"],
+        row["ci90"],
+        row["ci_adjusted"],
+        (limit, math.inf),
+        p_fail,
+        pairs=sets,
+        instances=ratios.answers(shown)[0],
+        method=METHOD,
+        needed=needed,
+        details=details,
+        summary=summary,
+    )
 
 
-def _sets_needed(ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int,
-                 fewest_to_fail: int) -> PairsNeeded:
+def _sets_needed(
+    ratios: GroupRatios, category: str, limit: float, sets: int, comparisons: int, fewest_to_fail: int
+) -> PairsNeeded:
     """Sets at which the category's interval excludes the limit with 80% power, its standard error (from its 95%
     interval; with too few sets for that one's Bonferroni level, its unadjusted 90% one) shrinking as 1 / sqrt(sets):
     a pass needs the one-sided 5% test (and MIN_PAIRS sets), a fail the Bonferroni one (and `fewest_to_fail`)."""

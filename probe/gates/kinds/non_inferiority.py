@@ -31,10 +31,15 @@ class NonInferiority(IntervalKind):
         """run - baseline on the gate's metric over the pairs of both runs (the paired cluster t of compare)."""
         if gate.metric == ATTR_YES_DIFF:
             raise UserError(f"gate {gate.name!r}: a {self.name} gate takes a rate, not the difference attr_yes_diff")
-        keys = sorted(set(pair_terms(con, run_id, gate.condition, gate.metric)[3])
-                      | set(pair_terms(con, baseline, gate.condition, gate.metric)[3]), key=int)  # fmt: skip
-        return difference_estimate(pair_terms(con, run_id, gate.condition, gate.metric, keys)[:3],
-                                   pair_terms(con, baseline, gate.condition, gate.metric, keys)[:3])  # fmt: skip
+        keys = sorted(
+            set(pair_terms(con, run_id, gate.condition, gate.metric)[3])
+            | set(pair_terms(con, baseline, gate.condition, gate.metric)[3]),
+            key=int,
+        )
+        return difference_estimate(
+            pair_terms(con, run_id, gate.condition, gate.metric, keys)[:3],
+            pair_terms(con, baseline, gate.condition, gate.metric, keys)[:3],
+        )
 
     def requirement(self, gate: Gate) -> str:
         side = "above" if gate.settings["worse"] == "higher" else "below"

@@ -32,29 +32,46 @@ class WorkforceSlope(GateKind):
     def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
         row = con.execute(
             "SELECT estimate, ci_low, ci_high, n_occupations, pairs, method FROM workforce_fit WHERE run_id = ? "
-            "AND condition = ? AND statistic = 'slope' AND coalesce(attribute, 'sex') = 'sex'", [run_id, gate.condition]
-        ).fetchone()  # fmt: skip
+            "AND condition = ? AND statistic = 'slope' AND coalesce(attribute, 'sex') = 'sex'",
+            [run_id, gate.condition],
+        ).fetchone()
         limit = gate.settings["limit"]
         if row is None or row[0] is None or row[1] != row[1]:
-            sentence = (f"run {run_id!r} has no amplification slope for {gate.condition} (too few occupations with a "
-                        "workforce share, or analysed before the comparison existed)")  # fmt: skip
+            sentence = (
+                f"run {run_id!r} has no amplification slope for {gate.condition} (too few occupations with a "
+                "workforce share, or analysed before the comparison existed)"
+            )
             return Verdict(gate, INCONCLUSIVE, sentence, needed=PairsNeeded(None, sentence))
         estimate, low, high, occupations, pairs, method = row
         if occupations < MIN_VERDICT_OCCUPATIONS:
-            sentence = (f"run {run_id!r} compares {occupations} occupations with the workforce, fewer than the "
-                        f"{MIN_VERDICT_OCCUPATIONS} a reading of the slope needs (there it is biased and cannot tell "
-                        "1.5 from 1)")  # fmt: skip
+            sentence = (
+                f"run {run_id!r} compares {occupations} occupations with the workforce, fewer than the "
+                f"{MIN_VERDICT_OCCUPATIONS} a reading of the slope needs (there it is biased and cannot tell "
+                "1.5 from 1)"
+            )
             return Verdict(gate, INCONCLUSIVE, sentence, needed=PairsNeeded(None, sentence))
         sd = (high - low) / (2 * stats.norm.isf((1 - CONFIDENCE) / 2))
         p_fail = min(1.0, float(2 * stats.norm.sf((estimate - limit) / sd))) if sd > 0 else float(estimate <= limit)
         ci90 = (estimate - stats.norm.isf(0.05) * sd, estimate + stats.norm.isf(0.05) * sd)
         outcome = PASS if ci90[1] <= limit else FAIL if low > limit else INCONCLUSIVE
         shown = {PASS: "shown", FAIL: "shown not to be", INCONCLUSIVE: "not shown either way to be"}[outcome]
-        sentence = (f"the amplification slope ({gate.condition}) is {shown} at most {limit:g}: estimate "
-                    f"{estimate:.3f}, 90% CI [{ci90[0]:.3f}, {ci90[1]:.3f}], 95% CI [{low:.3f}, {high:.3f}], "
-                    f"{occupations} occupations, {pairs} name pairs; {method}")  # fmt: skip
-        return Verdict(gate, outcome, sentence, estimate, ci90, (low, high), (float("-inf"), limit), p_fail,
-                       pairs=int(pairs), needed=PairsNeeded(None, "more occupations narrow it most"))  # fmt: skip
+        sentence = (
+            f"the amplification slope ({gate.condition}) is {shown} at most {limit:g}: estimate "
+            f"{estimate:.3f}, 90% CI [{ci90[0]:.3f}, {ci90[1]:.3f}], 95% CI [{low:.3f}, {high:.3f}], "
+            f"{occupations} occupations, {pairs} name pairs; {method}"
+        )
+        return Verdict(
+            gate,
+            outcome,
+            sentence,
+            estimate,
+            ci90,
+            (low, high),
+            (float("-inf"), limit),
+            p_fail,
+            pairs=int(pairs),
+            needed=PairsNeeded(None, "more occupations narrow it most"),
+        )
 
     def requirement(self, gate: Gate) -> str:
         return f"amplification slope at most {gate.settings['limit']:g}"
