@@ -33,9 +33,11 @@ NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (
 # marked `serial` (they time a server's window of seconds) alone in one process.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 	$(VENV)/bin/pytest -n 2 --dist loadfile -m 'not serial' 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 	$(VENV)/bin/pytest -m serial 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .

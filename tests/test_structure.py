@@ -243,7 +243,7 @@ def test_the_entry_layer_reaches_the_scan_through_its_front() -> None:
 # the SQL text, the manual). Every other test sits in the folder of the step of probe/ it tests.
 TOP_LEVEL = {"__init__.py", "conftest.py", "support.py", "documents.py", "tiny_models.py", "fake_openai_server.py"}
 TOP_LEVEL |= {"vllm_like_server.py", "llamacpp_server_process.py", "test_structure.py", "test_sql_text.py"}
-TOP_LEVEL |= {"test_docs.py"}
+TOP_LEVEL |= {"test_docs.py", "interval_checks.py"}
 # Modules no test imports by name yet (each reached only through the CLI or another module): the list only
 # shrinks; a module that gets a test of its own leaves it (the test below fails while it is still listed).
 NOT_YET_IMPORTED = (

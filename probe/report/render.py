@@ -30,13 +30,12 @@ from probe.analysis.statistics import OCCUPATION_TEST, OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.escape import markdown_text, page_text, strict_json, write_atomic
 from probe.common.vocabulary import COMPLETE, CONDITIONS, STAGE1_CONDITION
+from probe.report.compare_figures import figure_differences, figure_leaderboard
 from probe.report.data import METRIC_COLUMNS, PREFERENCE_COLUMNS, STAGE1_RATE_COLUMNS, order_index
 from probe.report.document import summary
 from probe.report.figures import (
-    figure_differences,
     figure_headline,
     figure_impact_ratios,
-    figure_leaderboard,
     figure_occupations,
     figure_pair_shares,
     figure_pairs,

@@ -29,7 +29,8 @@ from probe.analysis.impact import (
 )
 from probe.analysis.metrics import analyze
 from probe.store.config import RunConfig
-from tests.support import FakeBackend, RunBuilder, interval_problems, query, unknown_answers
+from tests.interval_checks import interval_problems
+from tests.support import FakeBackend, RunBuilder, query, unknown_answers
 
 OCCUPATIONS = ("nurse", "pilot", "accountant", "architect", "banker")
 PAIRS = 10

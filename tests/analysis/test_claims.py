@@ -31,7 +31,7 @@ from probe.compare.heldout import _generalizes
 from probe.report.document import summary
 from probe.report.findings import DIRECTIONS
 from probe.store.db import SCHEMA
-from tests.support import interval_problems
+from tests.interval_checks import interval_problems
 
 RUNS = 14
 

@@ -263,10 +263,10 @@ SPREAD = "it moves 2.6 points between wordings."
                 (0.69, 0.002),
             ),
             {"value": 0.69, "p_value": 0.001, "method": "score"},
-            "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each of "
-            "the 3 (each wording's own test over name pairs, p <= 0.030); over all wordings together the first-named "
-            "person is favoured (score test over name pairs, every wording pooled: p = 0.001; the crossed pair x wording "
-            f"test: p = 0.002; both reject); {SPREAD}",
+            "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each "
+            "of the 3 (each wording's own test over name pairs, p <= 0.030); over all wordings together the "
+            "first-named person is favoured (score test over name pairs, every wording pooled: p = 0.001; the crossed "
+            f"pair x wording test: p = 0.002; both reject); {SPREAD}",
         ),
         # issue 37: every wording's interval held 50% (p 0.087 to 0.229) and the summary's test gave p = 0.213, yet the
         # section read "holds under every wording" on the crossed p of 4e-8
@@ -293,8 +293,8 @@ SPREAD = "it moves 2.6 points between wordings."
             {"value": 0.13, "p_value": 0.02, "method": "paired_t"},
             "granted: women - men (stage1): shown under 2 of the 3 wordings by their own tests: women are granted more "
             "attributes under paper, synonym alone; not under restated; over all wordings together women are granted "
-            "more attributes (paired t test over name pairs, every wording pooled: p = 0.020; the crossed pair x wording "
-            f"test: p = 0.010; both reject); {SPREAD}",
+            "more attributes (paired t test over name pairs, every wording pooled: p = 0.020; the crossed pair x "
+            f"wording test: p = 0.010; both reject); {SPREAD}",
         ),
         (
             _finding(
@@ -305,8 +305,8 @@ SPREAD = "it moves 2.6 points between wordings."
                 wording_p=0.001,
             ),
             {"value": 0.52, "p_value": 0.7, "method": "score"},
-            "woman picked (order-balanced) (taxonomy): depends on wording (wording test p = 0.001); shown under 2 of the "
-            "3 wordings by their own tests: the model prefers women under paper alone; the model prefers men under "
+            "woman picked (order-balanced) (taxonomy): depends on wording (wording test p = 0.001); shown under 2 of "
+            "the 3 wordings by their own tests: the model prefers women under paper alone; the model prefers men under "
             "synonym alone; not under restated; over all wordings together no direction is shown (score test over name "
             "pairs, every wording pooled: p = 0.700; the crossed pair x wording test: p = 0.600; a direction needs "
             f"both); {SPREAD}",
@@ -314,9 +314,9 @@ SPREAD = "it moves 2.6 points between wordings."
         (
             _finding("female_share", "not_testable", [(w, 0.7, None) for w in WORDS], (0.7, None), pairs=5),
             {"value": 0.7, "p_value": None, "method": None},
-            "woman picked (order-balanced) (taxonomy): not testable wording by wording: 5 name pairs were asked in every "
-            "wording, fewer than the 6 any test over name pairs needs; over all wordings together not testable: the "
-            f"crossed pair x wording test needs 6 name pairs asked in every wording (5 here); {SPREAD}",
+            "woman picked (order-balanced) (taxonomy): not testable wording by wording: 5 name pairs were asked in "
+            "every wording, fewer than the 6 any test over name pairs needs; over all wordings together not testable: "
+            f"the crossed pair x wording test needs 6 name pairs asked in every wording (5 here); {SPREAD}",
         ),
         (
             _finding("consistency", "depends", [(w, 0.38, None) for w in WORDS], (0.38, None), wording_p=0.01),

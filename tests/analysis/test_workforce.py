@@ -209,8 +209,8 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
     assert (result.outcome, result.verdicts[0].sentence) == (
         "inconclusive",
         (
-            "run 'six' compares 6 occupations with the workforce, fewer than the 12 a reading of the slope needs (there "
-            "it is biased and cannot tell 1.5 from 1)"
+            "run 'six' compares 6 occupations with the workforce, fewer than the 12 a reading of the slope needs "
+            "(there it is biased and cannot tell 1.5 from 1)"
         ),
     )
 

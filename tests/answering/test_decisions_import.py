@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 import probe
 from probe import pipeline
 from probe.cli import app
-from tests.support import assert_one_line_error, fingerprint, interval_problems, query
+from tests.interval_checks import interval_problems
+from tests.support import assert_one_line_error, fingerprint, query
 
 SEXES = ("female", "male")
 RACES = ("Asian", "Black", "Hispanic", "White")

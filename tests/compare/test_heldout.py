@@ -17,7 +17,7 @@ from probe.dataset.items import KEY_FIELDS
 from probe.store import db
 from probe.store.config import RunConfig
 from probe.taxonomy.name_pairs import select_name_pairs
-from tests.support import interval_problems
+from tests.interval_checks import interval_problems
 
 
 def test_the_split_is_fixed_by_the_seed_and_the_paper_wording_tunes() -> None:

@@ -21,8 +21,8 @@ from probe.common.errors import UserError
 from probe.gates import parse_policy, run_for
 from probe.gates.gate import PairsNeeded
 from probe.gates.verdicts import MOST_PAIRS, decides
+from tests.interval_checks import interval_problems
 from tests.report import test_report
-from tests.support import interval_problems
 
 SHARE_MAX = """
 [[gates]]

@@ -14,7 +14,7 @@ from probe.common.errors import UserError
 from probe.gates import load_policy
 from probe.gates.outputs import markdown_summary
 from tests.analysis.test_adverse_impact import planted_run
-from tests.support import interval_problems
+from tests.interval_checks import interval_problems
 
 
 def gate(db_file: Path, tmp_path: Path, run_id: str, **keys: object) -> dict:

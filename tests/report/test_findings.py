@@ -21,8 +21,9 @@ from typer.testing import CliRunner
 
 from probe.cli import app
 from probe.store import db
+from tests.interval_checks import interval_problems
 from tests.report.test_report import first_named_choice, replay_run
-from tests.support import ROOT, interval_problems
+from tests.support import ROOT
 
 FEMALE_PLANTED = ("nurse", "secretary", "dancer")
 MALE_PLANTED = ("pilot", "butcher", "firefighter")

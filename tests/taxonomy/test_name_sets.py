@@ -20,7 +20,8 @@ from probe.common.errors import UserError
 from probe.report.export import export_run
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import MIN_NAMES, contests, read_name_sets, rotation
-from tests.support import FakeBackend, interval_problems, query, unknown_answers
+from tests.interval_checks import interval_problems
+from tests.support import FakeBackend, query, unknown_answers
 
 GROUPS = [("female", "Black"), ("female", "White"), ("male", "Black"), ("male", "White")]
 

@@ -23,7 +23,8 @@ from probe.store.config import QUICK_OCCUPATIONS, load_config
 from probe.taxonomy.census_names import KEPT_SETS, MIN_BEARERS, RACE_SHARE, SETS, soundex
 from probe.taxonomy.group_names import SEX_SHARE
 from probe.taxonomy.name_sets import contests, read_name_sets
-from tests.support import interval_problems, query, unknown_answers
+from tests.interval_checks import interval_problems
+from tests.support import query, unknown_answers
 
 SHIPPED = resource_dir("taxonomy") / "name_sets.csv"
 CHECKS = resource_dir("taxonomy") / "name_sets_checks.csv"
@@ -156,8 +157,8 @@ def test_a_quick_run_on_the_shipped_sets_fails_four_fifths_for_race_and_the_inte
         False,
         (
             "Not testable at this size: each of the 28 pairs of categories is asked in 1 to 2 of the 12 name sets' "
-            "contests; a contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it asks "
-            "each pair once every 7 sets)."
+            "contests; a contrast needs 6 sets for an interval, which the rotation gives every pair from 42 sets (it "
+            "asks each pair once every 7 sets)."
         ),
     )
 
