@@ -299,7 +299,7 @@ def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons
     alpha = (1 - CONFIDENCE) / comparisons
     reachable = estimate.pairs > 0 and binomial_min_p(estimate.pairs) < alpha
     interval = estimate.interval(1 - alpha) if reachable else None
-    p_value = estimate.p_value(CONTRAST_NULLS[metric])
+    p_value = estimate.p_value(CONTRAST_NULLS[metric], 1 - alpha)
     return {
         "comparisons": comparisons,
         "ci_low": interval[0] if interval else math.nan,

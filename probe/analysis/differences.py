@@ -83,16 +83,17 @@ class DifferenceEstimate:
         half = self._critical(confidence) * math.sqrt(self._floored)
         return max(self.value - half, -self.bound), min(self.value + half, self.bound)
 
-    def p_value(self, null: float) -> float | None:
+    def p_value(self, null: float, confidence: float = 0.95) -> float | None:
         """The paired t test of `null` (never below 2 * 0.5**pairs); without spread, the floor where the
-        combined interval excludes `null` and 1 where it holds it."""
+        combined interval at `confidence` (the level of the interval shown beside it: 1 - 0.05 / m under
+        Bonferroni) excludes `null` and 1 where it holds it, so the two cannot disagree."""
         if not self.estimable:
             return None
         floor = binomial_min_p(self.pairs)
         if self.mapped is not None:
             return self.mapped.p_value((null / self.scale + 1) / 2)
         if self._combined():
-            interval = self.interval()
+            interval = self.interval(confidence)
             return 1.0 if interval is None or interval[0] <= null <= interval[1] else floor
         statistic = abs(self.value - null) / math.sqrt(self._floored)
         return max(float(2 * stats.t.sf(statistic, self.df)), floor)

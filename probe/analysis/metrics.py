@@ -132,9 +132,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         con.execute(queries["instance_units"])  # temp table instance_metric_rows, stored by _replace_run_rows
         analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
-        if name_sets:  # the wordings' findings by slot are not findings by sex either
+        if name_sets:  # the wordings' findings and the per-instance counts by slot are not findings by sex either
             slots = ", ".join("?" * len(SLOT_METRICS))
             con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
+            con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
         impact_counts = con.execute(queries["impact_counts"], params).df()
         instances = con.execute(CONTRAST_INSTANCES, params).df() if name_sets else None
     finally:

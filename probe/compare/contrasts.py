@@ -204,7 +204,7 @@ def _tested(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         alpha = (1 - CONFIDENCE) / comparisons
         reachable = estimate.estimable and binomial_min_p(estimate.pairs) < alpha
         interval = estimate.interval(1 - alpha) if reachable else None
-        p_value = estimate.p_value(0.0) if estimate.estimable else None
+        p_value = estimate.p_value(0.0, 1 - alpha) if estimate.estimable else None
         p_value = None if p_value is None or math.isnan(p_value) else min(1.0, comparisons * p_value)
         tested.append(
             row

@@ -262,6 +262,9 @@ def test_a_run_over_sets_never_prints_a_gender_finding_from_slots(db_file: Path,
     run_id = pipeline.run(config).run_id
     stored = query(db_file, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"]
     assert not set(stored) & set(SLOT_METRICS)
+    # nor per instance, which compare sums where runs share only some instances
+    counted = query(db_file, "SELECT DISTINCT metric FROM instance_metrics WHERE run_id = ?", [run_id])["metric"]
+    assert len(counted) > 0 and not set(counted) & set(SLOT_METRICS)
     for table in ("occupation_preference", "regression"):
         assert query(db_file, f"SELECT count(*) AS n FROM {table} WHERE run_id = ?", [run_id])["n"].item() == 0
     # the workforce comparison by the people's categories: Black vs White only (Woman / Man has no share), no slot

@@ -197,3 +197,18 @@ def test_the_betting_difference_p_value_rejects_exactly_outside_its_interval() -
     for null in np.linspace(-1, 1, 201):
         if min(abs(null - low), abs(null - high)) > 1e-6:
             assert (estimate.p_value(null) < 0.05) == (not low <= null <= high), null
+
+
+def test_without_spread_the_p_value_follows_the_interval_shown_beside_it() -> None:
+    """8 pairs, each 2 of 2 against 1 of 2: a difference of 0.5 in every pair. Its 95% interval excludes 0, its
+    interval at Bonferroni's 1 - 0.05 / 6 does not; the p-value beside each follows that interval (before, the
+    Bonferroni row read 6 x 2 * 0.5**8 = 0.047 beside an interval that held 0)."""
+    first = (np.full(8, 2.0), np.full(8, 2.0), np.full(8, 2.0))
+    second = (np.full(8, 1.0), np.full(8, 2.0), np.full(8, 2.0))
+    estimate = difference_estimate(first, second)
+    assert estimate.value == 0.5
+    low95, _ = estimate.interval(0.95)
+    low_bonferroni, _ = estimate.interval(1 - 0.05 / 6)
+    assert low95 == pytest.approx(0.0514354847, abs=1e-9) and low_bonferroni == pytest.approx(-0.0992242101, abs=1e-9)
+    assert estimate.p_value(0.0) == 2 * 0.5**8
+    assert estimate.p_value(0.0, 1 - 0.05 / 6) == 1.0

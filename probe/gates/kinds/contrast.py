@@ -178,7 +178,7 @@ def _row(estimate: Any, band: tuple[float, float], adjusted: float, comparisons:
     value = estimate.value
     outside = ci_adjusted is not None and (ci_adjusted[0] > band[1] or ci_adjusted[1] < band[0])
     edge = band[1] if value > band[1] else band[0] if value < band[0] else None
-    p_value = estimate.p_value(edge) if edge is not None else None
+    p_value = estimate.p_value(edge, adjusted) if edge is not None else None
     return {
         "ci90": estimate.interval(0.90),
         "ci_adjusted": ci_adjusted,
