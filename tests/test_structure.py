@@ -253,6 +253,7 @@ NOT_YET_IMPORTED = (
     "probe.cli.options",
     "probe.pipeline.front",
     "probe.pipeline.front_statistics",
+    "probe.report.compare_figures",
     "probe.report.schema_compare",
     "probe.report.schema_groups",
     "probe.analysis.regression",
