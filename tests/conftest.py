@@ -58,6 +58,12 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture
+def runs_db_file(runs_db: Path, tmp_path: Path) -> Path:
+    """A fresh copy of runs_db (the steady, first and narrow runs), for tests that write to it."""
+    return Path(shutil.copy(runs_db, tmp_path / "probe.duckdb"))
+
+
 @pytest.fixture(scope="session")
 def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One database with three replay runs (not yet analysed): steady, first-named, and a narrower one (the rules of

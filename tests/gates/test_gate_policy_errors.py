@@ -11,11 +11,11 @@ from probe.store import db
 from tests.gates.test_gates import POLICY, _policy
 
 
-def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp_path: Path) -> None:
+def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(runs_db_file: Path, tmp_path: Path) -> None:
     # found by review: a condition the run lacks gave "inconclusive" (exit 3) for an interval gate and a KeyError
     # traceback for an occupations gate; a metric the condition lacks (context_sensitivity compares taxonomy with
     # baseline, so only taxonomy has it) gave "inconclusive" too
-    con = db.connect(db_file)
+    con = db.connect(runs_db_file)
     con.execute(
         "DELETE FROM answers WHERE run_id = 'first' AND item_id IN (SELECT item_id FROM items WHERE "
         "run_id = 'first' AND condition = 'control')"
@@ -48,7 +48,7 @@ def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp
                 "--policy",
                 str(policy),
                 "--db",
-                str(db_file),
+                str(runs_db_file),
                 "-o",
                 str(tmp_path / f"out{index}"),
                 *extra,
@@ -58,7 +58,7 @@ def test_a_gate_on_what_the_run_never_asked_is_a_policy_error(db_file: Path, tmp
     assert not any((tmp_path / f"out{index}").exists() for index in range(len(cases)))
 
 
-def test_output_paths_that_are_files_or_folders_are_one_line_errors(db_file: Path, tmp_path: Path) -> None:
+def test_output_paths_that_are_files_or_folders_are_one_line_errors(runs_db_file: Path, tmp_path: Path) -> None:
     # found by review: -o FILE and --policy FOLDER gave click's boxed usage text; --junit FOLDER failed naming a
     # temporary file after gate.json and gate.md were written
     policy = _policy(tmp_path, "[[gates]]" + POLICY.split("[[gates]]")[2])
@@ -77,6 +77,6 @@ def test_output_paths_that_are_files_or_folders_are_one_line_errors(db_file: Pat
         (["--policy", str(tmp_path / "folder")], f"error: {tmp_path / 'folder'}: Is a directory\n"),
     ]
     for args, message in cases:
-        result = CliRunner().invoke(app, ["gate", "first", "--db", str(db_file), *args])
+        result = CliRunner().invoke(app, ["gate", "first", "--db", str(runs_db_file), *args])
         assert (result.exit_code, result.output) == (2, message)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["blocker", "folder", "gates.toml", "probe.duckdb"]

@@ -62,10 +62,10 @@ def test_pages_render_in_headless_chromium_without_console_errors(
         assert dom.returncode == 0 and "</main>" in dom.stdout
 
 
-def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
+def test_html_pages_escape_user_strings(runs_db_file: Path, tmp_path: Path) -> None:
     """A hostile model id reaches the pages as text, never as markup (the .html.j2 templates autoescape)."""
     hostile = '<img src=x onerror="alert(1)">'
-    con = db.connect(db_file)
+    con = db.connect(runs_db_file)
     try:
         con.execute("UPDATE runs SET model = ? WHERE run_id = 'steady'", [hostile])
         ensure_analysed(con, "steady")
@@ -80,10 +80,10 @@ def test_html_pages_escape_user_strings(db_file: Path, tmp_path: Path) -> None:
         assert "<style>" in html and "&lt;style" not in html  # the page's own stylesheet stays markup
 
 
-def test_an_analysis_stored_before_the_tables_the_report_reads_is_redone_once(db_file: Path) -> None:
+def test_an_analysis_stored_before_the_tables_the_report_reads_is_redone_once(runs_db_file: Path) -> None:
     """The report and compare read pair_shares and instance_metrics; an analysis stored without them is redone (once,
     with the same numbers), never read as a report without its pairs."""
-    con = db.connect(db_file)
+    con = db.connect(runs_db_file)
     try:
         assert ensure_analysed(con, "steady")
         before = con.execute("SELECT * FROM pair_shares WHERE run_id = 'steady' ORDER BY condition, pair_id").df()
