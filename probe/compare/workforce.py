@@ -20,6 +20,7 @@ from scipy import stats
 
 from probe.analysis.binomial import CONFIDENCE
 from probe.analysis.statistics import MIN_PAIRS
+from probe.analysis.workforce import MIN_VERDICT_OCCUPATIONS
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import clean, records, run_record
 from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_comparison
@@ -56,10 +57,14 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
             entry[name] = {
                 key: clean(own.loc[name, key]) for key in ("estimate", "ci_low", "ci_high", "method", "verdict")
             }
+        # the run's headline contrast (none for a run over name pairs: the woman's share); its occupations alone
+        contrast = [clean(own[key].iloc[0]) for key in ("attribute", "category_a", "category_b")]
+        entry["contrast"] = contrast if contrast[0] is not None else None
         occupations = con.execute(
             f"SELECT {', '.join(OCCUPATION_FIELDS)} FROM workforce_occupations WHERE run_id = ? AND condition = ? "
-            "AND coalesce(attribute, 'sex') = 'sex' AND coalesce(category_a, 'female') = 'female' ORDER BY occupation",
-            [run_id, condition],
+            "AND attribute IS NOT DISTINCT FROM ? AND category_a IS NOT DISTINCT FROM ? "
+            "AND category_b IS NOT DISTINCT FROM ? ORDER BY occupation",
+            [run_id, condition, *contrast],
         ).df()
         entry["occupations"] = records(occupations)
         runs.append(entry)
@@ -68,15 +73,28 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
 
 def amplifies_most(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the largest slope, its difference from the next largest with an interval, and a sentence."""
-    # a slope without an interval (fewer than MIN_PAIRS name pairs) cannot be compared
+    # a slope without an interval (fewer than MIN_PAIRS name pairs) or below the occupations a reading needs cannot
+    # be compared; nor slopes of different contrasts (a run over name sets without a sex contrast)
     fitted = sorted(
-        (run for run in runs if run["slope"]["ci_low"] is not None), key=lambda run: -run["slope"]["estimate"]
+        (
+            run
+            for run in runs
+            if run["slope"]["ci_low"] is not None and run.get("n_occupations", 0) >= MIN_VERDICT_OCCUPATIONS
+        ),
+        key=lambda run: -run["slope"]["estimate"],
     )
     if len(fitted) < 2:
         return {
             "amplifies_most": None,
             "difference": None,
-            "finding": f"Fewer than two runs have a slope with an interval ({MIN_PAIRS} or more name pairs).",
+            "finding": f"Fewer than two runs have a slope with an interval over {MIN_VERDICT_OCCUPATIONS} or more "
+            f"occupations ({MIN_PAIRS} or more name pairs or sets).",
+        }
+    if len({str(run.get("contrast")) for run in fitted}) > 1:
+        return {
+            "amplifies_most": None,
+            "difference": None,
+            "finding": "The runs' workforce comparisons are of different contrasts: their slopes are not compared.",
         }
     first, second = fitted[:2]
     z = stats.norm.isf((1 - CONFIDENCE) / 2)

@@ -171,7 +171,30 @@ def test_a_run_stores_the_comparison_beside_its_occupation_shares(db_file: Path,
     )
     slopes = [{"run_id": name, "model": "m", "slope": report["slope"]} for name in ("a", "b")]
     finding = amplifies_most(slopes)["finding"]
-    assert finding == "Fewer than two runs have a slope with an interval (6 or more name pairs)."
+    assert finding == (
+        "Fewer than two runs have a slope with an interval over 12 or more occupations (6 or more name pairs or sets)."
+    )
+
+
+def _slope_run(name: str, estimate: float, occupations: int, contrast: list[str] | None = None) -> dict:
+    slope = {"estimate": estimate, "ci_low": estimate - 0.2, "ci_high": estimate + 0.2}
+    return {"run_id": name, "model": "m", "n_occupations": occupations, "contrast": contrast, "slope": slope}
+
+
+def test_amplifies_most_needs_the_occupations_a_reading_needs_and_one_contrast() -> None:
+    """Two slopes 1.0 apart with intervals of +-0.2: shown, over 12 occupations and the same contrast; below 12
+    occupations (the slope is biased there) or over different contrasts (sex against Asian vs Black), not compared."""
+    shown = amplifies_most([_slope_run("a", 2.0, 12), _slope_run("b", 1.0, 12)])
+    assert shown["amplifies_most"] == "a" and shown["difference"]["estimate"] == pytest.approx(1.0)
+    few = amplifies_most([_slope_run("a", 2.0, 8), _slope_run("b", 1.0, 12)])
+    assert few["amplifies_most"] is None and few["finding"].startswith("Fewer than two runs have a slope")
+    sex, race = ["sex", "female", "male"], ["race_ethnicity", "Asian", "Black"]
+    mixed = amplifies_most([_slope_run("a", 2.0, 12, sex), _slope_run("b", 1.0, 12, race)])
+    assert mixed == {
+        "amplifies_most": None,
+        "difference": None,
+        "finding": "The runs' workforce comparisons are of different contrasts: their slopes are not compared.",
+    }
 
 
 def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend, tmp_path: Path):
@@ -217,7 +240,8 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
 
 def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_tie(db_file, use_backend, tmp_path):
     use_backend(FakeBackend())
-    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer"]
+    occupations = ["nurse", "pilot", "secretary", "carpenter", "teacher", "lawyer", "engineer", "accountant"]
+    occupations += ["architect", "plumber", "cashier", "dentist"]  # 12: the occupations a reading of slopes needs
     for run_id in ("a", "b"):  # the same deterministic backend: the same slopes
         probe.run(pairs=6, occupations=occupations, top_k=1, db=db_file, run_id=run_id, conditions=["baseline"])
     compare(db_file, ["a", "b"], tmp_path / "compare.html")
@@ -229,7 +253,7 @@ def test_compare_lists_each_runs_slope_and_says_none_amplifies_most_when_they_ti
     )
     assert [run["run_id"] for run in section["runs"]] == ["a", "b"]
     assert [run["slope"]["estimate"] for run in section["runs"]] == [slope[0], slope[0]]
-    assert [len(run["occupations"]) for run in section["runs"]] == [6, 6]
+    assert [len(run["occupations"]) for run in section["runs"]] == [12, 12]
     assert (section["condition"], section["amplifies_most"], section["difference"]["estimate"]) == (
         "baseline",
         None,
