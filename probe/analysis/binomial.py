@@ -66,7 +66,19 @@ def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[
     (the binomial is symmetric at 0.5, so the two-sided test is the doubled one-sided one Clopper-Pearson inverts)."""
     if n <= 0:
         return None
+    low, high = clopper_pearson_bounds(np.array([hits]), np.array([n]), confidence)
+    return float(low[0]), float(high[0])
+
+
+def clopper_pearson_bounds(
+    hits: np.ndarray, n: np.ndarray, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """`clopper_pearson` of each (hits, n > 0) at once: one quantile call for all rows (a call per row cost 0.7 s
+    over the 3,000 name orders of a run of 1M answers)."""
     tail = (1 - confidence) / 2  # the beta quantiles binomtest's exact interval finds by root search, in closed form
-    low = float(stats.beta.ppf(tail, hits, n - hits + 1)) if hits > 0 else 0.0
-    high = float(stats.beta.ppf(1 - tail, hits + 1, n - hits)) if hits < n else 1.0
+    hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
+    low, high = np.zeros(len(hits)), np.ones(len(hits))
+    some, short = hits > 0, hits < n
+    low[some] = stats.beta.ppf(tail, hits[some], n[some] - hits[some] + 1)
+    high[short] = stats.beta.ppf(1 - tail, hits[short] + 1, n[short] - hits[short])
     return low, high

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson
+from probe.analysis.binomial import SIGNIFICANCE, clopper_pearson_bounds
 from probe.analysis.metric_registry import FEMALE_SHARE
 from probe.analysis.resampling import SEED
 from probe.analysis.statistics import MIN_PAIRS
@@ -52,13 +52,7 @@ def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     orders = cells.groupby(["condition", "pair_id", "name_order"], as_index=False)[["n", FEMALE_SHARE]].sum()
     orders = orders[orders["n"] > 0].copy()
     orders["share"] = orders[FEMALE_SHARE] / orders["n"]
-    low, high = (
-        np.array(
-            [clopper_pearson(int(hits), int(n)) for hits, n in zip(orders[FEMALE_SHARE], orders["n"], strict=True)]
-        )
-        .reshape(-1, 2)
-        .T
-    )
+    low, high = clopper_pearson_bounds(orders[FEMALE_SHARE].to_numpy(), orders["n"].to_numpy())
     orders["below"], orders["above"] = (orders["share"] - low) ** 2, (high - orders["share"]) ** 2
     grouped = orders.groupby(["condition", "pair_id"])
     count = grouped["share"].count()
@@ -79,10 +73,13 @@ def pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
 def heterogeneity(cells: pd.DataFrame, permutations: int = HETEROGENEITY_PERMUTATIONS) -> pd.DataFrame:
     """Per condition: pairs, the statistic and the permutation p-value of "the pairs do not differ" (NaN below
     MIN_PAIRS pairs: no test over pairs is given there)."""
+    tested = {condition: _blocks(group) for condition, group in cells[cells["n"] > 0].groupby("condition", sort=True)}
+    references = _permuted_statistics(tested, permutations)
     rows = []
-    for condition, group in cells[cells["n"] > 0].groupby("condition", sort=True):
-        pairs = np.sort(group["pair_id"].unique())
-        statistic, p_value = _permutation_test(group, pairs, permutations)
+    for condition, (pairs, observed, _) in tested.items():
+        statistic = float(np.sum(observed**2))
+        reached = int(np.sum(references[condition] >= statistic - 1e-9))
+        p_value = (1 + reached) / (permutations + 1)
         rows.append(
             {
                 "condition": condition,
@@ -95,29 +92,53 @@ def heterogeneity(cells: pd.DataFrame, permutations: int = HETEROGENEITY_PERMUTA
     return pd.DataFrame(rows, columns=["condition", "pairs", "statistic", "p_value", "differ"])
 
 
-def _permutation_test(group: pd.DataFrame, pairs: np.ndarray, permutations: int) -> tuple[float, float]:
-    """The statistic and its stratified permutation p-value ((1 + reached) / (permutations + 1)).
+Blocks = tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]
+
+
+def _blocks(group: pd.DataFrame) -> Blocks:
+    """A condition's pairs (sorted), their observed sums of blocks and the strata to shuffle: per (wording,
+    occupation) in order, the pairs' positions and block values, where some block is not 0.
 
     A block is one pair's picks in one (wording, occupation), both name orders together: each instance's pick less
     its cell's rate (the cell: wording, occupation, name order), summed. Blocks are shuffled among the pairs
     answered in their (wording, occupation), so a pair x occupation lean shared by the pair's two orders moves with
     its block: pairs that differ only occupation by occupation are exchangeable (shuffling each order's picks
     separately broke that correlation and rejected 6.5-7.7% at 5%, issue 48)."""
-    rng = np.random.default_rng(SEED)
-    index = {pair: position for position, pair in enumerate(pairs)}
+    pairs = np.sort(group["pair_id"].unique())
     totals = group.groupby(["wording", "occupation", "name_order"])[["n", FEMALE_SHARE]].transform("sum")
     deviation = group[FEMALE_SHARE] - group["n"] * totals[FEMALE_SHARE] / totals["n"]
     blocks = deviation.groupby([group["wording"], group["occupation"], group["pair_id"]], sort=True).sum()
+    stratum = blocks.index.droplevel(2)
+    starts = np.flatnonzero(np.r_[True, stratum[1:] != stratum[:-1]])  # where each (wording, occupation) begins
+    slots = np.searchsorted(pairs, blocks.index.get_level_values(2).to_numpy())  # each pair once per stratum
+    values = blocks.to_numpy(float)
     observed = np.zeros(len(pairs))
-    shuffled = np.zeros((permutations, len(pairs)))
-    for _, block in blocks.groupby(level=[0, 1], sort=True):
-        slots = block.index.get_level_values(2).map(index).to_numpy()  # each pair once per block stratum
-        values = block.to_numpy(float)
-        observed[slots] += values
-        if np.all(values == 0):  # every pair at the cells' rates (a unanimous occupation): every shuffle alike
-            continue
-        shuffled[:, slots] += rng.permuted(np.broadcast_to(values, (permutations, len(values))), axis=1)
-    statistic = float(np.sum(observed**2))
-    reference = np.sum(shuffled**2, axis=1)
-    reached = int(np.sum(reference >= statistic - 1e-9))
-    return statistic, (1 + reached) / (permutations + 1)
+    strata = []
+    for begin, end in zip(starts, [*starts[1:], len(values)], strict=True):
+        observed[slots[begin:end]] += values[begin:end]
+        if np.any(values[begin:end] != 0):  # all 0 (a unanimous occupation): every shuffle alike, none drawn
+            strata.append((slots[begin:end], values[begin:end]))
+    return pairs, observed, strata
+
+
+def _permuted_statistics(tested: dict[str, Blocks], permutations: int) -> dict[str, np.ndarray]:
+    """Per condition the statistic under each of `permutations` stratified shuffles: stratum by stratum, the
+    permutations a generator seeded with SEED draws (`rng.permuted` of each stratum's blocks, one row per
+    permutation), so the p-values do not depend on the conditions beside. A shuffle moves positions whatever the
+    values: conditions whose strata have the same sizes share one draw of the orders (a draw cost 0.5 s at 1M
+    answers)."""
+    by_sizes: dict[tuple[int, ...], list[str]] = {}
+    for condition, (_, _, strata) in tested.items():
+        by_sizes.setdefault(tuple(len(values) for _, values in strata), []).append(condition)
+    shuffled = {condition: np.zeros((permutations, len(tested[condition][0]))) for condition in tested}
+    for sizes, conditions in by_sizes.items():
+        rng = np.random.default_rng(SEED)
+        for position, size in enumerate(sizes):
+            orders = rng.permuted(np.broadcast_to(np.arange(size), (permutations, size)), axis=1)
+            for condition in conditions:
+                slots, values = tested[condition][2][position]
+                if len(slots) == shuffled[condition].shape[1]:  # every pair answered here: no scatter (7x dearer)
+                    shuffled[condition] += values[orders]
+                else:
+                    shuffled[condition][:, slots] += values[orders]
+    return {condition: np.sum(rows**2, axis=1) for condition, rows in shuffled.items()}
