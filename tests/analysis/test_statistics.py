@@ -189,6 +189,18 @@ def test_clopper_pearson_matches_statsmodels_and_the_binomial_test_at_any_level(
     assert binomial.clopper_pearson(17, 40, 1 - 0.05 / 62) == pytest.approx((reference.low, reference.high))
 
 
+def test_clopper_pearson_bounds_are_each_rows_own_interval_exactly() -> None:
+    hits, n = np.array([0, 3, 7, 12, 1]), np.array([12, 7, 7, 40, 1])
+    low, high = binomial.clopper_pearson_bounds(hits, n, 0.99)
+    tail = (1 - 0.99) / 2
+    rows = [stats.beta.ppf(tail, h, k - h + 1) if h else 0.0 for h, k in zip(hits, n, strict=True)]
+    assert low.tolist() == rows and low[0] == 0.0
+    assert high.tolist() == [
+        stats.beta.ppf(1 - tail, h + 1, k - h) if h < k else 1.0 for h, k in zip(hits, n, strict=True)
+    ]
+    assert (high[2], high[4]) == (1.0, 1.0)
+
+
 def test_fewer_events_than_pairs_get_the_pair_score_interval_however_spread() -> None:
     # 70 pairs of 40, 14 of them with one event: spread over 14 pairs (participation ratio 14), but 14 events
     # for 70 pairs - a run that missed the few pairs carrying a rare event looks just like this (issue 40).
