@@ -74,6 +74,9 @@ RESULT_TABLES = (
     "pair_shares",
     "pair_heterogeneity",
     "instance_metrics",
+    "impact_counts",
+    "contrast_counts",
+    "grant_counts",
 )
 METRIC_COLUMNS = [
     "condition",
@@ -162,6 +165,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
+        # the counts the gates and the LL144 summary build their intervals from (probe/analysis/stored.py)
+        "impact_counts": impact_counts[impact_counts["scope"] == "overall"],
+        "contrast_counts": contests,
+        "grant_counts": grants,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants, kway, instances)
         if name_sets
@@ -324,7 +331,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
             for pair in values.index
         ]
         rows.append(_row(condition, "overall", "all", FEMALE_SHARE, _mean_of_pairs(values, valid)))
-        estimates = _occupation_estimates(group)
+        estimates = occupation_estimates(group)
         prepare_betting_intervals(estimates.values())
         rows += [
             _row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
@@ -352,19 +359,7 @@ def order_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index).unstack("name_order")
 
 
-def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:
-    """An analysed run's female_share per occupation of one condition, estimated as its occupation rows are, for
-    readers that need more than the stored 95% interval (probe gate's occupations margin)."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        cells = con.execute(queries["female_choice_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
-    return _occupation_estimates(cells[cells["condition"] == condition])
-
-
-def _occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
+def occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
     """female_share per occupation of one condition's cells: the mean over pairs of each pair's order-balanced
     share."""
     values, valid = order_balanced_shares(group, ["occupation", "pair_id"])
