@@ -61,7 +61,7 @@ from probe.report.impact import findings as impact_findings
 from probe.report.impact import fmt_ratio_ci
 from probe.report.impact import overall_rows as impact_rows
 from probe.report.items import ITEMS_SHOWN
-from probe.report.workforce import figure_workforce
+from probe.report.workforce import figure_workforce, workforce_words
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ONET_ATTRIBUTION = (
@@ -299,6 +299,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},
         "impact_rows": impact_rows(data["adverse_impact"]),
         "impact_findings": impact_findings(data["adverse_impact"]),
+        "workforce_words": workforce_words(data.get("workforce")),
     }
     figures = {
         "headline": figure_headline(data["overall"]),
