@@ -70,7 +70,6 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
         runs.append(entry)
     over_sets = {run["contrast"] is not None for run in runs}  # a run over name sets' unit is its sets
     unit = "name pairs or sets" if len(over_sets) > 1 else "name sets" if True in over_sets else "name pairs"
-    )
     method = DIFFERENCE_METHOD.format(unit=unit)
     return {"condition": condition, "runs": runs, **amplifies_most(runs), "difference_method": method}
 
