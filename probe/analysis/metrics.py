@@ -20,7 +20,6 @@ from probe.analysis.binomial import wilson_interval
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
-    CONTRAST_INSTANCES,
     SLOT_METRICS,
     category_rows,
     contrast_rows,
@@ -140,7 +139,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
             con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
             con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
         impact_counts = con.execute(queries["impact_counts"], params).df()
-        instances = con.execute(CONTRAST_INSTANCES, params).df() if name_sets else None
+        instances = con.execute(queries["contrast_instances"], params).df() if name_sets else None
     finally:
         con.execute(queries["drop_instances"])
     metrics = metric_rows(pair_counts, pooled_counts, cells)

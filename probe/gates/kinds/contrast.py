@@ -22,6 +22,7 @@ from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.contrasts import CONTRAST_METHOD, CONTRAST_NULLS, Contrast, contrast_estimates, kway_counts
+from probe.analysis.differences import p_beside
 from probe.analysis.statistics import MIN_PAIRS
 from probe.analysis.stored import stored_counts
 from probe.common.errors import UserError
@@ -176,7 +177,7 @@ def _row(estimate: Any, band: tuple[float, float], adjusted: float, comparisons:
     value = estimate.value
     outside = ci_adjusted is not None and (ci_adjusted[0] > band[1] or ci_adjusted[1] < band[0])
     edge = band[1] if value > band[1] else band[0] if value < band[0] else None
-    p_value = estimate.p_value(edge, adjusted) if edge is not None else None
+    p_value = p_beside(estimate, edge, adjusted) if edge is not None else None
     return {
         "ci90": estimate.interval(0.90),
         "ci_adjusted": ci_adjusted,
