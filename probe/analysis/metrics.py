@@ -142,7 +142,8 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         instances = con.execute(queries["contrast_instances"], params).df() if name_sets else None
     finally:
         con.execute(queries["drop_instances"])
-    metrics = metric_rows(pair_counts, pooled_counts, cells)
+    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+    metrics = metric_rows(pair_counts, pooled_counts, cells, sets if name_sets else None)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == FEMALE_SHARE)]
     source = workforce_source or shipped_workforce()["source"]
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
@@ -227,7 +228,10 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
 
 
 def metric_rows(
-    pair_counts: pd.DataFrame, pooled_counts: Sequence[tuple], cells: pd.DataFrame | None = None
+    pair_counts: pd.DataFrame,
+    pooled_counts: Sequence[tuple],
+    cells: pd.DataFrame | None = None,
+    sets: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every metric row: overall and occupation / category scopes with intervals over name pairs, pair scope
     with the pair's own Wilson interval.
@@ -235,13 +239,15 @@ def metric_rows(
     `pair_counts` has one row per (condition, pair, metric) with hits and n (metrics.sql `pair_counts`);
     `pooled_counts` one row per occupation or category scope: (condition, scope, key, metric, the pairs' hits, their
     n, in pair order). With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
-    order-balanced `female_share` rows are added.
+    order-balanced `female_share` rows are added. With `sets` (a run over name sets: each contest's pair_id and
+    set_id) the overall rows have the set as their unit, each set's counts summed over its contests.
     """
     pairs = pair_counts.assign(value=rate(pair_counts["hits"], pair_counts["n"]))
     pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
     pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
-    frames = [overall_row(condition, group) for condition, group in pair_counts.groupby("condition", sort=True)]
+    units = pair_counts if sets is None else _by_set(pair_counts, sets)
+    frames = [overall_row(condition, group) for condition, group in units.groupby("condition", sort=True)]
     pooled = [
         (condition, scope, key, metric, share_estimate(hits, n, n))
         for condition, scope, key, metric, hits, n in pooled_counts
@@ -255,6 +261,12 @@ def metric_rows(
     if not frames:  # a run recorded without items (stopped before its first stage was built)
         return pd.DataFrame(columns=METRIC_COLUMNS)
     return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
+
+
+def _by_set(pair_counts: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
+    """Each set's counts summed over its contests, keyed by the set (a run over name sets' unit)."""
+    keyed = pair_counts.assign(key=pair_counts["pair_id"].map(sets.set_index("pair_id")["set_id"]).astype(str))
+    return keyed.groupby(["condition", "key", "metric"], as_index=False)[["hits", "n"]].sum()
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:
