@@ -188,3 +188,13 @@ def test_a_set_runs_headline_position_and_consistency_have_the_set_as_unit(plant
     assert "score test over name sets (the interval's own test)" in headline
     assert "| 24 sets, 960 instances |" in headline and "No name set showed otherwise" in headline
     assert "24 pairs" not in headline
+    # a gate on it reads the same units: the stored interval, over the 24 sets
+    policy = tmp_path / "gates.toml"
+    policy.write_text(
+        '[[gates]]\nname = "p"\nkind = "max"\nmetric = "position_first"\ncondition = "taxonomy"\nlimit = 0.99\n'
+    )
+    [verdict] = probe.gate(run_id, policy, db=db_file, output=tmp_path / "out").verdicts
+    position = overall.loc["position_first"]
+    assert (verdict.pairs, verdict.instances, verdict.unit) == (24, 960, "name sets")
+    assert verdict.ci95 == pytest.approx((position["ci_low"], position["ci_high"]), rel=0, abs=1e-12)
+    assert ", 24 name sets, 960 instances; " in verdict.sentence

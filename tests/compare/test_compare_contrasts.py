@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from probe import pipeline
 from probe.cli import app
 from probe.compare.contrasts import NOT_ESTIMABLE, TOO_FEW_SETS, shared_sets
+from probe.report.render import render_comparison
 from tests.support import name_set_run
 
 SETS = 24  # 4 categories, 3 rounds: each intersectional contrast in 8 sets, enough for Bonferroni over 6
@@ -119,9 +120,9 @@ def test_the_comparison_of_runs_over_sets_speaks_of_sets_and_contrasts(compared)
     markdown = (folder / "compare.md").read_text()
     assert "(replay; 24 name sets, 48 contests, 4 occupations, top-k 1; 3,840 answers in " in markdown
     assert "name pairs" not in markdown.split("## What is compared")[0]
-    assert "(model, backend, decoding, preset, name sets, occupations," in markdown
-    if document.get("workforce"):  # the slopes' difference names the sets both runs share
-        assert document["workforce"]["difference_method"].endswith("share occupations and name sets")
+    assert document["workforce"]["difference_method"].endswith("where the runs share occupations and name sets")
+    alike = render_comparison({**document, "differences_in_settings": []})[1]  # as if the runs shared every setting
+    assert "(model, backend, decoding, preset, name sets, occupations," in alike
     assert (
         "| taxonomy | sex x race_ethnicity | male x Black vs male x White | preference | planted | 50.0% | 12.5% | "
         "\u221237.5 [\u221259.9, \u22127.6] * | 99.2% | 0.047 | 8 |"
