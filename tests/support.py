@@ -7,7 +7,7 @@ import hashlib
 import itertools
 import math
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -91,6 +91,41 @@ def unknown_answers(path: Path, **settings: object) -> Path:
     rows = [{field: getattr(item, field) for field in (*KEY_FIELDS, *people)} | {"label": None} for item in items]
     pd.DataFrame(rows, columns=[*KEY_FIELDS, *people, "label"]).to_csv(path, index=False)
     return path
+
+
+def name_set_run(
+    folder: Path,
+    db_file: Path,
+    relabel: Callable[[pd.DataFrame, Callable[[str], pd.Series]], None],
+    sets: int,
+    columns: Sequence[str] = ("set_id", "name", "sex", "race_ethnicity"),
+    **settings: object,
+) -> str:
+    """A replay run over `sets` made-up name sets, one name per (sex, race_ethnicity) category (test_name_sets'
+    sets_file, its columns in the order `columns` gives; written once per folder), whose answers `relabel(rows,
+    category)` writes in place: `rows` lists every item asked with an empty label (unknown_answers), and
+    `category(attribute)` gives each contest slot's category of that attribute, indexed by (pair_id, slot).
+    `settings` are RunConfig's (occupations among them), over one condition, taxonomy, with top-k 1 unless given."""
+    from probe import pipeline
+    from probe.store.config import RunConfig
+    from probe.taxonomy.name_sets import contests, read_name_sets
+    from tests.taxonomy.test_name_sets import sets_file
+
+    names = folder / "sets.csv"
+    if not names.exists():
+        pd.read_csv(sets_file(names, sets=sets))[list(columns)].to_csv(names, index=False)
+    settings = {"top_k": 1, "conditions": ("taxonomy",), **settings}
+    settings |= {"backend": "replay", "names": str(names), "db": str(db_file), "quiet": True}
+    answers = unknown_answers(folder / f"{settings.get('run_id') or 'answers'}.csv", **settings)
+    mapping = contests(read_name_sets(duckdb.connect(), names))[1]
+
+    def category(attribute: str) -> pd.Series:
+        return mapping[mapping["attribute"] == attribute].set_index(["pair_id", "slot"])["category"]
+
+    rows = pd.read_csv(answers, dtype={"label": object})
+    relabel(rows, category)
+    rows.to_csv(answers, index=False)
+    return pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
 
 
 def seeded_copy(seed: Path, target: Path) -> Path:

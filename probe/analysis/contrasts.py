@@ -29,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
-from probe.analysis.differences import DifferenceEstimate, difference_estimate
+from probe.analysis.differences import DifferenceEstimate, difference_estimate, p_beside
 from probe.analysis.impact import group_ratios
 from probe.analysis.ranking import strength_rows
 from probe.analysis.statistics import ShareEstimate, share_estimate
@@ -103,38 +103,6 @@ GAPS = {
     "bias_gap": ("bias_a", "bias_b"),
     "switch_gap": ("switch_a2b", "switch_b2a"),
 }
-# Per (condition, attribute, set, contrast) the valid stage-2 instances of the contests between two categories (of
-# metrics.sql's metric_instances, which exists while analyze runs) and their flags, by the people's own categories:
-# slot_a is the slot (first / second person, stored as female / male) of category_a's person.
-CONTRAST_INSTANCES = """
-WITH sides AS (
-    SELECT pair_id, set_id, attribute,
-           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
-           any_value(category) FILTER (WHERE slot = 'male') AS second_category
-    FROM run_contests WHERE run_id = $run_id
-    GROUP BY pair_id, set_id, attribute
-),
-flagged AS (
-    SELECT i.*, s.attribute, s.set_id, least(s.first_category, s.second_category) AS category_a,
-           greatest(s.first_category, s.second_category) AS category_b,
-           CASE WHEN s.first_category < s.second_category THEN 'female' ELSE 'male' END AS slot_a
-    FROM metric_instances AS i JOIN sides AS s USING (pair_id)
-    WHERE i.valid AND s.first_category <> s.second_category
-)
-SELECT condition, attribute, set_id, category_a, category_b, count(*) AS n,
-       count(*) FILTER (WHERE chose_first) AS position_first,
-       count(*) FILTER (WHERE b_chosen = 'yes') AS consistency,
-       count(*) FILTER (WHERE s = m) AS bias,
-       count(*) FILTER (WHERE s = slot_a AND m = slot_a) AS bias_a,
-       count(*) FILTER (WHERE s <> slot_a AND m = s) AS bias_b,
-       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s = slot_a) AS prefer_a,
-       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s <> slot_a) AS prefer_b,
-       count(*) FILTER (WHERE s = slot_a AND m IN ('female', 'male') AND m <> slot_a) AS switch_a2b,
-       count(*) FILTER (WHERE s <> slot_a AND m = slot_a) AS switch_b2a
-FROM flagged
-GROUP BY ALL
-ORDER BY ALL
-"""
 # category_metrics' ranked metrics: rank 1 = the highest estimate of its condition, attribute and metric
 RANKED = ("strength", "kway_strength", "win_share")
 RANKING_METHOD = (
@@ -190,7 +158,7 @@ def contrast_estimates(
     instances: pd.DataFrame | None = None,
 ) -> dict[Contrast, ShareEstimate | DifferenceEstimate]:
     """Each contrast's estimate over the sets, from metrics.sql `contrast_counts` and `grant_counts` (and the K-way
-    choice's `kway_counts`, the contests' CONTRAST_INSTANCES): the preference of every stage-2 condition, the grant
+    choice's `kway_counts`, metrics.sql `contrast_instances`): the preference of every stage-2 condition, the grant
     gap of stage 1, the K-way preference, position, consistency, bias and the gaps (analyze's rows and the contrast
     gate read these)."""
     estimates = _kway_estimates(kway) | _instance_estimates(instances)
@@ -251,8 +219,8 @@ def contrast_rows(
     kway: pd.DataFrame | None = None,
     instances: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`, the
-    CONTRAST_INSTANCES)."""
+    """The contrast_metrics rows from metrics.sql `contrast_counts` and `grant_counts` (and `kway_counts`, metrics.sql
+    `contrast_instances`)."""
     estimates = contrast_estimates(contests, grants, kway, instances)
     rows = [_contrast(*key, estimate) for key, estimate in estimates.items()]
     families: dict[tuple[str, str, str], int] = {}
@@ -299,7 +267,7 @@ def _test(estimate: ShareEstimate | DifferenceEstimate, metric: str, comparisons
     alpha = (1 - CONFIDENCE) / comparisons
     reachable = estimate.pairs > 0 and binomial_min_p(estimate.pairs) < alpha
     interval = estimate.interval(1 - alpha) if reachable else None
-    p_value = estimate.p_value(CONTRAST_NULLS[metric], 1 - alpha)
+    p_value = p_beside(estimate, CONTRAST_NULLS[metric], 1 - alpha)
     return {
         "comparisons": comparisons,
         "ci_low": interval[0] if interval else math.nan,

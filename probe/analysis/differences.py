@@ -121,6 +121,14 @@ class DifferenceEstimate:
         return (self._critical(CONFIDENCE) + t_quantile(POWER, self.df)) * math.sqrt(max(self.variance, self._binomial))
 
 
+def p_beside(estimate: ShareEstimate | DifferenceEstimate, null: float, confidence: float) -> float | None:
+    """The p-value of `null` that agrees with the estimate's interval at `confidence` shown beside it: a share's own
+    test (its interval inverts it at every level), a difference's read from that interval where it has no spread."""
+    if isinstance(estimate, DifferenceEstimate):
+        return estimate.p_value(null, confidence)
+    return estimate.p_value(null)
+
+
 def no_spread(variance: float, value: float) -> bool:
     """A variance below 1e-24 times the squared value (or times 1) is float noise, not spread between pairs:
     differences like +0.1 in every pair leave a variance of ~1e-34, which a t would read as a huge effect."""

@@ -20,7 +20,6 @@ from probe.analysis.binomial import wilson_interval
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
-    CONTRAST_INSTANCES,
     SLOT_METRICS,
     category_rows,
     contrast_rows,
@@ -74,6 +73,9 @@ RESULT_TABLES = (
     "pair_shares",
     "pair_heterogeneity",
     "instance_metrics",
+    "impact_counts",
+    "contrast_counts",
+    "grant_counts",
 )
 METRIC_COLUMNS = [
     "condition",
@@ -137,10 +139,11 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
             con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
             con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
         impact_counts = con.execute(queries["impact_counts"], params).df()
-        instances = con.execute(CONTRAST_INSTANCES, params).df() if name_sets else None
+        instances = con.execute(queries["contrast_instances"], params).df() if name_sets else None
     finally:
         con.execute(queries["drop_instances"])
-    metrics = metric_rows(pair_counts, pooled_counts, cells)
+    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+    metrics = metric_rows(pair_counts, pooled_counts, cells, sets if name_sets else None)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == FEMALE_SHARE)]
     source = workforce_source or shipped_workforce()["source"]
     workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
@@ -162,6 +165,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
+        # the counts the gates and the LL144 summary build their intervals from (probe/analysis/stored.py)
+        "impact_counts": impact_counts[impact_counts["scope"] == "overall"],
+        "contrast_counts": contests,
+        "grant_counts": grants,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
         "contrast_metrics": contrast_rows(contests, grants, kway, instances)
         if name_sets
@@ -190,7 +197,8 @@ def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tup
         rows = female_share_rows(group)
         fit, per_occupation = workforce_rows(order_pair_shares(group), rows[rows["scope"] == "occupation"], shares)
         labels = {"attribute": attribute, "category_a": a, "category_b": b}
-        fits.append(fit.assign(**labels))
+        # the fit's pairs are the sets (metrics.sql contrast_choice_cells): its methods say so
+        fits.append(fit.assign(**labels, method=fit["method"].str.replace("name pairs", "name sets")))
         occupations.append(per_occupation.assign(**labels))
     if not fits:
         return pd.DataFrame(columns=FIT_COLUMNS), pd.DataFrame(columns=OCCUPATION_COLUMNS)
@@ -220,7 +228,10 @@ def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict
 
 
 def metric_rows(
-    pair_counts: pd.DataFrame, pooled_counts: Sequence[tuple], cells: pd.DataFrame | None = None
+    pair_counts: pd.DataFrame,
+    pooled_counts: Sequence[tuple],
+    cells: pd.DataFrame | None = None,
+    sets: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every metric row: overall and occupation / category scopes with intervals over name pairs, pair scope
     with the pair's own Wilson interval.
@@ -228,13 +239,15 @@ def metric_rows(
     `pair_counts` has one row per (condition, pair, metric) with hits and n (metrics.sql `pair_counts`);
     `pooled_counts` one row per occupation or category scope: (condition, scope, key, metric, the pairs' hits, their
     n, in pair order). With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
-    order-balanced `female_share` rows are added.
+    order-balanced `female_share` rows are added. With `sets` (a run over name sets: each contest's pair_id and
+    set_id) the overall rows have the set as their unit, each set's counts summed over its contests.
     """
     pairs = pair_counts.assign(value=rate(pair_counts["hits"], pair_counts["n"]))
     pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
     pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
     pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
-    frames = [overall_row(condition, group) for condition, group in pair_counts.groupby("condition", sort=True)]
+    units = pair_counts if sets is None else _by_set(pair_counts, sets)
+    frames = [overall_row(condition, group) for condition, group in units.groupby("condition", sort=True)]
     pooled = [
         (condition, scope, key, metric, share_estimate(hits, n, n))
         for condition, scope, key, metric, hits, n in pooled_counts
@@ -248,6 +261,12 @@ def metric_rows(
     if not frames:  # a run recorded without items (stopped before its first stage was built)
         return pd.DataFrame(columns=METRIC_COLUMNS)
     return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
+
+
+def _by_set(pair_counts: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
+    """Each set's counts summed over its contests, keyed by the set (a run over name sets' unit)."""
+    keyed = pair_counts.assign(key=pair_counts["pair_id"].map(sets.set_index("pair_id")["set_id"]).astype(str))
+    return keyed.groupby(["condition", "key", "metric"], as_index=False)[["hits", "n"]].sum()
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:
@@ -324,7 +343,7 @@ def female_share_rows(cells: pd.DataFrame) -> pd.DataFrame:
             for pair in values.index
         ]
         rows.append(_row(condition, "overall", "all", FEMALE_SHARE, _mean_of_pairs(values, valid)))
-        estimates = _occupation_estimates(group)
+        estimates = occupation_estimates(group)
         prepare_betting_intervals(estimates.values())
         rows += [
             _row(condition, "occupation", occupation, FEMALE_SHARE, estimate)
@@ -352,19 +371,7 @@ def order_pair_shares(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.Series(rate(by_order["n_female"], by_order["n"]), index=by_order.index).unstack("name_order")
 
 
-def occupation_shares(con: duckdb.DuckDBPyConnection, run_id: str, condition: str) -> dict[str, ShareEstimate]:
-    """An analysed run's female_share per occupation of one condition, estimated as its occupation rows are, for
-    readers that need more than the stored 95% interval (probe gate's occupations margin)."""
-    queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
-    try:
-        cells = con.execute(queries["female_choice_cells"]).df()
-    finally:
-        con.execute(queries["drop_instances"])
-    return _occupation_estimates(cells[cells["condition"] == condition])
-
-
-def _occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
+def occupation_estimates(group: pd.DataFrame) -> dict[str, ShareEstimate]:
     """female_share per occupation of one condition's cells: the mean over pairs of each pair's order-balanced
     share."""
     values, valid = order_balanced_shares(group, ["occupation", "pair_id"])

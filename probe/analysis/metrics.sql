@@ -193,6 +193,39 @@ WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
 GROUP BY i.condition, i.wording, i.pair_id, i.subject
 ORDER BY i.wording, i.pair_id, i.subject;
 
+-- name: contrast_instances
+-- Runs over name sets: per (condition, attribute, set, contrast) the valid stage-2 instances of the contests between
+-- two categories (metric_instances) and their flags, by the people's own categories (probe/analysis/contrasts.py's
+-- position, consistency, bias and gaps per contrast): slot_a is the slot (first / second person, stored as female /
+-- male) of category_a's person.
+WITH sides AS (
+    SELECT pair_id, set_id, attribute,
+           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
+           any_value(category) FILTER (WHERE slot = 'male') AS second_category
+    FROM run_contests WHERE run_id = $run_id
+    GROUP BY pair_id, set_id, attribute
+),
+flagged AS (
+    SELECT i.*, s.attribute, s.set_id, least(s.first_category, s.second_category) AS category_a,
+           greatest(s.first_category, s.second_category) AS category_b,
+           CASE WHEN s.first_category < s.second_category THEN 'female' ELSE 'male' END AS slot_a
+    FROM metric_instances AS i JOIN sides AS s USING (pair_id)
+    WHERE i.valid AND s.first_category <> s.second_category
+)
+SELECT condition, attribute, set_id, category_a, category_b, count(*) AS n,
+       count(*) FILTER (WHERE chose_first) AS position_first,
+       count(*) FILTER (WHERE b_chosen = 'yes') AS consistency,
+       count(*) FILTER (WHERE s = m) AS bias,
+       count(*) FILTER (WHERE s = slot_a AND m = slot_a) AS bias_a,
+       count(*) FILTER (WHERE s <> slot_a AND m = s) AS bias_b,
+       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s = slot_a) AS prefer_a,
+       count(*) FILTER (WHERE bf = 'no' AND bm = 'no' AND s <> slot_a) AS prefer_b,
+       count(*) FILTER (WHERE s = slot_a AND m IN ('female', 'male') AND m <> slot_a) AS switch_a2b,
+       count(*) FILTER (WHERE s <> slot_a AND m = slot_a) AS switch_b2a
+FROM flagged
+GROUP BY ALL
+ORDER BY ALL;
+
 -- name: drop_instances
 DROP TABLE IF EXISTS metric_scope_counts;
 DROP TABLE IF EXISTS metric_instances;

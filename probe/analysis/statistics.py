@@ -162,10 +162,9 @@ class ShareEstimate:
             optimize.brentq(excess, inner, 1.0, xtol=1e-14),
         )
 
-    def p_value(self, null: float, confidence: float = 0.95) -> float | None:
-        """Two-sided p-value of the interval's own test of `null` (below 1 - confidence exactly when the interval
-        excludes it), never below the pairs' exact bound 2 * 0.5**pairs. `confidence` (the level of the interval
-        shown beside it) is taken as a difference's is; a share's tests do not read an interval."""
+    def p_value(self, null: float) -> float | None:
+        """Two-sided p-value of the interval's own test of `null` (below 1 - confidence exactly when the interval at
+        that level excludes it), never below the pairs' exact bound 2 * 0.5**pairs."""
         if not self.estimable:
             return None
         floor = binomial_min_p(self.pairs)

@@ -254,12 +254,18 @@ def correlation_interval(name: str, r: np.ndarray, n: np.ndarray) -> tuple[np.nd
     return r, np.tanh(z - half), np.tanh(z + half)
 
 
+def slope_df(occupations: np.ndarray | int, parameters: int = 2) -> np.ndarray | int:
+    """The degrees of freedom of a slope's t interval: occupations - the fit's parameters (2 for the slope, 3 for
+    the position-adjusted one), at least 1; a reader of the stored interval rescales it with the same t."""
+    return np.maximum(occupations - parameters, 1)
+
+
 def slope_interval(values: np.ndarray, design: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
     """The slope (design column 1) with its two-way cluster-robust t interval (occupations - parameters df)."""
     coefficients, occupation_part, pair_part = logit_fit(values, design)
     variance = np.maximum(occupation_part[:, 1, 1], 0) + np.maximum(pair_part[:, 1, 1], 0)  # rounding below 0
     slope = coefficients[:, 1]
-    half = stats.t.isf((1 - CONFIDENCE) / 2, np.maximum(n - design.shape[-1], 1)) * np.sqrt(variance)
+    half = stats.t.isf((1 - CONFIDENCE) / 2, slope_df(n, design.shape[-1])) * np.sqrt(variance)
     return slope, slope - half, slope + half
 
 

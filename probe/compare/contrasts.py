@@ -30,7 +30,7 @@ import pandas as pd
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.contrasts import over_name_sets
-from probe.analysis.differences import DifferenceEstimate, contrast_estimate, difference_estimate
+from probe.analysis.differences import DifferenceEstimate, contrast_estimate, difference_estimate, p_beside
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
@@ -204,7 +204,7 @@ def _tested(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         alpha = (1 - CONFIDENCE) / comparisons
         reachable = estimate.estimable and binomial_min_p(estimate.pairs) < alpha
         interval = estimate.interval(1 - alpha) if reachable else None
-        p_value = estimate.p_value(0.0, 1 - alpha) if estimate.estimable else None
+        p_value = p_beside(estimate, 0.0, 1 - alpha) if estimate.estimable else None
         p_value = None if p_value is None or math.isnan(p_value) else min(1.0, comparisons * p_value)
         tested.append(
             row

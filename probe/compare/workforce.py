@@ -28,7 +28,7 @@ from probe.report.workforce import OCCUPATION_FIELDS, REPORTED_CONDITION, main_c
 STATISTICS = ("slope", "spearman", "pearson")
 DIFFERENCE_METHOD = (
     "difference of two runs' slopes, standard errors (from each 95% interval) "
-    "added in quadrature: conservative where the runs share occupations and name pairs"
+    "added in quadrature: conservative where the runs share occupations and {unit}"
 )
 
 
@@ -68,7 +68,10 @@ def workforce_comparison(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str])
         ).df()
         entry["occupations"] = records(occupations)
         runs.append(entry)
-    return {"condition": condition, "runs": runs, **amplifies_most(runs), "difference_method": DIFFERENCE_METHOD}
+    over_sets = {run["contrast"] is not None for run in runs}  # a run over name sets' unit is its sets
+    unit = "name pairs or sets" if len(over_sets) > 1 else "name sets" if True in over_sets else "name pairs"
+    method = DIFFERENCE_METHOD.format(unit=unit)
+    return {"condition": condition, "runs": runs, **amplifies_most(runs), "difference_method": method}
 
 
 def amplifies_most(runs: list[dict[str, Any]]) -> dict[str, Any]:

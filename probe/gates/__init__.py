@@ -131,7 +131,7 @@ def plan(con: duckdb.DuckDBPyConnection, run_id: str, policy: Policy, baseline: 
             "estimate": verdict.estimate,
             "pairs_needed": verdict.needed.pairs,
             "note": verdict.needed.note,
-            "unit": verdict.gate.kind.unit,
+            "unit": verdict.unit or verdict.gate.kind.unit,
         }
         for verdict in evaluate(con, run_id, policy.gates, baseline, policy.family)
     ]

@@ -66,6 +66,7 @@ class Verdict:
     needed: PairsNeeded = field(default_factory=lambda: PairsNeeded(None))
     details: dict[str, Any] = field(default_factory=dict)
     summary: str = ""  # the verdict in one short line (the terminal)
+    unit: str | None = None  # what `pairs` counts where the run decides it, not the kind (else the kind's unit)
     # the pairs needed were the fails held to another level (the family's Holm step: `fail_at` = 0.05 / gates)
     replan: Callable[..., PairsNeeded] | None = field(default=None, repr=False)
 

@@ -43,7 +43,7 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
         "p_fail": _number(verdict.p_fail),
         "p_fail_holm": _number(verdict.p_fail_holm),
         "n": {"pairs": verdict.pairs, "instances": verdict.instances},
-        "unit": gate.kind.unit,
+        "unit": verdict.unit or gate.kind.unit,
         "method": verdict.method,
         "pairs_needed": verdict.pairs_needed,
         "details": verdict.details,

@@ -31,13 +31,15 @@ from functools import partial
 
 import duckdb
 import numpy as np
+import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
+from probe.analysis.contrasts import over_name_sets
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M, POOLED_OVERALL_METRICS
-from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, share_estimate
+from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, rate, share_estimate
 from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
 
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
@@ -49,11 +51,17 @@ def pair_terms(
     con: duckdb.DuckDBPyConnection, run_id: str, condition: str, metric: str, pairs: list[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(numerator, denominator, sizes, pair keys) of a metric over a run's pairs, as analyze aggregates them:
-    pooled metrics sum hits over instances, the others average the pair values."""
+    pooled metrics sum hits over instances, the others average the pair values; a run over name sets' units are its
+    sets, each set's contests summed (keys: the sets)."""
     rows = con.execute(
         "SELECT key, value, n FROM metrics WHERE run_id = ? AND scope = 'pair' AND condition = ? AND metric = ?",
         [run_id, condition, metric],
     ).df()
+    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+    if not sets.empty:
+        set_of = rows["key"].astype(int).map(sets.set_index("pair_id")["set_id"]).astype(str)
+        summed = rows.assign(hits=(rows["value"].fillna(0) * rows["n"]).round()).groupby(set_of)[["hits", "n"]].sum()
+        rows = pd.DataFrame({"key": summed.index, "value": rate(summed["hits"], summed["n"]), "n": summed["n"]})
     rows = rows.set_index("key").reindex(pairs if pairs is not None else sorted(rows["key"], key=int))
     n = rows["n"].fillna(0).to_numpy(float)
     value = rows["value"].fillna(0).to_numpy(float)
@@ -86,12 +94,13 @@ class IntervalKind(GateKind):
         return run_estimate(con, run_id, gate)
 
     def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
-        return interval_verdict(gate, self.estimate(con, run_id, gate, baseline))
+        unit = "name sets" if over_name_sets(con, run_id) else None  # the unit of a run over name sets' rows
+        return interval_verdict(gate, self.estimate(con, run_id, gate, baseline), unit)
 
 
-def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
+def interval_verdict(gate: Gate, estimate: Estimate, unit: str | None = None) -> Verdict:
     """Pass / fail / inconclusive of an interval gate before the family's Holm step (module docstring), on the
-    gate's scale (its kind's `sign`), with the name pairs that would decide it."""
+    gate's scale (its kind's `sign`), with the name pairs (`unit`: sets) that would decide it."""
     kind: IntervalKind = gate.kind  # type: ignore[assignment]
     low, high = kind.band(gate)
     sign = kind.sign(gate)
@@ -100,7 +109,8 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
     needed = pairs_needed(estimate, value, (low, high), sign)
     replan = partial(pairs_needed, estimate, value, (low, high), sign)
     if ci90 is None or ci95 is None:
-        said = f"{gate.metric} ({gate.condition}): no interval from {estimate.pairs} name pairs ({MIN_PAIRS} or more)"
+        counted = f"{estimate.pairs} {unit or gate.kind.unit}"
+        said = f"{gate.metric} ({gate.condition}): no interval from {counted} ({MIN_PAIRS} or more)"
         return Verdict(
             gate,
             INCONCLUSIVE,
@@ -110,6 +120,7 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
             instances=estimate.instances,
             needed=needed,
             summary=said,
+            unit=unit,
         )
     ci90, ci95 = _turned(ci90, sign), _turned(ci95, sign)
     beyond = high if value > high else low if value < low else None
@@ -129,6 +140,7 @@ def interval_verdict(gate: Gate, estimate: Estimate) -> Verdict:
         method=estimate.method,
         needed=needed,
         replan=replan,
+        unit=unit,
     )
 
 
@@ -261,10 +273,10 @@ def interval_sentence(verdict: Verdict) -> str:
     text = (
         f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
         f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
-        f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} name pairs, {verdict.instances} "
+        f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} {_unit(verdict)}, {verdict.instances} "
         f"instances; {METHODS[verdict.method]}"
     )
-    return text + (f"; {decides(verdict.needed)}" if verdict.verdict == INCONCLUSIVE else "")
+    return text + (f"; {decides(verdict.needed, unit=_unit(verdict))}" if verdict.verdict == INCONCLUSIVE else "")
 
 
 def interval_summary(verdict: Verdict) -> str:
@@ -273,18 +285,24 @@ def interval_summary(verdict: Verdict) -> str:
     level, (low, high) = (95, verdict.ci95) if verdict.verdict in (FAIL, UNCONFIRMED) else (90, verdict.ci90)
     text = (
         f"{gate.metric} ({gate.condition}) {verdict.estimate:.3f}, {level}% CI [{low:.3f}, {high:.3f}] over "
-        f"{verdict.pairs} name pairs: {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}"
+        f"{verdict.pairs} {_unit(verdict)}: {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}"
     )
-    return text + (f"; {decides(verdict.needed, brief=True)}" if verdict.verdict == INCONCLUSIVE else "")
+    needed = decides(verdict.needed, brief=True, unit=_unit(verdict))
+    return text + (f"; {needed}" if verdict.verdict == INCONCLUSIVE else "")
 
 
-def decides(needed: PairsNeeded, brief: bool = False) -> str:
-    """What would decide an inconclusive gate: the name pairs (`brief`: without the assumption), or why no count
-    does."""
+def _unit(verdict: Verdict) -> str:
+    """What the verdict's pairs count: name pairs, or a run over name sets' sets."""
+    return verdict.unit or verdict.gate.kind.unit
+
+
+def decides(needed: PairsNeeded, brief: bool = False, unit: str = "name pairs") -> str:
+    """What would decide an inconclusive gate: the name pairs or sets (`unit`; `brief`: without the assumption), or
+    why no count does."""
     if needed.pairs is None:
         return needed.note
     count = f"about {needed.pairs:,}" if needed.pairs <= MOST_PAIRS else f"more than {MOST_PAIRS:,}"
-    return f"{count} name pairs would decide it" + ("" if brief else " with 80% power, if the truth is this estimate")
+    return f"{count} {unit} would decide it" + ("" if brief else " with 80% power, if the truth is this estimate")
 
 
 def overall(verdicts: list[Verdict]) -> str:

@@ -29,6 +29,7 @@ class Format:
     target: str
     help: str
     design: bool = False  # export: writes probe items (a design without a run too), not a run's tables
+    analysed: bool = False  # export: reads what analyze() stored (the run is analysed first where it is not)
 
     def function(self) -> Callable[..., Any]:
         module, name = self.target.split(":")
@@ -39,7 +40,9 @@ EXPORTS = {
     "parquet": Format("probe.report.export:export_run", "the run's items and answers as Parquet"),
     "csv": Format("probe.report.export:export_run", "the run's items and answers as CSV"),
     "ll144": Format(
-        "probe.report.ll144:write_ll144", "the LL144 summary of results (6 RCNY 5-301) as CSV, Markdown and HTML"
+        "probe.report.ll144:write_ll144",
+        "the LL144 summary of results (6 RCNY 5-301) as CSV, Markdown and HTML",
+        analysed=True,
     ),
     "hf-dataset": Format("probe.integrations.hf_dataset:write_dataset", "a Hugging Face dataset", design=True),
     "lm-eval": Format("probe.integrations.lm_eval_task:write_task", "an lm-evaluation-harness task", design=True),

@@ -19,10 +19,11 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     tests were computed over name pairs (no `pairs` on its overall rows), a run over name sets analysed before its
     findings were computed per contrast (read by slot) or its categories ranked by a fitted strength, or a run with
     stage-2 metrics analysed before its per-instance counts and pair shares were stored (instance_metrics,
-    pair_shares: what compare and the report read), is redone the same way.
+    pair_shares: what compare and the report read), or a run with an adverse-impact table analysed before its counts
+    were stored (impact_counts: what the gates and the LL144 summary read), is redone the same way.
     """
     if run_row(con, run_id).get("backend") == DECISIONS_BACKEND:  # imported decisions: only the impact table
-        if con.execute("SELECT count(*) FROM adverse_impact WHERE run_id = ?", [run_id]).fetchone()[0]:
+        if con.execute("SELECT count(*) FROM impact_counts WHERE run_id = ?", [run_id]).fetchone()[0]:
             return False
     else:
         stored, current = con.execute(
@@ -33,6 +34,8 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
             "category_metrics WHERE run_id = $run_id AND metric IN ('strength', 'kway_strength'))) "
             "AND (EXISTS (SELECT 1 FROM instance_metrics WHERE run_id = $run_id) "
             "OR NOT EXISTS (SELECT 1 FROM metrics WHERE run_id = $run_id AND condition <> $stage_one)) "
+            "AND (EXISTS (SELECT 1 FROM impact_counts WHERE run_id = $run_id) "
+            "OR NOT EXISTS (SELECT 1 FROM adverse_impact WHERE run_id = $run_id)) "
             "FROM metrics WHERE run_id = $run_id",
             {"run_id": run_id, "stage_one": STAGE1_CONDITION},
         ).fetchone()

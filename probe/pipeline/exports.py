@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probe.integrations import formats
-from probe.pipeline import RunOutcome, analyze, answer, settings
+from probe.pipeline import RunOutcome, analyze, analyze_if_needed, answer, settings
 from probe.store.spec import RunSpec
 
 EXPORT_FORMATS = {name: chosen.help for name, chosen in formats.EXPORTS.items()}  # name -> what it writes
@@ -29,6 +29,8 @@ def export(
     def resolved_design() -> RunSpec:  # resolved only where a design is exported: a run's export reads no settings
         return settings({**(design or {}), "db": str(db)}, config_file)
 
+    if run_id is not None and formats.export_format(file_format).analysed and Path(db).exists():
+        analyze_if_needed(db, run_id)
     return formats.export(file_format, Path(out_dir), db, run_id, resolved_design, prompt_format)
 
 

@@ -27,6 +27,7 @@ from probe.report.data import (
 )
 from probe.report.decisions import decisions_summary
 from probe.report.findings import headline, occupation_testability, testability
+from probe.report.formatting import in_sets
 from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section, wording_claims
@@ -61,6 +62,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     claims = wording_claims(robustness)
     groups = groups_sections(con, run_id)  # a run over name sets: its findings by the people's own categories
     findings = headline(overall, correlation_records, claims, over_name_sets=groups is not None)
+    findings = findings if groups is None else [in_sets(finding) for finding in findings]
     document = {
         "schema_version": SCHEMA_VERSION,
         "run": run_record(con, run_id),

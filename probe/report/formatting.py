@@ -104,3 +104,26 @@ def fmt_duration(seconds: Any) -> str:
         return f"{seconds / 60:.1f} min"
     hours, minutes = divmod(round(seconds / 60), 60)
     return f"{hours} h {minutes} min"
+
+
+# A run over name sets: its overall rows have the set as their unit (probe/analysis/metrics.py), so its findings
+# count sets, not pairs (the consistency-bias correlation aside: it is across contests)
+_SET_UNITS = (
+    ("name pairs", "name sets"),
+    ("name pair", "name set"),
+    ("pairs' worth", "sets' worth"),
+    ("pairs", "sets"),
+)
+
+
+def in_sets(finding: dict[str, Any]) -> dict[str, Any]:
+    """A headline finding of a run over name sets, its sentence and method naming sets where they named pairs."""
+    if finding["kind"] == "correlation":
+        return finding
+    worded = {}
+    for key in ("finding", "method", "method_label"):
+        text = finding.get(key)
+        for pairs, sets in _SET_UNITS if text else ():
+            text = text.replace(pairs, sets)
+        worded[key] = text
+    return finding | worded

@@ -22,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.impact import GROUP_COLUMNS, group_ratios
-from probe.analysis.metrics import metric_queries
+from probe.analysis.stored import stored_counts
 from probe.common.errors import UserError
 from probe.common.escape import atomic_path, csv_safe, markdown_text, page_text, write_atomic
 from probe.common.vocabulary import CONDITIONS, DECISIONS_BACKEND, DECISIONS_CONDITION, UNKNOWN
@@ -89,7 +89,7 @@ def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFram
         raise UserError(f"{run_id}: no such run")
     backend, model, config_json, created, finished = run
     config = json.loads(config_json or "{}")
-    counts = con.execute(metric_queries()["impact_counts"], {"run_id": run_id}).df()
+    counts = stored_counts(con, run_id, "impact_counts")  # the overall scope's, as analyze() counted them
     if backend == DECISIONS_BACKEND:
         condition, kind = DECISIONS_CONDITION, "decisions"
         source, period = f"imported decisions: {config.get('decisions')}", config.get("period") or "not given"
@@ -108,7 +108,7 @@ def ll144_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pd.DataFram
         period = f"{created:%Y-%m-%d} to {(finished or created):%Y-%m-%d}"
         definitions = PROBED_DEFINITIONS.format(condition=condition)
     people = con.execute(_PEOPLE[kind], {"run_id": run_id}).df()
-    counts = counts[(counts["condition"] == condition) & (counts["scope"] == "overall")]
+    counts = counts[counts["condition"] == condition]
     rows = []
     for (attribute, rate_kind), group in counts.groupby(["attribute", "rate_kind"]):
         rows += _attribute_rows(

@@ -61,7 +61,7 @@ from probe.report.impact import findings as impact_findings
 from probe.report.impact import fmt_ratio_ci
 from probe.report.impact import overall_rows as impact_rows
 from probe.report.items import ITEMS_SHOWN
-from probe.report.workforce import figure_workforce
+from probe.report.workforce import figure_workforce, workforce_words
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ONET_ATTRIBUTION = (
@@ -174,10 +174,11 @@ def _metric_table(overall: Mapping[str, Mapping[str, Any]], hidden: Sequence[str
         return f"{fmt_show(entry.get('pairs'))} / {fmt_show(entry.get('n'))}"
 
     others = [m for m in TABLE_METRICS if m not in FIGURE1_METRICS]
+    unit = "name sets" if hidden else "name pairs"  # a run over name sets: its overall rows' unit is the set
     return {
         "conditions": conditions,
         "figure1": rows(FIGURE1_METRICS),
-        "rows": [*rows(others), ("name pairs / valid instances", [count(c) for c in conditions])],
+        "rows": [*rows(others), (f"{unit} / valid instances", [count(c) for c in conditions])],
     }
 
 
@@ -207,9 +208,7 @@ def _regression_table(regression: Mapping[str, list[dict[str, Any]]]) -> dict[st
 
 def _examples(names: Sequence[str], limit: int = 5) -> str:
     """` (a, b, c, ...)`: the first few names, for a sentence."""
-    if not names:
-        return ""
-    return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})"
+    return f" ({', '.join(names[:limit])}{', ...' if len(names) > limit else ''})" if names else ""
 
 
 def _difference_rows(differences: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -299,6 +298,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "anchors": {(s["condition"], s["occupation"]): s["anchor"] for s in sections},
         "impact_rows": impact_rows(data["adverse_impact"]),
         "impact_findings": impact_findings(data["adverse_impact"]),
+        "workforce_words": workforce_words(data.get("workforce")),
     }
     figures = {
         "headline": figure_headline(data["overall"]),

@@ -30,7 +30,7 @@ LABELLED = 5  # departures labelled in the figure
 CONTRAST_KEYS = ["attribute", "category_a", "category_b"]
 SEX_SPLIT = "the workforce's gender segregation"
 ESTIMAND = (
-    "population-averaged slope: the shares averaged over name pairs and both name orders, so position bias (the "
+    "population-averaged slope: the shares averaged over {unit} and both name orders, so position bias (the "
     "first-named person picked more often) pulls it towards 0 and can alone make it flatten; the position-adjusted "
     "slope fits the position and is the slope without it"
 )
@@ -61,15 +61,15 @@ def _interval(statistic: dict[str, Any]) -> str:
     return f"{statistic['estimate']:.2f} (95% CI {statistic['ci_low']:.2f} to {statistic['ci_high']:.2f})"
 
 
-def _sentence(statistics: dict[str, Any], n: int, split: str) -> str:
+def _sentence(statistics: dict[str, Any], n: int, split: str, unit: str) -> str:
     """The finding: the slope and its reading, the position-adjusted slope beside it, the rank correlation."""
     slope, spearman, adjusted = statistics["slope"], statistics["spearman"], statistics.get("adjusted_slope")
     if slope["estimate"] is None:
-        return f"Too few occupations with a workforce share ({n}) or name pairs for the comparison."
+        return f"Too few occupations with a workforce share ({n}) or {unit} for the comparison."
     if slope["ci_low"] is None:
         return (
             f"Over {n} occupations the amplification slope is {slope['estimate']:.2f} and the rank correlation "
-            f"{spearman['estimate']:.2f}, with no interval and no reading: fewer than {MIN_PAIRS} name pairs."
+            f"{spearman['estimate']:.2f}, with no interval and no reading: fewer than {MIN_PAIRS} {unit}."
         )
     rank = f"rank correlation {_interval(spearman)}"
     if slope["verdict"] is None:
@@ -87,7 +87,7 @@ def _sentence(statistics: dict[str, Any], n: int, split: str) -> str:
     return f"Over {n} occupations the amplification slope is {_interval(slope)}: {reading}{beside}; {rank}."
 
 
-def _condition_entry(fit: pd.DataFrame, occupations: pd.DataFrame, split: str) -> dict[str, Any]:
+def _condition_entry(fit: pd.DataFrame, occupations: pd.DataFrame, split: str, unit: str) -> dict[str, Any]:
     statistics = {name: _statistic(fit, name) for name in STATISTICS}
     n = int(fit["n_occupations"].iloc[0])
     beyond = occupations[occupations["versus"] == "more"]
@@ -97,19 +97,19 @@ def _condition_entry(fit: pd.DataFrame, occupations: pd.DataFrame, split: str) -
         "n_occupations": n,
         "pairs": int(fit["pairs"].iloc[0]),
         **statistics,
-        "estimand": ESTIMAND,
+        "estimand": ESTIMAND.format(unit=unit),
         "min_verdict_occupations": MIN_VERDICT_OCCUPATIONS,
-        "finding": _sentence(statistics, n, split),
+        "finding": _sentence(statistics, n, split, unit),
         "beyond": records(beyond[OCCUPATION_FIELDS].head(BEYOND_SHOWN)),
     }
 
 
-def _comparison(fit: pd.DataFrame, occupations: pd.DataFrame, split: str) -> dict[str, Any]:
-    """The reported condition's entry with every condition's under `by_condition`."""
+def _comparison(fit: pd.DataFrame, occupations: pd.DataFrame, split: str, unit: str) -> dict[str, Any]:
+    """The reported condition's entry with every condition's under `by_condition` (`unit`: what the pairs count)."""
     conditions = sorted(set(fit["condition"]), key=lambda c: order_index(CONDITIONS, c))
     by_condition = {
         condition: _condition_entry(
-            fit[fit["condition"] == condition], occupations[occupations["condition"] == condition], split
+            fit[fit["condition"] == condition], occupations[occupations["condition"] == condition], split, unit
         )
         for condition in conditions
     }
@@ -139,16 +139,38 @@ def workforce_section(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
     ).df()
     source = fit["source"].dropna().iloc[0] if fit["source"].notna().any() else shipped_workforce()["source"]
     if fit["attribute"].isna().all():
-        return {**_comparison(fit, occupations, SEX_SPLIT), "source": citation(con, source)}
+        return {**_comparison(fit, occupations, SEX_SPLIT, "name pairs"), "source": citation(con, source)}
     contrasts = []
     for key, rows in fit.groupby(CONTRAST_KEYS, sort=True):
         labels = dict(zip(CONTRAST_KEYS, key, strict=True))
         own = (occupations[CONTRAST_KEYS] == pd.Series(labels)).all(axis=1)
         split = f"the workforce's split between {labels['category_a']} and {labels['category_b']} workers"
-        contrasts.append({**labels, **_comparison(rows, occupations[own], split)})
+        contrasts.append({**labels, **_comparison(rows, occupations[own], split, "name sets")})
     main = fit[main_comparison(fit)].iloc[0]
     headline = next(entry for entry in contrasts if all(entry[k] == main[k] for k in CONTRAST_KEYS))
     return {**headline, "source": citation(con, source), "contrasts": contrasts}
+
+
+def workforce_words(section: dict[str, Any] | None) -> dict[str, str]:
+    """The words the section's captions use for its headline comparison: the woman and the share of women on a run
+    over name pairs or a sex contrast, the contrast's own categories on another contrast; the unit its pairs count."""
+    unit = "name sets" if section and section.get("category_a") else "name pairs"
+    if not section or section.get("attribute") in (None, "sex"):
+        return {
+            "unit": unit,
+            "picked": "the woman",
+            "workers": "the share of women among those who do the job",
+            "exaggerates": "which jobs are women's or men's",
+            "beyond": "Gendered more than the workforce",
+        }
+    a, b = section["category_a"], section["category_b"]
+    return {
+        "unit": unit,
+        "picked": f"the {a} person",
+        "workers": f"the share of {a} workers among the job's {a} and {b} workers",
+        "exaggerates": f"which jobs are {a} workers' or {b} workers'",
+        "beyond": f"Split between {a} and {b} workers more than the workforce",
+    }
 
 
 def citation(con: duckdb.DuckDBPyConnection, source: str) -> str:

@@ -143,6 +143,16 @@ CREATE TABLE IF NOT EXISTS pair_shares (run_id VARCHAR, condition VARCHAR, pair_
     ci_low DOUBLE, ci_high DOUBLE, n BIGINT, lean VARCHAR);
 CREATE TABLE IF NOT EXISTS pair_heterogeneity (run_id VARCHAR, condition VARCHAR, pairs BIGINT, statistic DOUBLE,
     p_value DOUBLE, differ BOOLEAN);
+-- Stored by analyze() for the gates and the LL144 summary, which build their intervals at the levels a policy or the
+-- 2% exclusion asks from these counts instead of the answers: metrics.sql's impact_counts of the overall scope (per
+-- condition, attribute, rate kind, set, category and, for imported decisions, name), and for runs over name sets its
+-- contrast_counts (per contrast and set) and grant_counts (per category and set).
+CREATE TABLE IF NOT EXISTS impact_counts (run_id VARCHAR, condition VARCHAR, attribute VARCHAR, rate_kind VARCHAR,
+    scope VARCHAR, key VARCHAR, set_id INTEGER, category VARCHAR, name VARCHAR, hits BIGINT, n BIGINT, unknown BIGINT);
+CREATE TABLE IF NOT EXISTS contrast_counts (run_id VARCHAR, condition VARCHAR, attribute VARCHAR, set_id INTEGER,
+    category_a VARCHAR, category_b VARCHAR, hits BIGINT, n BIGINT);
+CREATE TABLE IF NOT EXISTS grant_counts (run_id VARCHAR, condition VARCHAR, attribute VARCHAR, set_id INTEGER,
+    category VARCHAR, hits BIGINT, n BIGINT, unknown BIGINT);
 -- Findings under a change of wording (probe/analysis/robustness.py), for runs asked in more than one wording: per
 -- condition and metric a row per wording (scope wording, key = its id) and the crossed row (scope crossed, key all)
 -- with the spread between wordings, the wording test, the pair-only interval and the verdict.

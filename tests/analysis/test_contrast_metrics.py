@@ -14,6 +14,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, logit
 
 import probe
+from probe.analysis.statistics import share_estimate
 from tests.analysis.test_contrasts import JOINT, planted_world
 from tests.support import query
 
@@ -155,3 +156,45 @@ def test_the_api_gives_the_ranking(planted) -> None:
         ["male x Black", 4],
     ]
     assert set(ranking["metric"]) == {"strength"} and len(ranking) == 2 + 2 + 4
+
+
+def test_a_set_runs_headline_position_and_consistency_have_the_set_as_unit(planted, tmp_path: Path) -> None:
+    """The overall rows sum each set's two contests (24 sets, not 48 contests) and say sets: position 22 / 24 (16 sets
+    all first-named, 8 at 30 / 40 where the men's race contest is half first-named), consistency 1 in every set."""
+    db_file, run_id, _ = planted
+    per_contest = query(
+        db_file,
+        "SELECT c.set_id, m.metric, m.value * m.n AS hits, m.n FROM metrics AS m JOIN (SELECT DISTINCT pair_id, "
+        "set_id FROM run_contests WHERE run_id = ?) AS c ON c.pair_id = try_cast(m.key AS INTEGER) "
+        "WHERE m.run_id = ? AND m.scope = 'pair' AND m.condition = 'taxonomy'",
+        [run_id, run_id],
+    )
+    overall = query(
+        db_file,
+        "SELECT metric, value, ci_low, ci_high, n, pairs FROM metrics WHERE run_id = ? AND scope = 'overall' "
+        "AND condition = 'taxonomy' AND metric IN ('position_first', 'consistency')",
+        [run_id],
+    ).set_index("metric")
+    for metric, value in (("position_first", 22 / 24), ("consistency", 1.0)):
+        sets = per_contest[per_contest["metric"] == metric].groupby("set_id")[["hits", "n"]].sum()
+        estimate = share_estimate(sets["hits"].round().to_numpy(), sets["n"].to_numpy(), sets["n"].to_numpy())
+        row = overall.loc[metric]
+        assert (row["pairs"], row["n"], round(row["value"], 12)) == (24, 960, round(value, 12))
+        assert [row["ci_low"], row["ci_high"]] == pytest.approx(list(estimate.interval()), rel=0, abs=1e-12)
+    probe.open_run(run_id, db=db_file).report(tmp_path / "report.html")
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| name sets / valid instances | 24 / 960 |" in markdown
+    headline = markdown.split("## Figure 1")[0]
+    assert "score test over name sets (the interval's own test)" in headline
+    assert "| 24 sets, 960 instances |" in headline and "No name set showed otherwise" in headline
+    assert "24 pairs" not in headline
+    # a gate on it reads the same units: the stored interval, over the 24 sets
+    policy = tmp_path / "gates.toml"
+    policy.write_text(
+        '[[gates]]\nname = "p"\nkind = "max"\nmetric = "position_first"\ncondition = "taxonomy"\nlimit = 0.99\n'
+    )
+    [verdict] = probe.gate(run_id, policy, db=db_file, output=tmp_path / "out").verdicts
+    position = overall.loc["position_first"]
+    assert (verdict.pairs, verdict.instances, verdict.unit) == (24, 960, "name sets")
+    assert verdict.ci95 == pytest.approx((position["ci_low"], position["ci_high"]), rel=0, abs=1e-12)
+    assert ", 24 name sets, 960 instances; " in verdict.sentence

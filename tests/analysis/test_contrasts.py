@@ -5,6 +5,7 @@ over name sets stores its people once."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -16,9 +17,7 @@ from probe import pipeline
 from probe.analysis.contrasts import SLOT_METRICS
 from probe.common.errors import UserError
 from probe.store.config import RunConfig
-from probe.taxonomy.name_sets import contests, read_name_sets
-from tests.support import FakeBackend, query, unknown_answers
-from tests.taxonomy.test_name_sets import sets_file
+from tests.support import FakeBackend, name_set_run, query
 
 OCCUPATIONS = (
     "nurse",
@@ -41,48 +40,38 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, float]:
     won by whoever is named first (50%); the multiple-choice question names the Black woman in every contest of the
     two women (else both); stage 1 grants women the first 60% of the attributes (sorted) and men the
     first 40%. Returns the run id and the planted grant gap (exact: a whole number of attributes each)."""
-    names = sets_file(tmp_path / "sets.csv", sets=SETS)
-    settings = dict(
-        backend="replay",
-        names=str(names),
-        occupations=OCCUPATIONS,
-        top_k=1,
-        conditions=("taxonomy",),
-        db=str(db_file),
-        quiet=True,
-    )
-    answers = unknown_answers(tmp_path / "answers.csv", **settings)
-    mapping = contests(read_name_sets(duckdb.connect(), names))[1]
-    joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].set_index(["pair_id", "slot"])["category"]
-    sex = mapping[mapping["attribute"] == "sex"].set_index(["pair_id", "slot"])["category"]
-    rows = pd.read_csv(answers, dtype={"label": object})
-    rows.loc[rows["qtype"] == "binary", "label"] = "yes"
-    rows.loc[rows["qtype"] == "multiple", "label"] = "both"
-    single = rows["qtype"] == "single"
-    rows.loc[single, "label"] = rows.loc[single, "name_order"].map({"fm": "female", "mf": "male"})  # first named
-    for pair_id, group in rows[single].sort_values(["occupation", "name_order"]).groupby("pair_id"):
-        slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
-        if set(slots) == {"male x Black", "male x White"}:
-            black, white = slots["male x Black"], slots["male x White"]
-            rows.loc[group.index, "label"] = [black] * 6 + [white] * (len(group) - 6)
-    multiple = rows["qtype"] == "multiple"  # the multiple-choice question names the Black woman against the White
-    for pair_id, group in rows[multiple].groupby("pair_id"):
-        slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
-        if set(slots) == {"female x Black", "female x White"}:
-            rows.loc[group.index, "label"] = slots["female x Black"]
-    stage1 = rows["stage"] == 1
-    attributes = sorted(set(rows.loc[stage1, "attribute"]))
-    women, men = round(0.6 * len(attributes)), round(0.4 * len(attributes))
-    rank = rows.loc[stage1, "attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
-    person_sex = [
-        sex[pair, subject]
-        for pair, subject in zip(rows.loc[stage1, "pair_id"], rows.loc[stage1, "subject"], strict=True)
-    ]
-    limit = pd.Series(person_sex, index=rank.index).map({"female": women, "male": men})
-    rows.loc[stage1, "label"] = (rank < limit).map({True: "yes", False: "no"})
-    rows.to_csv(answers, index=False)
-    run_id = pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
-    return run_id, (women - men) / len(attributes)
+    gap = 0.0
+
+    def relabel(rows: pd.DataFrame, category: Callable[[str], pd.Series]) -> None:
+        nonlocal gap
+        joint, sex = category("sex x race_ethnicity"), category("sex")
+        rows.loc[rows["qtype"] == "binary", "label"] = "yes"
+        rows.loc[rows["qtype"] == "multiple", "label"] = "both"
+        single = rows["qtype"] == "single"
+        rows.loc[single, "label"] = rows.loc[single, "name_order"].map({"fm": "female", "mf": "male"})  # first named
+        for pair_id, group in rows[single].sort_values(["occupation", "name_order"]).groupby("pair_id"):
+            slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
+            if set(slots) == {"male x Black", "male x White"}:
+                black, white = slots["male x Black"], slots["male x White"]
+                rows.loc[group.index, "label"] = [black] * 6 + [white] * (len(group) - 6)
+        multiple = rows["qtype"] == "multiple"  # the multiple-choice question names the Black woman against the White
+        for pair_id, group in rows[multiple].groupby("pair_id"):
+            slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
+            if set(slots) == {"female x Black", "female x White"}:
+                rows.loc[group.index, "label"] = slots["female x Black"]
+        stage1 = rows["stage"] == 1
+        attributes = sorted(set(rows.loc[stage1, "attribute"]))
+        women, men = round(0.6 * len(attributes)), round(0.4 * len(attributes))
+        rank = rows.loc[stage1, "attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
+        person_sex = [
+            sex[pair, subject]
+            for pair, subject in zip(rows.loc[stage1, "pair_id"], rows.loc[stage1, "subject"], strict=True)
+        ]
+        limit = pd.Series(person_sex, index=rank.index).map({"female": women, "male": men})
+        rows.loc[stage1, "label"] = (rank < limit).map({True: "yes", False: "no"})
+        gap = (women - men) / len(attributes)
+
+    return name_set_run(tmp_path, db_file, relabel, SETS, occupations=OCCUPATIONS), gap
 
 
 @pytest.fixture(scope="module")

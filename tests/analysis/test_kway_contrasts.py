@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import probe
-from probe import pipeline
 from probe.common.errors import UserError
-from probe.store.config import RunConfig
-from tests.support import query, unknown_answers
-from tests.taxonomy.test_name_sets import sets_file
+from tests.support import name_set_run, query
 
 JOINT = "sex x race_ethnicity"
 SETS = 12  # 6 intersectional contrasts: an interval at 1 - 0.05 / 6 needs 8 sets
@@ -29,25 +27,15 @@ def planted_kway(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> t
     folder = tmp_path_factory.mktemp("kway")
     db_file = folder / "probe.duckdb"
     db_file.write_bytes(seeded_db.read_bytes())
-    settings = dict(
-        backend="replay",
-        names=str(sets_file(folder / "sets.csv", sets=SETS)),
-        db=str(db_file),
-        occupations=OCCUPATIONS,
-        top_k=1,
-        conditions=("taxonomy",),
-        questions=("kway",),
-        quiet=True,
-    )
-    answers = unknown_answers(folder / "answers.csv", **settings)
-    rows = pd.read_csv(answers, dtype={"label": object})
-    rows.loc[rows["stage"] == 1, "label"] = "yes"
-    kway = rows[rows["qtype"] == "kway"].sort_values(["pair_id", "occupation", "name_order"])
-    for set_id, items in kway.groupby("pair_id"):
-        picks = [f"{person}name{set_id}" for person, count in PICKS[set_id % 2].items() for _ in range(count)]
-        rows.loc[items.index, "label"] = picks
-    rows.to_csv(answers, index=False)
-    return db_file, pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
+
+    def relabel(rows: pd.DataFrame, category: Callable[[str], pd.Series]) -> None:
+        rows.loc[rows["stage"] == 1, "label"] = "yes"
+        kway = rows[rows["qtype"] == "kway"].sort_values(["pair_id", "occupation", "name_order"])
+        for set_id, items in kway.groupby("pair_id"):
+            picks = [f"{person}name{set_id}" for person, count in PICKS[set_id % 2].items() for _ in range(count)]
+            rows.loc[items.index, "label"] = picks
+
+    return db_file, name_set_run(folder, db_file, relabel, SETS, occupations=OCCUPATIONS, questions=("kway",))
 
 
 def test_the_top_picks_between_two_categories_are_their_preference(planted_kway) -> None:

@@ -222,6 +222,10 @@ def test_gate_workforce_slope_reads_the_stored_slope(db_file: Path, use_backend,
         )
         result = probe.gate("w", policy, db=db_file, output=tmp_path / "out")
         assert (result.outcome, result.verdicts[0].ci95) == (outcome, (low, high))
+    # the 90% interval: the stored 95% t interval (12 occupations - 2 = 10 df) rescaled with t at the same df
+    middle, half = (low + high) / 2, (high - low) / 2 * stats.t.isf(0.05, 10) / stats.t.isf(0.025, 10)
+    assert result.verdicts[0].ci90 == pytest.approx((middle - half, middle + half), rel=0, abs=1e-12)
+    assert "12 occupations, 6 name pairs;" in result.verdicts[0].sentence
     policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = "1.2"\n')
     with pytest.raises(UserError, match="key 'limit' must be a number"):
         probe.gate("w", policy, db=db_file, output=tmp_path / "out")

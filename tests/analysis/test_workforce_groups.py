@@ -4,9 +4,9 @@ pair of race/ethnicity categories), by the people's own categories, never by the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,13 +14,10 @@ import statsmodels.api as sm
 from scipy import special
 
 import probe
-from probe import pipeline
 from probe.analysis.workforce import BOUNDS, contrast_shares
 from probe.common.resources import resource_dir
-from probe.store.config import RunConfig
-from probe.taxonomy.name_sets import contests, read_name_sets
-from tests.support import query, unknown_answers
-from tests.taxonomy.test_name_sets import sets_file
+from probe.report.workforce import workforce_words
+from tests.support import name_set_run, query
 
 # 14 occupations with a BLS share of women, 1.1% (plumber) to 92.5% (secretary)
 OCCUPATIONS = (
@@ -47,42 +44,31 @@ def planted_world(tmp_path: Path, db_file: Path) -> tuple[str, pd.Series]:
     women, and where she is named second and it is at least 60% women: her share per occupation is 0, 0.5 or 1 by
     the workforce alone. Every other contest is won by whoever is named first (50% each). The sex column sits last,
     so the first slot of a contest is not the woman's. Returns the run id and the occupations' share of women."""
-    names = sets_file(tmp_path / "sets.csv", sets=SETS)
-    table = pd.read_csv(names)
-    table[["set_id", "name", "race_ethnicity", "sex"]].to_csv(names, index=False)
-    settings = dict(
-        backend="replay",
-        names=str(names),
-        occupations=OCCUPATIONS,
-        top_k=1,
-        conditions=("baseline",),
-        db=str(db_file),
-        quiet=True,
-    )
-    answers = unknown_answers(tmp_path / "answers.csv", **settings)
-    mapping = contests(read_name_sets(duckdb.connect(), names))[1]
-    sex = mapping[mapping["attribute"] == "sex"].set_index(["pair_id", "slot"])["category"]
     codes = pd.read_csv(resource_dir("taxonomy") / "occupations.csv").set_index("occupation")["soc_code"]
     shares = query(db_file, "SELECT soc_code, pct_women / 100 AS share FROM workforce WHERE source = 'bls-cps-2022'")
     women = codes.loc[list(OCCUPATIONS)].map(shares.set_index("soc_code")["share"])
-    rows = pd.read_csv(answers, dtype={"label": object})
-    rows.loc[rows["qtype"] == "binary", "label"] = "yes"
-    rows.loc[rows["qtype"] == "multiple", "label"] = "both"
-    single = rows["qtype"] == "single"
-    first = rows["name_order"].map({"fm": "female", "mf": "male"})  # the slot named first
-    rows.loc[single, "label"] = first[single]
-    for index in rows.index[single]:
-        pair, order, job = rows.at[index, "pair_id"], rows.at[index, "name_order"], rows.at[index, "occupation"]
-        people = {slot: sex[pair, slot] for slot in ("female", "male")}
-        if set(people.values()) != {"female", "male"}:
-            continue
-        woman = next(slot for slot, category in people.items() if category == "female")
-        woman_first = (woman == "female") == (order == "fm")
-        picked = women[job] >= (0.3 if woman_first else 0.6)
-        rows.at[index, "label"] = woman if picked else ({"female", "male"} - {woman}).pop()
-    rows.loc[rows["stage"] == 1, "label"] = "yes"
-    rows.to_csv(answers, index=False)
-    return pipeline.run(RunConfig(**settings, answers=str(answers))).run_id, women
+
+    def relabel(rows: pd.DataFrame, category: Callable[[str], pd.Series]) -> None:
+        sex = category("sex")
+        rows.loc[rows["qtype"] == "binary", "label"] = "yes"
+        rows.loc[rows["qtype"] == "multiple", "label"] = "both"
+        single = rows["qtype"] == "single"
+        first = rows["name_order"].map({"fm": "female", "mf": "male"})  # the slot named first
+        rows.loc[single, "label"] = first[single]
+        for index in rows.index[single]:
+            pair, order, job = rows.at[index, "pair_id"], rows.at[index, "name_order"], rows.at[index, "occupation"]
+            people = {slot: sex[pair, slot] for slot in ("female", "male")}
+            if set(people.values()) != {"female", "male"}:
+                continue
+            woman = next(slot for slot, category in people.items() if category == "female")
+            woman_first = (woman == "female") == (order == "fm")
+            picked = women[job] >= (0.3 if woman_first else 0.6)
+            rows.at[index, "label"] = woman if picked else ({"female", "male"} - {woman}).pop()
+        rows.loc[rows["stage"] == 1, "label"] = "yes"
+
+    columns = ("set_id", "name", "race_ethnicity", "sex")
+    run_id = name_set_run(tmp_path, db_file, relabel, SETS, columns, occupations=OCCUPATIONS, conditions=("baseline",))
+    return run_id, women
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +140,39 @@ def test_the_planted_slope_is_recovered_exactly_and_read(planted, tmp_path: Path
     ]
     assert section["finding"].startswith("Over 14 occupations the amplification slope is ")
     assert "Black vs White" in (tmp_path / "report.md").read_text()
+
+
+def test_a_set_runs_workforce_gate_and_section_count_sets(planted, tmp_path: Path) -> None:
+    db_file, run_id, _ = planted
+    policy = tmp_path / "gates.toml"
+    policy.write_text('[[gates]]\nname = "mirror"\nkind = "workforce_slope"\ncondition = "baseline"\nlimit = 9\n')
+    probe.gate(run_id, policy, db=db_file, output=tmp_path / "out")
+    [gate] = json.loads((tmp_path / "out" / "gate.json").read_text())["gates"]
+    assert gate["unit"] == "name sets" and ", 14 occupations, 6 name sets; " in gate["sentence"]
+    assert "name pairs" not in gate["sentence"]
+    document_path = probe.open_run(run_id, db=db_file).report(tmp_path / "report.html").with_suffix(".json")
+    section = json.loads(document_path.read_text())["workforce"]
+    assert section["estimand"].startswith("population-averaged slope: the shares averaged over name sets and both")
+    assert "(occupations and name sets)" in section["slope"]["method"]
+    html = (tmp_path / "report.html").read_text()
+    assert "whiskers: its 95% interval over name sets" in html and "this run's number of name sets" in html
+
+
+def test_a_race_contrast_is_captioned_by_its_categories_not_women() -> None:
+    race = {"attribute": "race_ethnicity", "category_a": "Black", "category_b": "White"}
+    assert workforce_words(race) == {
+        "unit": "name sets",
+        "picked": "the Black person",
+        "workers": "the share of Black workers among the job's Black and White workers",
+        "exaggerates": "which jobs are Black workers' or White workers'",
+        "beyond": "Split between Black and White workers more than the workforce",
+    }
+    sex = workforce_words({"attribute": "sex", "category_a": "female", "category_b": "male"})
+    assert (sex["unit"], sex["picked"]) == ("name sets", "the woman")
+    assert (workforce_words({"attribute": None})["unit"], workforce_words(None)["picked"]) == (
+        "name pairs",
+        "the woman",
+    )
 
 
 def test_a_contrast_is_set_against_the_first_categorys_share_of_the_two() -> None:

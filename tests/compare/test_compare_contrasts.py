@@ -5,6 +5,7 @@ contrasts the plants move."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -15,10 +16,8 @@ from typer.testing import CliRunner
 from probe import pipeline
 from probe.cli import app
 from probe.compare.contrasts import NOT_ESTIMABLE, TOO_FEW_SETS, shared_sets
-from probe.store.config import RunConfig
-from probe.taxonomy.name_sets import contests, read_name_sets
-from tests.support import unknown_answers
-from tests.taxonomy.test_name_sets import sets_file
+from probe.report.render import render_comparison
+from tests.support import name_set_run
 
 SETS = 24  # 4 categories, 3 rounds: each intersectional contrast in 8 sets, enough for Bonferroni over 6
 
@@ -27,45 +26,32 @@ def replay_run(folder: Path, db_file: Path, run_id: str, planted: bool, pairs: t
     """A run whose single picks go to whoever is named first and whose stage 1 grants everyone the first half of the
     attributes (sorted); `planted`: Black men are picked over White men in 1 of their 8 answers per set (12.5%), and
     stage 1 grants women the first 3/4 of the attributes and men the first 1/4 (12 attributes: 9 and 3)."""
-    names = folder / "sets.csv"
-    if not names.exists():
-        sets_file(names, sets=SETS)
-    settings = dict(
-        backend="replay",
-        names=str(names),
-        occupations=("nurse", "engineer", "pilot", "teacher"),
-        top_k=1,
-        conditions=("taxonomy",),
-        db=str(db_file),
-        quiet=True,
-        pairs=pairs,
-    )
-    answers = unknown_answers(folder / f"{run_id}.csv", **settings)
-    mapping = contests(read_name_sets(duckdb.connect(), names))[1]
-    joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].set_index(["pair_id", "slot"])["category"]
-    rows = pd.read_csv(answers, dtype={"label": object})
-    rows.loc[rows["qtype"] == "binary", "label"] = "yes"
-    rows.loc[rows["qtype"] == "multiple", "label"] = "both"
-    single = rows["qtype"] == "single"
-    rows.loc[single, "label"] = rows.loc[single, "name_order"].map({"fm": "female", "mf": "male"})
-    if planted:
-        for pair_id, group in rows[single].sort_values(["occupation", "name_order"]).groupby("pair_id"):
-            slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
-            if set(slots) == {"male x Black", "male x White"}:
-                rows.loc[group.index, "label"] = [slots["male x Black"]] + [slots["male x White"]] * 7
-    stage1 = rows["stage"] == 1
-    asked = rows[stage1]
-    attributes = sorted(set(asked["attribute"]))
-    rank = asked["attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
-    sex = {key: category.split(" x ")[0] for key, category in joint.items()}
-    shares = {"female": 0.75, "male": 0.25} if planted else {"female": 0.5, "male": 0.5}
-    limits = [
-        round(shares[sex[pair, subject]] * len(attributes))
-        for pair, subject in zip(asked["pair_id"], asked["subject"], strict=True)
-    ]
-    rows.loc[stage1, "label"] = (rank < limits).map({True: "yes", False: "no"})
-    rows.to_csv(answers, index=False)
-    return pipeline.run(RunConfig(**settings, answers=str(answers), run_id=run_id)).run_id
+
+    def relabel(rows: pd.DataFrame, category: Callable[[str], pd.Series]) -> None:
+        joint = category("sex x race_ethnicity")
+        rows.loc[rows["qtype"] == "binary", "label"] = "yes"
+        rows.loc[rows["qtype"] == "multiple", "label"] = "both"
+        single = rows["qtype"] == "single"
+        rows.loc[single, "label"] = rows.loc[single, "name_order"].map({"fm": "female", "mf": "male"})
+        if planted:
+            for pair_id, group in rows[single].sort_values(["occupation", "name_order"]).groupby("pair_id"):
+                slots = {joint[pair_id, slot]: slot for slot in ("female", "male")}
+                if set(slots) == {"male x Black", "male x White"}:
+                    rows.loc[group.index, "label"] = [slots["male x Black"]] + [slots["male x White"]] * 7
+        stage1 = rows["stage"] == 1
+        asked = rows[stage1]
+        attributes = sorted(set(asked["attribute"]))
+        rank = asked["attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
+        sex = {key: both.split(" x ")[0] for key, both in joint.items()}
+        shares = {"female": 0.75, "male": 0.25} if planted else {"female": 0.5, "male": 0.5}
+        limits = [
+            round(shares[sex[pair, subject]] * len(attributes))
+            for pair, subject in zip(asked["pair_id"], asked["subject"], strict=True)
+        ]
+        rows.loc[stage1, "label"] = (rank < limits).map({True: "yes", False: "no"})
+
+    occupations = ("nurse", "engineer", "pilot", "teacher")
+    return name_set_run(folder, db_file, relabel, SETS, occupations=occupations, pairs=pairs, run_id=run_id)
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +120,9 @@ def test_the_comparison_of_runs_over_sets_speaks_of_sets_and_contrasts(compared)
     markdown = (folder / "compare.md").read_text()
     assert "(replay; 24 name sets, 48 contests, 4 occupations, top-k 1; 3,840 answers in " in markdown
     assert "name pairs" not in markdown.split("## What is compared")[0]
+    assert document["workforce"]["difference_method"].endswith("where the runs share occupations and name sets")
+    alike = render_comparison({**document, "differences_in_settings": []})[1]  # as if the runs shared every setting
+    assert "(model, backend, decoding, preset, name sets, occupations," in alike
     assert (
         "| taxonomy | sex x race_ethnicity | male x Black vs male x White | preference | planted | 50.0% | 12.5% | "
         "\u221237.5 [\u221259.9, \u22127.6] * | 99.2% | 0.047 | 8 |"

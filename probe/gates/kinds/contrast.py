@@ -22,8 +22,9 @@ from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.contrasts import CONTRAST_METHOD, CONTRAST_NULLS, Contrast, contrast_estimates, kway_counts
-from probe.analysis.metrics import metric_queries
+from probe.analysis.differences import p_beside
 from probe.analysis.statistics import MIN_PAIRS
+from probe.analysis.stored import stored_counts
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
@@ -97,11 +98,9 @@ class ContrastGate(GateKind):
 def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
     """The gate's verdict on the chosen contrasts of the run (module docstring)."""
     metric = _metric(gate)
-    queries, params = metric_queries(), {"run_id": run_id}
-    kway = kway_counts(con.execute(queries["impact_counts"], params).df()) if metric == "kway_preference" else None
-    estimates = contrast_estimates(
-        con.execute(queries["contrast_counts"], params).df(), con.execute(queries["grant_counts"], params).df(), kway
-    )
+    counts = {table: stored_counts(con, run_id, table) for table in ("contrast_counts", "grant_counts")}
+    kway = kway_counts(stored_counts(con, run_id, "impact_counts")) if metric == "kway_preference" else None
+    estimates = contrast_estimates(counts["contrast_counts"], counts["grant_counts"], kway)
     pair, attribute = gate.settings.get("contrast"), gate.settings.get("attribute")
     chosen = {
         key: estimate
@@ -178,7 +177,7 @@ def _row(estimate: Any, band: tuple[float, float], adjusted: float, comparisons:
     value = estimate.value
     outside = ci_adjusted is not None and (ci_adjusted[0] > band[1] or ci_adjusted[1] < band[0])
     edge = band[1] if value > band[1] else band[0] if value < band[0] else None
-    p_value = estimate.p_value(edge, adjusted) if edge is not None else None
+    p_value = p_beside(estimate, edge, adjusted) if edge is not None else None
     return {
         "ci90": estimate.interval(0.90),
         "ci_adjusted": ci_adjusted,

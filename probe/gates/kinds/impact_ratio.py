@@ -24,9 +24,9 @@ from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.impact import FOUR_FIFTHS, GROUP_COLUMNS, IMPACT_METHOD, GroupRatios, group_ratios
-from probe.analysis.metrics import metric_queries
 from probe.analysis.sets_needed import fail_sets, interval_sets
 from probe.analysis.statistics import MIN_PAIRS
+from probe.analysis.stored import stored_counts
 from probe.common.errors import UserError
 from probe.common.user_text import checked_text
 from probe.common.vocabulary import CONDITIONS, DECISIONS_CONDITION, RATE_KINDS
@@ -87,8 +87,8 @@ class ImpactRatio(GateKind):
 def impact_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verdict:
     """The gate's verdict on the run's overall ratios to the highest rate (module docstring)."""
     attribute, rate_kind, limit = (gate.settings[key] for key in ("attribute", "rate_kind", "limit"))
-    counts = con.execute(metric_queries()["impact_counts"], {"run_id": run_id}).df()
-    counts = counts[(counts["condition"] == gate.condition) & (counts["scope"] == "overall")]
+    counts = stored_counts(con, run_id, "impact_counts")  # the overall scope's, as analyze() counted them
+    counts = counts[counts["condition"] == gate.condition]
     if attribute not in set(counts["attribute"]):
         found = ", ".join(sorted(set(counts["attribute"]))) or "none"
         raise UserError(

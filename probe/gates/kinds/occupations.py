@@ -23,8 +23,8 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import POWER, SIGNIFICANCE, binomial_mde
-from probe.analysis.metrics import occupation_shares
 from probe.analysis.statistics import OCCUPATION_TEST
+from probe.analysis.stored import occupation_shares
 from probe.common.errors import UserError
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import MARGIN, Key, number, occupation_list
