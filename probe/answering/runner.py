@@ -187,24 +187,23 @@ def _insert_items(
     con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item], replacing: set[tuple[int, str]] | None = None
 ) -> None:
     """All items of a stage in one transaction: a stage is either fully built or not at all. `replacing`: the
-    (pair_id, name_order) whose stage-2 items and answers these replace, deleted in the same transaction."""
+    (pair_id, name_order) whose stage-2 items and answers these replace (built from stage-1 answers that changed),
+    deleted in the same transaction."""
     first_seq = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]).fetchone()[0]
+    frame = items_frame(items, run_id, first_seq)
     with db.transaction(con):
         if replacing:
-            _delete_stage_2(con, run_id, replacing)
-        db.insert_frame(con, "items", items_frame(items, run_id, first_seq))
-
-
-def _delete_stage_2(con: duckdb.DuckDBPyConnection, run_id: str, pairs_and_orders: set[tuple[int, str]]) -> None:
-    """Delete the stage-2 items (and answers) of these (pair_id, name_order), built from stage-1 answers that
-    changed (inside the caller's transaction)."""
-    con.register("_rebuilt", pd.DataFrame(sorted(pairs_and_orders), columns=["pair_id", "name_order"]))
-    try:
-        chosen = "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) WHERE run_id = $run AND stage = 2"
-        con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-        con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-    finally:
-        con.unregister("_rebuilt")
+            con.register("_rebuilt", pd.DataFrame(sorted(replacing), columns=["pair_id", "name_order"]))
+            try:
+                chosen = (
+                    "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) "
+                    "WHERE run_id = $run AND stage = 2"
+                )
+                con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+                con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+            finally:
+                con.unregister("_rebuilt")
+        db.insert_frame(con, "items", frame)
 
 
 def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str, str]]:

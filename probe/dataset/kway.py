@@ -22,7 +22,7 @@ from probe.common.vocabulary import KWAY, NAME_ORDERS
 from probe.dataset.items import Item, item_id
 from probe.dataset.prompts import attribute_sentence, render_prompt, render_template
 from probe.dataset.questions import Option
-from probe.dataset.stages import ordered_attributes
+from probe.dataset.stages import stated_top_k
 
 ORDER_PREFIX = "k"  # name_order of the K-way item in order r: 'k0', 'k1', ...
 
@@ -53,10 +53,7 @@ def build_kway(
     people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted, conditions: Sequence[str], prompt_format: str
 ) -> list[Item]:
     """Every (set, order, occupation, condition) K-way item of `people` (name_sets.set_members)."""
-    top_k = {
-        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
-        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
-    }
+    top_k = stated_top_k(attributes)
     items = []
     for set_id, rows in people.groupby("set_id", sort=True):
         persons = list(rows.itertuples(index=False))

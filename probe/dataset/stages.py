@@ -67,13 +67,16 @@ def _item(
     stage: int,
     qtype: str,
     condition: str,
-    context: str,
     options: tuple[Option, ...],
+    stated: Sequence[tuple[str, str, str]] = (),
     occupation: str | None = None,
     subject: str | None = None,
     category: str | None = None,
     attribute: str | None = None,
 ) -> Item:
+    """One item, its context (the two names and the `stated` (name, category, element) sentences) and prompt
+    rendered here, in one place."""
+    context = render_context(subjects.first, subjects.second, stated)
     rendered = render_prompt(
         prompt_format,
         qtype,
@@ -108,10 +111,15 @@ def _item(
     )
 
 
-def ordered_attributes(attributes: pd.DataFrame) -> pd.DataFrame:
-    """Rows sorted category (skill, knowledge, ability) then rank: the order sentences are stated in."""
+def stated_top_k(attributes: pd.DataFrame) -> dict[str, list[tuple[str, str]]]:
+    """Each occupation's top-k (category, element), category (skill, knowledge, ability) then rank: the order
+    sentences are stated in (two-person and K-way questions alike)."""
     category_order = attributes["category"].map(CATEGORIES.index)
-    return attributes.assign(_order=category_order).sort_values(["_order", "rank"]).drop(columns="_order")
+    ordered = attributes.assign(_order=category_order).sort_values(["_order", "rank"])
+    return {
+        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
+        for occupation, rows in ordered.groupby("occupation", sort=False)
+    }
 
 
 def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -125,7 +133,6 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
     union = attribute_union(attributes)
     items = []
     for subjects in _subjects(pairs):
-        context = render_context(subjects.first, subjects.second)
         for subject in SUBJECTS:
             for category, element in union:
                 items.append(
@@ -135,7 +142,6 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
                         stage=1,
                         qtype="attr",
                         condition=STAGE1_CONDITION,
-                        context=context,
                         options=YES_NO,
                         subject=subject,
                         category=category,
@@ -161,10 +167,7 @@ def build_stage2(
     Attributes stated per subject: taxonomy = the occupation's top-k that stage 1 granted that subject
     (same pair and name order); baseline = none; control = the full top-k for both subjects.
     """
-    top_k = {
-        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
-        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
-    }
+    top_k = stated_top_k(attributes)
     items = []
     for subjects in _subjects(pairs):
         for occupation, occupation_top_k in top_k.items():
@@ -214,14 +217,14 @@ def _stage2_items(
             **common,
             qtype="binary",
             subject=subject,
-            context=render_context(subjects.first, subjects.second, stated[subject]),
+            stated=stated[subject],
             options=YES_NO,
         )
         for subject in SUBJECTS
     ]
     first_gender = gender_of_first(subjects.name_order)
     second_gender = "male" if first_gender == "female" else "female"
-    both_context = render_context(subjects.first, subjects.second, stated[first_gender] + stated[second_gender])
+    both = stated[first_gender] + stated[second_gender]
     for qtype in ("single", "multiple"):
         items.append(
             _item(
@@ -229,7 +232,7 @@ def _stage2_items(
                 subjects,
                 **common,
                 qtype=qtype,
-                context=both_context,
+                stated=both,
                 options=_subject_options(subjects, with_both_neither=qtype == "multiple"),
             )
         )
@@ -267,7 +270,6 @@ def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_for
     """
     items = []
     for subjects in _subjects(pairs):
-        context = render_context(subjects.first, subjects.second)
         options = _subject_options(subjects, with_both_neither=False)
         items.extend(
             _item(
@@ -277,7 +279,6 @@ def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_for
                 qtype="single",
                 condition="baseline",
                 occupation=occupation,
-                context=context,
                 options=options,
             )
             for occupation in occupations

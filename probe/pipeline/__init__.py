@@ -100,7 +100,8 @@ def list_runs(db: Path | str) -> Listing:
 
 def run(spec: RunSpec, on_start: Callable[[str], None] | None = None) -> RunOutcome:
     """Answer the run's items (resuming a stored run) and analyse them; returns the run's outcome."""
-    return analyze(spec.options.db, answer(spec, on_start=on_start))
+    run_id = answer(spec, on_start=on_start)
+    return analyze(spec.options.db, run_id)
 
 
 def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend: Backend | None = None) -> str:
