@@ -78,9 +78,7 @@ def answer(
     """
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
-        if not _has_items(con, run_id, stage=1):
-            stage1 = stage1_items(selection.pairs, selection.attributes, backend.prompt_format, selection.wordings)
-            _insert_items(con, run_id, stage1)
+        ensure_stage(con, run_id, 1, selection, conditions, backend.prompt_format)
         stage_2_built = _has_items(con, run_id, stage=2)
         granted_before = _granted_attributes(con, run_id)
         answerer.answer_stage(1, progress, retry_failed=True)
@@ -88,24 +86,10 @@ def answer(
         check_failed_share(con, run_id, max_failed_share, again=_again(run_id), stage=1)
         if not backend.labels_are_data:
             check_some_option_named(con, run_id, stage=1)
-        granted = _granted_attributes(con, run_id)
-        # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
-        rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
-        rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
-        if not stage_2_built or rebuilt:
-            items = stage2_items(
-                selection.pairs,
-                selection.attributes,
-                granted,
-                conditions,
-                backend.prompt_format,
-                selection.wordings,
-                questions=selection.questions,
-                people=selection.set_members,
-            )
-            if stage_2_built:
-                items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
-            _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
+        if stage_2_built:
+            _rebuild_stage_2(con, run_id, granted_before, selection, conditions, backend.prompt_format)
+        else:
+            ensure_stage(con, run_id, 2, selection, conditions, backend.prompt_format)
         answerer.answer_stage(2, progress, retry_failed=True)
         backend.finish()
         check_failed_share(con, run_id, max_failed_share, again=_again(run_id))
@@ -125,20 +109,28 @@ def ensure_stage(
     if _has_items(con, run_id, stage=stage):
         return
     if stage == 1:
-        items = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
+        items = stage1_items(selection, prompt_format)
     else:
-        granted = _granted_attributes(con, run_id)
-        items = stage2_items(
-            selection.pairs,
-            selection.attributes,
-            granted,
-            conditions,
-            prompt_format,
-            selection.wordings,
-            questions=selection.questions,
-            people=selection.set_members,
-        )
+        items = stage2_items(selection, _granted_attributes(con, run_id), conditions, prompt_format)
     _insert_items(con, run_id, items)
+
+
+def _rebuild_stage_2(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    granted_before: set[tuple[int, str, str, str, str, str]],
+    selection: Selection,
+    conditions: Sequence[str],
+    prompt_format: str,
+) -> None:
+    """A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order: those
+    stage-2 items (and the K-way items of their sets) are built again, replacing the stored ones and their answers."""
+    granted = _granted_attributes(con, run_id)
+    rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
+    rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
+    if rebuilt:
+        items = stage2_items(selection, granted, conditions, prompt_format)
+        _insert_items(con, run_id, [item for item in items if (item.pair_id, item.name_order) in rebuilt], rebuilt)
 
 
 def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:

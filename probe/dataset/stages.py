@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
+from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, PAPER_WORDING, STAGE1_CONDITION, SUBJECTS
 from probe.dataset.items import Item, gender_of_first, item_id
 from probe.dataset.prompts import render_context, render_prompt
 from probe.dataset.questions import Option
@@ -73,9 +73,10 @@ def _item(
     subject: str | None = None,
     category: str | None = None,
     attribute: str | None = None,
+    wording: str = PAPER_WORDING,
 ) -> Item:
-    """One item, its context (the two names and the `stated` (name, category, element) sentences) and prompt
-    rendered here, in one place."""
+    """One item, its context (the two names and the `stated` (name, category, element) sentences) and its prompt in
+    `wording` rendered here, in one place."""
     context = render_context(subjects.first, subjects.second, stated)
     rendered = render_prompt(
         prompt_format,
@@ -87,6 +88,7 @@ def _item(
         occupation=occupation,
         category=category,
         attribute=attribute,
+        wording=wording,
     )
     key = dict(
         stage=stage,
@@ -100,7 +102,7 @@ def _item(
         attribute=attribute,
     )
     return Item(
-        item_id=item_id(**key),
+        item_id=item_id(wording, **key),
         **key,
         first_name=subjects.first,
         second_name=subjects.second,
@@ -108,6 +110,7 @@ def _item(
         question=rendered.question,
         prompt=rendered.prompt,
         options=options,
+        wording=wording,
     )
 
 
@@ -128,8 +131,11 @@ def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(distinct.itertuples(index=False, name=None), key=lambda pair: (CATEGORIES.index(pair[0]), pair[1]))
 
 
-def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str) -> list[Item]:
-    """Every (pair, name order, subject, category, attribute) over the union of top-k attributes."""
+def build_stage1(
+    pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str, wording: str = PAPER_WORDING
+) -> list[Item]:
+    """Every (pair, name order, subject, category, attribute) over the union of top-k attributes, asked in
+    `wording` (a paraphrase of prompts/wordings/)."""
     union = attribute_union(attributes)
     items = []
     for subjects in _subjects(pairs):
@@ -146,6 +152,7 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
                         subject=subject,
                         category=category,
                         attribute=element,
+                        wording=wording,
                     )
                 )
     return items
@@ -161,8 +168,10 @@ def build_stage2(
     granted: Granted,
     conditions: Sequence[str],
     prompt_format: str,
+    wording: str = PAPER_WORDING,
 ) -> list[Item]:
-    """Binary (per subject), single and multiple items per (pair, name order, occupation, condition).
+    """Binary (per subject), single and multiple items per (pair, name order, occupation, condition), asked in
+    `wording`.
 
     Attributes stated per subject: taxonomy = the occupation's top-k that stage 1 granted that subject
     (same pair and name order); baseline = none; control = the full top-k for both subjects.
@@ -176,7 +185,7 @@ def build_stage2(
                     subject: _stated_attributes(condition, occupation_top_k, granted, subjects, subject)
                     for subject in SUBJECTS
                 }
-                items.extend(_stage2_items(prompt_format, subjects, occupation, condition, stated))
+                items.extend(_stage2_items(prompt_format, wording, subjects, occupation, condition, stated))
     return items
 
 
@@ -204,12 +213,13 @@ def _stated_attributes(
 
 def _stage2_items(
     prompt_format: str,
+    wording: str,
     subjects: Subjects,
     occupation: str,
     condition: str,
     stated: dict[str, list[tuple[str, str, str]]],
 ) -> list[Item]:
-    common = dict(stage=2, condition=condition, occupation=occupation)
+    common = dict(stage=2, condition=condition, occupation=occupation, wording=wording)
     items = [
         _item(
             prompt_format,
