@@ -99,9 +99,17 @@ def list_runs(db: Path | str) -> Listing:
 
 
 def run(spec: RunSpec, on_start: Callable[[str], None] | None = None) -> RunOutcome:
-    """Answer the run's items (resuming a stored run) and analyse them; returns the run's outcome."""
-    run_id = answer(spec, on_start=on_start)
-    return analyze(spec.options.db, run_id)
+    """Answer the run's items (resuming a stored run) and analyse them, on one connection to the store; returns the
+    run's outcome."""
+    from probe.analysis import metrics  # statistics stack: load on use
+
+    con = connect(spec.options.db)
+    try:
+        run_id = _answer(con, spec, on_start)
+        metrics.analyze(con, run_id)
+        return read_outcome(con, run_id, str(spec.options.db))
+    finally:
+        con.close()
 
 
 def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend: Backend | None = None) -> str:
@@ -112,27 +120,36 @@ def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend
     run can be resumed by its id (the CLI prints it there). `backend`: answers from elsewhere (`probe import`)
     instead of the backend the settings name.
     """
-    run_id = spec.options.run_id
     con = connect(spec.options.db)
     try:
-        stored = runs.stored_run(con, run_id) if run_id else None
-        if stored is None and run_id:
-            runs.check_id_free(con, run_id, "--run-id", other="scans")
-        if stored is not None:
-            runs.check_same_settings(spec, stored)
-            selection = stored_selection(con, spec.design, str(run_id))
-        else:
-            selection = select(con, spec.design)
-        # checks its input (e.g. a replay file) before anything is written
-        answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
-        try:
-            answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
-            with stopping.on_signals():
-                return _answer_with(con, spec, answering, selection, stored, on_start)
-        finally:
-            answering.close()
+        return _answer(con, spec, on_start, backend)
     finally:
         con.close()
+
+
+def _answer(
+    con: duckdb.DuckDBPyConnection,
+    spec: RunSpec,
+    on_start: Callable[[str], None] | None,
+    backend: Backend | None = None,
+) -> str:
+    run_id = spec.options.run_id
+    stored = runs.stored_run(con, run_id) if run_id else None
+    if stored is None and run_id:
+        runs.check_id_free(con, run_id, "--run-id", other="scans")
+    if stored is not None:
+        runs.check_same_settings(spec, stored)
+        selection = stored_selection(con, spec.design, str(run_id))
+    else:
+        selection = select(con, spec.design)
+    # checks its input (e.g. a replay file) before anything is written
+    answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
+    try:
+        answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
+        with stopping.on_signals():
+            return _answer_with(con, spec, answering, selection, stored, on_start)
+    finally:
+        answering.close()
 
 
 def _answer_with(
