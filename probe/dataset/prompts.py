@@ -110,8 +110,8 @@ def render_context(first: str, second: str, attributes: Sequence[tuple[str, str,
 
 @lru_cache(maxsize=1024)
 def _context(first: str, second: str, attributes: tuple[tuple[str, str, str], ...]) -> str:
-    """Cached: the items of one name order share a context (every stage-1 item, a stage-2 instance's single and
-    multiple items), and each builds its own."""
+    """Cached (a few recent ones): every item renders its own context, and neighbours share one (the stage-1 items
+    of a pair in one name order; a stage-2 instance's single and multiple items)."""
     sentences = [attribute_sentence(*attribute) for attribute in attributes]
     return render_template("context.j2", first=first, second=second, sentences=sentences)
 

@@ -133,6 +133,7 @@ def _answer(
     on_start: Callable[[str], None] | None,
     backend: Backend | None = None,
 ) -> str:
+    """answer() on an open connection (run() analyses on the same one)."""
     run_id = spec.options.run_id
     stored = runs.stored_run(con, run_id) if run_id else None
     if stored is None and run_id:
