@@ -80,23 +80,6 @@ def build_kway(
     return items
 
 
-def check_kway_templates(
-    people: pd.DataFrame | None, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
-) -> None:
-    """Render the K-way items of the first set and occupation before a new run writes anything (as
-    stages.check_templates does for the two-person questions): a template error found at stage 2 would leave a
-    failed run behind after stage 1."""
-    if people is not None:
-        first = attributes["occupation"].head(1)
-        build_kway(
-            people[people["set_id"] == people["set_id"].min()],
-            attributes[attributes["occupation"].isin(first)],
-            set(),
-            conditions,
-            prompt_format,
-        )
-
-
 def rebuilt_keys(people: pd.DataFrame | None, pair_ids: Collection[int]) -> set[tuple[int, str]]:
     """(set_id, name_order) of every K-way item that states what stage 1 said about the contests `pair_ids`: the
     items to build again when those contests' stage-1 answers change (a resumed run)."""

@@ -258,20 +258,6 @@ def build_as_if_all_granted(
     return stage1 + build_stage2(pairs, attributes, granted, conditions, prompt_format)
 
 
-def check_templates(
-    pairs: pd.DataFrame, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
-) -> None:
-    """Render every kind of prompt for one pair and one occupation before a new run writes anything.
-
-    A template error (say, a customised template naming an undefined variable) is the user's to fix; found
-    halfway, it would leave a failed run record and a half-built dataset behind.
-    """
-    first_occupation = attributes["occupation"].head(1)
-    build_as_if_all_granted(
-        pairs.head(1), attributes[attributes["occupation"].isin(first_occupation)], conditions, prompt_format
-    )
-
-
 def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_format: str) -> list[Item]:
     """`probe scan`'s question: single-subject, baseline context, per pair, name order and occupation.
 

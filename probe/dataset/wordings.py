@@ -10,6 +10,7 @@ ids and prompts, so the same cache keys).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from probe.common.vocabulary import PAIR_QUESTIONS, PAPER_WORDING
 from probe.dataset.items import Item
@@ -54,3 +55,24 @@ def stage2_items(
         paper_granted = by_wording.get(PAPER_WORDING, set())
         items += build_kway(selection.set_members, attributes, paper_granted, conditions, prompt_format)
     return items
+
+
+def check_templates(selection: Selection, conditions: Sequence[str], prompt_format: str) -> None:
+    """Render every kind of prompt the run asks (each wording, stage 2 as if stage 1 had granted every attribute) for
+    its first pair, first occupation and first name set, before a new run writes anything.
+
+    A template error (say, a customised template naming an undefined variable) is the user's to fix; found
+    halfway, it would leave a failed run record and a half-built dataset behind.
+    """
+    attributes, members = selection.attributes, selection.set_members
+    first = replace(
+        selection,
+        pairs=selection.pairs.head(1),
+        attributes=attributes[attributes["occupation"].isin(attributes["occupation"].head(1))],
+        set_members=None if members is None else members[members["set_id"] == members["set_id"].min()],
+    )
+    stage1 = stage1_items(first, prompt_format)
+    granted = {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording) for item in stage1
+    }
+    stage2_items(first, granted, conditions, prompt_format)

@@ -26,14 +26,13 @@ from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE
-from probe.dataset.kway import check_kway_templates
-from probe.dataset.stages import check_templates
+from probe.dataset.wordings import check_templates
 from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
 from probe.store.config import load_config
 from probe.store.db import connect, connect_or_snapshot
 from probe.store.spec import RunSpec
-from probe.taxonomy.selection import Selection, select, stored_selection
+from probe.taxonomy.selection import select, stored_selection
 from probe.taxonomy.workforce_sources import load_workforce_file
 
 if TYPE_CHECKING:
@@ -133,14 +132,15 @@ def _answer(
     on_start: Callable[[str], None] | None,
     backend: Backend | None = None,
 ) -> str:
-    """answer() on an open connection (run() analyses on the same one)."""
-    run_id = spec.options.run_id
-    stored = runs.stored_run(con, run_id) if run_id else None
-    if stored is None and run_id:
-        runs.check_id_free(con, run_id, "--run-id", other="scans")
+    """answer() on an open connection (run() analyses on the same one): the stored run or a free id, the selection,
+    the backend, the run record (after the templates are checked), the answers."""
+    options = spec.options
+    stored = runs.stored_run(con, options.run_id) if options.run_id else None
+    if stored is None and options.run_id:
+        runs.check_id_free(con, options.run_id, "--run-id", other="scans")
     if stored is not None:
         runs.check_same_settings(spec, stored)
-        selection = stored_selection(con, spec.design, str(run_id))
+        selection = stored_selection(con, spec.design, str(options.run_id))
     else:
         selection = select(con, spec.design)
     # checks its input (e.g. a replay file) before anything is written
@@ -148,47 +148,35 @@ def _answer(
     try:
         answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
         with stopping.on_signals():
-            return _answer_with(con, spec, answering, selection, stored, on_start)
+            identity = runs.identity_json(answering)
+            if stored is not None:
+                run_id = str(stored["run_id"])
+                runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+            else:
+                check_templates(selection, spec.design.conditions, answering.prompt_format)
+                run_id = options.run_id or runs.new_run_id()
+                runs.record_run(con, run_id, spec, answering, identity, selection)
+            with runs.lifecycle(
+                lambda status: runs.set_status(con, run_id, status),
+                lambda: runs.record_served_models(con, run_id, answering),
+            ):
+                if on_start is not None:
+                    on_start(run_id)
+                runner.answer(
+                    con,
+                    run_id,
+                    answering,
+                    identity,
+                    selection,
+                    conditions=spec.design.conditions,
+                    use_cache=answering.cacheable and not options.no_cache,
+                    max_failed_share=options.max_failed_share,
+                    quiet=options.quiet,
+                )
+            runs.set_status(con, run_id, COMPLETE)
+            return run_id
     finally:
         answering.close()
-
-
-def _answer_with(
-    con: duckdb.DuckDBPyConnection,
-    spec: RunSpec,
-    backend: Backend,
-    selection: Selection,
-    stored: dict[str, object] | None,
-    on_start: Callable[[str], None] | None,
-) -> str:
-    identity = runs.identity_json(backend)
-    conditions, options = spec.design.conditions, spec.options
-    if stored is not None:
-        run_id = str(stored["run_id"])
-        runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
-    else:
-        check_templates(selection.pairs, selection.attributes, conditions, backend.prompt_format)
-        check_kway_templates(selection.set_members, selection.attributes, conditions, backend.prompt_format)
-        run_id = options.run_id or runs.new_run_id()
-        runs.record_run(con, run_id, spec, backend, identity, selection)
-    with runs.lifecycle(
-        lambda status: runs.set_status(con, run_id, status), lambda: runs.record_served_models(con, run_id, backend)
-    ):
-        if on_start is not None:
-            on_start(run_id)
-        runner.answer(
-            con,
-            run_id,
-            backend,
-            identity,
-            selection,
-            conditions=conditions,
-            use_cache=backend.cacheable and not options.no_cache,
-            max_failed_share=options.max_failed_share,
-            quiet=options.quiet,
-        )
-    runs.set_status(con, run_id, COMPLETE)
-    return run_id
 
 
 def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) -> RunOutcome:
