@@ -5,6 +5,12 @@ templates: test_wordings.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from probe.common.errors import UserError
 from probe.common.vocabulary import PAPER_WORDING
 from probe.dataset import wordings
 from probe.dataset.stages import build_stage1
@@ -36,3 +42,13 @@ def test_stage_1_is_asked_once_per_wording_the_papers_first() -> None:
     assert len(items) == 2 * len(PAPER) == 112
     assert items[: len(PAPER)] == PAPER and {item.wording for item in items[len(PAPER) :]} == {"synonym"}
     assert len({item.item_id for item in items}) == 112
+
+
+def test_the_template_check_renders_every_chosen_wording(broken_prompts: Path) -> None:
+    """A broken paraphrase is refused by the check before a run writes anything, where the run asks it."""
+    ask = broken_prompts / "wordings" / "ask.j2"
+    ask.write_text(ask.read_text().replace("Is {{ name }} skilled at {{ thing }}?", "{{ undefined_variable }}"))
+    paper_only = Selection(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES)
+    wordings.check_templates(paper_only, ("baseline",), "chat")
+    with pytest.raises(UserError, match=r"^prompts/chat/attr\.j2: 'undefined_variable' is undefined$"):
+        wordings.check_templates(replace(paper_only, wordings=(PAPER_WORDING, "synonym")), ("baseline",), "chat")
