@@ -113,6 +113,8 @@ def broken_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setattr(prompts, "resource_dir", lambda name: copy)
     prompts._environment.cache_clear()
     prompts.attribute_sentence.cache_clear()
+    prompts._context.cache_clear()
     yield copy
     prompts._environment.cache_clear()
     prompts.attribute_sentence.cache_clear()
+    prompts._context.cache_clear()

@@ -82,17 +82,8 @@ def plan(config: RunSpec) -> Plan:
     try:
         selection = select(con, config.design)
         prompt_format = backend_info(config.backend.kind).preview_format
-        stage1 = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
-        stage2 = stage2_items(
-            selection.pairs,
-            selection.attributes,
-            half_granted(stage1),
-            config.design.conditions,
-            prompt_format,
-            selection.wordings,
-            questions=selection.questions,
-            people=selection.set_members,
-        )
+        stage1 = stage1_items(selection, prompt_format)
+        stage2 = stage2_items(selection, half_granted(stage1), config.design.conditions, prompt_format)
         answered = _answered(con, config.options.run_id) if existing and config.options.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         kway_calls = distinct_calls([item for item in stage2 if item.qtype == KWAY])

@@ -78,9 +78,7 @@ def answer(
     """
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
-        if not _has_items(con, run_id, stage=1):
-            stage1 = stage1_items(selection.pairs, selection.attributes, backend.prompt_format, selection.wordings)
-            _insert_items(con, run_id, stage1)
+        ensure_stage(con, run_id, 1, selection, conditions, backend.prompt_format)
         stage_2_built = _has_items(con, run_id, stage=2)
         granted_before = _granted_attributes(con, run_id)
         answerer.answer_stage(1, progress, retry_failed=True)
@@ -88,24 +86,10 @@ def answer(
         check_failed_share(con, run_id, max_failed_share, again=_again(run_id), stage=1)
         if not backend.labels_are_data:
             check_some_option_named(con, run_id, stage=1)
-        granted = _granted_attributes(con, run_id)
-        # A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order.
-        rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
-        rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
-        if not stage_2_built or rebuilt:
-            items = stage2_items(
-                selection.pairs,
-                selection.attributes,
-                granted,
-                conditions,
-                backend.prompt_format,
-                selection.wordings,
-                questions=selection.questions,
-                people=selection.set_members,
-            )
-            if stage_2_built:
-                items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
-            _insert_items(con, run_id, items, replacing=rebuilt if stage_2_built else None)
+        if stage_2_built:
+            _rebuild_stage_2(con, run_id, granted_before, selection, conditions, backend.prompt_format)
+        else:
+            ensure_stage(con, run_id, 2, selection, conditions, backend.prompt_format)
         answerer.answer_stage(2, progress, retry_failed=True)
         backend.finish()
         check_failed_share(con, run_id, max_failed_share, again=_again(run_id))
@@ -125,20 +109,28 @@ def ensure_stage(
     if _has_items(con, run_id, stage=stage):
         return
     if stage == 1:
-        items = stage1_items(selection.pairs, selection.attributes, prompt_format, selection.wordings)
+        items = stage1_items(selection, prompt_format)
     else:
-        granted = _granted_attributes(con, run_id)
-        items = stage2_items(
-            selection.pairs,
-            selection.attributes,
-            granted,
-            conditions,
-            prompt_format,
-            selection.wordings,
-            questions=selection.questions,
-            people=selection.set_members,
-        )
+        items = stage2_items(selection, _granted_attributes(con, run_id), conditions, prompt_format)
     _insert_items(con, run_id, items)
+
+
+def _rebuild_stage_2(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    granted_before: set[tuple[int, str, str, str, str, str]],
+    selection: Selection,
+    conditions: Sequence[str],
+    prompt_format: str,
+) -> None:
+    """A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order: those
+    stage-2 items (and the K-way items of their sets) are built again, replacing the stored ones and their answers."""
+    granted = _granted_attributes(con, run_id)
+    rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
+    rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
+    if rebuilt:
+        items = stage2_items(selection, granted, conditions, prompt_format)
+        _insert_items(con, run_id, [item for item in items if (item.pair_id, item.name_order) in rebuilt], rebuilt)
 
 
 def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
@@ -187,24 +179,23 @@ def _insert_items(
     con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item], replacing: set[tuple[int, str]] | None = None
 ) -> None:
     """All items of a stage in one transaction: a stage is either fully built or not at all. `replacing`: the
-    (pair_id, name_order) whose stage-2 items and answers these replace, deleted in the same transaction."""
+    (pair_id, name_order) whose stage-2 items and answers these replace (built from stage-1 answers that changed),
+    deleted in the same transaction."""
     first_seq = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]).fetchone()[0]
+    frame = items_frame(items, run_id, first_seq)
     with db.transaction(con):
         if replacing:
-            _delete_stage_2(con, run_id, replacing)
-        db.insert_frame(con, "items", items_frame(items, run_id, first_seq))
-
-
-def _delete_stage_2(con: duckdb.DuckDBPyConnection, run_id: str, pairs_and_orders: set[tuple[int, str]]) -> None:
-    """Delete the stage-2 items (and answers) of these (pair_id, name_order), built from stage-1 answers that
-    changed (inside the caller's transaction)."""
-    con.register("_rebuilt", pd.DataFrame(sorted(pairs_and_orders), columns=["pair_id", "name_order"]))
-    try:
-        chosen = "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) WHERE run_id = $run AND stage = 2"
-        con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-        con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-    finally:
-        con.unregister("_rebuilt")
+            con.register("_rebuilt", pd.DataFrame(sorted(replacing), columns=["pair_id", "name_order"]))
+            try:
+                chosen = (
+                    "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) "
+                    "WHERE run_id = $run AND stage = 2"
+                )
+                con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+                con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+            finally:
+                con.unregister("_rebuilt")
+        db.insert_frame(con, "items", frame)
 
 
 def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str, str]]:

@@ -22,7 +22,7 @@ from probe.common.vocabulary import KWAY, NAME_ORDERS
 from probe.dataset.items import Item, item_id
 from probe.dataset.prompts import attribute_sentence, render_prompt, render_template
 from probe.dataset.questions import Option
-from probe.dataset.stages import ordered_attributes
+from probe.dataset.stages import stated_top_k
 
 ORDER_PREFIX = "k"  # name_order of the K-way item in order r: 'k0', 'k1', ...
 
@@ -53,10 +53,7 @@ def build_kway(
     people: pd.DataFrame, attributes: pd.DataFrame, granted: Granted, conditions: Sequence[str], prompt_format: str
 ) -> list[Item]:
     """Every (set, order, occupation, condition) K-way item of `people` (name_sets.set_members)."""
-    top_k = {
-        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
-        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
-    }
+    top_k = stated_top_k(attributes)
     items = []
     for set_id, rows in people.groupby("set_id", sort=True):
         persons = list(rows.itertuples(index=False))
@@ -81,23 +78,6 @@ def build_kway(
                         )
                     )
     return items
-
-
-def check_kway_templates(
-    people: pd.DataFrame | None, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
-) -> None:
-    """Render the K-way items of the first set and occupation before a new run writes anything (as
-    stages.check_templates does for the two-person questions): a template error found at stage 2 would leave a
-    failed run behind after stage 1."""
-    if people is not None:
-        first = attributes["occupation"].head(1)
-        build_kway(
-            people[people["set_id"] == people["set_id"].min()],
-            attributes[attributes["occupation"].isin(first)],
-            set(),
-            conditions,
-            prompt_format,
-        )
 
 
 def rebuilt_keys(people: pd.DataFrame | None, pair_ids: Collection[int]) -> set[tuple[int, str]]:

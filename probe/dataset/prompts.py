@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import NoReturn
 
@@ -105,6 +105,13 @@ def attribute_sentence(name: str, category: str, element: str) -> str:
 
 def render_context(first: str, second: str, attributes: Sequence[tuple[str, str, str]] = ()) -> str:
     """Context c for the two subjects in name order, plus one sentence per (name, category, element)."""
+    return _context(first, second, tuple(attributes))
+
+
+@lru_cache(maxsize=1024)
+def _context(first: str, second: str, attributes: tuple[tuple[str, str, str], ...]) -> str:
+    """Cached (a few recent ones): every item renders its own context, and neighbours share one (the stage-1 items
+    of a pair in one name order; a stage-2 instance's single and multiple items)."""
     sentences = [attribute_sentence(*attribute) for attribute in attributes]
     return render_template("context.j2", first=first, second=second, sentences=sentences)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, STAGE1_CONDITION, SUBJECTS
+from probe.common.vocabulary import CATEGORIES, NAME_ORDERS, PAPER_WORDING, STAGE1_CONDITION, SUBJECTS
 from probe.dataset.items import Item, gender_of_first, item_id
 from probe.dataset.prompts import render_context, render_prompt
 from probe.dataset.questions import Option
@@ -67,13 +67,17 @@ def _item(
     stage: int,
     qtype: str,
     condition: str,
-    context: str,
     options: tuple[Option, ...],
+    stated: Sequence[tuple[str, str, str]] = (),
     occupation: str | None = None,
     subject: str | None = None,
     category: str | None = None,
     attribute: str | None = None,
+    wording: str = PAPER_WORDING,
 ) -> Item:
+    """One item, its context (the two names and the `stated` (name, category, element) sentences) and its prompt in
+    `wording` rendered here, in one place."""
+    context = render_context(subjects.first, subjects.second, stated)
     rendered = render_prompt(
         prompt_format,
         qtype,
@@ -84,6 +88,7 @@ def _item(
         occupation=occupation,
         category=category,
         attribute=attribute,
+        wording=wording,
     )
     key = dict(
         stage=stage,
@@ -97,7 +102,7 @@ def _item(
         attribute=attribute,
     )
     return Item(
-        item_id=item_id(**key),
+        item_id=item_id(wording, **key),
         **key,
         first_name=subjects.first,
         second_name=subjects.second,
@@ -105,13 +110,19 @@ def _item(
         question=rendered.question,
         prompt=rendered.prompt,
         options=options,
+        wording=wording,
     )
 
 
-def ordered_attributes(attributes: pd.DataFrame) -> pd.DataFrame:
-    """Rows sorted category (skill, knowledge, ability) then rank: the order sentences are stated in."""
+def stated_top_k(attributes: pd.DataFrame) -> dict[str, list[tuple[str, str]]]:
+    """Each occupation's top-k (category, element), category (skill, knowledge, ability) then rank: the order
+    sentences are stated in (two-person and K-way questions alike)."""
     category_order = attributes["category"].map(CATEGORIES.index)
-    return attributes.assign(_order=category_order).sort_values(["_order", "rank"]).drop(columns="_order")
+    ordered = attributes.assign(_order=category_order).sort_values(["_order", "rank"])
+    return {
+        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
+        for occupation, rows in ordered.groupby("occupation", sort=False)
+    }
 
 
 def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -120,12 +131,14 @@ def attribute_union(attributes: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(distinct.itertuples(index=False, name=None), key=lambda pair: (CATEGORIES.index(pair[0]), pair[1]))
 
 
-def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str) -> list[Item]:
-    """Every (pair, name order, subject, category, attribute) over the union of top-k attributes."""
+def build_stage1(
+    pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: str, wording: str = PAPER_WORDING
+) -> list[Item]:
+    """Every (pair, name order, subject, category, attribute) over the union of top-k attributes, asked in
+    `wording` (a paraphrase of prompts/wordings/)."""
     union = attribute_union(attributes)
     items = []
     for subjects in _subjects(pairs):
-        context = render_context(subjects.first, subjects.second)
         for subject in SUBJECTS:
             for category, element in union:
                 items.append(
@@ -135,11 +148,11 @@ def build_stage1(pairs: pd.DataFrame, attributes: pd.DataFrame, prompt_format: s
                         stage=1,
                         qtype="attr",
                         condition=STAGE1_CONDITION,
-                        context=context,
                         options=YES_NO,
                         subject=subject,
                         category=category,
                         attribute=element,
+                        wording=wording,
                     )
                 )
     return items
@@ -155,16 +168,15 @@ def build_stage2(
     granted: Granted,
     conditions: Sequence[str],
     prompt_format: str,
+    wording: str = PAPER_WORDING,
 ) -> list[Item]:
-    """Binary (per subject), single and multiple items per (pair, name order, occupation, condition).
+    """Binary (per subject), single and multiple items per (pair, name order, occupation, condition), asked in
+    `wording`.
 
     Attributes stated per subject: taxonomy = the occupation's top-k that stage 1 granted that subject
     (same pair and name order); baseline = none; control = the full top-k for both subjects.
     """
-    top_k = {
-        occupation: list(rows[["category", "element_name"]].itertuples(index=False, name=None))
-        for occupation, rows in ordered_attributes(attributes).groupby("occupation", sort=False)
-    }
+    top_k = stated_top_k(attributes)
     items = []
     for subjects in _subjects(pairs):
         for occupation, occupation_top_k in top_k.items():
@@ -173,7 +185,7 @@ def build_stage2(
                     subject: _stated_attributes(condition, occupation_top_k, granted, subjects, subject)
                     for subject in SUBJECTS
                 }
-                items.extend(_stage2_items(prompt_format, subjects, occupation, condition, stated))
+                items.extend(_stage2_items(prompt_format, wording, subjects, occupation, condition, stated))
     return items
 
 
@@ -201,12 +213,13 @@ def _stated_attributes(
 
 def _stage2_items(
     prompt_format: str,
+    wording: str,
     subjects: Subjects,
     occupation: str,
     condition: str,
     stated: dict[str, list[tuple[str, str, str]]],
 ) -> list[Item]:
-    common = dict(stage=2, condition=condition, occupation=occupation)
+    common = dict(stage=2, condition=condition, occupation=occupation, wording=wording)
     items = [
         _item(
             prompt_format,
@@ -214,14 +227,14 @@ def _stage2_items(
             **common,
             qtype="binary",
             subject=subject,
-            context=render_context(subjects.first, subjects.second, stated[subject]),
+            stated=stated[subject],
             options=YES_NO,
         )
         for subject in SUBJECTS
     ]
     first_gender = gender_of_first(subjects.name_order)
     second_gender = "male" if first_gender == "female" else "female"
-    both_context = render_context(subjects.first, subjects.second, stated[first_gender] + stated[second_gender])
+    both = stated[first_gender] + stated[second_gender]
     for qtype in ("single", "multiple"):
         items.append(
             _item(
@@ -229,7 +242,7 @@ def _stage2_items(
                 subjects,
                 **common,
                 qtype=qtype,
-                context=both_context,
+                stated=both,
                 options=_subject_options(subjects, with_both_neither=qtype == "multiple"),
             )
         )
@@ -245,20 +258,6 @@ def build_as_if_all_granted(
     return stage1 + build_stage2(pairs, attributes, granted, conditions, prompt_format)
 
 
-def check_templates(
-    pairs: pd.DataFrame, attributes: pd.DataFrame, conditions: Sequence[str], prompt_format: str
-) -> None:
-    """Render every kind of prompt for one pair and one occupation before a new run writes anything.
-
-    A template error (say, a customised template naming an undefined variable) is the user's to fix; found
-    halfway, it would leave a failed run record and a half-built dataset behind.
-    """
-    first_occupation = attributes["occupation"].head(1)
-    build_as_if_all_granted(
-        pairs.head(1), attributes[attributes["occupation"].isin(first_occupation)], conditions, prompt_format
-    )
-
-
 def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_format: str) -> list[Item]:
     """`probe scan`'s question: single-subject, baseline context, per pair, name order and occupation.
 
@@ -267,7 +266,6 @@ def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_for
     """
     items = []
     for subjects in _subjects(pairs):
-        context = render_context(subjects.first, subjects.second)
         options = _subject_options(subjects, with_both_neither=False)
         items.extend(
             _item(
@@ -277,7 +275,6 @@ def build_scan_items(pairs: pd.DataFrame, occupations: Sequence[str], prompt_for
                 qtype="single",
                 condition="baseline",
                 occupation=occupation,
-                context=context,
                 options=options,
             )
             for occupation in occupations

@@ -26,14 +26,13 @@ from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import UserError
 from probe.common.vocabulary import COMPLETE
-from probe.dataset.kway import check_kway_templates
-from probe.dataset.stages import check_templates
+from probe.dataset.wordings import check_templates
 from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
 from probe.store.config import load_config
 from probe.store.db import connect, connect_or_snapshot
 from probe.store.spec import RunSpec
-from probe.taxonomy.selection import Selection, select, stored_selection
+from probe.taxonomy.selection import select, stored_selection
 from probe.taxonomy.workforce_sources import load_workforce_file
 
 if TYPE_CHECKING:
@@ -99,8 +98,17 @@ def list_runs(db: Path | str) -> Listing:
 
 
 def run(spec: RunSpec, on_start: Callable[[str], None] | None = None) -> RunOutcome:
-    """Answer the run's items (resuming a stored run) and analyse them; returns the run's outcome."""
-    return analyze(spec.options.db, answer(spec, on_start=on_start))
+    """Answer the run's items (resuming a stored run) and analyse them, on one connection to the store; returns the
+    run's outcome."""
+    from probe.analysis import metrics  # statistics stack: load on use
+
+    con = connect(spec.options.db)
+    try:
+        run_id = _answer(con, spec, on_start)
+        metrics.analyze(con, run_id)
+        return read_outcome(con, run_id, str(spec.options.db))
+    finally:
+        con.close()
 
 
 def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend: Backend | None = None) -> str:
@@ -111,65 +119,64 @@ def answer(spec: RunSpec, on_start: Callable[[str], None] | None = None, backend
     run can be resumed by its id (the CLI prints it there). `backend`: answers from elsewhere (`probe import`)
     instead of the backend the settings name.
     """
-    run_id = spec.options.run_id
     con = connect(spec.options.db)
     try:
-        stored = runs.stored_run(con, run_id) if run_id else None
-        if stored is None and run_id:
-            runs.check_id_free(con, run_id, "--run-id", other="scans")
-        if stored is not None:
-            runs.check_same_settings(spec, stored)
-            selection = stored_selection(con, spec.design, str(run_id))
-        else:
-            selection = select(con, spec.design)
-        # checks its input (e.g. a replay file) before anything is written
-        answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
-        try:
-            answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
-            with stopping.on_signals():
-                return _answer_with(con, spec, answering, selection, stored, on_start)
-        finally:
-            answering.close()
+        return _answer(con, spec, on_start, backend)
     finally:
         con.close()
 
 
-def _answer_with(
+def _answer(
     con: duckdb.DuckDBPyConnection,
     spec: RunSpec,
-    backend: Backend,
-    selection: Selection,
-    stored: dict[str, object] | None,
     on_start: Callable[[str], None] | None,
+    backend: Backend | None = None,
 ) -> str:
-    identity = runs.identity_json(backend)
-    conditions, options = spec.design.conditions, spec.options
+    """answer() on an open connection (run() analyses on the same one): the stored run or a free id, the selection,
+    the backend, the run record (after the templates are checked), the answers."""
+    options = spec.options
+    stored = runs.stored_run(con, options.run_id) if options.run_id else None
+    if stored is None and options.run_id:
+        runs.check_id_free(con, options.run_id, "--run-id", other="scans")
     if stored is not None:
-        run_id = str(stored["run_id"])
-        runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+        runs.check_same_settings(spec, stored)
+        selection = stored_selection(con, spec.design, str(options.run_id))
     else:
-        check_templates(selection.pairs, selection.attributes, conditions, backend.prompt_format)
-        check_kway_templates(selection.set_members, selection.attributes, conditions, backend.prompt_format)
-        run_id = options.run_id or runs.new_run_id()
-        runs.record_run(con, run_id, spec, backend, identity, selection)
-    with runs.lifecycle(
-        lambda status: runs.set_status(con, run_id, status), lambda: runs.record_served_models(con, run_id, backend)
-    ):
-        if on_start is not None:
-            on_start(run_id)
-        runner.answer(
-            con,
-            run_id,
-            backend,
-            identity,
-            selection,
-            conditions=conditions,
-            use_cache=backend.cacheable and not options.no_cache,
-            max_failed_share=options.max_failed_share,
-            quiet=options.quiet,
-        )
-    runs.set_status(con, run_id, COMPLETE)
-    return run_id
+        selection = select(con, spec.design)
+    # checks its input (e.g. a replay file) before anything is written
+    answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
+    try:
+        answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
+        with stopping.on_signals():
+            identity = runs.identity_json(answering)
+            if stored is not None:
+                run_id = str(stored["run_id"])
+                runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
+            else:
+                check_templates(selection, spec.design.conditions, answering.prompt_format)
+                run_id = options.run_id or runs.new_run_id()
+                runs.record_run(con, run_id, spec, answering, identity, selection)
+            with runs.lifecycle(
+                lambda status: runs.set_status(con, run_id, status),
+                lambda: runs.record_served_models(con, run_id, answering),
+            ):
+                if on_start is not None:
+                    on_start(run_id)
+                runner.answer(
+                    con,
+                    run_id,
+                    answering,
+                    identity,
+                    selection,
+                    conditions=spec.design.conditions,
+                    use_cache=answering.cacheable and not options.no_cache,
+                    max_failed_share=options.max_failed_share,
+                    quiet=options.quiet,
+                )
+            runs.set_status(con, run_id, COMPLETE)
+            return run_id
+    finally:
+        answering.close()
 
 
 def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) -> RunOutcome:

@@ -14,7 +14,7 @@ from probe.answering import runner, runs
 from probe.common.errors import UserError
 from probe.common.vocabulary import BATCH, COMPLETE
 from probe.dataset.items import item_from_row
-from probe.dataset.stages import check_templates
+from probe.dataset.wordings import check_templates
 from probe.store.config import load_config
 from probe.store.db import connect
 from probe.store.spec import RunSpec
@@ -51,7 +51,7 @@ def export_requests(db: Path, run_id: str, output: Path, config_file: Path | Non
             config = load_config({"run_id": run_id, "db": str(db)}, config_file)
             target = BatchTarget(config.backend)
             selection = select(con, config.design)
-            check_templates(selection.pairs, selection.attributes, config.design.conditions, target.prompt_format)
+            check_templates(selection, config.design.conditions, target.prompt_format)
             runs.record_run(con, run_id, config, target, json.dumps(target.identity(), sort_keys=True), selection)
             runs.set_status(con, run_id, BATCH)
         config, target = _batch_run(con, db, run_id)

@@ -67,9 +67,10 @@ def select(con: duckdb.DuckDBPyConnection, design: Design) -> Selection:
         pairs, mapping = contests(sets)
         shipped = shipped_name_sets()
         found = tuple(found_lines(every, sets, path)), tuple(spelling_warnings(every, shipped, path))
-        return _with_questions(Selection(pairs, attributes, design.wordings, mapping, *people(sets), *found), design)
-    pairs = select_name_pairs(con, design.pairs, design.names)
-    return _with_questions(Selection(pairs, attributes, design.wordings), design)
+        selection = Selection(pairs, attributes, design.wordings, mapping, *people(sets), *found)
+    else:
+        selection = Selection(select_name_pairs(con, design.pairs, design.names), attributes, design.wordings)
+    return _with_questions(selection, design)
 
 
 def _with_questions(selection: Selection, design: Design) -> Selection:
@@ -108,10 +109,12 @@ def stored_selection(con: duckdb.DuckDBPyConnection, design: Design, run_id: str
         [run_id],
     ).df()
     if mapping.empty:
-        return _with_questions(Selection(pairs, attributes, design.wordings), design)
-    people_rows = _stored(con, run_id, "run_people", PEOPLE_COLUMNS)
-    categories = _stored(con, run_id, "run_person_categories", PERSON_CATEGORY_COLUMNS)
-    return _with_questions(Selection(pairs, attributes, design.wordings, mapping, people_rows, categories), design)
+        selection = Selection(pairs, attributes, design.wordings)
+    else:
+        people_rows = _stored(con, run_id, "run_people", PEOPLE_COLUMNS)
+        categories = _stored(con, run_id, "run_person_categories", PERSON_CATEGORY_COLUMNS)
+        selection = Selection(pairs, attributes, design.wordings, mapping, people_rows, categories)
+    return _with_questions(selection, design)
 
 
 def _stored(con: duckdb.DuckDBPyConnection, run_id: str | None, table: str, columns: list[str]) -> pd.DataFrame:
