@@ -8,8 +8,12 @@ whose p-value of the truth disagrees with the interval (p < 0.05 exactly when th
 Methods: `chosen` (the product's `share_estimate` / `difference_estimate`), `score` / `paired_t` (the variance
 interval forced), `betting` (the betting interval forced; for a difference, on each pair's part of the pooled
 difference), and for a share `half_event` (betting only where events < pairs / 2, the threshold issue 40 measured at
-400 runs). Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as
-numpy arrays at once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
+400 runs), `pair_wilson` (pair_score forced), `deff_exact` (Clopper-Pearson on the pooled counts shrunk by the design
+effect) and `half_deff` / `half_score` (the product's choice with pair_score replaced by deff_exact / score where
+events reach half the pairs). The `carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
+may not draw: their runs without one are draws of the men's 2% cell (BENCHMARKS.md, issue 48 items 1 and 4).
+Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as numpy arrays at
+once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
 (PYTHONPATH at a checkout of it) for the "before" column: `chosen` reads only the public estimators.
 """
 
