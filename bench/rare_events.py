@@ -8,8 +8,12 @@ whose p-value of the truth disagrees with the interval (p < 0.05 exactly when th
 Methods: `chosen` (the product's `share_estimate` / `difference_estimate`), `score` / `paired_t` (the variance
 interval forced), `betting` (the betting interval forced; for a difference, on each pair's part of the pooled
 difference), and for a share `half_event` (betting only where events < pairs / 2, the threshold issue 40 measured at
-400 runs). Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as
-numpy arrays at once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
+400 runs), `pair_wilson` (pair_score forced), `deff_exact` (Clopper-Pearson on the pooled counts shrunk by the design
+effect) and `half_deff` / `half_score` (the product's choice with pair_score replaced by deff_exact / score where
+events reach half the pairs). The `carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
+may not draw: their runs without one are draws of the men's 2% cell (BENCHMARKS.md, issue 48 items 1 and 4).
+Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as numpy arrays at
+once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
 (PYTHONPATH at a checkout of it) for the "before" column: `chosen` reads only the public estimators.
 """
 
@@ -23,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 from scipy.special import expit, logit
+from scipy.stats import beta
 
 from probe.analysis import differences
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
@@ -102,6 +107,24 @@ def rare_grants(pairs: int, side: int | None) -> tuple[Draw, float]:
     return draw, float(rates[0] - rates[1] if side is None else rates[side])
 
 
+def carried_grants(pairs: int, every: int, rate: float) -> tuple[Draw, float]:
+    """The men's side of issue 29's rare grants with one pair in `every` at `rate` instead (a carrier): at 12 pairs
+    no carrier is drawn in (1 - 1 / every)^12 of runs, and those runs look like the men's 2% cell."""
+    men_draw, men = rare_grants(pairs, 1)
+
+    def draw(rng: np.random.Generator, runs: int) -> list[Sides]:
+        samples = men_draw(rng, runs)
+        carries = rng.random((runs, pairs)) < 1 / every
+        out = []
+        for sides, carried in zip(samples, carries, strict=True):
+            hits, answered, _ = sides[0]
+            hits = np.where(carried, rng.binomial(answered.astype(int), rate), hits).astype(float)
+            out.append([(hits, answered, answered)])
+        return out
+
+    return draw, rate / every + men * (1 - 1 / every)
+
+
 CELLS: dict[str, tuple[Draw, float]] = {
     "share, one pair in 24 at 0.3, background 0.01, 70 pairs": carried_share(70, 24, 0.3, 0.01),
     "share, same, background 0.005, 70 pairs": carried_share(70, 24, 0.3, 0.005),
@@ -117,6 +140,10 @@ CELLS: dict[str, tuple[Draw, float]] = {
     "rare grants: men's 2%, 12 pairs": rare_grants(12, 1),
     "rare grants: men's 2%, 20 pairs": rare_grants(20, 1),
     "rare grants: women's 5%, 12 pairs": rare_grants(12, 0),
+    "rare grants: men's, but one pair in 12 at 0.5, 12 pairs": carried_grants(12, 12, 0.5),
+    "rare grants: men's, but one pair in 8 at 0.25, 12 pairs": carried_grants(12, 8, 0.25),
+    "rare grants: men's, but one pair in 6 always yes, 12 pairs": carried_grants(12, 6, 1.0),
+    "share, one in 12 at 0.5, 0.02 elsewhere, 12 pairs": carried_share(12, 12, 0.5, 0.02),
     "rare grants: the gap 5% - 2%, 12 pairs": rare_grants(12, None),
     "rare grants: the gap 5% - 2%, 20 pairs": rare_grants(20, None),
 }
@@ -133,18 +160,55 @@ def _forced_share(estimate: ShareEstimate, side: tuple[np.ndarray, ...], method:
     )
 
 
-def _share_methods(sides: Sides) -> dict[str, ShareEstimate]:
+@dataclasses.dataclass(frozen=True)
+class DesignEffectExact:
+    """Clopper-Pearson on the pooled counts shrunk by the design effect: trials = p(1-p) / the score interval's
+    variance at the estimate (the spread between pairs, at least the binomial floor), events = p x trials; the
+    p-value is the same exact test (the interval keeps what it does not reject)."""
+
+    events: float
+    trials: float
+
+    @classmethod
+    def of(cls, estimate: ShareEstimate) -> DesignEffectExact:
+        p = estimate.value
+        variance = max(estimate.variance, p * (1 - p) * estimate.floor_scale)
+        trials = p * (1 - p) / variance
+        return cls(p * trials, trials)
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        alpha, x, n = 1 - confidence, self.events, self.trials
+        return float(beta.ppf(alpha / 2, x, n - x + 1)), float(beta.ppf(1 - alpha / 2, x + 1, n - x))
+
+    def p_value(self, null: float) -> float:
+        x, n = self.events, self.trials
+        below, above = 1 - beta.cdf(null, x + 1, n - x), beta.cdf(null, x, n - x + 1)
+        return float(min(1.0, 2 * min(below, above)))
+
+
+SHARE_METHODS = ("chosen", "score", "betting", "half_event", "pair_wilson", "deff_exact", "half_deff", "half_score")
+
+
+def _share_methods(sides: Sides) -> dict[str, ShareEstimate | DesignEffectExact]:
+    """The product's choice, the intervals it chooses between forced, and the alternatives tried: the design-effect
+    exact interval forced, and today's choice with pair_score replaced (by it or by the score interval) wherever
+    events reach half the pairs."""
     side = sides[0]
     chosen = share_estimate(*side)
     if chosen.method == "no_events":
-        return dict.fromkeys(("chosen", "score", "betting", "half_event", "pair_wilson"), chosen)
+        return dict.fromkeys(SHARE_METHODS, chosen)
     forced = {method: _forced_share(chosen, side, method) for method in ("score", "betting")}
     few = events(chosen.value, *side) < chosen.pairs / 2
+    exact = DesignEffectExact.of(chosen)
+    replaced = chosen.method == "pair_score" and not few
     return {
         "chosen": chosen,
         **forced,
         "half_event": forced["betting" if few else "score"],
         "pair_wilson": _pair_wilson(chosen, side),
+        "deff_exact": exact,
+        "half_deff": exact if replaced else chosen,
+        "half_score": forced["score"] if replaced else chosen,
     }
 
 
@@ -177,7 +241,9 @@ def cell_table(draw: Draw, truth: float, runs: int, seed: int, only_chosen: bool
     samples = draw(np.random.default_rng(seed), runs)
     methods = _chosen if only_chosen else lambda s: _share_methods(s) if len(s) == 1 else _difference_methods(s)
     per_run = [methods(s) for s in samples]
-    shares = [e if isinstance(e, ShareEstimate) else e.mapped for run in per_run for e in run.values()]
+    shares = [
+        e if isinstance(e, ShareEstimate) else getattr(e, "mapped", None) for run in per_run for e in run.values()
+    ]
     prepare_betting_intervals(e for e in shares if e is not None)
     table = {}
     for method in per_run[0]:
@@ -194,7 +260,8 @@ def cell_table(draw: Draw, truth: float, runs: int, seed: int, only_chosen: bool
             widths.append(interval[1] - interval[0])
             outside = not interval[0] - 1e-6 <= truth <= interval[1] + 1e-6
             inside = interval[0] + 1e-6 <= truth <= interval[1] - 1e-6
-            rejected = (estimate.p_value(truth) or 1.0) < 0.05
+            p_value = estimate.p_value(truth)
+            rejected = (1.0 if p_value is None else p_value) < 0.05
             disagree += (outside and not rejected) or (inside and rejected)
         table[method] = {
             "below": below / runs,
@@ -211,11 +278,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--chosen", action="store_true", help="only the product's choice (for the code before)")
+    parser.add_argument("--only", default="", help="only the cells whose name contains this text")
     args = parser.parse_args()
     started = time.process_time()
     print("| cell | method | runs | below / above | coverage | mean / median width | / narrowest valid | p disagrees |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name, (draw, truth) in CELLS.items():
+        if args.only not in name:
+            continue
         table = cell_table(draw, truth, args.runs, zlib.crc32(name.encode()), args.chosen)
         valid = [row["mean_width"] for row in table.values() if max(row["below"], row["above"]) <= 0.035]
         narrowest = min(valid) if valid else float("nan")
