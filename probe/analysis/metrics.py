@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import wilson_interval
+from probe.analysis.contrast_findings import contrast_occupation_rows, contrast_robustness_rows
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
@@ -28,7 +29,6 @@ from probe.analysis.contrasts import (
     over_name_sets,
     without_slots,
 )
-from probe.analysis.contrast_findings import contrast_occupation_rows, contrast_robustness_rows
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (

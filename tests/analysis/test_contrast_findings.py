@@ -5,10 +5,10 @@ every wording."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -63,7 +63,9 @@ def planted_run(tmp_path: Path, db_file: Path) -> str:
     stage1 = rows["stage"] == 1
     attributes = sorted(set(rows.loc[stage1, "attribute"]))
     rank = rows.loc[stage1, "attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
-    person_sex = [sex[pair, subject] for pair, subject in zip(rows["pair_id"][stage1], rows["subject"][stage1])]
+    person_sex = [
+        sex[pair, subject] for pair, subject in zip(rows["pair_id"][stage1], rows["subject"][stage1], strict=True)
+    ]
     limit = pd.Series(person_sex, index=rank.index).map(
         {"female": round(0.6 * len(attributes)), "male": round(0.4 * len(attributes))}
     )
@@ -81,8 +83,126 @@ def planted(tmp_path_factory: pytest.TempPathFactory, seeded_db: Path) -> tuple[
     return db_file, planted_run(folder, db_file)
 
 
-def test_probe(planted) -> None:
+SIGN_P = 2 * 0.5**8  # all 8 leaning sets lean one way: the exact sign test's two-sided p
+
+
+def test_exactly_the_planted_occupations_are_listed_for_the_contrasts_that_hold_them(planted) -> None:
     db_file, run_id = planted
-    print(query(db_file, "SELECT * EXCLUDE (run_id) FROM contrast_occupations WHERE preferred IS NOT NULL", []).to_string())
-    print(query(db_file, "SELECT * EXCLUDE (run_id, method) FROM contrast_robustness WHERE scope = 'crossed'", []).to_string())
-    assert False
+    rows = query(
+        db_file,
+        "SELECT attribute, category_a, category_b, occupation, sets, sets_a, sets_b, share_a, p_value, q_value, "
+        "ci_level, preferred FROM contrast_occupations WHERE run_id = ? AND preferred IS NOT NULL "
+        "ORDER BY attribute, category_a, occupation",
+        [run_id],
+    )
+    # Black vs White pools each set's contests between a Black and a White person: a set holding the two men's
+    # contest also holds the two women's (one round), whose first-named pick makes its share (0 + 1) / 2 in one name
+    # order and (0 + 0) / 2 in the other: 0.25; the 8 sets of the other round stay at 0.5 (no lean)
+    expected = [
+        ("race_ethnicity", "Black", "White", "engineer", 8, 0, 8, 0.375, "White"),
+        ("race_ethnicity", "Black", "White", "pilot", 8, 0, 8, 0.375, "White"),
+        ("sex x race_ethnicity", "male x Black", "male x White", "engineer", 8, 0, 8, 0.0, "male x White"),
+        ("sex x race_ethnicity", "male x Black", "male x White", "pilot", 8, 0, 8, 0.0, "male x White"),
+    ]
+    found = [
+        (r.attribute, r.category_a, r.category_b, r.occupation, r.sets, r.sets_a, r.sets_b, r.share_a, r.preferred)
+        for r in rows.itertuples()
+    ]
+    assert found == expected
+    # BH over the 2 occupations with a leaning set: q = p; the interval's level 1 - 2 x 0.05 / 2
+    assert rows["p_value"].tolist() == pytest.approx([SIGN_P] * 4, abs=1e-15)
+    assert rows["q_value"].tolist() == pytest.approx([SIGN_P] * 4, abs=1e-15)
+    assert rows["ci_level"].tolist() == [0.95] * 4
+    every = query(db_file, "SELECT * FROM contrast_occupations WHERE run_id = ?", [run_id])
+    assert len(every) == 8 * len(OCCUPATIONS)  # 8 contrasts (1 race, 1 sex, 6 intersectional) x 6 occupations
+    assert set(every.loc[every["preferred"].isna() & (every["sets"] > 0), "occupation"]) == set()
+
+
+def test_the_occupation_list_is_the_gender_runs_procedure_with_the_set_for_the_pair() -> None:
+    cells = pd.DataFrame(
+        [
+            ("taxonomy", "race", "Black", "White", "pilot", set_id, order, wording, 1, hit)
+            for set_id in range(1, 9)
+            for order, hit in (("fm", int(set_id > 7)), ("mf", 0))
+            for wording in WORDINGS
+        ],
+        columns=[
+            "condition",
+            "attribute",
+            "category_a",
+            "category_b",
+            "occupation",
+            "pair_id",
+            "name_order",
+            "wording",
+            "n",
+            "n_female",
+        ],
+    )
+    rows = contrast_occupation_rows(cells)
+    gender = occupation_preference_rows(cells)
+    assert rows[["sets", "sets_a", "sets_b", "p_value"]].values.tolist() == [[7, 0, 7, 2 * 0.5**7]]
+    assert rows["p_value"].tolist() == gender["p_value"].tolist()
+    assert rows["preferred"].tolist() == ["White"]  # set 8 is at 0.5: no lean
+
+
+def test_planted_findings_hold_in_every_wording_and_nothing_else_does(planted) -> None:
+    db_file, run_id = planted
+    crossed = query(
+        db_file,
+        "SELECT condition, attribute, category_a, category_b, metric, value, sets, wordings, spread, verdict "
+        "FROM contrast_robustness WHERE run_id = ? AND scope = 'crossed' ORDER BY ALL",
+        [run_id],
+    )
+    holds = crossed[crossed["verdict"] == "holds"]
+    assert [(r.attribute, r.category_a, r.category_b, r.metric) for r in holds.itertuples()] == [
+        ("sex", "female", "male", "grant_gap"),  # women granted 60% of the attributes, men 40%
+        ("sex x race_ethnicity", "female x Black", "male x Black", "grant_gap"),
+        ("sex x race_ethnicity", "female x Black", "male x White", "grant_gap"),
+        ("sex x race_ethnicity", "female x White", "male x Black", "grant_gap"),
+        ("sex x race_ethnicity", "female x White", "male x White", "grant_gap"),
+        ("sex x race_ethnicity", "male x Black", "male x White", "preference"),  # 2 of 6 occupations at 0
+    ]
+    assert set(crossed.loc[crossed["verdict"] != "holds", "verdict"]) == {"not_shown"}
+    assert holds["value"].tolist() == pytest.approx([0.2] * 5 + [1 / 3], abs=1e-12)
+    assert holds["sets"].tolist() == [24] * 5 + [8]
+    assert holds["spread"].tolist() == pytest.approx([0.0] * 6, abs=1e-12)
+    assert set(crossed["wordings"]) == {2}
+    per_wording = query(
+        db_file,
+        "SELECT key, value, p_value FROM contrast_robustness WHERE run_id = ? AND scope = 'wording' "
+        "AND category_a = 'male x Black' AND category_b = 'male x White' AND metric = 'preference' ORDER BY key",
+        [run_id],
+    )
+    assert per_wording["key"].tolist() == list(WORDINGS)
+    assert per_wording["value"].tolist() == pytest.approx([1 / 3] * 2, abs=1e-12)
+    assert (per_wording["p_value"] < 0.05).all()
+
+
+def test_the_report_api_and_export_give_them(planted, tmp_path: Path) -> None:
+    db_file, run_id = planted
+    run = probe.open_run(run_id, db=str(db_file))
+    listed = run.occupations(["male x White", "male x Black"])
+    assert listed.loc[listed["preferred"].notna(), "occupation"].tolist() == ["engineer", "pilot"]
+    assert set(run.occupations("race_ethnicity")["category_a"]) == {"Black"}
+    assert run.robustness("sex")["verdict"].dropna().tolist() == ["holds", "not_shown"]  # grant gap, preference
+    html = run.report(tmp_path / "report.html")
+    document = json.loads(html.with_name("report.json").read_text())
+    lists = {
+        (entry["category_a"], entry["category_b"]): [row["occupation"] for row in entry["preferred"]]
+        for entry in document["groups"]["occupations"]
+    }
+    assert lists[("male x Black", "male x White")] == lists[("Black", "White")] == ["engineer", "pilot"]
+    assert sum(map(len, lists.values())) == 4
+    verdicts = [row["verdict"] for row in document["groups"]["robustness"]]
+    assert verdicts.count("holds") == 6
+    markdown = run.report(tmp_path / "report.md").read_text()
+    row = (
+        "| taxonomy | sex x race_ethnicity | male x Black vs male x White | engineer | male x White | 0 / 8 "
+        "| 0.008 (2) |"
+    )
+    assert row.replace(" | engineer | ", " | pilot | ") in markdown
+    assert row in markdown
+    assert "none preferred (0 occupations with a leaning set)" in html.read_text()
+    written = {path.name for path in run.export("csv", tmp_path / "export")}
+    assert {"contrast_occupations.csv", "contrast_robustness.csv"} <= written
