@@ -89,13 +89,13 @@ def robustness_verdicts(con: duckdb.DuckDBPyConnection, run_id: str, attributes:
                 **{key: row[key] for key in ("value", "sets", "wordings", "spread", "wording_p", "verdict")},
                 "meaning": ROBUSTNESS_MEANING.get(row["verdict"], row["verdict"]),
                 "per_wording": wordings,
-                "text": "; ".join(_wording_text(row["metric"], entry) for entry in wordings),
+                "text": "; ".join(wording_text(row["metric"], entry) for entry in wordings),
             }
         )
     return entries
 
 
-def _wording_text(metric: str, entry: dict[str, Any]) -> str:
+def wording_text(metric: str, entry: dict[str, Any]) -> str:
     """One wording's estimate and its p: `paper 33.3% (p = 0.008)` (a grant gap in points)."""
     value = fmt_pct(entry["value"]) if metric == "preference" else f"{100 * entry['value']:+.1f} pts"
     tested = "" if entry["p_value"] is None else f" ({p_phrase(entry['p_value'])})"
