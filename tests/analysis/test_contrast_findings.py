@@ -6,6 +6,7 @@ every wording."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -27,11 +28,22 @@ SETS = 24  # 4 categories, 3 rounds: each intersectional contrast in 8 sets
 WORDINGS = ("paper", "synonym")
 
 
-def planted_run(tmp_path: Path, db_file: Path) -> str:
-    """Contests between the Black and the White man: the White man picked in PLANTED occupations, in both name orders
-    and every wording; every other single answer names the first-named person (each set's order-balanced share
-    0.5: no lean). Stage 1 grants women the first 60% of the attributes (sorted) and men the first 40%, in every
-    wording."""
+def men_contest(categories: set[str]) -> str | None:
+    """The planted pick: the White man in contests between the Black and the White man, else none."""
+    return "male x White" if categories == {"male x Black", "male x White"} else None
+
+
+def planted_run(
+    tmp_path: Path,
+    db_file: Path,
+    winner: Callable[[set[str]], str | None] = men_contest,
+    occupations: tuple[str, ...] = PLANTED,
+    run_id: str | None = None,
+) -> str:
+    """`winner`'s category picked in `occupations` (default: the White man against the Black man in PLANTED), in
+    both name orders and every wording; every other single answer names the first-named person (each set's
+    order-balanced share 0.5: no lean). Stage 1 grants women the first 60% of the attributes (sorted) and men the
+    first 40%, in every wording."""
     names = sets_file(tmp_path / "sets.csv", sets=SETS)
     settings = dict(
         backend="replay",
@@ -43,7 +55,7 @@ def planted_run(tmp_path: Path, db_file: Path) -> str:
         db=str(db_file),
         quiet=True,
     )
-    answers = unknown_answers(tmp_path / "answers.csv", **settings)
+    answers = unknown_answers(tmp_path / f"{run_id or 'answers'}.csv", **settings)
     mapping = contests(read_name_sets(duckdb.connect(), names))[1]
     joint = mapping[mapping["attribute"] == "sex x race_ethnicity"].set_index(["pair_id", "slot"])["category"]
     sex = mapping[mapping["attribute"] == "sex"].set_index(["pair_id", "slot"])["category"]
@@ -52,14 +64,10 @@ def planted_run(tmp_path: Path, db_file: Path) -> str:
     rows.loc[rows["qtype"] == "multiple", "label"] = "both"
     single = rows["qtype"] == "single"
     rows.loc[single, "label"] = rows.loc[single, "name_order"].map({"fm": "female", "mf": "male"})  # first named
-    white_man = [
-        {joint[pair, slot]: slot for slot in ("female", "male")}.get("male x White")
-        if {joint[pair, "female"], joint[pair, "male"]} == {"male x Black", "male x White"}
-        else None
-        for pair in rows["pair_id"]
-    ]
-    planted = single & rows["occupation"].isin(PLANTED) & pd.Series(white_man, index=rows.index).notna()
-    rows.loc[planted, "label"] = pd.Series(white_man, index=rows.index)[planted]
+    slots = {pair: {joint[pair, slot]: slot for slot in ("female", "male")} for pair in set(rows["pair_id"])}
+    won = pd.Series([slots[pair].get(winner(set(slots[pair]))) for pair in rows["pair_id"]], index=rows.index)
+    planted = single & rows["occupation"].isin(occupations) & won.notna()
+    rows.loc[planted, "label"] = won[planted]
     stage1 = rows["stage"] == 1
     attributes = sorted(set(rows.loc[stage1, "attribute"]))
     rank = rows.loc[stage1, "attribute"].map({attribute: index for index, attribute in enumerate(attributes)})
@@ -72,7 +80,7 @@ def planted_run(tmp_path: Path, db_file: Path) -> str:
     rows.loc[stage1, "label"] = (rank < limit).map({True: "yes", False: "no"})
     rows = rows.drop_duplicates()  # the preview lists each item once per wording, without its wording
     pd.concat([rows.assign(wording=wording) for wording in WORDINGS]).to_csv(answers, index=False)
-    return pipeline.run(RunConfig(**settings, answers=str(answers))).run_id
+    return pipeline.run(RunConfig(**settings, answers=str(answers), run_id=run_id)).run_id
 
 
 @pytest.fixture(scope="module")
