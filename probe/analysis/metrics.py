@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import wilson_interval
-from probe.analysis.contrast_findings import contrast_occupation_rows, contrast_robustness_rows
+from probe.analysis.contrast_findings import contrast_findings
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
@@ -47,7 +47,7 @@ from probe.analysis.metric_sql import expand
 from probe.analysis.pairs import heterogeneity, pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
-from probe.analysis.robustness import analyze_wordings, asked_wordings
+from probe.analysis.robustness import analyze_wordings
 from probe.analysis.statistics import (
     ShareEstimate,
     pair_terms,
@@ -178,13 +178,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         contest_cells = con.execute(queries["contrast_choice_cells"], params).df()
         fit, occupations = contrast_workforce_rows(contest_cells, workforce)
         results |= {"workforce_fit": fit.assign(source=source), "workforce_occupations": occupations}
-        by_wording_grants = con.execute(queries["contrast_wording_grants"], params).df()
-        results |= {  # the gender run's occupation lists and robustness verdicts, per contrast
-            "contrast_occupations": contrast_occupation_rows(contest_cells),
-            "contrast_robustness": contrast_robustness_rows(
-                contest_cells, by_wording_grants, asked_wordings(con, run_id)
-            ),
-        }
+        results |= contrast_findings(con, run_id, queries, contest_cells)  # occupation lists, robustness
     _replace_run_rows(con, run_id, results)
 
 
