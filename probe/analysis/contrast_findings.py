@@ -96,15 +96,16 @@ def contrast_robustness_rows(cells: pd.DataFrame, grants: pd.DataFrame, wordings
     `contrast_wording_grants`: robustness_rows per contrast, category_a in the woman's place, the set the pair's."""
     if len(wordings) < 2:
         return pd.DataFrame(columns=ROBUSTNESS_TABLE_COLUMNS)
-    contrasts = {tuple(key) for key in cells[CONTRAST_KEYS].drop_duplicates().itertuples(index=False)}
-    for attribute, group in grants.groupby("attribute"):
+    per_contrast = dict(list(cells.rename(columns={"n_female": FEMALE_SHARE}).groupby(CONTRAST_KEYS)))
+    per_attribute = dict(list(grants.groupby("attribute")))
+    contrasts = set(per_contrast)
+    for attribute, group in per_attribute.items():
         contrasts |= {(attribute, a, b) for a, b in combinations(sorted(set(group["category"])), 2)}
     frames = []
     for attribute, a, b in sorted(contrasts):
-        own = cells[(cells["attribute"] == attribute) & (cells["category_a"] == a) & (cells["category_b"] == b)]
-        values = cell_values(
-            own.rename(columns={"n_female": FEMALE_SHARE}), _sided(grants, attribute, a, b), (FEMALE_SHARE,)
-        )
+        own = per_contrast.get((attribute, a, b), cells.iloc[0:0])
+        sided = _sided(per_attribute.get(attribute, grants.iloc[0:0]), a, b)
+        values = cell_values(own, sided, (FEMALE_SHARE,))
         rows = robustness_rows(values, wordings)
         frames.append(rows.assign(attribute=attribute, category_a=a, category_b=b))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ROBUSTNESS_COLUMNS)
@@ -114,9 +115,10 @@ def contrast_robustness_rows(cells: pd.DataFrame, grants: pd.DataFrame, wordings
     return table.reindex(columns=ROBUSTNESS_TABLE_COLUMNS)
 
 
-def _sided(grants: pd.DataFrame, attribute: str, a: str, b: str) -> pd.DataFrame:
-    """The two categories' stage-1 counts per wording and set in wording_grants' columns (category_a as female)."""
-    own = grants[(grants["attribute"] == attribute) & grants["category"].isin([a, b])]
+def _sided(grants: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """The two categories' stage-1 counts (of one attribute) per wording and set in wording_grants' columns
+    (category_a as female)."""
+    own = grants[grants["category"].isin([a, b])]
     own = own.groupby(["condition", "wording", "set_id", "category"], as_index=False)[["hits", "n"]].sum()
     return own.rename(columns={"set_id": "pair_id", "hits": "yes"}).assign(
         subject=own["category"].map({a: "female", b: "male"})
