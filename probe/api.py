@@ -59,9 +59,27 @@ class Run:
                 "ORDER BY condition, scope, key, metric",
                 analysed=True,
             )
+        return self._contrast_rows("contrast_metrics", "metric", contrast)
+
+    def occupations(self, contrast: str | Sequence[str]) -> pd.DataFrame:
+        """A run over name sets' occupation list per contrast (`contrast` as in metrics()): its contrast_occupations
+        rows (condition, attribute, category_a, category_b, occupation, n, sets, sets_a, sets_b, share_a, lean_a,
+        ci_low, ci_high, ci_level, p_value, q_value, preferred: the category preferred, NULL where none; the sign
+        test over the sets leaning each way, Benjamini-Hochberg over the contrast's occupations)."""
+        return self._contrast_rows("contrast_occupations", "occupation", contrast)
+
+    def robustness(self, contrast: str | Sequence[str]) -> pd.DataFrame:
+        """A run over name sets' findings across its wordings per contrast (`contrast` as in metrics()): the
+        contrast_robustness rows (preference and grant_gap per wording and crossed, with the verdict; none for a
+        run in one wording)."""
+        return self._contrast_rows("contrast_robustness", "metric, scope, key", contrast)
+
+    def _contrast_rows(self, table: str, order: str, contrast: str | Sequence[str]) -> pd.DataFrame:
+        """`table`'s rows of an attribute's contrasts (`contrast` an attribute) or of one contrast (two categories,
+        either order); a UserError naming what the run has where it has none."""
         rows = self._query(
-            "SELECT * EXCLUDE (run_id) FROM contrast_metrics WHERE run_id = ? ORDER BY condition, "
-            "attribute, category_a, category_b, metric",
+            f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = ? ORDER BY condition, attribute, category_a, "
+            f"category_b, {order}",
             analysed=True,
         )
         if isinstance(contrast, str):
@@ -75,7 +93,7 @@ class Run:
             known = sorted(set(rows["category_a"]) | set(rows["category_b"]))
         if chosen.empty:
             raise UserError(
-                f"contrast: run {self.run_id} has no contrast {contrast!r} (its attributes and categories: "
+                f"contrast: run {self.run_id} has no contrast {contrast!r} in {table} (its attributes and categories: "
                 f"{', '.join(known) or 'none: not a run over name sets'})"
             )
         return chosen.reset_index(drop=True)

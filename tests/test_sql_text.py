@@ -36,7 +36,9 @@ REVIEWED = {
     "answering/plan.py": {"SAME_BATCH_MS"},  # a number constant
     "answering/runner.py": {"chosen"},  # a constant subquery
     "answering/runs.py": {"table", "finished", "column", "other"},  # runs/scans, run_id/scan_id, now()/NULL
-    "api.py": {"table", "column"},  # STORED's tables and id columns
+    "api.py": {"table", "column", "order"},  # STORED's tables and id columns; contrast tables and their orders
+    # contrast_occupations / contrast_robustness columns (probe/analysis/contrast_findings.py constants)
+    "report/contrast_findings.py": {"', '.join(OCCUPATION_COLUMNS)", "', '.join(ROBUSTNESS_TABLE_COLUMNS)"},
     "common/staging.py": {"select", "columns", "header.index(source)"},  # c0, c1, ...: the header by position
     "compare/summary.py": {"placeholders", "pair_list", "keys", "column"},  # '?, ?', item key columns
     "compare/heldout.py": {"placeholders"},  # '?, ?'

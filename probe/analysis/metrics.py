@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.binomial import wilson_interval
+from probe.analysis.contrast_findings import contrast_findings
 from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
@@ -76,6 +77,8 @@ RESULT_TABLES = (
     "impact_counts",
     "contrast_counts",
     "grant_counts",
+    "contrast_occupations",
+    "contrast_robustness",
 )
 METRIC_COLUMNS = [
     "condition",
@@ -165,8 +168,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": heterogeneity(by_sex),
-        # the counts the gates and the LL144 summary build their intervals from (probe/analysis/stored.py)
-        "impact_counts": impact_counts[impact_counts["scope"] == "overall"],
+        "impact_counts": impact_counts[impact_counts["scope"] == "overall"],  # the gates' counts (stored.py)
         "contrast_counts": contests,
         "grant_counts": grants,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
@@ -182,6 +184,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         contest_cells = con.execute(queries["contrast_choice_cells"], params).df()
         fit, occupations = contrast_workforce_rows(contest_cells, workforce)
         results |= {"workforce_fit": fit.assign(source=source), "workforce_occupations": occupations}
+        results |= contrast_findings(con, run_id, queries, contest_cells)  # occupation lists, robustness
     _replace_run_rows(con, run_id, results)
 
 

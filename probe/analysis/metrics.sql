@@ -240,9 +240,10 @@ WHERE a.run_id = $run_id
 ORDER BY a.occupation;
 
 -- name: contrast_choice_cells
--- Runs over name sets: the workforce comparison's cells per contrast (probe/analysis/workforce.py), by the people's
--- own categories (run_contests), never by slot. Per (condition, attribute, category_a, category_b, occupation, set,
--- name order) of the single-subject contests between the two categories: n = answers naming either person,
+-- Runs over name sets: the cells per contrast of the workforce comparison (probe/analysis/workforce.py), the
+-- occupation lists and the robustness verdicts (probe/analysis/contrast_findings.py), by the people's own categories
+-- (run_contests), never by slot. Per (condition, attribute, category_a, category_b, occupation, set, name order,
+-- wording) of the single-subject contests between the two categories: n = answers naming either person,
 -- n_female = picks of category_a's person (the column names of female_choice_cells: category_a takes the woman's
 -- place), name_order 'fm' where category_a's person is named first, 'mf' where second; pair_id = the set.
 WITH sides AS (
@@ -253,7 +254,7 @@ WITH sides AS (
     GROUP BY pair_id, set_id, attribute
 ),
 picks AS (
-    SELECT i.condition, i.pair_id, i.occupation, i.name_order, coalesce(a.label, 'unknown') AS label
+    SELECT i.condition, i.pair_id, i.occupation, i.name_order, i.wording, coalesce(a.label, 'unknown') AS label
     FROM items AS i
     LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
     WHERE i.run_id = $run_id AND i.stage = 2 AND i.qtype = 'single'
@@ -263,6 +264,7 @@ SELECT p.condition, s.attribute,
        greatest(s.first_category, s.second_category) AS category_b,
        p.occupation, s.set_id AS pair_id,
        CASE WHEN (p.name_order = 'fm') = (s.first_category < s.second_category) THEN 'fm' ELSE 'mf' END AS name_order,
+       p.wording,
        count(*) FILTER (WHERE p.label IN ('female', 'male')) AS n,
        count(*) FILTER (WHERE CASE p.label WHEN 'female' THEN s.first_category WHEN 'male' THEN s.second_category END
                               = least(s.first_category, s.second_category)) AS n_female
@@ -458,6 +460,20 @@ SELECT i.condition, s.attribute, s.set_id, s.category,
        count(*) FILTER (WHERE a.label = 'yes') AS hits,
        count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n,
        count(*) FILTER (WHERE coalesce(a.label, 'unknown') NOT IN ('yes', 'no')) AS unknown
+FROM items AS i
+LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
+JOIN run_contests AS s ON s.run_id = i.run_id AND s.pair_id = i.pair_id AND s.slot = i.subject
+WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
+GROUP BY ALL
+ORDER BY ALL;
+
+-- name: contrast_wording_grants
+-- Runs over name sets: grant_counts per wording (the grant gap's robustness verdict per contrast,
+-- probe/analysis/contrast_findings.py): stage-1 yes and yes-or-no answers per (condition, wording, attribute, set,
+-- category) of the person asked about.
+SELECT i.condition, i.wording, s.attribute, s.set_id, s.category,
+       count(*) FILTER (WHERE a.label = 'yes') AS hits,
+       count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n
 FROM items AS i
 LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
 JOIN run_contests AS s ON s.run_id = i.run_id AND s.pair_id = i.pair_id AND s.slot = i.subject

@@ -30,6 +30,7 @@ run's own test): it does not enter the verdict on the wordings one by one.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -185,19 +186,20 @@ def verdict(per_wording: list[Interval], wording_p: float, null: float | None, p
     return "some" if shown else "not_shown"
 
 
-def cell_values(cells: pd.DataFrame, grants: pd.DataFrame) -> pd.DataFrame:
+def cell_values(cells: pd.DataFrame, grants: pd.DataFrame, metrics: Sequence[str] = WORDING_METRICS) -> pd.DataFrame:
     """One value per (condition, metric, pair, wording) with the counts behind it: female_share balanced over name
     order, the other stage-2 metrics pooled over the pair's valid instances (hits of n), attr_yes_diff = the pair's
-    grant rate to women (hits of n) minus men (other_hits of other_n)."""
+    grant rate to women (hits of n) minus men (other_hits of other_n). `metrics`: the count columns of `cells` (a
+    contrast's cells count only category_a's picks, in female_share's place: probe/analysis/contrast_findings.py)."""
     frames = []
     if not cells.empty:
         keys = ["condition", "wording", "pair_id"]
-        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *WORDING_METRICS]].sum()
+        cells = cells.groupby([*keys, "name_order"], as_index=False)[["n", *metrics]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             by_order = cells.assign(**{FEMALE_SHARE: cells[FEMALE_SHARE] / cells["n"].where(cells["n"] > 0)})
         female = by_order.groupby(keys)[FEMALE_SHARE].mean()
-        sums = cells.groupby(keys)[["n", *WORDING_METRICS]].sum()
-        for metric in WORDING_METRICS:
+        sums = cells.groupby(keys)[["n", *metrics]].sum()
+        for metric in metrics:
             value = female if metric == FEMALE_SHARE else sums[metric] / sums["n"].where(sums["n"] > 0)
             hits = np.nan if metric == FEMALE_SHARE else sums[metric]  # a balanced share has no count of its own
             frame = pd.DataFrame({"metric": metric, "value": value, "hits": hits, "n": sums["n"]})
@@ -316,11 +318,16 @@ def _interval_columns(interval: Interval) -> dict[str, float]:
     }
 
 
+def asked_wordings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """The run's wordings in the order asked (the first is the one its single-wording findings read)."""
+    query = "SELECT wording FROM items WHERE run_id = ? GROUP BY wording ORDER BY min(seq)"
+    return [row[0] for row in con.execute(query, [run_id]).fetchall()]
+
+
 def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> None:
     """Replace the run's `robustness` rows: computed when it asked more than one wording, else none.
     `queries`: metrics.sql's named queries (metric_instances must exist: the caller builds and drops it)."""
-    query = "SELECT wording FROM items WHERE run_id = ? GROUP BY wording ORDER BY min(seq)"  # the order asked
-    wordings = [row[0] for row in con.execute(query, [run_id]).fetchall()]
+    wordings = asked_wordings(con, run_id)
     rows = pd.DataFrame(columns=COLUMNS)
     if len(wordings) > 1:
         cells = con.execute(queries["wording_cells"]).df()

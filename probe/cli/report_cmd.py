@@ -103,6 +103,13 @@ def compare_command(
     heldout_metric: Annotated[
         str, typer.Option("--heldout-metric", help="female_share, position_first, bias or consistency.")
     ] = "female_share",
+    heldout_contrast: Annotated[
+        str | None,
+        typer.Option(
+            "--heldout-contrast",
+            help="Two categories, comma-separated (runs over name sets; --heldout-metric preference).",
+        ),
+    ] = None,
 ) -> None:
     """Compare runs (models): a leaderboard with intervals, paired differences to a reference run on the
     shared instances, ranks with their uncertainty, agreement.
@@ -121,7 +128,10 @@ def compare_command(
     check_run_ids(run_ids, reference)
     if heldout_seed is not None and len(run_ids) != 2:
         raise UserError(f"--heldout-seed: compares two runs (a base and a mitigated one), not {len(run_ids)}")
-    heldout = (heldout_seed, heldout_metric) if heldout_seed is not None else None
+    heldout = None
+    if heldout_seed is not None:
+        contrast = tuple(part.strip() for part in heldout_contrast.split(",")) if heldout_contrast else None
+        heldout = (heldout_seed, heldout_metric, contrast)
     files, analysed_now = pipeline.compare(db, run_ids, output, reference, name=study, heldout=heldout)
     for run_id in analysed_now:
         typer.echo(f"run {run_id} had no metrics yet: analysed it first")

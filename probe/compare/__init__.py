@@ -34,10 +34,11 @@ def write_comparison(
     run_ids: Sequence[str],
     html_path: Path,
     reference: str | None = None,
-    heldout: tuple[int, str] | None = None,
+    heldout: tuple[int, str, tuple[str, ...] | None] | None = None,
 ) -> ReportFiles:
-    """Write the comparison page with its Markdown and JSON summaries beside it. `heldout`: (seed, metric) of the
-    held-out checks of the other run (mitigated) against the reference (base); two runs only."""
+    """Write the comparison page with its Markdown and JSON summaries beside it. `heldout`: (seed, metric,
+    contrast or None) of the held-out checks of the other run (mitigated) against the reference (base); two runs
+    only."""
     files = output_files(html_path)
     document = compare_summary(con, run_ids, reference)
     document["workforce"] = workforce_comparison(con, run_ids)

@@ -35,16 +35,22 @@ from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
+from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
+# A contrast's preference: its cells (metrics.sql contrast_choice_cells) count category_a's picks in the woman's
+# place, so its distance is female_share's
+PREFERENCE = "preference"
 # metric -> (what the distance measures, how it is computed from the per-cell share)
 MEASURES = {
     FEMALE_SHARE: "mean over occupations of |the woman's order-balanced share - 50%|",
     POSITION_FIRST: "|share of picks naming the first-named person - 50%|",
     BIAS: "share of instances with the same gender picked in S and M",
     CONSISTENCY: "1 - consistency",
+    PREFERENCE: "mean over occupations of |the first category's order-balanced share of picks - 50%| in the "
+    "contests between the contrast's two categories (a run over name sets; the name set in the pair's place)",
 }
 METHOD = (
     f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
@@ -94,6 +100,23 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return cells.merge(groups, on="occupation", how="left")
 
 
+def _contrast_cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str]) -> pd.DataFrame:
+    """A run over name sets' cells of one contrast in _cells' columns, from metrics.sql `contrast_choice_cells` (the
+    set as pair_id, category_a's picks as female_share's hits; any attribute whose categories the two are: a marginal
+    contrast pools every contest between them)."""
+    a, b = sorted(contrast)
+    cells = con.execute(metric_queries()["contrast_choice_cells"], {"run_id": run_id}).df()
+    own = cells[(cells["category_a"] == a) & (cells["category_b"] == b)]
+    if own.empty:
+        raise UserError(f"--heldout-contrast {a},{b}: run {run_id} has no contests between these two categories")
+    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
+    own = own.groupby(keys, as_index=False)[["n", "n_female"]].sum().rename(columns={"n_female": FEMALE_SHARE})
+    groups = con.execute(
+        "SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes WHERE run_id = ?", [run_id]
+    ).df()
+    return own.merge(groups, on="occupation", how="left")
+
+
 def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
     """The metric's distance from its ideal per name pair, over the given cells (NaN: no valid instance)."""
     sums = cells.groupby(["pair_id", "occupation", "name_order"])[["n", metric]].sum()
@@ -119,18 +142,16 @@ def _in_part(cells: pd.DataFrame, groups: list, pairs: list, wordings: list) -> 
 
 
 def heldout_section(
-    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, seed: int, metric: str = FEMALE_SHARE
+    con: duckdb.DuckDBPyConnection,
+    base: str,
+    mitigated: str,
+    seed: int,
+    metric: str = FEMALE_SHARE,
+    contrast: Sequence[str] | None = None,
 ) -> dict[str, object]:
-    """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict."""
-    if metric not in MEASURES:
-        raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
-    over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
-    if metric in SLOT_METRICS and over_sets:  # its per-cell share reads a contest's first person as the woman
-        raise UserError(
-            f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
-            "and man slot; choose position_first, bias or consistency"
-        )
-    base_cells, mitigated_cells = _cells(con, base), _cells(con, mitigated)
+    """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict.
+    `contrast` (two categories, with metric preference): the check of two runs over name sets on that contrast."""
+    base_cells, mitigated_cells = _measured_cells(con, base, mitigated, metric, contrast)
     shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]
     if not shared:
         raise UserError(f"--heldout-seed: runs {base} and {mitigated} share no stage-2 condition")
@@ -151,9 +172,10 @@ def heldout_section(
     improvements, rows = {}, []
     for part, chosen in choices.items():
         where = (chosen["major_groups"], chosen["pairs"], chosen["wordings"])
+        measured = FEMALE_SHARE if metric == PREFERENCE else metric
         both = pd.merge(
-            _pair_distances(_in_part(base_cells, *where), metric),
-            _pair_distances(_in_part(mitigated_cells, *where), metric),
+            _pair_distances(_in_part(base_cells, *where), measured),
+            _pair_distances(_in_part(mitigated_cells, *where), measured),
             left_index=True,
             right_index=True,
             suffixes=("_base", "_mitigated"),
@@ -185,11 +207,36 @@ def heldout_section(
         "seed": seed,
         "metric": metric,
         "measure": MEASURES[metric],
+        "contrast": sorted(contrast) if contrast else None,
         "condition": condition,
         "split": parts,
         "method": METHOD,
         "parts": rows,
     }
+
+
+def _measured_cells(
+    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, metric: str, contrast: Sequence[str] | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both runs' cells of the measure (a UserError naming the option where the runs cannot give it)."""
+    if metric not in MEASURES:
+        raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
+    if (metric == PREFERENCE) != (contrast is not None):
+        raise UserError("--heldout-contrast: goes with --heldout-metric preference, and it with a contrast")
+    over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
+    if metric in SLOT_METRICS and over_sets:  # its per-cell share reads a contest's first person as the woman
+        raise UserError(
+            f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
+            "and man slot; choose position_first, bias, consistency, or preference with --heldout-contrast"
+        )
+    if contrast is None:
+        return _cells(con, base), _cells(con, mitigated)
+    if len(set(contrast)) != 2:
+        raise UserError(f"--heldout-contrast {','.join(contrast)}: name two categories, comma-separated")
+    pairs = [run_id for run_id in (base, mitigated) if run_id not in over_sets]
+    if pairs:
+        raise UserError(f"--heldout-contrast: run {pairs[0]} asked name pairs; a contrast needs runs over name sets")
+    return _contrast_cells(con, base, contrast), _contrast_cells(con, mitigated, contrast)
 
 
 def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None) -> dict[str, object]:

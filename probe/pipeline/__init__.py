@@ -262,7 +262,7 @@ def compare(
     output: Path | str | None = None,
     reference: str | None = None,
     name: str | None = None,
-    heldout: tuple[int, str] | None = None,
+    heldout: tuple[int, str, tuple[str, ...] | None] | None = None,
 ) -> tuple[ReportFiles, list[str]]:
     """Write the comparison of runs (differences to `reference`, default the first) the way `report` writes a
     run's report: its JSON document, and the HTML page and Markdown summary rendered from it.

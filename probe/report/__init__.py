@@ -58,6 +58,12 @@ JSON summary of a report (`report.json`, `schema_version` 1; keys are stable, va
   reference: the highest-rate category; small: under 2% of its group's answers; finding: a sentence where the
   ratio's test rejects, p < 0.05 overall, q < 0.05 per occupation), null for a run analysed before the table
   existed
+- `contrasts`, `ranking`, `groups` (a run over name sets only; docs/groups.md): the findings per contrast, the
+  categories ranked by strength, and {attributes, title, matrices, grant_rates, further, occupations: [{condition,
+  attribute, category_a, category_b, tested, preferred: [{occupation, preferred (the category), sets_a, sets_b,
+  lean_a, ci_low, ci_high, ci_level, p_value, q_value}]}], robustness: [{condition, attribute, category_a,
+  category_b, metric, value, sets, wordings, spread, wording_p, verdict, meaning, per_wording, text}] (a run in
+  several wordings), methods}
 
 An imported decisions run (`runs.backend = 'decisions'`, probe import decisions) has a shorter `report.json`
 (decisions.py): `schema_version`, `run`, `decisions` {what (imported, not probed), source, period, outcome,

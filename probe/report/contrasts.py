@@ -20,6 +20,7 @@ import pandas as pd
 from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, DIRECT, RANKING_METHOD
 from probe.analysis.impact import IMPACT_METHOD
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
+from probe.report.contrast_findings import OCCUPATIONS_METHOD, occupation_lists, robustness_verdicts
 from probe.report.data import order_index, records
 from probe.report.formatting import fmt_pct, p_phrase
 from probe.report.impact import category_noun
@@ -84,6 +85,9 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
             "matrices": _matrices(contrasts, ranking),
             "grant_rates": _grant_rates(categories),
             "further": _further(contrasts),
+            "occupations": occupation_lists(con, run_id, attributes),
+            "occupations_method": OCCUPATIONS_METHOD,
+            "robustness": robustness_verdicts(con, run_id, attributes),
         },
     }
 

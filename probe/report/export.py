@@ -29,13 +29,16 @@ EXPORTED = {
     "run_decisions": "person_id",
     "contrast_metrics": "condition, attribute, category_a, category_b, metric",
     "category_metrics": "condition, attribute, metric, category",
+    "contrast_occupations": "condition, attribute, category_a, category_b, occupation",
+    "contrast_robustness": "condition, attribute, category_a, category_b, metric, scope, key",
 }
 
 
 def export_run(db_path: Path, run_id: str, file_format: str, out_dir: Path) -> list[Path]:
     """Write the run's items and answers as items.<fmt> and answers.<fmt> under `out_dir`, and where the run has
     them adverse_impact.<fmt>, run_contests, run_people, run_person_categories and run_decisions.<fmt> where the run
-    has them, and for a run over name sets contrast_metrics and category_metrics.<fmt>."""
+    has them, and for a run over name sets contrast_metrics, category_metrics, contrast_occupations and
+    contrast_robustness.<fmt>."""
     if file_format not in EXPORT_FORMATS:
         raise UserError(f"--format {file_format!r}: choose from {', '.join(EXPORT_FORMATS)}")
     con, _ = db.connect_or_snapshot(db_path)  # a run writing it: exported as of now, from a copy (as `probe runs`)

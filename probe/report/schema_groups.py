@@ -80,6 +80,38 @@ class PreferenceMatrix(_Open):
     rows: list[list[dict[str, Any] | None]]
 
 
+class ContrastOccupations(_Open):
+    """A contrast's occupation list: how many occupations had a leaning set, and the preferred ones (each with the
+    category preferred, the sets leaning to each, its interval at ci_level, p and q)."""
+
+    condition: str
+    attribute: str
+    category_a: str
+    category_b: str
+    tested: int
+    preferred: list[dict[str, Any]]
+
+
+class ContrastRobustness(_Open):
+    """A contrast's finding across the run's wordings: the verdict, each wording's estimate, the spread and the
+    wording test (probe/analysis/robustness.py's procedure)."""
+
+    condition: str
+    attribute: str
+    category_a: str
+    category_b: str
+    metric: str
+    value: Number
+    sets: int | None
+    wordings: int | None
+    spread: Number
+    wording_p: Number
+    verdict: str
+    meaning: str
+    per_wording: list[dict[str, Any]]
+    text: str
+
+
 class Groups(_Open):
     """A run over name sets: its attributes, the report's title words, matrices, grant rates and methods."""
 
@@ -91,3 +123,7 @@ class Groups(_Open):
     matrices: list[PreferenceMatrix]
     grant_rates: list[dict[str, Any]]
     further: list[dict[str, Any]] | None = None  # per contrast: position, consistency, bias and the gaps, as text
+    # per condition and contrast: the occupations tested and those preferred (sign test over sets, Benjamini-Hochberg)
+    occupations: list[ContrastOccupations] | None = None
+    occupations_method: str | None = None
+    robustness: list[ContrastRobustness] | None = None  # a run in several wordings: per contrast and metric

@@ -205,6 +205,21 @@ CREATE TABLE IF NOT EXISTS contrast_metrics (
 -- kway_strength (a Luce fit over the K-way choice's top picks), each with its interval clustered by name set and p of
 -- 1 / K (probe/analysis/ranking.py), win_share (share of its contests won), each ranked (rank 1 the highest), and
 -- grant_rate (stage 1) with grant_ratio (to the highest grant rate, p: ratio = 1).
+-- The gender run's occupation lists and robustness verdicts per contrast (probe/analysis/contrast_findings.py), for
+-- runs over name sets: per condition, contrast and occupation the sets leaning to each category, the sign test and
+-- Benjamini-Hochberg over the contrast's occupations (preferred: the category leaned to where q < 0.05, else NULL);
+-- per condition, contrast and metric (preference, grant_gap) of a run in several wordings the robustness rows.
+CREATE TABLE IF NOT EXISTS contrast_occupations (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category_a VARCHAR, category_b VARCHAR, occupation VARCHAR,
+    n BIGINT, sets BIGINT, sets_a BIGINT, sets_b BIGINT, share_a DOUBLE, lean_a DOUBLE, ci_low DOUBLE,
+    ci_high DOUBLE, ci_level DOUBLE, p_value DOUBLE, q_value DOUBLE, preferred VARCHAR
+);
+CREATE TABLE IF NOT EXISTS contrast_robustness (
+    run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category_a VARCHAR, category_b VARCHAR, metric VARCHAR,
+    scope VARCHAR, key VARCHAR, value DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT,
+    wordings BIGINT, method VARCHAR, spread DOUBLE, wording_p DOUBLE, pair_ci_low DOUBLE, pair_ci_high DOUBLE,
+    verdict VARCHAR
+);
 CREATE TABLE IF NOT EXISTS category_metrics (
     run_id VARCHAR, condition VARCHAR, attribute VARCHAR, category VARCHAR, metric VARCHAR, estimate DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, sets BIGINT, n BIGINT, rank INTEGER, method VARCHAR
