@@ -146,7 +146,7 @@ class RatioEstimate:
         """Bell-McCaffrey over sets; with recurring names whose part is at least NAMES_BIND of the variance at the
         estimate, at most the names' own (`cluster_effect_traces`: a few common names leave few). Satterthwaite's
         mix of the two dfs covered 0.93 (an underestimated names' part takes many df); the names' df always widened
-        the intervals without name effects by 10% (BENCHMARKS.md, issue 48 item 5)."""
+        the intervals without name effects by 9% (BENCHMARKS.md, issue 48 item 5)."""
         df = bell_mccaffrey_df(self._combined[self._used])
         names = self.name_excess[0] + self.value**2 * self.name_excess[1]
         if not names > 0 or not self.name_df > 0:
@@ -341,7 +341,7 @@ def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str
     single answers (set x name cells), never below 0, and its names' `cluster_effect_traces`; empty without names. A
     name that never recurs adds nothing (its cluster is its answer). The names' part is CR2 (each name's squared sum
     over 1 - its share): when a few names carry most answers (Zipf-like frequencies) the plain sum is too small, and
-    their Bell-McCaffrey degrees of freedom (`RatioEstimate.df`) are few (BENCHMARKS.md, issue 48 item 5)."""
+    their own degrees of freedom (`RatioEstimate.df`) are few (BENCHMARKS.md, issue 48 item 5)."""
     if "name" not in counts:
         return {}, {}
     named = counts[counts["name"].notna() & counts["category"].isin(list(rates))]
