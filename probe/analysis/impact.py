@@ -331,9 +331,9 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
 
 
 def _name_df(traces: list[tuple[float, float] | None]) -> float:
-    """The names' degrees of freedom over both categories of a ratio (NaN where neither has recurring names)."""
-    found = [part for part in traces if part is not None]
-    return sum(t for t, _ in found) ** 2 / sum(s for _, s in found) if found else math.nan
+    """The names' degrees of freedom over both categories of a ratio (NaN where neither has two names or more)."""
+    trace, square = (sum(part[i] for part in traces if part is not None) for i in (0, 1))
+    return trace**2 / square if square > 0 else math.nan
 
 
 def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str, float], dict[str, tuple]]:

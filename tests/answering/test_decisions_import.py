@@ -222,6 +222,9 @@ def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -
     assert (apart.name_excess, apart.df) == ((0.0, 0.0), pytest.approx(3.0, abs=1e-12))
     plain = group_ratios(counts(None)).pairs["a", "b"]
     assert plain.name_excess == (0.0, 0.0) and math.isnan(plain.name_df) and plain.df == pytest.approx(3.0, abs=1e-12)
+    # one name in every set of a and of b (each category's cluster is itself): no names' df, the sets' df stands
+    single = group_ratios(counts(None).assign(name=["x"] * 4 + ["u"] * 4)).pairs["a", "b"]
+    assert math.isnan(single.name_df) and single.df == pytest.approx(3.0, abs=1e-12)
 
 
 def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db_file: Path, tmp_path: Path) -> None:
