@@ -91,38 +91,41 @@ def contrast_truths(world: str, draws: int = 400_000) -> dict[tuple[str, str, st
     return truths
 
 
-def contrast_cell(world: str, sets: int, runs: int, seed: int) -> dict[str, dict[str, float]]:
+def contrast_cell(world: str, sets: int, runs: int, seed: int, chunk: int = 250) -> dict[str, dict[str, float]]:
+    """The cell's runs through `contrast_rows`, `chunk` runs a call (each run its own condition: the Bonferroni
+    families are per condition, so the rows are those of separate calls)."""
     rng = np.random.default_rng(seed)
     truths = contrast_truths(world)
-    tallies = {
-        metric: {"simultaneous": 0, "below": 0, "above": 0, "intervals": 0, "flagged": 0, "widths": []}
-        for metric in ("preference", "grant_gap")
-    }
-    for _ in range(runs):
-        rows = contrast_rows(*_draw_run(rng, world, sets))
-        for metric, tally in tallies.items():
-            part = rows[rows["metric"] == metric]
-            truth = np.array(
-                [truths[a, b, metric] for a, b in zip(part["category_a"], part["category_b"], strict=True)]
-            )
-            low, high = part["ci_low"].to_numpy(), part["ci_high"].to_numpy()
-            shown = ~np.isnan(low)
-            tally["below"] += int(np.sum(shown & (truth < low)))
-            tally["above"] += int(np.sum(shown & (truth > high)))
-            tally["intervals"] += int(shown.sum())
-            tally["simultaneous"] += int(shown.all() and np.all((low <= truth) & (truth <= high)))
-            tally["flagged"] += int(part["flagged"].any())
-            tally["widths"] += list((high - low)[shown])
-    return {
-        metric: {
-            "simultaneous": t["simultaneous"] / runs,
-            "below": t["below"] / max(t["intervals"], 1),
-            "above": t["above"] / max(t["intervals"], 1),
-            "width": float(np.median(t["widths"])),
-            "some_flagged": t["flagged"] / runs,
+    parts = []
+    for start in range(0, runs, chunk):
+        drawn = [_draw_run(rng, world, sets) for _ in range(min(chunk, runs - start))]
+        contests, grants = (
+            pd.concat([run[side].assign(condition=f"{start + i}") for i, run in enumerate(drawn)], ignore_index=True)
+            for side in (0, 1)
+        )
+        parts.append(contrast_rows(contests, grants))
+    rows = pd.concat(parts, ignore_index=True)
+    rows["truth"] = [truths[key] for key in zip(rows["category_a"], rows["category_b"], rows["metric"], strict=True)]
+    shown = rows["ci_low"].notna()
+    rows = rows.assign(
+        shown=shown,
+        below=shown & (rows["truth"] < rows["ci_low"]),
+        above=shown & (rows["truth"] > rows["ci_high"]),
+        width=rows["ci_high"] - rows["ci_low"],
+    )
+    rows["covered"] = rows["shown"] & ~rows["below"] & ~rows["above"]
+    found = {}
+    for metric, part in rows.groupby("metric"):
+        per_run = part.groupby("condition")
+        intervals = max(int(part["shown"].sum()), 1)
+        found[metric] = {
+            "simultaneous": float(per_run["covered"].all().mean()),
+            "below": part["below"].sum() / intervals,
+            "above": part["above"].sum() / intervals,
+            "width": float(part["width"].median()),
+            "some_flagged": float(per_run["flagged"].any().mean()),
         }
-        for metric, t in tallies.items()
-    }
+    return found
 
 
 def recurring_names_cell(count: int, name_sd: float, runs: int, seed: int, sets: int = 200, names: int = 20) -> dict:

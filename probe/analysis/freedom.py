@@ -47,3 +47,16 @@ def satterthwaite_df(variances: np.ndarray) -> float:
         return math.nan
     first, second = variances.sum(), np.sum(variances**2)
     return float(((1 - 1 / pairs) * first) ** 2 / ((1 - 2 / pairs) * second + first**2 / pairs**2))
+
+
+def cluster_effect_traces(shares: np.ndarray) -> tuple[float, float]:
+    """(tr A, tr A^2) of the CR2 variance of a weighted mean over clusters whose own effects dominate (working
+    model: each cluster's mean of equal variance, so its part of the sum varies as its share squared), A = M' D M
+    with M = I - 1 w' and D = diag(w^2 / (1 - w)). Its degrees of freedom are tr(A)^2 / tr(A^2); traces add over
+    independent groups (the two categories of a ratio). With Zipf-like shares of 20 names they are 2.4, where
+    Bell-McCaffrey's working model (independent answers) reads 7.3."""
+    shares = np.asarray(shares, dtype=float)
+    shares = shares / shares.sum()
+    centring = np.eye(len(shares)) - shares[None, :]
+    inflated = centring.T @ np.diag(shares**2 / np.maximum(1 - shares, 1e-12)) @ centring
+    return float(np.trace(inflated)), float(np.sum(inflated * inflated.T))

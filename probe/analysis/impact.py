@@ -40,6 +40,7 @@ from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
+from probe.analysis.freedom import cluster_effect_traces
 from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
 
 FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
@@ -80,6 +81,7 @@ COUNT_PARTS = ("hits", "n", "unknown")
 PER_KEY_SCOPES = ("occupation", "job")  # a probed run's occupations, imported decisions' jobs: q over their rows
 _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
+NAMES_BIND = 0.25  # the names' share of a ratio's variance from which their degrees of freedom bind
 
 
 def constrained_rates(
@@ -106,9 +108,9 @@ class RatioEstimate:
     reference_hits: np.ndarray
     reference_n: np.ndarray
     # where names recur across sets (imported decisions): each side's variance between names beyond that between
-    # single answers (name_excess, never below 0) and the names behind both sides (two-way clustering)
+    # single answers (name_excess, never below 0) and the degrees of freedom of the names behind both sides
     name_excess: tuple[float, float] = (0.0, 0.0)
-    names: int | None = None
+    name_df: float = math.nan
     _intervals: dict[float, tuple[float, float] | None] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
@@ -141,9 +143,17 @@ class RatioEstimate:
 
     @cached_property
     def df(self) -> float:
-        """Bell-McCaffrey over sets; with recurring names, at most names - 1 (the fewer clusters bind)."""
+        """Bell-McCaffrey over sets; with recurring names whose part is at least NAMES_BIND of the variance at the
+        estimate, at most the names' own (`cluster_effect_traces`: a few common names leave few). Satterthwaite's
+        mix of the two dfs covered 0.93 (an underestimated names' part takes many df); the names' df always widened
+        the intervals without name effects by 9% (BENCHMARKS.md, issue 48 item 5)."""
         df = bell_mccaffrey_df(self._combined[self._used])
-        return min(df, self.names - 1) if self.names else df
+        names = self.name_excess[0] + self.value**2 * self.name_excess[1]
+        if not names > 0 or not self.name_df > 0:
+            return df
+        own, other, inflation = self._influences
+        sets = float(((own - self.value * other) ** 2 * inflation).sum())
+        return min(df, self.name_df) if names >= NAMES_BIND * (sets + names) else df
 
     @cached_property
     def _combined(self) -> np.ndarray:
@@ -303,7 +313,7 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
     rates = {c: totals[0, i] / totals[1, i] for i, c in enumerate(names) if totals[1, i] > 0}
     reference = max(sorted(rates), key=lambda c: rates[c]) if rates else None
     rows = {c: i for i, c in enumerate(names)}
-    excess, name_counts = _name_terms(counts, rates)
+    excess, name_traces = _name_terms(counts, rates)
     pairs = {
         (category, other): RatioEstimate(
             table[0, rows[category]],
@@ -311,7 +321,7 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
             table[0, rows[other]],
             table[1, rows[other]],
             name_excess=(excess.get(category, 0.0), excess.get(other, 0.0)),
-            names=name_counts[category] + name_counts[other] if name_counts else None,
+            name_df=_name_df([name_traces.get(category), name_traces.get(other)]),
         )
         for category in rates
         for other in rates
@@ -320,10 +330,18 @@ def group_ratios(counts: pd.DataFrame) -> GroupRatios:
     return GroupRatios(names, sets, table, rates, reference, pairs)
 
 
-def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
+def _name_df(traces: list[tuple[float, float] | None]) -> float:
+    """The names' degrees of freedom over both categories of a ratio (NaN where neither has two names or more)."""
+    trace, square = (sum(part[i] for part in traces if part is not None) for i in (0, 1))
+    return trace**2 / square if square > 0 else math.nan
+
+
+def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str, float], dict[str, tuple]]:
     """Per category, where its names recur across sets: the variance of its rate between names beyond that between
-    single answers (set x name cells), never below 0, and how many names it has; empty without names. A name that
-    never recurs adds nothing (its cluster is its answer)."""
+    single answers (set x name cells), never below 0, and its names' `cluster_effect_traces`; empty without names. A
+    name that never recurs adds nothing (its cluster is its answer). The names' part is CR2 (each name's squared sum
+    over 1 - its share): when a few names carry most answers (Zipf-like frequencies) the plain sum is too small, and
+    their own degrees of freedom (`RatioEstimate.df`) are few (BENCHMARKS.md, issue 48 item 5)."""
     if "name" not in counts:
         return {}, {}
     named = counts[counts["name"].notna() & counts["category"].isin(list(rates))]
@@ -331,10 +349,12 @@ def _name_terms(counts: pd.DataFrame, rates: dict[str, float]) -> tuple[dict[str
         return {}, {}
     totals = named.groupby("category")["n"].sum()
     residual = (named["hits"] - named["category"].map(rates) * named["n"]) / named["category"].map(totals)
-    by_name = (residual.groupby([named["category"], named["name"]]).sum() ** 2).groupby(level=0).sum()
-    by_cell = (residual.groupby([named["category"], named["set_id"], named["name"]]).sum() ** 2).groupby(level=0).sum()
-    excess = (by_name - by_cell).clip(lower=0.0)
-    return excess.to_dict(), named.groupby("category")["name"].nunique().to_dict()
+    shares = named.groupby(["category", "name"])["n"].sum().div(totals, level="category")
+    leverage = shares.where(shares < 1, 0.0)  # a category with a single name: its cluster is the category
+    by_name = residual.groupby([named["category"], named["name"]]).sum() ** 2
+    by_cell = (residual.groupby([named["category"], named["set_id"], named["name"]]).sum() ** 2).groupby(level=[0, 2])
+    excess = ((by_name - by_cell.sum()) / (1 - leverage)).groupby(level=0).sum().clip(lower=0.0)
+    return excess.to_dict(), {c: cluster_effect_traces(part.to_numpy()) for c, part in shares.groupby(level=0)}
 
 
 def impact_rows(counts: pd.DataFrame) -> pd.DataFrame:

@@ -6,8 +6,8 @@ analyze() computed them: the mean over name pairs of the pair's order-balanced s
 
 - `spearman` and `pearson`: the rank and linear correlations of model share and workforce share, with Fisher z
   intervals over the occupations (Pearson: standard error 1/sqrt(n - 3); Spearman: Bonett and Wright's
-  sqrt((1 + r^2/2)/(n - 3))). They are those of shares measured with the run's number of pairs: pair noise lowers
-  them (more pairs, higher correlations);
+  sqrt((1 + r^2/2)/(n - 3)), centred at most half a rank step from +-1). They are those of shares measured with the
+  run's number of pairs: pair noise lowers them (more pairs, higher correlations);
 - `slope`: the amplification slope, b of logit(model share) = a + b logit(workforce share), fitted by quasi-binomial
   regression (logit link, one weight per occupation): 1 mirrors the workforce, above 1 exaggerates its
   segregation, 0 ignores it, below 0 reverses it. Its estimand is population-averaged: the slope of the shares
@@ -247,9 +247,11 @@ def correlations(share: np.ndarray, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def correlation_interval(name: str, r: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """r with its Fisher z interval over n occupations (Bonett-Wright's standard error for Spearman)."""
-    spread = np.sqrt((1 + r**2 / 2) if name == "spearman" else 1.0) / np.sqrt(np.maximum(n - 3, 1))
-    z = np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12))
+    """r with its Fisher z interval over n occupations (Bonett-Wright's standard error for Spearman), centred for
+    Spearman at most half its smallest step from +-1 (`spearman_centre`)."""
+    centre = spearman_centre(r, n) if name == "spearman" else np.clip(r, -1 + 1e-12, 1 - 1e-12)
+    spread = np.sqrt((1 + centre**2 / 2) if name == "spearman" else 1.0) / np.sqrt(np.maximum(n - 3, 1))
+    z = np.arctanh(centre)
     half = stats.norm.isf((1 - CONFIDENCE) / 2) * spread
     return r, np.tanh(z - half), np.tanh(z + half)
 
@@ -258,6 +260,14 @@ def slope_df(occupations: np.ndarray | int, parameters: int = 2) -> np.ndarray |
     """The degrees of freedom of a slope's t interval: occupations - the fit's parameters (2 for the slope, 3 for
     the position-adjusted one), at least 1; a reader of the stored interval rescales it with the same t."""
     return np.maximum(occupations - parameters, 1)
+
+
+def spearman_centre(r: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """r moved at most to 1 - 6 / (n (n^2 - 1)) from +-1: half the smallest step of a rank correlation (the sum of
+    squared rank differences moves by 2). Over 8 occupations every rank agrees in many runs (r = 1: z infinite, the
+    interval [1, 1]); that half step gives them a real interval (coverage 0.899-0.920 -> 0.969, BENCHMARKS.md)."""
+    edge = 1 - 6 / np.maximum(n * (n**2 - 1), 6.000001)
+    return np.clip(r, -edge, edge)
 
 
 def slope_interval(values: np.ndarray, design: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -16,6 +16,7 @@ from scipy import stats
 
 import probe
 from probe import pipeline
+from probe.analysis.freedom import cluster_effect_traces
 from probe.analysis.impact import (
     AT_OR_ABOVE,
     BELOW,
@@ -307,3 +308,11 @@ def test_the_four_fifths_verdict_reads_the_interval() -> None:
     p_a, p_b = ratios.p_below("a"), ratios.p_below("b")
     assert table["q_value"].tolist()[:2] == pytest.approx([2 * p_a, max(2 * p_a, p_b)])
     assert math.isnan(table["q_value"].iloc[2])
+
+
+def test_few_common_names_leave_few_degrees_of_freedom() -> None:
+    """cluster_effect_traces: G equal shares give c (G - 1) and c^2 (G - 1), c = w^2 / (1 - w): df G - 1; Zipf
+    shares over 20 names (1 / rank) leave 2.39 (the commonest name carries 28% of the answers)."""
+    assert cluster_effect_traces(np.full(4, 5.0)) == (pytest.approx(0.25, abs=1e-12), pytest.approx(1 / 48, abs=1e-12))
+    trace, square = cluster_effect_traces(1 / np.arange(1, 21))
+    assert round(trace**2 / square, 4) == 2.3941

@@ -284,3 +284,20 @@ def test_the_scan_report_sets_its_titles_against_the_workforce(db_file: Path, tm
         ["29-2032.00", "29-2034.00", "29-2035.00"], "share"
     ].tolist()
     assert (section["n_occupations"], section["slope"]["estimate"]) == (3, None)  # too few titles for a fit
+
+
+def test_a_spearman_of_1_over_8_occupations_is_centred_half_a_rank_step_below_1():
+    # n = 8: the smallest step of a rank correlation is 12 / (8 x 63); r = 1 is read at 1 - 6 / 504 = 0.988095...
+    centre = 1 - 6 / 504
+    spread = np.sqrt((1 + centre**2 / 2) / 5)
+    z = stats.norm.isf(0.025)
+    estimate, low, high = correlation_interval("spearman", np.array([1.0, -1.0, 0.5]), np.array([8, 8, 8]))
+    assert list(estimate) == [1.0, -1.0, 0.5]
+    assert low[0] == pytest.approx(np.tanh(np.arctanh(centre) - z * spread), abs=1e-12)
+    assert (round(low[0], 6), round(high[0], 6), round(low[1], 6), round(high[1], 6)) == (
+        0.903274,
+        0.99859,
+        -0.99859,
+        -0.903274,
+    )
+    assert high[0] < 1 and low[2] == pytest.approx(np.tanh(np.arctanh(0.5) - z * np.sqrt(1.125 / 5)), abs=1e-12)

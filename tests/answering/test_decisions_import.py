@@ -5,6 +5,7 @@ nothing stored)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -194,8 +195,12 @@ def test_a_taken_run_id_and_a_missing_file_are_refused(db_file: Path, tmp_path: 
 
 def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -> None:
     """Category a: 4 sets, hits 1, 1, 0, 0 (rate 0.5, residuals +-1/8 over n = 4). Its names x, x, y, y put the
-    residuals of a name together: V_name = 2 (1/4)^2 = 1/8, V_answer = 4 (1/8)^2 = 1/16, excess 1/16; names x, y,
-    x, y cancel (V_name 0): excess clipped at 0; without names (a probed run) nothing changes."""
+    residuals of a name together: per name V_name (1/4)^2 = 1/16 less V_answer 2 (1/8)^2 = 1/32, over 1 - its share
+    1/2 (CR2): excess 2 x 1/16 = 1/8; names x, y, x, y cancel (V_name 0): excess clipped at 0; without names (a
+    probed run) nothing changes. Degrees of freedom: a's names (shares 1/2) have traces (1/2, 1/4), b's four unique
+    names (1/4 each) (1/4, 1/48): (3/4)^2 / (13/48) = 27/13; the names' part 1/8 is 3/7 of the variance at the
+    ratio 1 (the sets' part: residual differences 0, 1/4, -1/4, 0 over 1 - 1/4 = 1/6), above 1/4: it binds (the
+    sets' Bell-McCaffrey df is 3)."""
     from probe.analysis.impact import group_ratios
 
     def counts(names: list[str] | None) -> pd.DataFrame:
@@ -211,12 +216,15 @@ def test_recurring_names_add_their_excess_variance_and_unique_names_add_none() -
         return frame if names is None else frame.assign(name=[*names, "u", "v", "w", "z"])
 
     together = group_ratios(counts(["x", "x", "y", "y"])).pairs["a", "b"]
-    assert (together.name_excess, together.names) == ((0.0625, 0.0), 6)
-    assert group_ratios(counts(["x", "y", "x", "y"])).pairs["a", "b"].name_excess == (0.0, 0.0)
-    assert (
-        group_ratios(counts(None)).pairs["a", "b"].name_excess,
-        group_ratios(counts(None)).pairs["a", "b"].names,
-    ) == ((0.0, 0.0), None)
+    assert together.name_excess == (0.125, 0.0)
+    assert (together.name_df, together.df) == (pytest.approx(27 / 13, abs=1e-12), pytest.approx(27 / 13, abs=1e-12))
+    apart = group_ratios(counts(["x", "y", "x", "y"])).pairs["a", "b"]
+    assert (apart.name_excess, apart.df) == ((0.0, 0.0), pytest.approx(3.0, abs=1e-12))
+    plain = group_ratios(counts(None)).pairs["a", "b"]
+    assert plain.name_excess == (0.0, 0.0) and math.isnan(plain.name_df) and plain.df == pytest.approx(3.0, abs=1e-12)
+    # one name in every set of a and of b (each category's cluster is itself): no names' df, the sets' df stands
+    single = group_ratios(counts(None).assign(name=["x"] * 4 + ["u"] * 4)).pairs["a", "b"]
+    assert math.isnan(single.name_df) and single.df == pytest.approx(3.0, abs=1e-12)
 
 
 def test_compare_of_decisions_runs_names_no_gender_and_counts_no_women_or_men(db_file: Path, tmp_path: Path) -> None:
