@@ -74,7 +74,7 @@ IMPACT_METHOD = (
     "0.8, or undecided); q: Benjamini-Hochberg over the categories below the highest-rate one of a condition, "
     "attribute and rate kind (overall), or over occupations x those categories (per occupation or job); a finding "
     "needs q < 0.05; imported decisions whose names recur across sets: also clustered by name (two-way, "
-    "Cameron-Gelbach-Miller), degrees of freedom at most names - 1"
+    "Cameron-Gelbach-Miller, the names' part CR2; their df where it is 1/4+ of the variance)"
 )
 GROUP_COLUMNS = ["condition", "attribute", "rate_kind", "scope", "key"]  # one ratio table each
 COUNT_PARTS = ("hits", "n", "unknown")
