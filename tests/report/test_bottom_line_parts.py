@@ -18,7 +18,9 @@ def test_a_verdict_shows_a_direction_only_where_its_test_rejects() -> None:
     assert (shown["direction"], shown["shown"]) == ("female", True)
     assert shown["sentence"] == "The model prefers women (taxonomy): 70.0% (no interval), p = 0.010 (score test)."
     not_shown = bottom_line._verdict(_finding(FEMALE_SHARE, "control", 0.3, 0.2))
-    assert not_shown["sentence"] == "No gender preference is shown (control): 30.0% (no interval), p = 0.200 (score test)."
+    assert (
+        not_shown["sentence"] == "No gender preference is shown (control): 30.0% (no interval), p = 0.200 (score test)."
+    )
     untestable = bottom_line._verdict(_finding(FEMALE_SHARE, "control", 0.3, None, testable=False))
     assert (untestable["direction"], untestable["shown"]) == (None, None)
     assert untestable["sentence"].startswith("The gender preference (control) is not testable at this size: ")
