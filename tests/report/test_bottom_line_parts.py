@@ -34,7 +34,8 @@ def test_the_heterogeneity_of_the_pairs_in_words() -> None:
     )
     few = bottom_line._heterogeneity({**test, "pairs": 3, "p_value": None, "differ": False})
     assert few["sentence"] == (
-        "Whether the name pairs differ is not testable at this size: 3 pairs, fewer than the 6 any test over pairs needs."
+        "Whether the name pairs differ is not testable at this size: 3 pairs, fewer than the 6 any test over "
+        "pairs needs."
     )
     assert bottom_line._heterogeneity(None) is None
 
