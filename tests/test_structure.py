@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from probe.analysis.metric_registry import METRICS
 from probe.common import vocabulary
 
 PACKAGE = Path(__file__).resolve().parents[1] / "probe"
@@ -181,6 +182,29 @@ def test_the_vocabulary_is_defined_once() -> None:
             elif isinstance(node, ast.Constant) and node.value in words:
                 found.add((name, node.value))
     assert found == set()
+
+
+# Strings spelled like a metric that name something else: report.json's share of unknown answers per question type
+# (counts.by_qtype), and the report's control-condition sentence (render.py is at the 400-line limit). Only shrinks.
+METRIC_LOOKALIKES = {
+    ("probe.report.data", "unknown_rate"),
+    ("probe.report.render", "bias"),
+    ("probe.report.render", "bias_f"),
+    ("probe.report.render", "bias_m"),
+}
+
+
+def test_metrics_are_named_by_the_registrys_constants() -> None:
+    """A metric's name is written once, in metric_registry.py; every other module names it by its constant, so a
+    renamed or removed metric fails at import, not as a silently empty lookup."""
+    spelled = {
+        (name, node.value)
+        for name, path in _modules().items()
+        if name != "probe.analysis.metric_registry"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in METRICS
+    }
+    assert spelled == METRIC_LOOKALIKES
 
 
 def test_the_cli_and_the_api_take_the_one_pipeline() -> None:
