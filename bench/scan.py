@@ -10,6 +10,8 @@ over the pair population). Each draw's answers are fixed like a deterministic mo
 - `scan_fdr`: mean over scans of (fair titles flagged, or flagged the wrong way) / flagged (0 if none).
 - `scan_power_085`: share of planted titles with share >= 0.85 flagged the right way.
 - `scan_calls`: mean model calls of a scan.
+- `scan_null_any_flag`: share of `scan_null_scans` scans of fair titles only (pairs leaning as in real runs) that
+  flag any title: every flag there is false, so this is the scan's FDR where nothing is planted.
 - `scan_call_ratio`: scan calls / the calls of the cheapest exhaustive design with at least the scan's power
   (every title asked the same n pairs, a t-test over pairs per title, Benjamini-Hochberg at 0.05; n searched
   over 2..70 on the first 40 draws). `exhaustive_pairs_equal_power` is that n. A fixed design with a
@@ -238,6 +240,10 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
         calls.append(used)
         draws.append((shares, answers))
     power = float(np.mean(powers))
+    null_scans = 12 if quick else 40
+    null_flagged = sum(
+        bool(scan_in_memory(draw_answers(rng, np.full(TITLES, 0.5)))[0].any()) for _ in range(null_scans)
+    )
     t_test_pairs = _smallest_depth_with_power(draws[:40], power, exhaustive_flags)
     e_bh_pairs = _smallest_depth_with_power(draws[:40], power, _fixed_depth_e_bh)
     mean_calls = float(np.mean(calls))
@@ -249,6 +255,8 @@ def measure(quick: bool, folder: Path) -> dict[str, float]:
         "scan_fdr": round(float(np.mean(fdps)), 4),
         "scan_power_085": round(power, 3),
         "scan_calls": round(mean_calls),
+        "scan_null_scans": null_scans,
+        "scan_null_any_flag": round(null_flagged / null_scans, 3),
         "exhaustive_pairs_equal_power": t_test_pairs,
         "scan_call_ratio": round(mean_calls / (TITLES * t_test_pairs * CALLS_PER_PAIR), 3),
         "exhaustive_e_bh_pairs_equal_power": e_bh_pairs,

@@ -49,16 +49,26 @@ def binomial_mde(n: int, alpha: float = SIGNIFICANCE) -> float | None:
     """
     if binomial_min_p(n) >= alpha:
         return None
-    counts = np.arange(n + 1)
-    pvalues = np.array([stats.binomtest(int(k), n, 0.5).pvalue for k in counts])
-    rejecting = counts[pvalues < alpha]
-    upper = rejecting[rejecting > n / 2]  # reject for counts at or above this, by symmetry also below
+    upper = _smallest_rejected_above_half(n, alpha)  # reject for counts at or above this, by symmetry also below
     for delta in np.arange(0.01, 0.501, 0.01):
         share = 0.5 + delta
-        power = stats.binom.sf(upper.min() - 1, n, share) + stats.binom.cdf(n - upper.min(), n, share)
+        power = stats.binom.sf(upper - 1, n, share) + stats.binom.cdf(n - upper, n, share)
         if power >= POWER:
             return round(float(delta), 2)
     return 0.5
+
+
+def _smallest_rejected_above_half(n: int, alpha: float) -> int:
+    """The smallest count above n / 2 whose exact two-sided binomial test against 0.5 rejects at `alpha` (every
+    larger count rejects too). Found from the symmetric tail 2 x P(X >= k) for all counts at once, then settled by
+    binomtest itself at the edge, so the answer is binomtest's (one call per count was 10,000 calls at 10,000 pairs)."""
+    counts = np.arange(n // 2 + 1, n + 1)
+    upper = int(counts[np.argmax(2 * stats.binom.sf(counts - 1, n, 0.5) < alpha)])
+    while upper > n // 2 + 1 and stats.binomtest(upper - 1, n, 0.5).pvalue < alpha:
+        upper -= 1
+    while stats.binomtest(upper, n, 0.5).pvalue >= alpha:
+        upper += 1
+    return upper
 
 
 def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:

@@ -28,6 +28,7 @@ from itertools import combinations
 import duckdb
 import pandas as pd
 
+from probe.analysis import metric_registry as registry
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.differences import DifferenceEstimate, difference_estimate, p_beside
 from probe.analysis.impact import group_ratios
@@ -38,16 +39,16 @@ from probe.analysis.statistics import ShareEstimate, share_estimate
 # slots are only the first and second person of a contest, so these are not stored for it; its findings by sex (and
 # every other attribute) are the contrasts'.
 SLOT_METRICS = (
-    "female_share",
-    "attr_yes_f",
-    "attr_yes_m",
-    "attr_yes_diff",
-    "bias_f",
-    "bias_m",
-    "prefer_f",
-    "prefer_m",
-    "switch_f2m",
-    "switch_m2f",
+    registry.FEMALE_SHARE,
+    registry.ATTR_YES_F,
+    registry.ATTR_YES_M,
+    registry.ATTR_YES_DIFF,
+    registry.BIAS_F,
+    registry.BIAS_M,
+    registry.PREFER_F,
+    registry.PREFER_M,
+    registry.SWITCH_F2M,
+    registry.SWITCH_M2F,
 )
 # The result tables whose every row reads the slots as sex (occupation leans, the gender term, the workforce's share of
 # women against the woman's share): empty for a run over name sets.
@@ -86,7 +87,7 @@ CONTRAST_NULLS = {
     "preference": 0.5,
     "kway_preference": 0.5,
     "grant_gap": 0.0,
-    "position_first": 0.5,
+    registry.POSITION_FIRST: 0.5,
     "prefer_gap": 0.0,
     "bias_gap": 0.0,
     "switch_gap": 0.0,
@@ -95,7 +96,7 @@ CONTRAST_NULLS = {
 DIRECT = ("preference", "kway_preference", "grant_gap")
 # Per-contrast shares of the valid instances of its contests (DESIGN.md section 5's metrics read by the people's
 # categories): described with a 95% interval, no test (no value of them means "no group difference")
-DESCRIBED = ("consistency", "bias")
+DESCRIBED = (registry.CONSISTENCY, registry.BIAS)
 # category_a's share minus category_b's, paired by set: the group-directed metrics of section 5 (prefer_f - prefer_m,
 # bias_f - bias_m, switch_f2m - switch_m2f with a and b for f and m)
 GAPS = {
@@ -204,7 +205,7 @@ def _instance_estimates(instances: pd.DataFrame | None) -> dict[Contrast, ShareE
         return estimates
     for key, group in instances.groupby(["condition", "attribute", "category_a", "category_b"]):
         n = group["n"].to_numpy(float)
-        for metric in ("position_first", *DESCRIBED):
+        for metric in (registry.POSITION_FIRST, *DESCRIBED):
             estimates[(*key, metric)] = share_estimate(group[metric], n, n)
         for gap, (first, second) in GAPS.items():
             estimates[(*key, gap)] = difference_estimate(

@@ -14,7 +14,7 @@ from probe import pipeline
 from probe.cli.app import DbOption, app
 from probe.common.errors import UserError
 from probe.common.escape import literal_console, terminal_text
-from probe.pipeline.front import DEFAULT_DB
+from probe.pipeline.front import BIAS, CONSISTENCY, DEFAULT_DB, FEMALE_SHARE, POSITION_FIRST
 
 if TYPE_CHECKING:
     from probe.pipeline.front_statistics import ReportFiles
@@ -101,8 +101,8 @@ def compare_command(
         typer.Option("--heldout-seed", help="Held-out checks of the second run's mitigation (two runs): split seed."),
     ] = None,
     heldout_metric: Annotated[
-        str, typer.Option("--heldout-metric", help="female_share, position_first, bias or consistency.")
-    ] = "female_share",
+        str, typer.Option("--heldout-metric", help=f"{FEMALE_SHARE}, {POSITION_FIRST}, {BIAS} or {CONSISTENCY}.")
+    ] = FEMALE_SHARE,
     heldout_contrast: Annotated[
         str | None,
         typer.Option(

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from probe.common.escape import terminal_text
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
+from probe.pipeline.front import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
 from probe.pipeline.front_statistics import (
     JOINT,
     METRICS,
@@ -48,13 +49,13 @@ def headline_table(outcome: RunOutcome) -> Table:
     for metric in TABLE_METRICS:
         if any((condition, metric) in cells for condition in conditions):
             table.add_row(metric, *(_format_cell(cells.get((condition, metric))) for condition in conditions))
-    table.add_row("valid instances", *(_format_count(cells.get((c, "consistency"))) for c in conditions))
+    table.add_row("valid instances", *(_format_count(cells.get((c, CONSISTENCY))) for c in conditions))
     stage1 = {row.metric: row for row in overall[overall["condition"] == STAGE1_CONDITION].itertuples()}
-    if "attr_yes_f" in stage1 or "attr_yes_m" in stage1:
+    if ATTR_YES_F in stage1 or ATTR_YES_M in stage1:
         table.caption = (
-            f"stage 1: attr_yes_f {_format_cell(stage1.get('attr_yes_f'))}, "
-            f"attr_yes_m {_format_cell(stage1.get('attr_yes_m'))}; grant gap attr_yes_diff (women - men) "
-            f"{_format_cell(stage1.get('attr_yes_diff'), signed=True)}"
+            f"stage 1: {ATTR_YES_F} {_format_cell(stage1.get(ATTR_YES_F))}, "
+            f"{ATTR_YES_M} {_format_cell(stage1.get(ATTR_YES_M))}; grant gap {ATTR_YES_DIFF} (women - men) "
+            f"{_format_cell(stage1.get(ATTR_YES_DIFF), signed=True)}"
         )
     return table
 
@@ -134,7 +135,7 @@ def _format_count(row) -> str:
 
 
 # probe compare's terminal summary: the direct gender measures of each run, its difference to the reference and rank.
-DIRECT_MEASURES = {"female_share": "woman picked", "attr_yes_diff": "grant gap (stage 1)"}
+DIRECT_MEASURES = {FEMALE_SHARE: "woman picked", ATTR_YES_DIFF: "grant gap (stage 1)"}
 
 
 def comparison_table(document: Mapping[str, Any]) -> Table:
@@ -186,7 +187,7 @@ def comparison_table(document: Mapping[str, Any]) -> Table:
 
 
 # probe compare's terminal summary of runs over name sets: each run's design and time, then its contrasts.
-SET_RUN_MEASURES = {"position_first": "first-named picked", "consistency": "consistency"}
+SET_RUN_MEASURES = {metric: METRICS[metric].label for metric in (POSITION_FIRST, CONSISTENCY)}
 DIFFERENCE_COLUMNS = (
     "condition",
     "attribute",

@@ -19,16 +19,24 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.differences import contrast_estimate
-from probe.analysis.metric_registry import COMPARED_METRICS, LEADERBOARD_METRICS, METRICS, POOLED_OVERALL_METRICS
+from probe.analysis.metric_registry import (
+    ATTR_YES_DIFF,
+    ATTR_YES_F,
+    ATTR_YES_M,
+    COMPARED_METRICS,
+    LEADERBOARD_METRICS,
+    METRICS,
+    POOLED_OVERALL_METRICS,
+)
 from probe.analysis.resampling import PERCENTILE_METHOD, bootstrap_weights, expanded_tail
 from probe.analysis.statistics import METHODS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 
-STAGE1_LEADERBOARD_METRICS = ("attr_yes_diff",)  # the stage-1 headline: grant rate of women minus men
+STAGE1_LEADERBOARD_METRICS = (ATTR_YES_DIFF,)  # the stage-1 headline: grant rate of women minus men
 # Compared metrics that are a signed sum of stored pair metrics: the stage-1 grant gap, as analyze builds it.
-CONTRASTS = {"attr_yes_diff": ((1, "attr_yes_f"), (-1, "attr_yes_m"))}
-STAGE1_PARTS = tuple(name for _, name in CONTRASTS["attr_yes_diff"])
+CONTRASTS = {ATTR_YES_DIFF: ((1, ATTR_YES_F), (-1, ATTR_YES_M))}
+STAGE1_PARTS = tuple(name for _, name in CONTRASTS[ATTR_YES_DIFF])
 NO_INTERVAL = "no interval: fewer than 6 name pairs with instances in both runs"
 TIE_TOLERANCE = 1e-9
 RANK_ORDER = (

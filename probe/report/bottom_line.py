@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS
+from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS, POSITION_FIRST
 from probe.analysis.pairs import HETEROGENEITY_METHOD, PAIR_METHOD
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
@@ -212,11 +212,8 @@ def bottom_line(
                 metric_finding(overall, condition, FEMALE_SHARE, over_wordings.get((condition, FEMALE_SHARE)))
             )
     verdicts = [_verdict(finding) for finding in direct if finding and finding.get("test")]
-    query = (
-        "SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = 'position_first' "
-        "AND condition = ?"
-    )
-    positions = dict(con.execute(query, [run_id, lead]).fetchall()) if lead else {}
+    query = "SELECT key, value FROM metrics WHERE run_id = ? AND scope = 'pair' AND metric = ? AND condition = ?"
+    positions = dict(con.execute(query, [run_id, POSITION_FIRST, lead]).fetchall()) if lead else {}
     return {
         "verdicts": verdicts,
         "cannot_test": [

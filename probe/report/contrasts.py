@@ -19,6 +19,7 @@ import pandas as pd
 
 from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAST_METHOD, DIRECT, RANKING_METHOD
 from probe.analysis.impact import IMPACT_METHOD
+from probe.analysis.metric_registry import BIAS, CONSISTENCY, POSITION_FIRST
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.contrast_findings import OCCUPATIONS_METHOD, occupation_lists, robustness_verdicts
 from probe.report.data import order_index, records
@@ -93,7 +94,7 @@ def groups_sections(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
 
 
 # The further findings' columns (contrast_metrics metrics beside the direct ones), in the report's order
-FURTHER = ("position_first", "consistency", "bias", "prefer_gap", "bias_gap", "switch_gap")
+FURTHER = (POSITION_FIRST, CONSISTENCY, BIAS, "prefer_gap", "bias_gap", "switch_gap")
 FURTHER_SHOWN = 6  # an attribute with more contrasts than this shows only those with a finding flagged
 
 

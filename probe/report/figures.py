@@ -11,7 +11,14 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.impact import FOUR_FIFTHS
-from probe.analysis.metric_registry import FIGURE1_METRICS
+from probe.analysis.metric_registry import (
+    BIAS,
+    CONSISTENCY,
+    CONTEXT_SENSITIVITY,
+    FIGURE1_METRICS,
+    ORDER_CONSISTENCY,
+    POSITION_FIRST,
+)
 from probe.common.vocabulary import CONDITIONS
 from probe.report.data import order_index
 
@@ -189,11 +196,11 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
     pearson = {
         row["condition"]: row["r"]
         for row in correlations
-        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", "consistency", "bias", "pearson")
+        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", CONSISTENCY, BIAS, "pearson")
     }
-    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(["consistency", "bias"])]
+    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin([CONSISTENCY, BIAS])]
     wide = pairs.pivot_table(index=["condition", "key"], columns="metric", values="value").dropna()
-    if wide.empty or not {"consistency", "bias"} <= set(wide.columns):
+    if wide.empty or not {CONSISTENCY, BIAS} <= set(wide.columns):
         return None
     fig = new_figure(5.2, 3.8)
     ax = fig.add_subplot()
@@ -201,8 +208,8 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
         rows = wide.loc[condition]
         label = condition if pearson.get(condition) is None else f"{condition} (r = {pearson[condition]:.2f})"
         ax.scatter(
-            rows["consistency"],
-            rows["bias"],
+            rows[CONSISTENCY],
+            rows[BIAS],
             s=18,
             alpha=0.8,
             label=label,
@@ -219,7 +226,7 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
 
 def figure_sensitivity(overall: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Order consistency and first-position choice per condition, and the taxonomy-vs-baseline switch rate."""
-    metrics = ("order_consistency", "position_first", "context_sensitivity")
+    metrics = (ORDER_CONSISTENCY, POSITION_FIRST, CONTEXT_SENSITIVITY)
     conditions = [c for c in CONDITIONS if any(m in overall.get(c, {}) for m in metrics)]
     if not conditions:
         return None

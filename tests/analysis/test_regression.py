@@ -6,9 +6,12 @@ from __future__ import annotations
 import itertools
 import math
 
+import pandas as pd
 import pytest
+from scipy import stats
 
 from probe.analysis.metrics import analyze
+from probe.analysis.regression import regression_rows
 from tests.support import RunBuilder
 
 
@@ -108,3 +111,40 @@ def test_regression_without_between_pair_variation_keeps_the_estimate_but_no_inf
         "SELECT coef, std_err, ci_low, ci_high, p_value, odds_ratio, n, n_clusters, note FROM regression "
         "WHERE term = 'occupation:cook'"
     ).fetchall() == [(0.0, None, None, None, None, 1.0, 4, 2, NO_PAIR_VARIATION)]
+
+
+def test_regression_rows_from_cells_by_hand() -> None:
+    """regression_rows itself, on cells: nurse's pairs 3 of 4 and 1 of 4 female (share 1/2, coef 0, scores +-1,
+    information 2, CR1 factor 2: std_err 1); overall 9 of 14 (scores +-6/7: std_err 8/15); pilot always female,
+    doctor one pair, judge no valid instance."""
+    cells = pd.DataFrame(
+        [
+            ("control", 1, "nurse", 4, 3),
+            ("control", 2, "nurse", 4, 1),
+            ("control", 1, "pilot", 2, 2),
+            ("control", 2, "pilot", 2, 2),
+            ("control", 1, "doctor", 2, 1),
+            ("control", 1, "judge", 0, 0),
+        ],
+        columns=["condition", "pair_id", "occupation", "n", "n_female"],
+    )
+    rows = regression_rows(cells).set_index("term")
+    assert list(rows.index) == [
+        "overall",
+        "occupation:doctor",
+        "occupation:judge",
+        "occupation:nurse",
+        "occupation:pilot",
+    ]
+    assert rows.loc["overall", ["coef", "std_err", "n", "n_clusters"]].tolist() == pytest.approx(
+        [math.log(9 / 5), 8 / 15, 14, 2]
+    )
+    nurse = rows.loc["occupation:nurse"]
+    assert [nurse["coef"], nurse["std_err"], nurse["odds_ratio"], nurse["p_value"]] == pytest.approx([0, 1, 1, 1])
+    assert nurse["ci_high"] == pytest.approx(math.exp(stats.t.ppf(0.975, 1)))
+    assert rows["note"].dropna().to_dict() == {
+        "occupation:doctor": "not testable at this size: fewer than 2 name pairs, so no clustered standard error",
+        "occupation:judge": "no valid instances",
+        "occupation:pilot": "separation: S is always female",
+    }
+    assert regression_rows(cells.iloc[:0]).columns[0] == "condition" and regression_rows(cells.iloc[:0]).empty

@@ -14,6 +14,7 @@ from probe.backends.base import Query
 from probe.backends.openai_batch import BatchTarget
 from probe.cli import app
 from probe.common.errors import UserError
+from probe.pipeline.batch import import_results
 from probe.store.config import RunConfig
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import SINGLE, fingerprint, labels, query
@@ -119,8 +120,21 @@ def test_a_damaged_results_file_names_each_bad_line_and_loses_nothing_valid(
         f"{len(good) - valid} stage-1 items have no answer yet: probe batch export b -o FILE --db {db_file}",
     ]
     before = fingerprint(db_file)
-    again = CliRunner().invoke(app, ["batch", "import", "b", str(damaged), "--db", str(db_file)])
-    assert again.stdout.splitlines()[0] == f"imported 0 answers ({valid} already imported, 5 lines not imported)"
+    again = import_results(db_file, "b", damaged)
+    assert (again.imported, again.already, again.pending, again.stage, again.complete) == (
+        0,
+        valid,
+        len(good) - valid,
+        1,
+        False,
+    )
+    assert [problem.split(":")[0] for problem in again.problems] == [
+        "line 2",
+        "line 3",
+        "line 4",
+        "line 5",
+        f"line {len(lines)}",
+    ]
     assert fingerprint(db_file) == before  # importing again changes nothing
     cli("batch", "export", "b", "-o", str(requests), "--db", str(db_file))  # the rest, asked again
     assert len(requests.read_text().splitlines()) == len(good) - valid

@@ -1,0 +1,31 @@
+"""The run settings' options, declared once in probe/cli/options.py: each flag is a setting's key with dashes
+(top_k -> --top-k), besides --config, the file the settings come from."""
+
+from __future__ import annotations
+
+import typing
+
+from probe.cli import options
+from probe.store.spec import SETTINGS
+
+
+def _flags() -> dict[str, str]:
+    """Each option's flag by its name in options.py."""
+    return {
+        name: typing.get_args(value)[1].default
+        for name, value in vars(options).items()
+        if name.endswith("Option") and typing.get_origin(value) is typing.Annotated
+    }
+
+
+def test_each_flag_is_a_settings_key_with_dashes() -> None:
+    flags = _flags()
+    assert flags["TopKOption"] == "--top-k" and flags["RunDbOption"] == "--db"
+    assert {flag for name, flag in flags.items() if name != "ConfigOption"} <= {
+        "--" + key.replace("_", "-") for key in SETTINGS
+    }
+    assert flags["ConfigOption"] == "--config" and "config" not in SETTINGS
+
+
+def test_the_preset_help_names_every_preset() -> None:
+    assert typing.get_args(options.PresetOption)[1].help == "Settings preset: quick, paper."
