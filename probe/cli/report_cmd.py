@@ -101,7 +101,10 @@ def compare_command(
         typer.Option("--heldout-seed", help="Held-out checks of the second run's mitigation (two runs): split seed."),
     ] = None,
     heldout_metric: Annotated[
-        str, typer.Option("--heldout-metric", help=f"{FEMALE_SHARE}, {POSITION_FIRST}, {BIAS}, {CONSISTENCY} or preference.")
+        str,
+        typer.Option(
+            "--heldout-metric", help=f"{FEMALE_SHARE}, {POSITION_FIRST}, {BIAS}, {CONSISTENCY} or preference."
+        ),
     ] = FEMALE_SHARE,
     heldout_contrast: Annotated[
         str | None,
