@@ -94,7 +94,7 @@ class Run:
         if chosen.empty:
             raise UserError(
                 f"contrast: run {self.run_id} has no contrast {contrast!r} in {table} (its attributes and categories: "
-                f"{', '.join(known) or 'none: not a run over name sets'})"
+                f"{', '.join(known) or f'none in {table}: none for a run over name pairs; robustness needs wordings'})"
             )
         return chosen.reset_index(drop=True)
 

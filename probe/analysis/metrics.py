@@ -200,8 +200,8 @@ def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tup
         rows = female_share_rows(group)
         fit, per_occupation = workforce_rows(order_pair_shares(group), rows[rows["scope"] == "occupation"], shares)
         labels = {"attribute": attribute, "category_a": a, "category_b": b}
-        # the fit's pairs are the sets (metrics.sql contrast_choice_cells): its methods say so
-        fits.append(fit.assign(**labels, method=fit["method"].str.replace("name pairs", "name sets")))
+        method = fit["method"].str.replace("name pairs", "name sets").str.replace("woman named first", f"{a} first")
+        fits.append(fit.assign(**labels, method=method))  # its units are the sets, its first-named person a's
         occupations.append(per_occupation.assign(**labels))
     if not fits:
         return pd.DataFrame(columns=FIT_COLUMNS), pd.DataFrame(columns=OCCUPATION_COLUMNS)

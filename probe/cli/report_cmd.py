@@ -129,6 +129,8 @@ def compare_command(
             raise UserError(f"--study {study}: no runs of this study in {db}")
         run_ids += [run_id for run_id in members if run_id not in run_ids]
     check_run_ids(run_ids, reference)
+    if heldout_contrast is not None and heldout_seed is None:
+        raise UserError("--heldout-contrast: a held-out check's contrast; give --heldout-seed too")
     if heldout_seed is not None and len(run_ids) != 2:
         raise UserError(f"--heldout-seed: compares two runs (a base and a mitigated one), not {len(run_ids)}")
     heldout = None

@@ -256,7 +256,9 @@ def unconfirmed_reason(verdict: Verdict) -> str:
         f"fails on its own (p = {verdict.p_fail:.3g}), not confirmed by Holm over "
         f"{verdict.details['holm_gates']} gates (Holm p = {verdict.p_fail_holm:.3g})"
     )
-    return reason + (f"; {decides(verdict.needed, brief=True)}" if verdict.needed.pairs is not None else "")
+    return reason + (
+        f"; {decides(verdict.needed, brief=True, unit=_unit(verdict))}" if verdict.needed.pairs is not None else ""
+    )
 
 
 _SHOWN = {

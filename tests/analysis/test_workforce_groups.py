@@ -191,3 +191,50 @@ def test_a_contrast_is_set_against_the_first_categorys_share_of_the_two() -> Non
     assert contrast_shares(workforce, "sex", "female", "male")["share"].tolist() == pytest.approx([0.879])
     assert contrast_shares(workforce, "sex x race_ethnicity", "female x Black", "male x Black") is None
     assert contrast_shares(workforce, "sex", "Man", "Woman") is None  # not the shipped spelling: no share
+
+
+def test_a_race_contrasts_stored_methods_name_its_sets_and_first_category(planted) -> None:
+    db_file, run_id, _ = planted
+    methods = query(
+        db_file,
+        "SELECT DISTINCT method FROM workforce_fit WHERE run_id = ? AND attribute = 'race_ethnicity' "
+        "AND statistic = 'adjusted_slope'",
+        [run_id],
+    )["method"].tolist()
+    assert (
+        len(methods) == 1
+        and "(+1 Black first, -1 second)" in methods[0]
+        and "(occupations and name sets)" in methods[0]
+    )
+    assert "woman" not in methods[0] and "name pairs" not in methods[0]
+
+
+def test_a_set_run_missing_its_stored_grant_counts_is_analysed_again(planted, tmp_path: Path) -> None:
+    from probe.pipeline.analysed import ensure_analysed
+    from probe.store import db
+
+    db_file, run_id, _ = planted
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db_file.read_bytes())
+    con = db.connect(copy)
+    try:
+        assert ensure_analysed(con, run_id) is False
+        con.execute("DELETE FROM grant_counts WHERE run_id = ?", [run_id])
+        assert ensure_analysed(con, run_id) is True
+        assert con.execute("SELECT count(*) FROM grant_counts WHERE run_id = ?", [run_id]).fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+def test_a_contrasts_categories_are_text_in_the_markdown_report(planted, tmp_path: Path) -> None:
+    from probe.report.render import render_report
+
+    db_file, run_id, _ = planted
+    document_path = probe.open_run(run_id, db=db_file).report(tmp_path / "report.html").with_suffix(".json")
+    data = json.loads(document_path.read_text())
+    hostile = "[x](javascript:alert(1))"
+    occupation = {"occupation": "Nurse", "model_share": 0.9, "ci_low": 0.8, "ci_high": 0.95, "workforce_share": 0.5}
+    data["workforce"] |= {"attribute": "race_ethnicity", "category_a": hostile, "beyond": [occupation]}
+    markdown = render_report(data)[1]
+    assert "Split between [x\\](javascript:alert(1)) and male workers more than the workforce: Nurse" in markdown
+    assert hostile not in markdown  # a link no more

@@ -29,3 +29,13 @@ def test_each_flag_is_a_settings_key_with_dashes() -> None:
 
 def test_the_preset_help_names_every_preset() -> None:
     assert typing.get_args(options.PresetOption)[1].help == "Settings preset: quick, paper."
+
+
+def test_a_held_out_contrast_needs_a_held_out_seed() -> None:
+    from typer.testing import CliRunner
+
+    from probe.cli import app
+
+    result = CliRunner().invoke(app, ["compare", "a", "b", "--heldout-contrast", "Black,White", "--db", "none.duckdb"])
+    assert result.exit_code == 2
+    assert "--heldout-contrast: a held-out check's contrast; give --heldout-seed too" in result.output

@@ -79,3 +79,20 @@ def test_workforce_slope_and_occupations_state_their_requirement() -> None:
     assert isinstance(within.kind, occupations.Occupations)
     assert within.settings == {"occupations": (), "margin": 0.1, "detectable": None}
     assert within.kind.requirement(within) == "each occupation's female_share within 0.5 +- 0.1"
+
+
+def test_an_unconfirmed_fails_reason_counts_the_runs_own_unit() -> None:
+    from probe.gates.gate import Gate, PairsNeeded, Verdict
+    from probe.gates.kinds import KINDS
+    from probe.gates.verdicts import unconfirmed_reason
+
+    gate = Gate("rare", KINDS["max"], "taxonomy", "bias", {"limit": 0.1})
+    verdict = Verdict(
+        gate, "unconfirmed", "", p_fail=0.01, p_fail_holm=0.06, details={"holm_gates": 6}, needed=PairsNeeded(40)
+    )
+    sets = Verdict(**{**vars(verdict), "unit": "name sets"})
+    assert unconfirmed_reason(verdict).endswith("; about 40 name pairs would decide it")
+    assert unconfirmed_reason(sets) == (
+        "fails on its own (p = 0.01), not confirmed by Holm over 6 gates (Holm p = 0.06); about 40 name sets would "
+        "decide it"
+    )
