@@ -18,6 +18,8 @@ generalizes when its interval lies above 0 and it is not significantly smaller t
 0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch for held-out
 names, which are other pairs); with too few pairs for an interval, or where the tuning part's own interval does not
 lie above 0 (no tuning effect to generalize), whether it generalizes is not decided (null), and the verdict says why.
+Two runs over name sets: the set in the pair's place throughout, and the section's `unit` (its page's, method's and
+verdict's word) says so.
 """
 
 from __future__ import annotations
