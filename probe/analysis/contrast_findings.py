@@ -106,12 +106,10 @@ def contrast_robustness_rows(cells: pd.DataFrame, grants: pd.DataFrame, wordings
         own = per_contrast.get((attribute, a, b), cells.iloc[0:0])
         sided = _sided(per_attribute.get(attribute, grants.iloc[0:0]), a, b)
         values = cell_values(own, sided, (FEMALE_SHARE,))
-        rows = robustness_rows(values, wordings)
+        rows = robustness_rows(values, wordings, unit="set")
         frames.append(rows.assign(attribute=attribute, category_a=a, category_b=b))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ROBUSTNESS_COLUMNS)
-    table = table.rename(columns={"pairs": "sets"}).assign(
-        metric=table["metric"].map(ROBUSTNESS_METRICS), method=table["method"].str.replace("name pairs", "name sets")
-    )
+    table = table.rename(columns={"pairs": "sets"}).assign(metric=table["metric"].map(ROBUSTNESS_METRICS))
     return table.reindex(columns=ROBUSTNESS_TABLE_COLUMNS)
 
 

@@ -47,17 +47,24 @@ from probe.store import db
 
 WORDING_DIFFERENCES = (ATTR_YES_DIFF,)  # the stage-1 metric each wording reports: a difference of two rates
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
-METHODS = {
-    "crossed": "two-way cluster-robust interval over name pairs and wordings (Cameron-Gelbach-Miller: V = V_pair + "
-    "V_wording - V_pair x wording), t with min(pairs, wordings) - 1 degrees of freedom on the logit scale of the "
-    "metric's range (delta method); the p-value is the same test",
-    "pairs": "t interval over name pairs of each pair's mean over the wordings: the wordings' spread left out",
-    "wording": "as a run asked in this wording alone reports the metric: its interval over name pairs, the method "
-    "chosen by what the pairs show (score interval, no-event bound, betting interval; paired cluster t for a "
-    "difference); the p-value is the same test",
-    "wording_test": "two-way ANOVA F of the wording effect over pair x wording values, pairs as blocks, tested "
-    "against the wordings permuted within each pair",
-}
+
+
+def robustness_methods(unit: str = "pair") -> dict[str, str]:
+    """The methods in words, over name pairs or (`unit` "set") the name sets of a run over sets."""
+    return {
+        "crossed": f"two-way cluster-robust interval over name {unit}s and wordings (Cameron-Gelbach-Miller: V = "
+        f"V_{unit} + V_wording - V_{unit} x wording), t with min({unit}s, wordings) - 1 degrees of freedom on the "
+        "logit scale of the metric's range (delta method); the p-value is the same test",
+        "pairs": f"t interval over name {unit}s of each {unit}'s mean over the wordings: the wordings' spread left out",
+        "wording": f"as a run asked in this wording alone reports the metric: its interval over name {unit}s, the "
+        f"method chosen by what the {unit}s show (score interval, no-event bound, betting interval; paired cluster t "
+        "for a difference); the p-value is the same test",
+        "wording_test": f"two-way ANOVA F of the wording effect over {unit} x wording values, {unit}s as blocks, "
+        f"tested against the wordings permuted within each {unit}",
+    }
+
+
+METHODS = robustness_methods()
 COLUMNS = [
     "condition",
     "metric",
@@ -246,10 +253,12 @@ def _own_interval(estimate: ShareEstimate | DifferenceEstimate, null: float | No
     return Interval(estimate.value, *bounds, np.nan if p_value is None else p_value)
 
 
-def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
+def robustness_rows(values: pd.DataFrame, wordings: list[str], unit: str = "pair") -> pd.DataFrame:
     """Per condition and metric: a row per wording (its own estimate, wording_estimate) and the crossed row with the
     spread between wordings, the wording test, the pair-only interval over the same cells and the verdict. Pairs
-    without a value under every wording are left out (the two-way design needs each pair under each wording)."""
+    without a value under every wording are left out (the two-way design needs each pair under each wording).
+    `unit`: what pair_id holds, named in the methods ("set": a run over name sets)."""
+    methods = robustness_methods(unit)
     rows = []
     for (condition, metric), group in values.groupby(["condition", "metric"], sort=True):
         table = group.pivot_table(index="pair_id", columns="wording", values="value").reindex(columns=wordings)
@@ -273,7 +282,7 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
                     **_interval_columns(interval),
                     "pairs": pairs,
                     "wordings": 1,
-                    "method": METHODS["wording"],
+                    "method": methods["wording"],
                 }
             )
         none = Interval(float(matrix.mean()), np.nan, np.nan, np.nan)  # below MIN_PAIRS: no interval, no test
@@ -291,7 +300,7 @@ def robustness_rows(values: pd.DataFrame, wordings: list[str]) -> pd.DataFrame:
                 **_interval_columns(crossed),
                 "pairs": pairs,
                 "wordings": len(wordings),
-                "method": METHODS["crossed"],
+                "method": methods["crossed"],
                 "spread": spread,
                 "wording_p": wording_p,
                 "pair_ci_low": pair_only.ci_low,

@@ -61,6 +61,17 @@ FEW_CARRIERS = 3
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
 
+
+def paired_t_method(unit: str = "pair") -> str:
+    """The paired cluster t's method in words, over name pairs or (`unit` "set") the name sets of a run over sets."""
+    return (
+        f"paired cluster t over name {unit}s: the difference's spread between {unit}s (CR2; for two rare rates at "
+        f"least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of "
+        f"{unit}s of unequal size); the p-value is the same test (where every {unit} differs alike, the rates' own "
+        "intervals combined)"
+    )
+
+
 METHODS = {
     "score": "score interval over name pairs: variance [p(1-p)]^1.5 scaled to the spread between pairs (CR2), at "
     "least the estimator's binomial variance; t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
@@ -73,9 +84,7 @@ METHODS = {
     "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): a rare event "
     "carried by fewer than 3 pairs' worth (for a difference: fewer events than pairs, each pair's part of the pooled "
     "difference); the p-value is 1 / the betting capital",
-    "paired_t": "paired cluster t over name pairs: the difference's spread between pairs (CR2; for two rare rates at "
-    "least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of "
-    "unequal size); the p-value is the same test (where every pair differs alike, the rates' own intervals combined)",
+    "paired_t": paired_t_method(),
     "wilson": "Wilson score interval over the pair's own instances",
 }
 

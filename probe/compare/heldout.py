@@ -18,6 +18,8 @@ generalizes when its interval lies above 0 and it is not significantly smaller t
 0.05: paired by name pair for held-out occupations and wordings, which keep the tuning pairs; Welch for held-out
 names, which are other pairs); with too few pairs for an interval, or where the tuning part's own interval does not
 lie above 0 (no tuning effect to generalize), whether it generalizes is not decided (null), and the verdict says why.
+Two runs over name sets: the set in the pair's place throughout, and the section's `unit` (its page's, method's and
+verdict's word) says so.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
 from probe.analysis.metrics import metric_queries
-from probe.analysis.statistics import METHODS
+from probe.analysis.statistics import paired_t_method
 from probe.common.errors import UserError
 from probe.common.vocabulary import CONDITIONS, PAPER_WORDING
 
@@ -52,12 +54,20 @@ MEASURES = {
     PREFERENCE: "mean over occupations of |the first category's order-balanced share of picks - 50%| in the "
     "contests between the contrast's two categories (a run over name sets; the name set in the pair's place)",
 }
-METHOD = (
-    f"distance in the base run - distance in the mitigated run, each pair's two runs paired: the "
-    f"{METHODS['paired_t']}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
-    "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch for "
-    "held-out names); undecided below 6 name pairs or where the tuning part shows no improvement"
-)
+PAIRS, SETS = "name pairs", "name sets"  # the unit the check splits and pairs: a run over name sets', the set
+
+
+def method(unit: str = PAIRS) -> str:
+    """The check's method in words, naming its unit (PAIRS or SETS)."""
+    one = unit.removeprefix("name ").removesuffix("s")
+    return (
+        f"distance in the base run - distance in the mitigated run, each {one}'s two runs paired: the "
+        f"{paired_t_method(one)}; generalizes: the held-out interval lies above 0 and the held-out effect is not "
+        f"significantly smaller than the tuning one (one-sided 0.05: paired t over the shared {one}s, Welch for "
+        f"held-out names); undecided below 6 {unit} or where the tuning part shows no improvement"
+    )
+
+
 PARTS = ("tuning", "held-out occupations", "held-out names", "held-out wordings")
 
 
@@ -92,8 +102,13 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     if units.empty:
         return pd.DataFrame(columns=[*keys, *MEASURES, "n", "major_group"])
     wide = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
-    valid = units[units["metric"] == FEMALE_SHARE].groupby(keys)["n"].sum()  # every measure counts valid instances
-    cells = wide.assign(n=valid).reset_index()
+    # every measure counts valid instances; position_first is stored for every run (female_share not for one over sets)
+    valid = units[units["metric"] == POSITION_FIRST].groupby(keys)["n"].sum()
+    return _with_major_groups(con, run_id, wide.assign(n=valid).reset_index())
+
+
+def _with_major_groups(con: duckdb.DuckDBPyConnection, run_id: str, cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with their occupation's SOC major group (the first two digits of its O*NET-SOC code)."""
     groups = con.execute(
         "SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes WHERE run_id = ?", [run_id]
     ).df()
@@ -111,10 +126,7 @@ def _contrast_cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Seque
         raise UserError(f"--heldout-contrast {a},{b}: run {run_id} has no contests between these two categories")
     keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
     own = own.groupby(keys, as_index=False)[["n", "n_female"]].sum().rename(columns={"n_female": FEMALE_SHARE})
-    groups = con.execute(
-        "SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes WHERE run_id = ?", [run_id]
-    ).df()
-    return own.merge(groups, on="occupation", how="left")
+    return _with_major_groups(con, run_id, own)
 
 
 def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
@@ -151,7 +163,9 @@ def heldout_section(
 ) -> dict[str, object]:
     """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict.
     `contrast` (two categories, with metric preference): the check of two runs over name sets on that contrast."""
-    base_cells, mitigated_cells = _measured_cells(con, base, mitigated, metric, contrast)
+    over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
+    base_cells, mitigated_cells = _measured_cells(con, (base, mitigated), over_sets, metric, contrast)
+    unit = SETS if over_sets else PAIRS
     shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]
     if not shared:
         raise UserError(f"--heldout-seed: runs {base} and {mitigated} share no stage-2 condition")
@@ -199,7 +213,7 @@ def heldout_section(
         }
         if part != "tuning":
             smaller_p = _smaller_p(improvements["tuning"], improvements[part], paired=part != "held-out names")
-            row |= {"smaller_p": smaller_p, **_generalizes(rows[0], row, smaller_p)}
+            row |= {"smaller_p": smaller_p, **_generalizes(rows[0], row, smaller_p, unit)}
         rows.append(row)
     return {
         "base": base,
@@ -210,20 +224,26 @@ def heldout_section(
         "contrast": sorted(contrast) if contrast else None,
         "condition": condition,
         "split": parts,
-        "method": METHOD,
+        "unit": unit,
+        "method": method(unit),
         "parts": rows,
     }
 
 
 def _measured_cells(
-    con: duckdb.DuckDBPyConnection, base: str, mitigated: str, metric: str, contrast: Sequence[str] | None
+    con: duckdb.DuckDBPyConnection,
+    runs: tuple[str, str],
+    over_sets: list[str],
+    metric: str,
+    contrast: Sequence[str] | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both runs' cells of the measure (a UserError naming the option where the runs cannot give it)."""
+    """Both runs' (base, mitigated) cells of the measure (a UserError naming the option where the runs cannot give
+    it); `over_sets`: those of the runs that asked name sets."""
+    base, mitigated = runs
     if metric not in MEASURES:
         raise UserError(f"--heldout-metric {metric}: choose from {', '.join(MEASURES)}")
     if (metric == PREFERENCE) != (contrast is not None):
         raise UserError("--heldout-contrast: goes with --heldout-metric preference, and it with a contrast")
-    over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
     if metric in SLOT_METRICS and over_sets:  # its per-cell share reads a contest's first person as the woman
         raise UserError(
             f"--heldout-metric {metric}: run {over_sets[0]} asked name sets, whose questions have no woman "
@@ -239,11 +259,12 @@ def _measured_cells(
     return _contrast_cells(con, base, contrast), _contrast_cells(con, mitigated, contrast)
 
 
-def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None) -> dict[str, object]:
-    """`generalizes` (True, False, or None: undecided) and the verdict in words. Nothing generalizes where the tuning
-    part shows no improvement (its interval not above 0): there was no tuning effect to generalize."""
+def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None, unit: str = PAIRS) -> dict[str, object]:
+    """`generalizes` (True, False, or None: undecided) and the verdict in words (too few of the check's `unit`).
+    Nothing generalizes where the tuning part shows no improvement (its interval not above 0): there was no tuning
+    effect to generalize."""
     if tuning["ci_low"] is None or held_out["ci_low"] is None:
-        return {"generalizes": None, "verdict": "too few pairs"}
+        return {"generalizes": None, "verdict": f"too few {unit.removeprefix('name ')}"}
     if tuning["ci_low"] <= 0:
         return {"generalizes": None, "verdict": "no tuning effect to generalize"}
     if smaller_p is not None and smaller_p < SIGNIFICANCE:

@@ -187,6 +187,27 @@ def test_planted_findings_hold_in_every_wording_and_nothing_else_does(planted) -
     assert (per_wording["p_value"] < 0.05).all()
 
 
+def test_the_stored_methods_name_sets_where_the_gender_run_names_pairs(planted) -> None:
+    db_file, run_id = planted
+    methods = query(
+        db_file, "SELECT DISTINCT scope, method FROM contrast_robustness WHERE run_id = ? ORDER BY 1", [run_id]
+    )
+    assert methods.values.tolist() == [
+        [
+            "crossed",
+            "two-way cluster-robust interval over name sets and wordings (Cameron-Gelbach-Miller: V = V_set + "
+            "V_wording - V_set x wording), t with min(sets, wordings) - 1 degrees of freedom on the logit scale of the "
+            "metric's range (delta method); the p-value is the same test",
+        ],
+        [
+            "wording",
+            "as a run asked in this wording alone reports the metric: its interval over name sets, the method chosen "
+            "by what the sets show (score interval, no-event bound, betting interval; paired cluster t for a "
+            "difference); the p-value is the same test",
+        ],
+    ]
+
+
 def test_the_report_api_and_export_give_them(planted, tmp_path: Path) -> None:
     db_file, run_id = planted
     run = probe.open_run(run_id, db=str(db_file))

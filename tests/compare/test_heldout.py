@@ -124,7 +124,23 @@ def test_held_out_parts_of_fewer_than_six_pairs_decide_nothing(db_file: Path, tm
         assert (row["pairs"], row["effect"], row["ci_low"], row["ci_high"]) == (2, 0.25, None, None)
         assert row["p_value"] >= 0.5
     assert [row.get("generalizes", "tuning") for row in heldout["parts"]] == ["tuning", None, None]
-    assert output.read_text().count("too few pairs") == 2
+    page = output.read_text()
+    assert page.count("too few pairs") == 2
+    # a run over name pairs: the page and method name pairs, as before sets had their own wording
+    assert heldout["unit"] == "name pairs" and "name pairs tuning 1, 3,\nheld out 2, 4;" in page
+    assert '<th>Part</th><th class="num">Pairs</th>' in page
+    assert heldout["method"] == PAIRS_METHOD
+
+
+PAIRS_METHOD = (
+    "distance in the base run - distance in the mitigated run, each pair's two runs paired: the paired cluster t over "
+    "name pairs: the difference's spread between pairs (CR2; for two rare rates at least their binomial variance), t "
+    "with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of unequal size); the p-value is the "
+    "same test (where every pair differs alike, the rates' own intervals combined); generalizes: the held-out "
+    "interval lies above 0 and the held-out effect is not significantly smaller than the tuning one (one-sided 0.05: "
+    "paired t over the shared pairs, Welch for held-out names); undecided below 6 name pairs or where the tuning part "
+    "shows no improvement"
+)
 
 
 def test_heldout_checks_take_two_runs() -> None:

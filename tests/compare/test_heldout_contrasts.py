@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from probe.cli.app import app
 from probe.common.errors import UserError
-from probe.compare.heldout import heldout_section
+from probe.compare.heldout import SETS, _generalizes, heldout_section
 from probe.store import db
 from tests.analysis.test_contrast_findings import OCCUPATIONS, planted_run
 
@@ -53,7 +53,54 @@ def test_the_mitigation_of_a_planted_race_preference_generalizes_to_held_out_set
     assert [row["effect"] for row in parts.values()] == pytest.approx([0.5] * 4, abs=1e-12)
     assert [row["pairs"] for row in parts.values()] == [8, 8, 8, 8]
     assert [row.get("generalizes") for row in parts.values()] == [None, True, True, True]
-    assert "preference of Black vs White distance" in output.with_suffix(".md").read_text()
+    page = output.with_suffix(".md").read_text()
+    assert "preference of Black vs White distance" in page
+    # the split and the table are over name sets, not pairs
+    tuning = ", ".join(str(set_id) for set_id in section["split"]["pairs"]["tuning"])
+    assert section["unit"] == "name sets" and f"; name sets tuning {tuning} / held out" in page
+    heldout_part = page.split("## Held-out checks")[1]
+    assert "| Part | Sets | Effect (points) |" in heldout_part and "name pairs" not in heldout_part
+    assert '<th>Part</th><th class="num">Sets</th>' in output.read_text()
+    assert section["method"] == SETS_METHOD
+
+
+SETS_METHOD = (
+    "distance in the base run - distance in the mitigated run, each set's two runs paired: the paired cluster t over "
+    "name sets: the difference's spread between sets (CR2; for two rare rates at least their binomial variance), t "
+    "with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of sets of unequal size); the p-value is the "
+    "same test (where every set differs alike, the rates' own intervals combined); generalizes: the held-out "
+    "interval lies above 0 and the held-out effect is not significantly smaller than the tuning one (one-sided 0.05: "
+    "paired t over the shared sets, Welch for held-out names); undecided below 6 name sets or where the tuning part "
+    "shows no improvement"
+)
+
+
+def test_too_few_sets_for_an_interval_says_sets() -> None:
+    assert _generalizes({"ci_low": None}, {"ci_low": 0.1}, None, SETS) == {
+        "generalizes": None,
+        "verdict": "too few sets",
+    }
+
+
+def test_the_slot_free_metrics_are_measured_per_set_of_a_run_over_name_sets(runs: Path) -> None:
+    """position_first, bias and consistency count each set's valid instances from position_first's n (a run over
+    name sets stores no female_share rows): 24 sets in every part, not 0."""
+    con = db.connect(runs)
+    try:
+        position = heldout_section(con, "base", "mitigated", 7, "position_first")
+        bias = heldout_section(con, "base", "mitigated", 7, "bias")
+    finally:
+        con.close()
+    assert position["unit"] == bias["unit"] == "name sets"
+    assert [row["pairs"] for row in position["parts"]] == [24, 24, 24, 24]
+    # mitigated: the first named everywhere (share 1, distance 0.5); base: a set with a Black-White contest picks the
+    # White person in both orders (share 0.5, distance 0: -0.5 worse), the others the first named (no change): 17 of
+    # the 24 tuning sets have such a contest, 15 of the 24 held-out ones (32 of the 48: 768 of 1,152 instances)
+    assert [row["effect"] for row in position["parts"]] == pytest.approx([-17 / 48, -17 / 48, -15 / 48, -17 / 48])
+    assert [row.get("verdict") for row in position["parts"]] == [None] + ["no tuning effect to generalize"] * 3
+    # neither run picks the same person in S and M: no effect, an interval around 0
+    assert [row["effect"] for row in bias["parts"]] == [0.0, 0.0, 0.0, 0.0]
+    assert all(row["ci_low"] < 0 < row["ci_high"] for row in bias["parts"])
 
 
 def test_a_contrast_needs_the_preference_and_two_categories_the_runs_have(runs: Path) -> None:
