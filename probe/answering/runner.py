@@ -78,23 +78,19 @@ def answer(
     """
     with _progress(quiet) as progress:
         answerer = _Answerer(con, run_id, backend, identity, use_cache=use_cache)
-        ensure_stage(con, run_id, 1, selection, conditions, backend.prompt_format)
-        stage_2_built = _has_items(con, run_id, stage=2)
-        granted_before = _granted_attributes(con, run_id)
-        answerer.answer_stage(1, progress, retry_failed=True)
-        # Stage 2 is built from these answers; only they count here (a resume asks failed stage-2 items next).
-        check_failed_share(con, run_id, max_failed_share, again=_again(run_id), stage=1)
-        if not backend.labels_are_data:
-            check_some_option_named(con, run_id, stage=1)
-        if stage_2_built:
-            _rebuild_stage_2(con, run_id, granted_before, selection, conditions, backend.prompt_format)
-        else:
-            ensure_stage(con, run_id, 2, selection, conditions, backend.prompt_format)
-        answerer.answer_stage(2, progress, retry_failed=True)
-        backend.finish()
-        check_failed_share(con, run_id, max_failed_share, again=_again(run_id))
-        if not backend.labels_are_data:
-            check_some_option_named(con, run_id, stage=2)
+        granted_before = None
+        for stage in (1, 2):
+            ensure_stage(con, run_id, stage, selection, conditions, backend.prompt_format, granted_before)
+            if stage == 1 and _has_items(con, run_id, stage=2):
+                granted_before = _granted_attributes(con, run_id)  # stage 2 is rebuilt where these answers change
+            answerer.answer_stage(stage, progress, retry_failed=True)
+            if stage == 2:
+                backend.finish()
+            # Stage 2 is built from stage 1's answers: after stage 1 only they count (a resume asks failed stage-2
+            # items next); after stage 2 all of them.
+            check_failed_share(con, run_id, max_failed_share, again=_again(run_id), stage=1 if stage == 1 else None)
+            if not backend.labels_are_data:
+                check_some_option_named(con, run_id, stage=stage)
 
 
 def ensure_stage(
@@ -104,33 +100,30 @@ def ensure_stage(
     selection: Selection,
     conditions: Sequence[str],
     prompt_format: str,
+    granted_before: set[tuple[int, str, str, str, str, str]] | None = None,
 ) -> None:
-    """Build and store the items of `stage` unless they exist (stage 2 from stage 1's stored answers)."""
-    if _has_items(con, run_id, stage=stage):
+    """Build and store the items of `stage` unless they exist (stage 2 from stage 1's stored answers).
+
+    `granted_before`: what stage 1 granted when the stored stage 2 was built. A failed stage-1 item answered yes on
+    resume changes what stage 2 states for its pair and name order: those stage-2 items (and the K-way items of
+    their sets) are built again, replacing the stored ones and their answers.
+    """
+    built = _has_items(con, run_id, stage=stage)
+    if built and granted_before is None:
+        return
+    granted = set() if stage == 1 else _granted_attributes(con, run_id)
+    if built and granted == granted_before:
         return
     if stage == 1:
         items = stage1_items(selection, prompt_format)
     else:
-        items = stage2_items(selection, _granted_attributes(con, run_id), conditions, prompt_format)
-    _insert_items(con, run_id, items)
-
-
-def _rebuild_stage_2(
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    granted_before: set[tuple[int, str, str, str, str, str]],
-    selection: Selection,
-    conditions: Sequence[str],
-    prompt_format: str,
-) -> None:
-    """A failed stage-1 item answered yes on resume changes what stage 2 states for its pair and name order: those
-    stage-2 items (and the K-way items of their sets) are built again, replacing the stored ones and their answers."""
-    granted = _granted_attributes(con, run_id)
-    rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
-    rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
-    if rebuilt:
         items = stage2_items(selection, granted, conditions, prompt_format)
-        _insert_items(con, run_id, [item for item in items if (item.pair_id, item.name_order) in rebuilt], rebuilt)
+    rebuilt = None
+    if built:
+        rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
+        rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
+        items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
+    _insert_items(con, run_id, items, rebuilt)
 
 
 def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:

@@ -133,7 +133,7 @@ def _answer(
     backend: Backend | None = None,
 ) -> str:
     """answer() on an open connection (run() analyses on the same one): the stored run or a free id, the selection,
-    the backend, the run record (after the templates are checked), the answers."""
+    the backend, the run record (after the backend's input and the templates are checked), the answers."""
     options = spec.options
     stored = runs.stored_run(con, options.run_id) if options.run_id else None
     if stored is None and options.run_id:
@@ -143,17 +143,17 @@ def _answer(
         selection = stored_selection(con, spec.design, str(options.run_id))
     else:
         selection = select(con, spec.design)
-    # checks its input (e.g. a replay file) before anything is written
+    # the backend checks its input (e.g. a replay file), and the templates render, before anything is written
     answering = with_system_prompt(backend or create_backend(spec.backend), spec.backend.system_prompt)
     try:
         answering.check_pairs(selection.pairs, selection.set_members, sets=selection.contests is not None)
+        check_templates(selection, spec.design.conditions, answering.prompt_format)
         with stopping.on_signals():
             identity = runs.identity_json(answering)
             if stored is not None:
                 run_id = str(stored["run_id"])
                 runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
             else:
-                check_templates(selection, spec.design.conditions, answering.prompt_format)
                 run_id = options.run_id or runs.new_run_id()
                 runs.record_run(con, run_id, spec, answering, identity, selection)
             with runs.lifecycle(

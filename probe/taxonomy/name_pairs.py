@@ -26,6 +26,8 @@ def select_name_pairs(
 
     `spec`: N -> the first N, a list (or "1,4,9") -> those ids, None -> all.
     """
+    if isinstance(spec, str):
+        spec = _parse_pairs(spec)
     names = Names(Path(names)) if isinstance(names, str | Path) else names
     if names is None:
         every = con.execute("SELECT pair_id, female, male FROM name_pairs ORDER BY pair_id").df()
@@ -39,8 +41,6 @@ def select_name_pairs(
     total = len(every)
     if spec is None:
         return every
-    if isinstance(spec, str):
-        spec = _parse_pairs(spec)
     if isinstance(spec, int) and not isinstance(spec, bool):
         if not 1 <= spec <= total:
             raise UserError(f"pairs: {spec} is not a number of pairs from 1 to {total}")
