@@ -143,6 +143,7 @@ def test_a_run_over_sets_makes_the_calls_dry_run_counts(db_file: Path, tmp_path:
         "run_person_categories.csv",
         "contrast_metrics.csv",
         "category_metrics.csv",
+        "contrast_occupations.csv",
     ]
     assert len(pd.read_csv(tmp_path / "export" / "run_contests.csv")) == 12 * 2 * 3  # contests x slots x attributes
 
