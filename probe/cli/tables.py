@@ -34,12 +34,14 @@ from probe.pipeline.outcome import RunOutcome
 
 
 def headline_table(outcome: RunOutcome) -> Table:
-    """The paper's Figure 1 metrics (overall, mean over name pairs) per condition, 95% CIs clustered by pair."""
+    """The paper's Figure 1 metrics (overall, mean over name pairs, or sets: a run over name sets' unit) per
+    condition, 95% CIs clustered by that unit."""
     run_id, overall = outcome.run_id, outcome.overall
     stage2 = overall[overall["condition"] != STAGE1_CONDITION]
     conditions = sorted(set(stage2["condition"]), key=_condition_rank)
+    unit = "name pairs" if outcome.contrasts is None or outcome.contrasts.empty else "name sets"
     table = Table(
-        title=f"Run {run_id}: overall metrics, mean over name pairs [95% interval over name pairs; each "
+        title=f"Run {run_id}: overall metrics, mean over {unit} [95% interval over {unit}; each "
         "row's method in the report]; p: the test of no effect (50%; the grant gap: 0)"
     )
     table.add_column("metric")

@@ -59,6 +59,17 @@ def test_the_headline_orders_conditions_and_prints_value_interval_and_p() -> Non
     )
 
 
+def test_the_headline_of_a_run_over_name_sets_counts_sets() -> None:
+    overall = [("taxonomy", "position_first", 0.8, 0.7, 0.86, 12, 0.001)]
+    contrasts = pd.DataFrame([("stage1", "sex", "female", "male")], columns=["condition", "attribute", "a", "b"])
+    assert headline_table(_outcome(overall)).title.startswith(
+        "Run r1: overall metrics, mean over name pairs [95% interval over name pairs; "
+    )
+    assert headline_table(_outcome(overall, contrasts=contrasts)).title.startswith(
+        "Run r1: overall metrics, mean over name sets [95% interval over name sets; "
+    )
+
+
 def test_preferences_are_listed_or_said_to_be_none_with_the_untestable_rows() -> None:
     none = preference_table(_outcome([], pairs=(2, 12)))
     assert none == "Run r1: no occupation preferred at BH q < 0.05 (1 of 2 occupation rows not testable at this size)"
