@@ -89,44 +89,37 @@ def split(seed: int, major_groups: Sequence[str], pairs: Sequence[int], wordings
     }
 
 
-def _cells(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """Per (condition, wording, pair, occupation, name order) of one run, from its stored per-instance counts
-    (instance_metrics): the valid instances (n) and the hits of each measured metric, with the SOC group."""
-    placeholders = ", ".join("?" for _ in MEASURES)
-    units = con.execute(
-        "SELECT condition, wording, pair_id, occupation, name_order, metric, hits, n FROM instance_metrics "
-        f"WHERE run_id = ? AND other_condition IS NULL AND metric IN ({placeholders})",
-        [run_id, *MEASURES],
-    ).df()
+CELL_KEYS = ["condition", "wording", "pair_id", "occupation", "name_order"]
+
+
+def _cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per (condition, wording, pair, occupation, name order) of one run: the valid instances (n), the hits of each
+    measured metric and the occupation's SOC major group (the first two digits of its O*NET-SOC code). From the
+    stored per-instance counts (instance_metrics); with `contrast`, a run over name sets' cells of that contrast
+    from metrics.sql `contrast_choice_cells` (the set as pair_id, category_a's picks as female_share's hits; any
+    attribute whose categories the two are: a marginal contrast pools every contest between them)."""
     keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
-    if units.empty:
-        return pd.DataFrame(columns=[*keys, *MEASURES, "n", "major_group"])
-    wide = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
-    # every measure counts valid instances; position_first is stored for every run (female_share not for one over sets)
-    valid = units[units["metric"] == POSITION_FIRST].groupby(keys)["n"].sum()
-    return _with_major_groups(con, run_id, wide.assign(n=valid).reset_index())
-
-
-def _with_major_groups(con: duckdb.DuckDBPyConnection, run_id: str, cells: pd.DataFrame) -> pd.DataFrame:
-    """The cells with their occupation's SOC major group (the first two digits of its O*NET-SOC code)."""
+    if contrast is None:
+        placeholders = ", ".join("?" for _ in MEASURES)
+        units = con.execute(
+            "SELECT condition, wording, pair_id, occupation, name_order, metric, hits, n FROM instance_metrics "
+            f"WHERE run_id = ? AND other_condition IS NULL AND metric IN ({placeholders})",
+            [run_id, *MEASURES],
+        ).df()
+        hits = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
+        # every measure counts valid instances; position_first is stored for every run (female_share not for sets)
+        counts = hits.assign(n=units[units["metric"] == POSITION_FIRST].groupby(keys)["n"].sum())
+    else:
+        a, b = sorted(contrast)
+        cells = con.execute(metric_queries()["contrast_choice_cells"], {"run_id": run_id}).df()
+        own = cells[(cells["category_a"] == a) & (cells["category_b"] == b)]
+        if own.empty:
+            raise UserError(f"--heldout-contrast {a},{b}: run {run_id} has no contests between these two categories")
+        counts = own.groupby(keys)[["n", "n_female"]].sum().rename(columns={"n_female": FEMALE_SHARE})
     groups = con.execute(
         "SELECT DISTINCT occupation, left(soc_code, 2) AS major_group FROM run_attributes WHERE run_id = ?", [run_id]
     ).df()
-    return cells.merge(groups, on="occupation", how="left")
-
-
-def _contrast_cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str]) -> pd.DataFrame:
-    """A run over name sets' cells of one contrast in _cells' columns, from metrics.sql `contrast_choice_cells` (the
-    set as pair_id, category_a's picks as female_share's hits; any attribute whose categories the two are: a marginal
-    contrast pools every contest between them)."""
-    a, b = sorted(contrast)
-    cells = con.execute(metric_queries()["contrast_choice_cells"], {"run_id": run_id}).df()
-    own = cells[(cells["category_a"] == a) & (cells["category_b"] == b)]
-    if own.empty:
-        raise UserError(f"--heldout-contrast {a},{b}: run {run_id} has no contests between these two categories")
-    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
-    own = own.groupby(keys, as_index=False)[["n", "n_female"]].sum().rename(columns={"n_female": FEMALE_SHARE})
-    return _with_major_groups(con, run_id, own)
+    return counts.reset_index().merge(groups, on="occupation", how="left")
 
 
 def _distances(cells: pd.DataFrame, metric: str) -> pd.Series:
@@ -256,7 +249,7 @@ def _measured_cells(
     pairs = [run_id for run_id in (base, mitigated) if run_id not in over_sets]
     if pairs:
         raise UserError(f"--heldout-contrast: run {pairs[0]} asked name pairs; a contrast needs runs over name sets")
-    return _contrast_cells(con, base, contrast), _contrast_cells(con, mitigated, contrast)
+    return _cells(con, base, contrast), _cells(con, mitigated, contrast)
 
 
 def _generalizes(tuning: dict, held_out: dict, smaller_p: float | None, unit: str = PAIRS) -> dict[str, object]:

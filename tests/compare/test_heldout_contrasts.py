@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from probe.cli.app import app
 from probe.common.errors import UserError
-from probe.compare.heldout import SETS, _generalizes, heldout_section
+from probe.compare.heldout import SETS, _cells, _generalizes, heldout_section
 from probe.store import db
 from tests.analysis.test_contrast_findings import OCCUPATIONS, planted_run
 
@@ -114,3 +114,23 @@ def test_a_contrast_needs_the_preference_and_two_categories_the_runs_have(runs: 
             heldout_section(con, "base", "mitigated", 7)
     finally:
         con.close()
+
+
+def test_one_reader_gives_a_runs_cells_and_a_contrasts_in_the_same_keys(runs: Path) -> None:
+    """_cells: instance_metrics' cells, or with a contrast the contests between its two categories, each with the
+    occupation's SOC major group."""
+    con = db.connect(runs)
+    try:
+        every, contrast = _cells(con, "base"), _cells(con, "base", ("White", "Black"))
+    finally:
+        con.close()
+    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
+    assert list(every) == [*keys, "bias", "consistency", "position_first", "n", "major_group"]
+    assert list(contrast) == [*keys, "n", "female_share", "major_group"]
+    # one instance per cell: 48 contests (pair_id: the contest) x 6 occupations x 2 orders x 2 wordings; the base
+    # picks the first named outside the Black-White contests (768 of the 1,152), never the same person in S and M
+    assert every[["n", "position_first", "bias", "consistency"]].sum().tolist() == [1152, 768, 0, 1152]
+    # pair_id: the set; the 16 sets with Black-White contests, two per cell (pooled), the Black person never picked
+    assert (len(contrast), contrast["pair_id"].nunique()) == (384, 16)
+    assert contrast[["n", "female_share"]].sum().tolist() == [768, 0]
+    assert sorted(set(every["major_group"])) == sorted(set(contrast["major_group"])) == ["13", "17", "25", "29", "53"]
