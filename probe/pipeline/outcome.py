@@ -8,8 +8,6 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from probe.analysis.contrasts import DIRECT
-
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -28,6 +26,8 @@ class RunOutcome:
 
 def read_outcome(con: duckdb.DuckDBPyConnection, run_id: str, db: str) -> RunOutcome:
     """An analysed run's outcome."""
+    from probe.analysis.contrasts import DIRECT  # the statistics stack, loaded on use: probe --help needs no scipy
+
     failed, items = con.execute(
         "SELECT count(*) FILTER (WHERE error IS NOT NULL), count(*) FROM answers WHERE run_id = ?", [run_id]
     ).fetchone()

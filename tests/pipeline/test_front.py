@@ -5,6 +5,8 @@ every start-up)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from probe.analysis import metric_registry
@@ -41,3 +43,15 @@ def test_the_front_hands_on_the_steps_own_objects() -> None:
     assert front.RunSpec is spec.RunSpec
     assert front_statistics.METRICS is metric_registry.METRICS
     assert front_statistics.fmt_p(0.0004) == "<0.001"
+
+
+def test_the_front_and_probe_help_load_no_statistics_stack() -> None:
+    """Every command imports the front: importing it, and `probe --help`, load neither scipy nor statsmodels (a run's
+    outcome reads the contrasts' names on use)."""
+    code = (
+        "import sys, probe.pipeline.front; from probe.cli.app import app\n"
+        "try:\n    app(['--help'], prog_name='probe')\nexcept SystemExit as done:\n    code = done.code\n"
+        "print(code, [m for m in ('scipy', 'statsmodels') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 []"
