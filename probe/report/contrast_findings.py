@@ -71,6 +71,31 @@ def occupation_lists(con: duckdb.DuckDBPyConnection, run_id: str, attributes: Se
     return entries
 
 
+def listed_sentence(entries: Sequence[dict[str, Any]]) -> str | None:
+    """The bottom line's occupations of a run over name sets (occupation_lists' entries): per condition, each
+    contrast's listed occupations by the category they lean to, and how many contrasts list none."""
+    sentences = []
+    for condition in dict.fromkeys(entry["condition"] for entry in entries):
+        own = [entry for entry in entries if entry["condition"] == condition]
+        parts = []
+        for entry in own:
+            sides = [
+                (entry[side], [row["occupation"] for row in entry["preferred"] if row["preferred"] == entry[side]])
+                for side in ("category_a", "category_b")
+            ]
+            leaning = "; ".join(f"to {category}: {', '.join(names)}" for category, names in sides if names)
+            if leaning:
+                parts.append(f"{entry['category_a']} vs {entry['category_b']} ({entry['attribute']}), {leaning}")
+        test = "sign test over name sets, Benjamini-Hochberg q < 0.05 within each contrast"
+        if not parts:
+            contrasts = f"{len(own)} contrast" + ("" if len(own) == 1 else "s")
+            sentences.append(f"Occupations ({condition}): none listed in {contrasts} ({test}).")
+            continue
+        rest = f"; none in the other {len(own) - len(parts)} of {len(own)} contrasts" if len(parts) < len(own) else ""
+        sentences.append(f"Occupations ({condition}) listed per contrast ({test}): {'; '.join(parts)}{rest}.")
+    return " ".join(sentences) or None
+
+
 def robustness_verdicts(con: duckdb.DuckDBPyConnection, run_id: str, attributes: Sequence[str]) -> list[dict[str, Any]]:
     """Per condition, contrast and metric of a run in several wordings: the verdict with each wording's estimate."""
     rows = con.execute(

@@ -21,7 +21,7 @@ from probe.analysis.contrasts import CATEGORY_COLUMNS, CONTRAST_COLUMNS, CONTRAS
 from probe.analysis.impact import IMPACT_METHOD
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, POSITION_FIRST
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
-from probe.report.contrast_findings import OCCUPATIONS_METHOD, occupation_lists, robustness_verdicts
+from probe.report.contrast_findings import OCCUPATIONS_METHOD, listed_sentence, occupation_lists, robustness_verdicts
 from probe.report.data import order_index, records
 from probe.report.formatting import fmt_pct, p_phrase
 from probe.report.impact import category_noun
@@ -243,7 +243,8 @@ def _grant_rates(categories: pd.DataFrame) -> list[dict[str, Any]]:
 def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
     """report.json's `bottom_line` of a run over name sets: per attribute each direct finding (its contrasts'
     preference per stage-2 condition, stage 1's grant gap), then the overall adverse-impact findings (per occupation:
-    the section); no slot-based verdict, no table of pairs read as a woman and a man."""
+    the section), and the occupations listed per contrast; no slot-based verdict, no table of pairs read as a woman
+    and a man."""
     contrasts = pd.DataFrame(document["contrasts"], columns=CONTRAST_COLUMNS)
     contrasts = contrasts[contrasts["metric"].isin(DIRECT)]
     verdicts, cannot = [], []
@@ -289,7 +290,7 @@ def group_bottom_line(document: Mapping[str, Any]) -> dict[str, Any]:
         "not_gender": NOT_SLOTS,
         "inheritance": None,
         "pairs": None,
-        "occupations": None,
+        "occupations": listed_sentence((document.get("groups") or {}).get("occupations", [])),
     }
 
 

@@ -223,9 +223,18 @@ def test_the_report_api_and_export_give_them(planted, tmp_path: Path) -> None:
     }
     assert lists[("male x Black", "male x White")] == lists[("Black", "White")] == ["engineer", "pilot"]
     assert sum(map(len, lists.values())) == 4
+    # the bottom line names them per contrast (it said nothing of occupations for a run over name sets)
+    listed = (
+        "Occupations (taxonomy) listed per contrast (sign test over name sets, Benjamini-Hochberg q < 0.05 within "
+        "each contrast): Black vs White (race_ethnicity), to White: engineer, pilot; male x Black vs male x White "
+        "(sex x race_ethnicity), to male x White: engineer, pilot; none in the other 6 of 8 contrasts."
+    )
+    assert document["bottom_line"]["occupations"] == listed
+    assert f'<p id="listed-occupations">{listed.replace("<", "&lt;")}</p>' in html.read_text()
     verdicts = [row["verdict"] for row in document["groups"]["robustness"]]
     assert verdicts.count("holds") == 6
     markdown = run.report(tmp_path / "report.md").read_text()
+    assert f"\n\n{listed}\n" in markdown.split("## Summary")[0]
     row = (
         "| taxonomy | sex x race_ethnicity | male x Black vs male x White | engineer | male x White | 0 / 8 "
         "| 0.008 (2) |"

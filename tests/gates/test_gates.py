@@ -28,7 +28,7 @@ from probe.common.errors import UserError
 from probe.gates import parse_policy
 from probe.gates.gate import Gate
 from probe.gates.kinds import KINDS
-from probe.gates.kinds.occupations import leaning_pairs_needed
+from probe.gates.leaning import leaning_pairs_needed
 from probe.gates.verdicts import interval_verdict, pairs_needed
 from probe.store import db
 from tests.interval_checks import interval_problems

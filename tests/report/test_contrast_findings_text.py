@@ -3,7 +3,7 @@ estimate with the p of its own test, a preference in percent and a grant gap in 
 
 from __future__ import annotations
 
-from probe.report.contrast_findings import ROBUSTNESS_MEANING, wording_text
+from probe.report.contrast_findings import ROBUSTNESS_MEANING, listed_sentence, wording_text
 
 
 def test_each_wording_reads_as_its_estimate_and_p() -> None:
@@ -18,3 +18,20 @@ def test_each_wording_reads_as_its_estimate_and_p() -> None:
 
 def test_every_verdict_of_the_robustness_procedure_has_its_meaning() -> None:
     assert set(ROBUSTNESS_MEANING) == {"holds", "depends", "some", "not_shown", "not_testable", "stable"}
+
+
+def test_the_bottom_line_lists_each_contrasts_occupations_by_the_category_they_lean_to() -> None:
+    def entry(condition: str, a: str, b: str, *listed: tuple[str, str]) -> dict:
+        rows = [{"occupation": occupation, "preferred": category} for occupation, category in listed]
+        return {"condition": condition, "attribute": "sex", "category_a": a, "category_b": b, "preferred": rows}
+
+    lists = [
+        entry("taxonomy", "female", "male", ("nurse", "female"), ("pilot", "male"), ("dancer", "female")),
+        entry("control", "female", "male"),
+    ]
+    assert listed_sentence(lists) == (
+        "Occupations (taxonomy) listed per contrast (sign test over name sets, Benjamini-Hochberg q < 0.05 within "
+        "each contrast): female vs male (sex), to female: nurse, dancer; to male: pilot. Occupations (control): none "
+        "listed in 1 contrast (sign test over name sets, Benjamini-Hochberg q < 0.05 within each contrast)."
+    )
+    assert listed_sentence([]) is None

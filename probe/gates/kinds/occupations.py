@@ -11,7 +11,8 @@ where no occupation could have been found, so it passes only on what the policy 
   detectable of cases, at the level Benjamini-Hochberg applies to a lone preferred occupation (0.05 / occupations
   tested; the report's testability).
 
-Otherwise it is inconclusive, with the name pairs that would decide it.
+Otherwise it is inconclusive, with the name pairs that would decide it. A run over name sets has its occupation lists
+per contrast: set_occupations.py decides the gate on them.
 """
 
 from __future__ import annotations
@@ -20,19 +21,17 @@ from typing import Any, ClassVar
 
 import duckdb
 import pandas as pd
-from scipy import stats
 
-from probe.analysis.binomial import POWER, SIGNIFICANCE, binomial_mde
+from probe.analysis.binomial import SIGNIFICANCE, binomial_mde
+from probe.analysis.contrasts import over_name_sets
 from probe.analysis.statistics import OCCUPATION_TEST
 from probe.analysis.stored import occupation_shares
 from probe.common.errors import UserError
 from probe.gates.gate import FAIL, INCONCLUSIVE, PASS, Gate, GateKind, PairsNeeded, Verdict
 from probe.gates.keys import MARGIN, Key, number, occupation_list
-from probe.gates.verdicts import MOST_PAIRS, decides, pairs_needed
-
-NO_LEANING_PAIR = "no pair count makes them testable while no pair leans (every pair ties)"
-SIGN_TEST = "sign_test_bh"
-LISTED = 4  # occupations named in the terminal's line, the rest counted
+from probe.gates.kinds.set_occupations import set_verdict
+from probe.gates.leaning import SIGN_TEST, first_names, leaning_pairs_for, leaning_plan
+from probe.gates.verdicts import decides, pairs_needed
 
 
 def _detectable(value: Any, metric: str | None, where: str) -> float:
@@ -71,6 +70,8 @@ class Occupations(GateKind):
         return f"no occupation preferred, a lean of {0.5 + gate.settings['detectable']:.0%} detectable in each"
 
     def verdict(self, con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate, baseline: str | None) -> Verdict:
+        if over_name_sets(con, run_id):  # its occupation lists are per contrast
+            return set_verdict(con, run_id, gate)
         rows = con.execute(
             "SELECT occupation, pairs, q_value, preferred, lean_female, ci_low, ci_high, ci_level "
             "FROM occupation_preference WHERE run_id = ? AND condition = ? ORDER BY occupation",
@@ -110,11 +111,6 @@ class Occupations(GateKind):
         return _detectable_in_each(gate, rows, asked, family, details, p_fail)
 
 
-def _names(occupations: list[str]) -> str:
-    shown = ", ".join(occupations[:LISTED])
-    return shown + (f" and {len(occupations) - LISTED} more" if len(occupations) > LISTED else "")
-
-
 def _preferred(gate: Gate, rows: pd.DataFrame, tested: pd.DataFrame, details: dict[str, Any], p_fail: float) -> Verdict:
     """Fail: occupations preferred at the report's FDR; the numbers are the most leaning occupation's (smallest q):
     the share of its leaning pairs that lean female, with the report's interval at the decision's level."""
@@ -128,7 +124,7 @@ def _preferred(gate: Gate, rows: pd.DataFrame, tested: pd.DataFrame, details: di
         f"{most['q_value']:.3g}; {details['name_pairs']} name pairs asked"
     )
     sides = [f"{row.occupation} ({row.preferred})" for row in preferred.itertuples()]
-    summary = f"{len(preferred)} of {len(rows)} occupations preferred (sign test, BH q < 0.05): {_names(sides)}"
+    summary = f"{len(preferred)} of {len(rows)} occupations preferred (sign test, BH q < 0.05): {first_names(sides)}"
     return Verdict(
         gate,
         FAIL,
@@ -186,7 +182,7 @@ def _within_margin(
         )
         short = (
             f"none preferred, {len(outside)} of {len(estimates)} not shown within 0.5 +- "
-            f"{gate.settings['margin']:g} ({_names(outside)}); {decides(needed, brief=True)}"
+            f"{gate.settings['margin']:g} ({first_names(outside)}); {decides(needed, brief=True)}"
         )
     ci90, ci95 = estimate.interval(0.90), estimate.interval()
     numbers = (
@@ -243,56 +239,14 @@ def _detectable_in_each(
             details=details,
             summary=summary,
         )
-    target = leaning_pairs_for(detectable, level)
     fewest = min(leaning[occupation] for occupation in missing)
-    count = leaning_pairs_needed(fewest, asked, target)
-    if count is not None:
-        needed = PairsNeeded(count)
-        shown = f"about {count} name pairs would give each {target} leaning pairs (80% chance)"
-    elif fewest == 0:
-        needed = PairsNeeded(None, NO_LEANING_PAIR)
-        shown = NO_LEANING_PAIR
-    else:  # the lean needs more leaning pairs, or more name pairs, than MOST_PAIRS
-        needed = PairsNeeded(MOST_PAIRS + 1)
-        shown = f"more than {MOST_PAIRS:,} name pairs would be needed"
+    needed, shown = leaning_plan(fewest, asked, leaning_pairs_for(detectable, level))
     sentence = (
         f"none of {len(rows)} occupations preferred, but {lean} is not detectable with 80% power (sign test "
         f"at {level:.3g}, a lone preference among {family}) for {len(missing)}: {', '.join(missing)} (fewest "
         f"leaning name pairs: {fewest} of {asked}); {shown}"
     )
-    summary = f"none preferred, but {lean} not detectable in {len(missing)} ({_names(missing)}); {shown}"
+    summary = f"none preferred, but {lean} not detectable in {len(missing)} ({first_names(missing)}); {shown}"
     return Verdict(
         gate, INCONCLUSIVE, sentence, p_fail=p_fail, method=SIGN_TEST, needed=needed, details=details, summary=summary
     )
-
-
-def leaning_pairs_for(detectable: float, level: float) -> int | None:
-    """The fewest leaning pairs whose sign test at `level` detects a lean of 0.5 + `detectable` with 80% power
-    (bisected: the detectable lean shrinks with the pairs, up to the test's discreteness); None past MOST_PAIRS."""
-
-    def detects(pairs: int) -> bool:
-        mde = binomial_mde(pairs, level)
-        return mde is not None and mde <= detectable
-
-    if not detects(MOST_PAIRS):
-        return None
-    smallest, largest = 1, MOST_PAIRS
-    while smallest < largest:
-        middle = (smallest + largest) // 2
-        smallest, largest = (smallest, middle) if detects(middle) else (middle + 1, largest)
-    return smallest
-
-
-def leaning_pairs_needed(leaning: float, asked: int, target: int | None) -> int | None:
-    """Name pairs at which an occupation leaning in `leaning` of `asked` pairs has `target` leaning pairs with 80%
-    chance: the smallest N with P(Binomial(N, leaning / asked) >= target) >= 0.8. None when no pair leans, no
-    target exists or no count up to MOST_PAIRS reaches it."""
-    if leaning <= 0 or asked <= 0 or target is None:
-        return None
-    rate = min(leaning / asked, 1.0)
-    smallest, largest = target, MOST_PAIRS + 1
-    while smallest < largest:
-        middle = (smallest + largest) // 2
-        enough = stats.binom.sf(target - 1, middle, rate) >= POWER
-        smallest, largest = (smallest, middle) if enough else (middle + 1, largest)
-    return smallest if smallest <= MOST_PAIRS else None
