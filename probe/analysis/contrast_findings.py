@@ -28,7 +28,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE
-from probe.analysis.preference import occupation_preference_rows
+from probe.analysis.preference import PREFERENCE_COLUMNS, occupation_preference_rows
 from probe.analysis.robustness import COLUMNS as ROBUSTNESS_COLUMNS
 from probe.analysis.robustness import asked_wordings, cell_values, robustness_rows
 
@@ -44,19 +44,7 @@ OCCUPATION_NAMES = {
 OCCUPATION_COLUMNS = [
     "condition",
     *CONTRAST_KEYS,
-    "occupation",
-    "n",
-    "sets",
-    "sets_a",
-    "sets_b",
-    "share_a",
-    "lean_a",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "p_value",
-    "q_value",
-    "preferred",
+    *(OCCUPATION_NAMES.get(column, column) for column in PREFERENCE_COLUMNS if column != "condition"),
 ]
 # the gender run's robustness metrics and the contrast's metric each one becomes
 ROBUSTNESS_METRICS = {FEMALE_SHARE: "preference", ATTR_YES_DIFF: "grant_gap"}

@@ -16,6 +16,23 @@ from probe.analysis.statistics import MIN_PAIRS, rate
 from probe.common.vocabulary import STAGE1_CONDITION
 
 CORRELATION_COLUMNS = ["condition", "across", "x", "y", "method", "r", "p_value", "n", "ci_low", "ci_high"]
+# occupation_preference's columns (the table, the report's rows; a contrast's occupation lists rename them)
+PREFERENCE_COLUMNS = (
+    "condition",
+    "occupation",
+    "n",
+    "pairs",
+    "pairs_female",
+    "pairs_male",
+    "share_female",
+    "lean_female",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "p_value",
+    "q_value",
+    "preferred",
+)
 
 
 def occupation_preference_rows(cells: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,8 @@ import pandas as pd
 
 from probe.analysis.binomial import SIGNIFICANCE, binomial_min_p
 from probe.analysis.metric_registry import ATTR_YES_F, ATTR_YES_M
+from probe.analysis.metrics import METRIC_COLUMNS
+from probe.analysis.preference import PREFERENCE_COLUMNS
 from probe.backends import BACKENDS
 from probe.common.errors import UserError
 from probe.common.redact import scrub
@@ -197,37 +199,6 @@ def order_index(sequence: Sequence[str], value: str) -> int:
     return sequence.index(value) if value in sequence else len(sequence)
 
 
-METRIC_COLUMNS = (
-    "condition",
-    "scope",
-    "key",
-    "metric",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n",
-    "pairs",
-    "p_value",
-    "min_p_value",
-    "mde",
-    "method",
-)
-PREFERENCE_COLUMNS = (
-    "condition",
-    "occupation",
-    "n",
-    "pairs",
-    "pairs_female",
-    "pairs_male",
-    "share_female",
-    "lean_female",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "p_value",
-    "q_value",
-    "preferred",
-)
 STAGE1_RATE_COLUMNS = ("group", "gender", "value", "ci_low", "ci_high", "n")
 
 

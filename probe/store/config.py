@@ -83,17 +83,24 @@ def _parse_occupations(value: object, base_dir: Path | None = None) -> tuple[str
     return tuple(_split(value))
 
 
+def _known_names(value: object, known: tuple[str, ...], noun: str, expected: str) -> list[str]:
+    """The names of a list (or comma list), each one of `known`: a ValueError saying what was `expected` (a list
+    of ids, ...) or naming the first unknown one."""
+    names = _split(value) if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"expected {expected} from {', '.join(known)}")
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown {noun} {unknown[0]!r} (choose from {', '.join(known)})")
+    return list(names)
+
+
 def _parse_choices(value: object, known: tuple[str, ...], noun: str, default: object = None) -> tuple[str, ...] | None:
     """A list (or comma list) of `known` ids (conditions, questions); None for None or the `default` choice (the
     pair questions alone: so a run started before --questions existed resumes)."""
     if value is None:
         return None
-    names = _split(value) if isinstance(value, str) else value
-    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"expected a list of {noun}s from {', '.join(known)}")
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise ValueError(f"unknown {noun} {unknown[0]!r} (choose from {', '.join(known)})")
+    names = _known_names(value, known, noun, f"a list of {noun}s")
     chosen = tuple(name for name in known if name in names)  # canonical order, no repeats
     return None if chosen == default else chosen
 
@@ -109,12 +116,7 @@ def _parse_wordings(value: object) -> tuple[str, ...]:
         if not 1 <= count <= len(WORDINGS):
             raise ValueError(f"expected 1 to {len(WORDINGS)} wordings, got {count}")
         return WORDINGS[:count]
-    names = _split(value) if isinstance(value, str) else value
-    if not isinstance(names, list | tuple) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"expected all, a count or ids from {', '.join(WORDINGS)}")
-    unknown = [name for name in names if name not in WORDINGS]
-    if unknown:
-        raise ValueError(f"unknown wording {unknown[0]!r} (choose from {', '.join(WORDINGS)})")
+    names = _known_names(value, WORDINGS, "wording", "all, a count or ids")
     repeated = next((name for index, name in enumerate(names) if name in names[:index]), None)
     if repeated is not None:  # "paper,paper" is more likely a slip for another id than a wish for one wording
         raise ValueError(f"wording {repeated!r} is listed twice")

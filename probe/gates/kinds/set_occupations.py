@@ -67,18 +67,34 @@ def set_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> Verd
         return _listed(gate, rows, tested.iloc[0], details, p_fail)
     if gate.settings["margin"] is not None:
         said = f"no occupation listed in {_count(details['contrasts'])}; {MARGIN_NOTE}"
-        return Verdict(
-            gate,
-            INCONCLUSIVE,
-            said,
-            p_fail=p_fail,
-            method=SIGN_TEST,
-            needed=PairsNeeded(None, MARGIN_NOTE),
-            details=details,
-            summary=f"none listed in {_count(details['contrasts'])}; 'margin' needs name pairs: give 'detectable'",
-            unit=SETS,
-        )
+        summary = f"none listed in {_count(details['contrasts'])}; 'margin' needs name pairs: give 'detectable'"
+        return _verdict(gate, INCONCLUSIVE, said, summary, details, p_fail, PairsNeeded(None, MARGIN_NOTE))
     return _detectable_in_each(gate, rows, asked, details, p_fail)
+
+
+def _verdict(
+    gate: Gate,
+    outcome: str,
+    sentence: str,
+    summary: str,
+    details: dict[str, Any],
+    p_fail: float,
+    needed: PairsNeeded,
+    **numbers: Any,
+) -> Verdict:
+    """A verdict of the gate on name sets: the sign test's, its units counted as name sets."""
+    return Verdict(
+        gate,
+        outcome,
+        sentence,
+        p_fail=p_fail,
+        method=SIGN_TEST,
+        needed=needed,
+        details=details,
+        summary=summary,
+        unit=SETS,
+        **numbers,
+    )
 
 
 def _count(contrasts: int) -> str:
@@ -116,19 +132,9 @@ def _listed(gate: Gate, rows: pd.DataFrame, most: pd.Series, details: dict[str, 
         f"{len(preferred)} occupations listed in {contrasts} of {_count(details['contrasts'])} (sign test over "
         f"name sets, BH q < 0.05 per contrast): {first_names(shown)}"
     )
-    return Verdict(
-        gate,
-        FAIL,
-        sentence,
-        estimate=float(most["lean_a"]),
-        p_fail=p_fail,
-        pairs=int(most["sets"]),
-        method=SIGN_TEST,
-        needed=PairsNeeded(details["name_sets"]),
-        details=details,
-        summary=summary,
-        unit=SETS,
-    )
+    needed = PairsNeeded(details["name_sets"])
+    numbers = {"estimate": float(most["lean_a"]), "pairs": int(most["sets"])}
+    return _verdict(gate, FAIL, sentence, summary, details, p_fail, needed, **numbers)
 
 
 def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, details: dict[str, Any], p_fail: float) -> Verdict:
@@ -153,17 +159,7 @@ def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, details: dic
             "occupations, a lone listing)"
         )
         summary = f"none listed in {contrasts}; {lean} detectable in each"
-        return Verdict(
-            gate,
-            PASS,
-            sentence,
-            p_fail=p_fail,
-            method=SIGN_TEST,
-            needed=PairsNeeded(asked),
-            details=details,
-            summary=summary,
-            unit=SETS,
-        )
+        return _verdict(gate, PASS, sentence, summary, details, p_fail, PairsNeeded(asked))
     plans = [
         leaning_plan(int(group["sets"].min()), asked, leaning_pairs_for(detectable, group["level"].iloc[0]), SETS)
         for _, group in missing.groupby(CONTRAST)
@@ -178,14 +174,4 @@ def _detectable_in_each(gate: Gate, rows: pd.DataFrame, asked: int, details: dic
     summary = (
         f"none listed, but {lean} not detectable in {len(missing)} ({first_names(details['not_detectable'])}); {shown}"
     )
-    return Verdict(
-        gate,
-        INCONCLUSIVE,
-        sentence,
-        p_fail=p_fail,
-        method=SIGN_TEST,
-        needed=needed,
-        details=details,
-        summary=summary,
-        unit=SETS,
-    )
+    return _verdict(gate, INCONCLUSIVE, sentence, summary, details, p_fail, needed)
