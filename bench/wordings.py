@@ -111,7 +111,7 @@ def _crossed_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
 
 def analysed(con: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> pd.DataFrame:
     """One simulated run stored as items and answers, analysed by the product's SQL and robustness.py."""
-    for table in ("runs", "items", "answers", "robustness"):
+    for table in ("runs", "items", "answers"):
         con.execute(f"DELETE FROM {table}")
     con.execute("INSERT INTO runs (run_id, status) VALUES ('sim', 'complete')")
     items = labels.drop(columns="label").assign(item_id=[str(index) for index in range(len(labels))])
@@ -124,10 +124,11 @@ def analysed(con: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> pd.DataFra
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": "sim"})
     try:
-        analyze_wordings(con, "sim", queries)
+        rows = analyze_wordings(con, "sim", queries)
     finally:
         con.execute(queries["drop_instances"])
-    return _crossed_rows(con, "sim")
+    crossed = rows[(rows["scope"] == "crossed") & (rows["condition"] == "taxonomy")].sort_values("metric")
+    return crossed.set_index("metric")[["value", "ci_low", "ci_high", "pair_ci_low", "pair_ci_high"]]
 
 
 def through_replay(labels: pd.DataFrame, pairs: int) -> pd.DataFrame:

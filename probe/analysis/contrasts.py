@@ -128,11 +128,12 @@ def over_name_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
 
 
 def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """A run over name sets' result tables without the findings that read slots as sex (SLOT_METRICS, SLOT_TABLES)."""
-    metrics = results["metrics"]
+    """A run over name sets' result tables without the findings that read slots as sex (SLOT_METRICS in its metrics
+    and its findings under a change of wording, SLOT_TABLES)."""
+    by_metric = {table: results[table] for table in ("metrics", "robustness")}
     return (
         results
-        | {"metrics": metrics[~metrics["metric"].isin(SLOT_METRICS)].reset_index(drop=True)}
+        | {table: rows[~rows["metric"].isin(SLOT_METRICS)].reset_index(drop=True) for table, rows in by_metric.items()}
         | {table: results[table].iloc[0:0] for table in SLOT_TABLES}
     )
 

@@ -47,13 +47,7 @@ from probe.analysis.pairs import heterogeneity, pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
 from probe.analysis.robustness import analyze_wordings
-from probe.analysis.statistics import (
-    ShareEstimate,
-    pair_terms,
-    prepare_betting_intervals,
-    rate,
-    share_estimate,
-)
+from probe.analysis.statistics import ShareEstimate, pair_terms, prepare_betting_intervals, rate, share_estimate
 from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
 from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
@@ -63,6 +57,7 @@ from probe.store.snapshot import shipped_workforce
 IN_DUCKDB = {"instance_metrics": "instance_metric_rows"}  # result table: the temp table metrics.sql fills
 RESULT_TABLES = (
     "metrics",
+    "robustness",
     "occupation_preference",
     "correlations",
     "regression",
@@ -135,11 +130,10 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         cells = con.execute(queries["female_choice_cells"]).df()
         by_wording = con.execute(queries["wording_cells"]).df()
         con.execute(queries["instance_units"])  # temp table instance_metric_rows, stored by _replace_run_rows
-        analyze_wordings(con, run_id, queries)
+        robustness = analyze_wordings(con, run_id, queries)
         name_sets = over_name_sets(con, run_id)
-        if name_sets:  # the wordings' findings and the per-instance counts by slot are not findings by sex either
+        if name_sets:  # the per-instance counts by slot are not findings by sex either (the wordings': without_slots)
             slots = ", ".join("?" * len(SLOT_METRICS))
-            con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
             con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
         impact_counts = con.execute(queries["impact_counts"], params).df()
         instances = con.execute(queries["contrast_instances"], params).df() if name_sets else None
@@ -159,6 +153,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     by_sex = by_wording.iloc[0:0] if name_sets else by_wording
     results = {
         "metrics": metrics,
+        "robustness": robustness,
         "occupation_preference": occupation_preference_rows(cells),
         "correlations": correlation_rows(metrics),
         "regression": regression_rows(cells),

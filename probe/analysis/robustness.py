@@ -43,7 +43,6 @@ from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE, METRICS, WORDING_METRICS
 from probe.analysis.resampling import PERMUTATIONS, SEED
 from probe.analysis.statistics import MIN_PAIRS, ShareEstimate, pair_terms, share_estimate
-from probe.store import db
 
 WORDING_DIFFERENCES = (ATTR_YES_DIFF,)  # the stage-1 metric each wording reports: a difference of two rates
 ALL = "all"  # the key of the crossed row (the per-wording rows are keyed by wording id)
@@ -333,22 +332,13 @@ def asked_wordings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return [row[0] for row in con.execute(query, [run_id]).fetchall()]
 
 
-def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> None:
-    """Replace the run's `robustness` rows: computed when it asked more than one wording, else none.
-    `queries`: metrics.sql's named queries (metric_instances must exist: the caller builds and drops it)."""
+def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> pd.DataFrame:
+    """The run's `robustness` rows: computed when it asked more than one wording, else none (metrics.analyze stores
+    them with the other result tables). `queries`: metrics.sql's named queries (metric_instances must exist: the
+    caller builds and drops it)."""
     wordings = asked_wordings(con, run_id)
-    rows = pd.DataFrame(columns=COLUMNS)
-    if len(wordings) > 1:
-        cells = con.execute(queries["wording_cells"]).df()
-        grants = con.execute(queries["wording_grants"], {"run_id": run_id}).df()
-        rows = robustness_rows(cell_values(cells, grants), wordings)
-    with db.transaction(con):
-        con.execute("DELETE FROM robustness WHERE run_id = ?", [run_id])
-        if not rows.empty:
-            con.register("new_robustness_rows", rows)
-            try:
-                con.execute(
-                    "INSERT INTO robustness BY NAME SELECT ?::VARCHAR AS run_id, * FROM new_robustness_rows", [run_id]
-                )
-            finally:
-                con.unregister("new_robustness_rows")
+    if len(wordings) < 2:
+        return pd.DataFrame(columns=COLUMNS)
+    cells = con.execute(queries["wording_cells"]).df()
+    grants = con.execute(queries["wording_grants"], {"run_id": run_id}).df()
+    return robustness_rows(cell_values(cells, grants), wordings)

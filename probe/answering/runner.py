@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import duckdb
@@ -38,7 +38,7 @@ from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
 from probe.dataset.items import Item, item_from_row, items_frame
 from probe.dataset.kway import rebuilt_keys
-from probe.dataset.wordings import stage1_items, stage2_items
+from probe.dataset.wordings import stage_items
 from probe.store import db
 from probe.taxonomy.selection import Selection
 
@@ -102,11 +102,12 @@ def ensure_stage(
     prompt_format: str,
     granted_before: set[tuple[int, str, str, str, str, str]] | None = None,
 ) -> None:
-    """Build and store the items of `stage` unless they exist (stage 2 from stage 1's stored answers).
+    """Build and store the items of `stage` unless they exist (stage 2 from stage 1's stored answers), in one
+    transaction: a stage is either fully built or not at all.
 
     `granted_before`: what stage 1 granted when the stored stage 2 was built. A failed stage-1 item answered yes on
     resume changes what stage 2 states for its pair and name order: those stage-2 items (and the K-way items of
-    their sets) are built again, replacing the stored ones and their answers.
+    their sets) are built again, replacing the stored ones and their answers (deleted in the same transaction).
     """
     built = _has_items(con, run_id, stage=stage)
     if built and granted_before is None:
@@ -114,16 +115,27 @@ def ensure_stage(
     granted = set() if stage == 1 else _granted_attributes(con, run_id)
     if built and granted == granted_before:
         return
-    if stage == 1:
-        items = stage1_items(selection, prompt_format)
-    else:
-        items = stage2_items(selection, granted, conditions, prompt_format)
+    items = stage_items(selection, stage, prompt_format, granted, conditions)
     rebuilt = None
     if built:
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}
         rebuilt |= rebuilt_keys(selection.set_members, {pair_id for pair_id, _ in rebuilt})
         items = [item for item in items if (item.pair_id, item.name_order) in rebuilt]
-    _insert_items(con, run_id, items, rebuilt)
+    first_seq = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]).fetchone()[0]
+    frame = items_frame(items, run_id, first_seq)
+    with db.transaction(con):
+        if rebuilt:
+            con.register("_rebuilt", pd.DataFrame(sorted(rebuilt), columns=["pair_id", "name_order"]))
+            try:
+                chosen = (
+                    "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) "
+                    "WHERE run_id = $run AND stage = 2"
+                )
+                con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+                con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
+            finally:
+                con.unregister("_rebuilt")
+        db.insert_frame(con, "items", frame)
 
 
 def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> list[Item]:
@@ -134,26 +146,9 @@ def pending_items(con: duckdb.DuckDBPyConnection, run_id: str, stage: int) -> li
 def store_replies(con: duckdb.DuckDBPyConnection, run_id: str, answered: Sequence[tuple[Item, Reply]]) -> None:
     """Store replies that came from outside a live backend (batch results), checked as the runner checks its
     own (answers contract, no secret), in one transaction."""
-    rows = []
-    for item, reply in answered:
-        checked = _checked(item, _scrubbed(reply))
-        rows.append(
-            (
-                run_id,
-                item.item_id,
-                checked.raw,
-                checked.label,
-                _scores_json(checked),
-                checked.decided_by,
-                checked.error,
-                False,
-                datetime.now(),
-            )
-        )
+    rows = [_answer_row(run_id, item, _checked(item, _scrubbed(reply)), cached=False) for item, reply in answered]
     if rows:
-        with db.transaction(con):
-            frame = pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
-            db.insert_frame(con, "answers", frame, verb="INSERT OR REPLACE")
+        _store(con, rows)
 
 
 def _again(run_id: str) -> str:
@@ -166,29 +161,6 @@ def _again(run_id: str) -> str:
 def _has_items(con: duckdb.DuckDBPyConnection, run_id: str, *, stage: int) -> bool:
     query = "SELECT count(*) FROM items WHERE run_id = ? AND stage = ?"
     return con.execute(query, [run_id, stage]).fetchone()[0] > 0
-
-
-def _insert_items(
-    con: duckdb.DuckDBPyConnection, run_id: str, items: Sequence[Item], replacing: set[tuple[int, str]] | None = None
-) -> None:
-    """All items of a stage in one transaction: a stage is either fully built or not at all. `replacing`: the
-    (pair_id, name_order) whose stage-2 items and answers these replace (built from stage-1 answers that changed),
-    deleted in the same transaction."""
-    first_seq = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM items WHERE run_id = ?", [run_id]).fetchone()[0]
-    frame = items_frame(items, run_id, first_seq)
-    with db.transaction(con):
-        if replacing:
-            con.register("_rebuilt", pd.DataFrame(sorted(replacing), columns=["pair_id", "name_order"]))
-            try:
-                chosen = (
-                    "SELECT item_id FROM items JOIN _rebuilt USING (pair_id, name_order) "
-                    "WHERE run_id = $run AND stage = 2"
-                )
-                con.execute(f"DELETE FROM answers WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-                con.execute(f"DELETE FROM items WHERE run_id = $run AND item_id IN ({chosen})", {"run": run_id})
-            finally:
-                con.unregister("_rebuilt")
-        db.insert_frame(con, "items", frame)
 
 
 def _granted_attributes(con: duckdb.DuckDBPyConnection, run_id: str) -> set[tuple[int, str, str, str, str, str]]:
@@ -245,52 +217,43 @@ class _Answerer:
         by_key: dict[str, list[Item]] = {}
         for item in pending:
             by_key.setdefault(self.cache_key(item) if self.use_cache else item.item_id, []).append(item)
-        if self.use_cache:
-            hits = self._cached_replies(list(by_key))
-            hit_items = [(item, hits[key]) for key in hits for item in by_key.pop(key)]
-            self._answer_rows.extend(self._answer_row(item, reply, cached=True) for item, reply in hit_items)
-            self._save()
-            progress.update(task, advance=len(hit_items), hits=len(hit_items))
-        keys = list(by_key)
         try:
-            for start in range(0, len(keys), self.backend.batch_size):
-                batch_keys = keys[start : start + self.backend.batch_size]
-                replies = self._ask([by_key[key][0] for key in batch_keys])
-                for key, reply in zip(batch_keys, replies, strict=True):
-                    self._answer_rows.extend(self._answer_row(item, reply, cached=False) for item in by_key[key])
-                    if self.use_cache and reply.error is None:  # a failed item is asked again next time
+            for keys, replies, cached in self._replies(by_key):
+                for key, reply in zip(keys, replies, strict=True):
+                    self._answer_rows.extend(
+                        _answer_row(self.run_id, item, reply, cached=cached) for item in by_key[key]
+                    )
+                    if self.use_cache and not cached and reply.error is None:  # a failed item is asked again next time
                         self._cache_rows.append(
                             (key, reply.raw, reply.label, _scores_json(reply), reply.decided_by, datetime.now())
                         )
-                if time.monotonic() - self._saved_at >= SAVE_INTERVAL_S:
+                answered = sum(len(by_key[key]) for key in keys)
+                if cached or time.monotonic() - self._saved_at >= SAVE_INTERVAL_S:  # the cache's replies: at once
                     self._save()
-                progress.advance(task, sum(len(by_key[key]) for key in batch_keys))
-                stopping.raise_if_requested()  # SIGTERM/SIGHUP: this batch is saved (finally), then stop
+                if cached:
+                    progress.update(task, advance=answered, hits=answered)
+                else:
+                    progress.advance(task, answered)
+                    stopping.raise_if_requested()  # SIGTERM/SIGHUP: this batch is saved (finally), then stop
         finally:
             self._save()  # on errors too: what was answered stays answered
 
-    def _answer_row(self, item: Item, reply: Reply, *, cached: bool) -> tuple[object, ...]:
-        return (
-            self.run_id,
-            item.item_id,
-            reply.raw,
-            reply.label,
-            _scores_json(reply),
-            reply.decided_by,
-            reply.error,
-            cached,
-            datetime.now(),
-        )
+    def _replies(self, by_key: dict[str, list[Item]]) -> Iterator[tuple[list[str], list[Reply], bool]]:
+        """(keys, their replies, from the cache?): with the cache on, its replies first in one batch; then the
+        backend's for the keys the cache lacks, batch by batch (one query per key: identical prompts asked once)."""
+        keys = list(by_key)
+        if self.use_cache:
+            hits = self._cached_replies(keys)
+            yield list(hits), list(hits.values()), True
+            keys = [key for key in keys if key not in hits]
+        for start in range(0, len(keys), self.backend.batch_size):
+            batch = keys[start : start + self.backend.batch_size]
+            yield batch, self._ask([by_key[key][0] for key in batch]), False
 
     def _save(self) -> None:
         """Write the answers (and cache entries) gathered since the last save in one transaction."""
         if self._answer_rows:
-            with db.transaction(self.con):
-                answers = pd.DataFrame(self._answer_rows, columns=list(ANSWER_COLUMNS))
-                db.insert_frame(self.con, "answers", answers, verb="INSERT OR REPLACE")  # replaces retried failures
-                if self._cache_rows:
-                    cache = pd.DataFrame(self._cache_rows, columns=list(CACHE_COLUMNS))
-                    db.insert_frame(self.con, "answer_cache", cache, verb="INSERT OR IGNORE")
+            _store(self.con, self._answer_rows, self._cache_rows)
         self._answer_rows, self._cache_rows = [], []
         self._saved_at = time.monotonic()
 
@@ -313,6 +276,33 @@ class _Answerer:
             key: Reply(label=label, raw=raw or "", scores=json.loads(scores) if scores else None, decided_by=decided_by)
             for key, label, raw, scores, decided_by in rows
         }
+
+
+def _answer_row(run_id: str, item: Item, reply: Reply, *, cached: bool) -> tuple[object, ...]:
+    """An answers row (ANSWER_COLUMNS) of a checked reply."""
+    return (
+        run_id,
+        item.item_id,
+        reply.raw,
+        reply.label,
+        _scores_json(reply),
+        reply.decided_by,
+        reply.error,
+        cached,
+        datetime.now(),
+    )
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, answer_rows: Sequence[tuple[object, ...]], cache_rows: Sequence[tuple] = ()
+) -> None:
+    """Answers (replacing retried failures) and cache entries (CACHE_COLUMNS) in one transaction."""
+    with db.transaction(con):
+        answers = pd.DataFrame(answer_rows, columns=list(ANSWER_COLUMNS))
+        db.insert_frame(con, "answers", answers, verb="INSERT OR REPLACE")
+        if cache_rows:
+            cache = pd.DataFrame(cache_rows, columns=list(CACHE_COLUMNS))
+            db.insert_frame(con, "answer_cache", cache, verb="INSERT OR IGNORE")
 
 
 def _checked(item: Item, reply: Reply) -> Reply:

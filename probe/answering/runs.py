@@ -26,7 +26,7 @@ from probe.common.vocabulary import COMPLETE, FAILED, INTERRUPTED, RUN_STATUSES,
 from probe.dataset.prompts import template_hash
 from probe.store import db
 from probe.store.config import PRESETS
-from probe.store.spec import RunSpec
+from probe.store.spec import OPERATIONAL_FIELDS
 from probe.taxonomy.selection import Selection
 
 # The packages every run uses; each backend's engine packages (its registry line) are recorded beside them.
@@ -52,15 +52,16 @@ def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, object]
     return None if frame.empty else frame.iloc[0].to_dict()
 
 
-def check_same_settings(config: RunSpec, stored: dict[str, object]) -> None:
-    """A resumed run must ask the same questions: name the first setting that differs."""
+def check_same_settings(settings: dict[str, object], stored: dict[str, object]) -> None:
+    """A resumed run must ask the same questions: name the first of its `settings` (RunSpec.settings) that differs,
+    but for the operational ones (OPERATIONAL_FIELDS: how a run proceeds, not its answers)."""
     if stored["template_hash"] != template_hash():
         raise UserError(
             f"--run-id {stored['run_id']}: the prompt templates changed since the run started; start a new run"
         )
     before = json.loads(str(stored["config_json"]))
-    for name, value in config.answer_settings().items():
-        if before.get(name) != value:
+    for name, value in settings.items():
+        if name not in OPERATIONAL_FIELDS and before.get(name) != value:
             flag = f"--{name.replace('_', '-')}"
             started = f"without {flag} (its default)" if before.get(name) is None else f"with {before[name]!r}"
             now = "without it" if value is None else repr(value)
@@ -93,14 +94,14 @@ def package_versions() -> dict[str, str]:
 def record_run(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    config: RunSpec,
+    settings: dict[str, object],
     backend: Backend,
     identity: str,
     selection: Selection,
 ) -> None:
-    """The runs row (settings, templates, versions, backend identity; never a key), frozen pairs and attributes."""
-    settings = {**config.settings(), "run_id": run_id}
-    model = json.loads(identity).get("model") or config.backend.model or ""
+    """The runs row (its `settings` as RunSpec.settings writes them, templates, versions, backend identity; never a
+    key), frozen pairs and attributes."""
+    model = json.loads(identity).get("model") or settings["model"] or ""
     release = con.execute("SELECT release FROM onet_release ORDER BY imported_at DESC LIMIT 1").fetchone()
     with db.transaction(con):
         con.execute(
@@ -110,8 +111,8 @@ def record_run(
             [
                 run_id,
                 str(model),
-                config.backend.kind,
-                json.dumps(settings),
+                settings["backend"],
+                json.dumps({**settings, "run_id": run_id}),
                 RUNNING,
                 template_hash(),
                 __version__,
@@ -173,6 +174,15 @@ def lifecycle(set_status: Callable[[str], None], on_exit: Callable[[], None] | N
         raise
     if on_exit is not None:
         on_exit()
+
+
+@contextmanager
+def running(con: duckdb.DuckDBPyConnection, run_id: str, backend: Backend) -> Iterator[None]:
+    """A run's `lifecycle`: its served models recorded when the body ends either way, then complete where the body
+    returned."""
+    with lifecycle(lambda status: set_status(con, run_id, status), lambda: record_served_models(con, run_id, backend)):
+        yield
+    set_status(con, run_id, COMPLETE)
 
 
 def stored_settings(

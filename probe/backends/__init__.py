@@ -104,14 +104,9 @@ def backend_module(name: str) -> ModuleType:
 def create_backend(config: BackendSpec) -> Backend:
     """The backend named by `config.kind`, built from its own settings object; for a local model whose identity
     these settings produced before, a LazyBackend that builds it on the first answer the cache lacks (lazy.py)."""
-    key = lazy.lookup_key(config) if backend_info(config.kind).lazy else None
-    known = lazy.recalled(key) if key is not None else None
-    if known is not None:
-        return lazy.LazyBackend(key, known, lambda: build_backend(config))
-    backend = build_backend(config)
-    if key is not None:
-        lazy.remember(key, backend)
-    return backend
+    if not backend_info(config.kind).lazy:
+        return build_backend(config)
+    return lazy.recalled_or_built(config, lambda: build_backend(config))
 
 
 def build_backend(config: BackendSpec) -> Backend:

@@ -85,6 +85,19 @@ def remember(key: str, backend: Backend) -> None:
         pass  # a read-only cache only costs a model load next time
 
 
+def recalled_or_built(config: BackendSpec, build: Callable[[], Backend]) -> Backend:
+    """A LazyBackend where a backend built with these settings was remembered, else the backend `build` makes, its
+    identity remembered for the next run."""
+    key = lookup_key(config)
+    known = recalled(key) if key is not None else None
+    if known is not None:
+        return LazyBackend(key, known, build)
+    backend = build()
+    if key is not None:
+        remember(key, backend)
+    return backend
+
+
 class LazyBackend:
     """A local backend known by its remembered identity, built on its first answer() (module docstring)."""
 

@@ -22,26 +22,25 @@ from probe.taxonomy.selection import Selection
 GrantedByWording = Collection[tuple[int, str, str, str, str, str]]
 
 
-def stage1_items(selection: Selection, prompt_format: str) -> list[Item]:
-    """Stage 1 in every wording, wording by wording (the paper's first when chosen)."""
-    return [
-        item
-        for wording in selection.wordings
-        for item in build_stage1(selection.pairs, selection.attributes, prompt_format, wording)
-    ]
-
-
-def stage2_items(
-    selection: Selection, granted: GrantedByWording, conditions: Sequence[str], prompt_format: str
+def stage_items(
+    selection: Selection,
+    stage: int,
+    prompt_format: str,
+    granted: GrantedByWording = (),
+    conditions: Sequence[str] = (),
 ) -> list[Item]:
-    """Stage 2 in every wording, each built from the attributes stage 1 granted in that wording: the two-person
-    questions where the selection asks them, then the K-way choice over its set members where it asks that (the
-    paper's wording alone)."""
+    """A stage's items in every wording, wording by wording (the paper's first when chosen). Stage 2 in each wording is
+    built from the attributes stage 1 granted in that wording (`granted`): the two-person questions where the
+    selection asks them, then the K-way choice over its set members where it asks that (the paper's wording alone)."""
+    pairs, attributes = selection.pairs, selection.attributes
+    if stage == 1:
+        return [
+            item for wording in selection.wordings for item in build_stage1(pairs, attributes, prompt_format, wording)
+        ]
     by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in selection.wordings}
     for *key, wording in granted:
         if wording in by_wording:
             by_wording[wording].add((key[0], key[1], key[2], key[3], key[4]))
-    pairs, attributes = selection.pairs, selection.attributes
     items = (
         []
         if PAIR_QUESTIONS not in selection.questions
@@ -71,8 +70,9 @@ def check_templates(selection: Selection, conditions: Sequence[str], prompt_form
         attributes=attributes[attributes["occupation"].isin(attributes["occupation"].head(1))],
         set_members=None if members is None else members[members["set_id"] == members["set_id"].min()],
     )
-    stage1 = stage1_items(first, prompt_format)
-    granted = {
-        (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording) for item in stage1
-    }
-    stage2_items(first, granted, conditions, prompt_format)
+    granted: set[tuple[int, str, str, str, str, str]] = set()
+    for stage in (1, 2):  # stage 2 as if stage 1 had granted every attribute it asked
+        items = stage_items(first, stage, prompt_format, granted, conditions)
+        granted = {
+            (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording) for item in items
+        }

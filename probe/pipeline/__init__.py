@@ -25,7 +25,6 @@ from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
 from probe.common import stopping
 from probe.common.errors import UserError
-from probe.common.vocabulary import COMPLETE
 from probe.dataset.wordings import check_templates
 from probe.pipeline.outcome import RunOutcome, read_outcome
 from probe.store import study
@@ -134,12 +133,12 @@ def _answer(
 ) -> str:
     """answer() on an open connection (run() analyses on the same one): the stored run or a free id, the selection,
     the backend, the run record (after the backend's input and the templates are checked), the answers."""
-    options = spec.options
+    options, settings = spec.options, spec.settings()
     stored = runs.stored_run(con, options.run_id) if options.run_id else None
     if stored is None and options.run_id:
         runs.check_id_free(con, options.run_id, "--run-id", other="scans")
     if stored is not None:
-        runs.check_same_settings(spec, stored)
+        runs.check_same_settings(settings, stored)
         selection = stored_selection(con, spec.design, str(options.run_id))
     else:
         selection = select(con, spec.design)
@@ -155,11 +154,8 @@ def _answer(
                 runs.check_same_backend(run_id, json.loads(str(stored["backend_json"])), json.loads(identity))
             else:
                 run_id = options.run_id or runs.new_run_id()
-                runs.record_run(con, run_id, spec, answering, identity, selection)
-            with runs.lifecycle(
-                lambda status: runs.set_status(con, run_id, status),
-                lambda: runs.record_served_models(con, run_id, answering),
-            ):
+                runs.record_run(con, run_id, settings, answering, identity, selection)
+            with runs.running(con, run_id, answering):
                 if on_start is not None:
                     on_start(run_id)
                 runner.answer(
@@ -173,7 +169,6 @@ def _answer(
                     max_failed_share=options.max_failed_share,
                     quiet=options.quiet,
                 )
-            runs.set_status(con, run_id, COMPLETE)
             return run_id
     finally:
         answering.close()

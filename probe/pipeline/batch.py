@@ -52,7 +52,9 @@ def export_requests(db: Path, run_id: str, output: Path, config_file: Path | Non
             target = BatchTarget(config.backend)
             selection = select(con, config.design)
             check_templates(selection, config.design.conditions, target.prompt_format)
-            runs.record_run(con, run_id, config, target, json.dumps(target.identity(), sort_keys=True), selection)
+            runs.record_run(
+                con, run_id, config.settings(), target, json.dumps(target.identity(), sort_keys=True), selection
+            )
             runs.set_status(con, run_id, BATCH)
         config, target = _batch_run(con, db, run_id)
         stage, items = _batch_stage(con, config, target.prompt_format)

@@ -190,10 +190,6 @@ class RunSpec:
         urls = base_url.split(",") if base_url else None
         return {**values, "base_url": ",".join(safe_url(url) for url in urls) if urls else base_url}
 
-    def answer_settings(self) -> dict[str, object]:
-        """The settings a resumed run must share with the stored one."""
-        return {key: value for key, value in self.settings().items() if key not in OPERATIONAL_FIELDS}
-
 
 def RunConfig(**settings: object) -> RunSpec:
     """A spec from flat settings (RUN.toml keys, already typed; names may be a path): the API's and tests' form."""
