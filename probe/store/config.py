@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
@@ -217,7 +218,20 @@ def _parse_simple(annotation: str, value: object):
     raise ValueError(f"expected {kind}, got {value!r}")
 
 
+def _parse_base_url(value: object) -> str | None:
+    """Each comma-separated URL must parse; the message counts, never echoes, a URL (it may carry a key)."""
+    text = _parse_simple("str | None", value)
+    urls = text.split(",") if text else []
+    for number, url in enumerate(urls, start=1):
+        try:
+            urllib.parse.urlsplit(url)
+        except ValueError as error:
+            raise ValueError(f"URL {number} of {len(urls)} cannot be read ({error})") from None
+    return text
+
+
 _SPECIAL_PARSERS: dict[str, Callable[[object], object]] = {
+    "base_url": _parse_base_url,
     "preset": _parse_preset,
     "pairs": _parse_pairs,
     "conditions": partial(_parse_choices, known=CONDITIONS, noun="condition"),

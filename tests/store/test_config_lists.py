@@ -37,3 +37,10 @@ def test_a_list_of_ids_names_what_it_expected(tmp_path: Path, line: str, message
 def test_the_ids_keep_their_canonical_order() -> None:
     spec = load_config({"conditions": "control,taxonomy", "wordings": "synonym,paper"})
     assert (spec.design.conditions, spec.design.wordings) == (("taxonomy", "control"), ("paper", "synonym"))
+
+
+def test_a_base_url_that_does_not_parse_is_refused_without_echoing_it() -> None:
+    """The URL may carry a key (user:key@host), so the message counts it and never repeats it."""
+    with pytest.raises(UserError) as refused:
+        load_config({"base_url": "http://user:sk-secret@127.0.0.1:1/v1,http://[::1"})
+    assert str(refused.value) == "--base-url: URL 2 of 2 cannot be read (Invalid IPv6 URL)"
