@@ -34,7 +34,7 @@ from probe.report.robustness import robustness_section, wording_claims
 from probe.report.set_testability import set_testability
 from probe.report.workforce import workforce_section
 
-PAIR_FIGURE_METRICS = (CONSISTENCY, BIAS)  # per name pair, for the consistency-bias figure
+PAIR_FIGURE_METRICS = (CONSISTENCY, BIAS)  # per name pair (a run over name sets: per set), for the figure
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -83,7 +83,12 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         },
         "stage1_rates": records(stage1_rates(metrics)),
         "occupation_preference": records(preferences),
-        "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
+        "pair_values": records(  # the units the consistency-bias correlation is across: a run over name sets' sets
+            metrics[
+                (metrics["scope"] == ("pair" if groups is None else "set"))
+                & metrics["metric"].isin(PAIR_FIGURE_METRICS)
+            ]
+        ),
         "items": drilldown(con, run_id),
         "robustness": robustness,
         "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed
