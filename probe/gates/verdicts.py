@@ -41,6 +41,7 @@ from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M, POOLED_OVERALL_METRICS
 from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, rate, share_estimate
 from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
+from probe.report.formatting import set_words
 
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
 ON_THE_EDGE = "no pair count decides it while the estimate sits on the edge"
@@ -271,12 +272,12 @@ _SHOWN = {
 
 def interval_sentence(verdict: Verdict) -> str:
     """What the verdict rests on (gate.json, gate.md, JUnit): estimate, intervals, n, method, what would decide it."""
-    gate = verdict.gate
+    gate, method = verdict.gate, METHODS[verdict.method]
     text = (
         f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
         f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
         f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} {_unit(verdict)}, {verdict.instances} "
-        f"instances; {METHODS[verdict.method]}"
+        f"instances; {set_words(method) if verdict.unit == 'name sets' else method}"
     )
     return text + (f"; {decides(verdict.needed, unit=_unit(verdict))}" if verdict.verdict == INCONCLUSIVE else "")
 
