@@ -1,13 +1,14 @@
 """The N-model part of `probe compare`: a leaderboard of every run's headline metrics with intervals, paired
 differences to a reference run, and each run's rank with its uncertainty.
 
-The name pair is the unit of every interval. Leaderboard values and intervals are each run's own
-(metrics table: all of its instances, the analyzers' interval). Differences and ranks use only the
-instances every run shares: a difference is the paired cluster t over the pairs both runs have
-(`difference_estimate`, the one procedure for every difference of rates, its p-value from the same test; the
-stage-1 grant gap, itself a difference, by the same t over its four rates: `contrast_estimate`); a rank's interval
-is the spread of the run's rank under one set of name-pair resamples shared by all runs. Rank 1 is the best run
-where the metric has a better direction, the closest to no effect where it measures a lean (`rank_direction`).
+The name pair is the unit of every interval (runs over name sets: the set, its contests summed). Leaderboard
+values and intervals are each run's own (metrics table: all of its instances, the analyzers' interval).
+Differences and ranks use only the instances every run shares: a difference is the paired cluster t over the
+pairs both runs have (`difference_estimate`, the one procedure for every difference of rates, its p-value from the
+same test; the stage-1 grant gap, itself a difference, by the same t over its four rates: `contrast_estimate`); a
+rank's interval is the spread of the run's rank under one set of name-pair resamples shared by all runs. Rank 1 is
+the best run where the metric has a better direction, the closest to no effect where it measures a lean
+(`rank_direction`).
 """
 
 from __future__ import annotations
