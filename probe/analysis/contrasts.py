@@ -127,6 +127,13 @@ def over_name_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0] > 0
 
 
+def by_set(pair_counts: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
+    """Each set's counts summed over its contests, keyed by the set (a run over name sets' unit): `pair_counts` has
+    condition, pair_id, metric, hits and n; `sets` each contest's pair_id and set_id."""
+    keyed = pair_counts.assign(key=pair_counts["pair_id"].map(sets.set_index("pair_id")["set_id"]).astype(str))
+    return keyed.groupby(["condition", "key", "metric"], as_index=False)[["hits", "n"]].sum()
+
+
 def without_slots(results: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """A run over name sets' result tables without the findings that read slots as sex (SLOT_METRICS in its metrics
     and its findings under a change of wording, SLOT_TABLES)."""

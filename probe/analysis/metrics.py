@@ -22,6 +22,7 @@ from probe.analysis.contrasts import (
     CATEGORY_COLUMNS,
     CONTRAST_COLUMNS,
     SLOT_METRICS,
+    by_set,
     category_rows,
     contrast_rows,
     kway_counts,
@@ -121,17 +122,18 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     queries = metric_queries()
     params = {"run_id": run_id}
     con.execute(queries["instances"], params)
+    name_sets = over_name_sets(con, run_id)
     try:
         con.execute(queries["scope_counts"], params)
         pair_counts = con.execute(queries["pair_counts"]).df()
-        pooled = con.execute(queries["pooled_scope_counts"]).fetchnumpy()  # lists as arrays: 2x faster than tuples
+        query, args = (queries["pooled_set_counts"], params) if name_sets else (queries["pooled_scope_counts"], None)
+        pooled = con.execute(query, args).fetchnumpy()  # lists as arrays: 2x faster than tuples
         columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
         pooled_counts = list(zip(*columns, strict=True))
         cells = con.execute(queries["female_choice_cells"]).df()
         by_wording = con.execute(queries["wording_cells"]).df()
         con.execute(queries["instance_units"])  # temp table instance_metric_rows, stored by _replace_run_rows
         robustness = analyze_wordings(con, run_id, queries)
-        name_sets = over_name_sets(con, run_id)
         if name_sets:  # the per-instance counts by slot are not findings by sex either (the wordings': without_slots)
             slots = ", ".join("?" * len(SLOT_METRICS))
             con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
@@ -155,7 +157,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         "metrics": metrics,
         "robustness": robustness,
         "occupation_preference": occupation_preference_rows(cells),
-        "correlations": correlation_rows(metrics),
+        "correlations": correlation_rows(metrics),  # across the pairs, or a run over name sets' sets
         "regression": regression_rows(cells),
         "workforce_fit": fit,
         "workforce_occupations": occupations,
@@ -235,16 +237,12 @@ def metric_rows(
     with the pair's own Wilson interval.
 
     `pair_counts` has one row per (condition, pair, metric) with hits and n (metrics.sql `pair_counts`);
-    `pooled_counts` one row per occupation or category scope: (condition, scope, key, metric, the pairs' hits, their
-    n, in pair order). With `cells` (valid instances and S = female per condition, occupation, pair and name order) the
-    order-balanced `female_share` rows are added. With `sets` (a run over name sets: each contest's pair_id and
-    set_id) the overall rows have the set as their unit, each set's counts summed over its contests.
-    """
-    pairs = pair_counts.assign(value=rate(pair_counts["hits"], pair_counts["n"]))
-    pairs["ci_low"], pairs["ci_high"] = wilson_interval(pairs["hits"], pairs["n"])
-    pairs["pairs"] = (pairs["n"] > 0).astype(np.int64)
-    pairs["method"] = np.where(pairs["n"] > 0, "wilson", None)
-    units = pair_counts if sets is None else _by_set(pair_counts, sets)
+    `pooled_counts` one row per occupation or category scope: (condition, scope, key, metric, its units' hits, their
+    n: the pairs', or a run over name sets' sets'). With `cells` (valid instances and S = female per condition,
+    occupation, pair and name order) the order-balanced `female_share` rows are added. With `sets` (a run over name
+    sets: each contest's pair_id and set_id) the overall rows have the set as their unit, each set's counts summed
+    over its contests, and each set has a row of its own (scope `set`, its Wilson interval)."""
+    units = pair_counts if sets is None else by_set(pair_counts, sets)
     frames = [overall_row(condition, group) for condition, group in units.groupby("condition", sort=True)]
     pooled = [
         (condition, scope, key, metric, share_estimate(hits, n, n))
@@ -252,7 +250,7 @@ def metric_rows(
     ]
     prepare_betting_intervals(estimate for *_, estimate in pooled)
     frames.append(pd.DataFrame([_row(*row) for row in pooled], columns=METRIC_COLUMNS))
-    frames.append(pairs.reindex(columns=METRIC_COLUMNS))
+    frames += [_unit_rows(pair_counts)] + ([] if sets is None else [_unit_rows(units.assign(scope="set"))])
     if cells is not None and not cells.empty:
         frames.append(female_share_rows(cells))
     frames = [frame for frame in frames if not frame.empty]
@@ -261,10 +259,12 @@ def metric_rows(
     return pd.concat(frames, ignore_index=True)[METRIC_COLUMNS]
 
 
-def _by_set(pair_counts: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
-    """Each set's counts summed over its contests, keyed by the set (a run over name sets' unit)."""
-    keyed = pair_counts.assign(key=pair_counts["pair_id"].map(sets.set_index("pair_id")["set_id"]).astype(str))
-    return keyed.groupby(["condition", "key", "metric"], as_index=False)[["hits", "n"]].sum()
+def _unit_rows(counts: pd.DataFrame) -> pd.DataFrame:
+    """One metrics row per unit (a pair, or a set) and metric: its value with its own Wilson interval."""
+    units = counts.assign(value=rate(counts["hits"], counts["n"]), pairs=(counts["n"] > 0).astype(np.int64))
+    units["ci_low"], units["ci_high"] = wilson_interval(units["hits"], units["n"])
+    units["method"] = np.where(units["n"] > 0, "wilson", None)
+    return units.reindex(columns=METRIC_COLUMNS)
 
 
 def _row(condition: str, scope: str, key: str, metric: str, estimate: ShareEstimate | DifferenceEstimate) -> dict:

@@ -160,6 +160,20 @@ FROM metric_scope_counts WHERE scope <> 'pair' AND key IS NOT NULL
 GROUP BY condition, scope, key, metric
 ORDER BY condition, scope, key, metric;
 
+-- name: pooled_set_counts
+-- A run over name sets' occupation and category scopes, as pooled_scope_counts with the set as the unit (as its
+-- overall rows): each set's contests summed, the lists in set order.
+SELECT condition, scope, key, metric, list(hits ORDER BY set_id) AS hits, list(n ORDER BY set_id) AS n
+FROM (
+    SELECT s.condition, s.scope, s.key, c.set_id, s.metric, sum(s.hits)::BIGINT AS hits, sum(s.n)::BIGINT AS n
+    FROM metric_scope_counts AS s
+    JOIN (SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = $run_id) AS c USING (pair_id)
+    WHERE s.scope <> 'pair' AND s.key IS NOT NULL
+    GROUP BY s.condition, s.scope, s.key, c.set_id, s.metric
+)
+GROUP BY condition, scope, key, metric
+ORDER BY condition, scope, key, metric;
+
 -- name: female_choice_cells
 -- Valid instances per (condition, occupation, pair, name order): how many, and how many with S = female.
 -- The occupation preference tests, the order-balanced female_share and the clustered regression are

@@ -1,6 +1,6 @@
 """Two findings analyze() stores beside the metrics: per occupation, whether the model leans to one gender with the
-name pair as the unit (occupation_preference), and the paper's consistency-bias relation across pairs
-(correlations)."""
+name pair as the unit (occupation_preference), and the paper's consistency-bias relation across pairs, or a run over
+name sets' sets (correlations)."""
 
 from __future__ import annotations
 
@@ -98,9 +98,11 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     Only across pairs (pairs are independent; occupation values share their pairs) and only consistency vs
     bias: consistency vs prefer_f / prefer_m is negative by construction (a preference needs both binary
     answers no, which makes the instance inconsistent), so it is not tested. r is NULL where undefined:
-    fewer than 3 pairs or a constant variable; the interval and test need MIN_PAIRS pairs.
+    fewer than 3 pairs or a constant variable; the interval and test need MIN_PAIRS pairs. A run over name sets
+    (its metrics have set rows) is correlated across its sets, its unit: its contests share their sets' people.
     """
-    scoped = metrics[(metrics["scope"] == "pair") & (metrics["condition"] != STAGE1_CONDITION)]
+    across = "set" if (metrics["scope"] == "set").any() else "pair"
+    scoped = metrics[(metrics["scope"] == across) & (metrics["condition"] != STAGE1_CONDITION)]
     tested: list[tuple[str, pd.DataFrame]] = []
     for condition, group in scoped.groupby("condition", sort=True):
         wide = group.pivot(index="key", columns="metric", values="value")
@@ -110,7 +112,7 @@ def correlation_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     rows = [
         {
             "condition": condition,
-            "across": "pair",
+            "across": across,
             "x": CONSISTENCY,
             "y": BIAS,
             "method": "pearson",

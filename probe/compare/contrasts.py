@@ -29,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
-from probe.analysis.contrasts import over_name_sets
+from probe.analysis.contrasts import by_set, over_name_sets
 from probe.analysis.differences import DifferenceEstimate, contrast_estimate, difference_estimate, p_beside
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
@@ -47,6 +47,19 @@ TOO_FEW_SETS = "no interval: too few shared name sets for the attribute's Bonfer
 STAGE1_OTHER_ATTRIBUTES = (
     "The runs asked stage 1 about different attributes (their occupations or top-k differ): no paired grant gap."
 )
+
+
+def set_counts(con: duckdb.DuckDBPyConnection, run_id: str, counts: pd.DataFrame) -> pd.DataFrame:
+    """A run over name sets' pair-scope counts (compare's paired differences and ranks) with the set as the unit, as
+    its overall rows: each set's contests summed, keyed by the set."""
+    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+    return by_set(counts.assign(pair_id=counts["key"].astype(int)), sets)
+
+
+def sets_of(con: duckdb.DuckDBPyConnection, run_id: str, pairs: Sequence[int]) -> int:
+    """How many of a run's name sets the contests `pairs` (pair ids) are of."""
+    query = "SELECT count(DISTINCT set_id) FROM run_contests WHERE run_id = ? AND list_contains(?, pair_id)"
+    return con.execute(query, [run_id, sorted({int(pair) for pair in pairs})]).fetchone()[0]
 
 
 def set_signatures(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[int, frozenset]:

@@ -1,13 +1,14 @@
 """The N-model part of `probe compare`: a leaderboard of every run's headline metrics with intervals, paired
 differences to a reference run, and each run's rank with its uncertainty.
 
-The name pair is the unit of every interval. Leaderboard values and intervals are each run's own
-(metrics table: all of its instances, the analyzers' interval). Differences and ranks use only the
-instances every run shares: a difference is the paired cluster t over the pairs both runs have
-(`difference_estimate`, the one procedure for every difference of rates, its p-value from the same test; the
-stage-1 grant gap, itself a difference, by the same t over its four rates: `contrast_estimate`); a rank's interval
-is the spread of the run's rank under one set of name-pair resamples shared by all runs. Rank 1 is the best run
-where the metric has a better direction, the closest to no effect where it measures a lean (`rank_direction`).
+The name pair is the unit of every interval (runs over name sets: the set, its contests summed). Leaderboard
+values and intervals are each run's own (metrics table: all of its instances, the analyzers' interval).
+Differences and ranks use only the instances every run shares: a difference is the paired cluster t over the
+pairs both runs have (`difference_estimate`, the one procedure for every difference of rates, its p-value from the
+same test; the stage-1 grant gap, itself a difference, by the same t over its four rates: `contrast_estimate`); a
+rank's interval is the spread of the run's rank under one set of name-pair resamples shared by all runs. Rank 1 is
+the best run where the metric has a better direction, the closest to no effect where it measures a lean
+(`rank_direction`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from probe.analysis.resampling import PERCENTILE_METHOD, bootstrap_weights, expa
 from probe.analysis.statistics import METHODS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
+from probe.report.formatting import set_words
 
 STAGE1_LEADERBOARD_METRICS = (ATTR_YES_DIFF,)  # the stage-1 headline: grant rate of women minus men
 # Compared metrics that are a signed sum of stored pair metrics: the stage-1 grant gap, as analyze builds it.
@@ -139,12 +141,13 @@ def rank_keys(values: np.ndarray, metrics: Sequence[str]) -> np.ndarray:
 
 
 def paired_analysis(
-    counts: Mapping[str, pd.DataFrame], reference: str
+    counts: Mapping[str, pd.DataFrame], reference: str, over_sets: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Paired differences (each run - `reference`) and rank intervals per shared condition and metric.
 
     `counts`: per run, its pair-scope metric counts on the shared instances (compare.shared_pair_counts); a metric
-    of CONTRASTS (the stage-1 grant gap) is built from its parts' counts.
+    of CONTRASTS (the stage-1 grant gap) is built from its parts' counts. `over_sets`: runs over name sets, their
+    counts per set (compare.contrasts.set_counts), whose methods and notes name sets.
     """
     run_ids = list(counts)
     conditions = set.intersection(*(set(frame["condition"]) for frame in counts.values()))
@@ -177,6 +180,7 @@ def paired_analysis(
                             terms[ref],
                             [(sign, stored.index(name)) for sign, name in _parts(metric)],
                             metric,
+                            over_sets,
                         ),
                     }
                     for metric in metrics
@@ -200,10 +204,16 @@ def _signed_sums(values: np.ndarray, stored: Sequence[str], metrics: Sequence[st
 
 
 def paired_difference(
-    run: tuple[np.ndarray, ...], reference: tuple[np.ndarray, ...], parts: Sequence[tuple[int, int]], metric: str
+    run: tuple[np.ndarray, ...],
+    reference: tuple[np.ndarray, ...],
+    parts: Sequence[tuple[int, int]],
+    metric: str,
+    over_sets: bool = False,
 ) -> dict[str, Any]:
-    """run - reference on one metric (the signed sum of the `parts`' columns) over the shared pairs: the paired
-    cluster t's estimate, interval and p (`contrast_estimate`; for one column, `difference_estimate`)."""
+    """run - reference on one metric (the signed sum of the `parts`' columns) over the shared pairs (`over_sets`: the
+    shared sets, its method and note worded so): the paired cluster t's estimate, interval and p (`contrast_estimate`;
+    for one column, `difference_estimate`)."""
+    words = set_words if over_sets else str
     sides = [[term[:, column] for term in side] for side in (run, reference) for _, column in parts]
     signs = [sign for sign, _ in parts] + [-sign for sign, _ in parts]
     estimate = contrast_estimate(sides, signs)
@@ -225,8 +235,8 @@ def paired_difference(
         "ci_high": clean(interval[1]) if interval else None,
         "p_value": clean(estimate.p_value(0.0)),
         "n_instances": int(min(instances)),
-        "method": METHODS[estimate.method] if interval else None,
-        "note": None if interval else NO_INTERVAL,
+        "method": words(METHODS[estimate.method]) if interval else None,
+        "note": None if interval else words(NO_INTERVAL),
     }
 
 

@@ -10,13 +10,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.analysis.contrasts import over_name_sets
 from probe.analysis.metric_registry import COMPARED_METRICS, FEMALE_SHARE
 from probe.analysis.metrics import order_balanced_shares
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
-from probe.compare.contrasts import contrast_comparison
+from probe.compare.contrasts import contrast_comparison, set_counts, sets_of
 from probe.compare.leaderboard import (
     CONTRASTS,
     RANK_METHOD,
@@ -38,6 +37,7 @@ from probe.report.data import (
     run_record,
     run_settings,
 )
+from probe.report.formatting import set_words
 from probe.report.impact import compared_ratios
 
 
@@ -329,6 +329,7 @@ def compare_summary(
     the first run)."""
     reference = check_run_ids(run_ids, reference)
     runs = [compare_run(con, run_id) for run_id in run_ids]
+    over_sets = any(run["name_sets"] for run in runs)  # the unit of its differences and ranks: the set
     shared = shared_instances(con, run_ids)
     overall = {run_id: overall_entries(metrics_frame(con, run_id)) for run_id in run_ids}
     asked = {condition for run_id in run_ids for condition in _distinct(con, "condition", run_id)}
@@ -359,7 +360,8 @@ def compare_summary(
                 "sentence": STAGE1_UNPAIRED,
             }
         )
-    paired_differences, ranks = paired_analysis(counts, reference) if counts else ([], [])
+    counts = {run_id: set_counts(con, run_id, frame) for run_id, frame in counts.items()} if over_sets else counts
+    paired_differences, ranks = paired_analysis(counts, reference, over_sets) if counts else ([], [])
     return {
         "schema_version": SCHEMA_VERSION,
         "runs": runs,
@@ -373,20 +375,19 @@ def compare_summary(
             "occupations": int(shared["occupation"].nunique()),
             "conditions": sorted(set(shared["condition"]), key=lambda c: order_index(CONDITIONS, c)),
             "instances": len(shared),
-        },
+        }
+        | ({"name_sets": sets_of(con, reference, shared["pair_id"])} if over_sets else {}),
         "reference": reference,
         # every run asked name pairs, a woman and a man: only then do the leaderboard's preferred counts name them
-        "women_and_men": not any(
-            run["backend"] == DECISIONS_BACKEND or over_name_sets(con, run["run_id"]) for run in runs
-        ),
+        "women_and_men": not over_sets and all(run["backend"] != DECISIONS_BACKEND for run in runs),
         "leaderboard": leaderboard_rows(runs, overall, preferred, lead),
-        "leaderboard_method": OVERALL_METHOD,  # the analyzers' overall intervals, each run on its own instances
+        "leaderboard_method": set_words(OVERALL_METHOD) if over_sets else OVERALL_METHOD,  # the overall rows' own
         "overall": overall,
         "paired_differences": paired_differences,
         "ranks": ranks,
         "rank_order": RANK_ORDER,
         "rank_by": {metric: rank_direction(metric) for metric in (*COMPARED_METRICS, *CONTRASTS)},
-        "rank_method": RANK_METHOD,
+        "rank_method": set_words(RANK_METHOD) if over_sets else RANK_METHOD,
         "preference_agreement": [
             row
             for index, run_a in enumerate(run_ids)

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from probe.analysis.contrasts import over_name_sets
 from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M
 from probe.common.errors import UserError
 from probe.common.resources import resource_dir
@@ -25,7 +26,7 @@ from probe.compare.summary import compare_run, settings_differences
 from probe.gates.gate import EXIT_CODES, FAIL, PASS, UNCONFIRMED, Gate, Verdict
 from probe.gates.outputs import gate_document, write_outputs
 from probe.gates.policy import Policy, load_policy, parse_policy
-from probe.gates.verdicts import MOST_PAIRS, evaluate, overall
+from probe.gates.verdicts import MOST_PAIRS, evaluate, overall, pair_terms
 
 __all__ = ["Gate", "GateResult", "Policy", "check_gates", "load_policy", "parse_policy", "plan", "run_for"]
 ITEMS_BEHIND = 8  # items listed in a failing gate's JUnit body, beside every pair's value
@@ -161,11 +162,31 @@ def run_for(pairs: int, unit: str = "name pairs") -> str | None:
     return f"probe run --names FILE.csv ... with {pairs} name pairs of your own ({shipped + heldout} ship in two lists)"
 
 
+def set_values(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) -> list[str]:
+    """A run over name sets' lines of a failing gate's JUnit body: each set's value of the metric as the gate reads
+    it (its contests summed), with its people."""
+    numerators, denominators, sizes, sets = pair_terms(con, run_id, gate.condition, gate.metric)
+    people = con.execute(
+        "SELECT set_id::VARCHAR, string_agg(name, '/' ORDER BY person_id) FROM run_people WHERE run_id = ? "
+        "GROUP BY set_id",
+        [run_id],
+    ).fetchall()
+    names = dict(people)
+    rows = zip(sets, numerators, denominators, sizes, strict=True)
+    return ["name set | value | instances"] + [
+        f"{key} {names.get(key, '')} | {hits / n:.3f} | {int(size)}" for key, hits, n, size in rows if n > 0
+    ]
+
+
 def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) -> str:
-    """A failing gate's JUnit body: every name pair's value of the metric, then the first items asked."""
+    """A failing gate's JUnit body: every name pair's value of the metric (a run over name sets: every set's), then
+    the first items asked."""
     gate = verdict.gate
     lines = [verdict.sentence, ""]
-    if gate.metric is not None:
+    over_sets = over_name_sets(con, run_id)
+    if gate.metric is not None and over_sets:
+        lines += set_values(con, run_id, gate)
+    elif gate.metric is not None:
         metrics = (ATTR_YES_F, ATTR_YES_M) if gate.metric == ATTR_YES_DIFF else (gate.metric, gate.metric)
         rows = con.execute(
             "SELECT m.key, p.female, p.male, m.value, m.n FROM metrics m LEFT JOIN name_pairs p "
@@ -186,7 +207,7 @@ def items_behind(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict) 
     ).fetchall()
     lines += ["", f"first {len(items)} items ({gate.condition}):"]
     lines += [
-        f"- {occupation or '-'} pair {pair} {order} {qtype}: {label}\n  {prompt}"
+        f"- {occupation or '-'} {'contest' if over_sets else 'pair'} {pair} {order} {qtype}: {label}\n  {prompt}"
         for occupation, pair, order, qtype, label, prompt in items
     ]
     return "\n".join(lines)

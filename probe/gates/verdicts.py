@@ -31,7 +31,6 @@ from functools import partial
 
 import duckdb
 import numpy as np
-import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -39,8 +38,9 @@ from probe.analysis.binomial import POWER, SIGNIFICANCE
 from probe.analysis.contrasts import over_name_sets
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.metric_registry import ATTR_YES_DIFF, ATTR_YES_F, ATTR_YES_M, POOLED_OVERALL_METRICS
-from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, rate, share_estimate
+from probe.analysis.statistics import METHODS, MIN_PAIRS, ShareEstimate, share_estimate
 from probe.gates.gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, UNCONFIRMED, Gate, GateKind, PairsNeeded, Verdict
+from probe.report.formatting import set_words
 
 MOST_PAIRS = 10_000  # pairs-needed figures above this read "more than 10,000"
 ON_THE_EDGE = "no pair count decides it while the estimate sits on the edge"
@@ -52,16 +52,12 @@ def pair_terms(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(numerator, denominator, sizes, pair keys) of a metric over a run's pairs, as analyze aggregates them:
     pooled metrics sum hits over instances, the others average the pair values; a run over name sets' units are its
-    sets, each set's contests summed (keys: the sets)."""
+    sets, each set's contests summed (its stored set rows; keys: the sets)."""
+    scope = "set" if over_name_sets(con, run_id) else "pair"
     rows = con.execute(
-        "SELECT key, value, n FROM metrics WHERE run_id = ? AND scope = 'pair' AND condition = ? AND metric = ?",
-        [run_id, condition, metric],
+        "SELECT key, value, n FROM metrics WHERE run_id = ? AND scope = ? AND condition = ? AND metric = ?",
+        [run_id, scope, condition, metric],
     ).df()
-    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
-    if not sets.empty:
-        set_of = rows["key"].astype(int).map(sets.set_index("pair_id")["set_id"]).astype(str)
-        summed = rows.assign(hits=(rows["value"].fillna(0) * rows["n"]).round()).groupby(set_of)[["hits", "n"]].sum()
-        rows = pd.DataFrame({"key": summed.index, "value": rate(summed["hits"], summed["n"]), "n": summed["n"]})
     rows = rows.set_index("key").reindex(pairs if pairs is not None else sorted(rows["key"], key=int))
     n = rows["n"].fillna(0).to_numpy(float)
     value = rows["value"].fillna(0).to_numpy(float)
@@ -271,12 +267,12 @@ _SHOWN = {
 
 def interval_sentence(verdict: Verdict) -> str:
     """What the verdict rests on (gate.json, gate.md, JUnit): estimate, intervals, n, method, what would decide it."""
-    gate = verdict.gate
+    gate, method = verdict.gate, METHODS[verdict.method]
     text = (
         f"{gate.metric} ({gate.condition}) is {_SHOWN[verdict.verdict]} {gate.kind.requirement(gate)}: estimate "
         f"{verdict.estimate:.4f}, 90% CI [{verdict.ci90[0]:.4f}, {verdict.ci90[1]:.4f}], 95% CI "
         f"[{verdict.ci95[0]:.4f}, {verdict.ci95[1]:.4f}], {verdict.pairs} {_unit(verdict)}, {verdict.instances} "
-        f"instances; {METHODS[verdict.method]}"
+        f"instances; {set_words(method) if verdict.unit == 'name sets' else method}"
     )
     return text + (f"; {decides(verdict.needed, unit=_unit(verdict))}" if verdict.verdict == INCONCLUSIVE else "")
 

@@ -17,8 +17,8 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
     saves the user a step without changing what the report says. An analysis stored before intervals and
     tests were computed over name pairs (no `pairs` on its overall rows), a run over name sets analysed before its
-    findings were computed per contrast (read by slot), its categories ranked by a fitted strength or its occupation
-    lists stored per contrast, or a run with
+    findings were computed per contrast (read by slot), its categories ranked by a fitted strength, its occupation
+    lists stored per contrast or its sets' own rows stored (scope set: its correlation's units), or a run with
     stage-2 metrics analysed before its per-instance counts and pair shares were stored (instance_metrics,
     pair_shares: what compare and the report read), or a run with an adverse-impact table analysed before its counts
     were stored (impact_counts: what the gates and the LL144 summary read), is redone the same way.
@@ -33,7 +33,8 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
             "AND (NOT EXISTS (SELECT 1 FROM run_contests WHERE run_id = $run_id) "
             "OR EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id) AND EXISTS (SELECT 1 FROM "
             "category_metrics WHERE run_id = $run_id AND metric IN ('strength', 'kway_strength')) "
-            "AND EXISTS (SELECT 1 FROM grant_counts WHERE run_id = $run_id)) "
+            "AND EXISTS (SELECT 1 FROM grant_counts WHERE run_id = $run_id) "
+            "AND EXISTS (SELECT 1 FROM metrics WHERE run_id = $run_id AND scope = 'set')) "
             "AND (NOT EXISTS (SELECT 1 FROM contrast_metrics WHERE run_id = $run_id AND metric = 'preference') "
             "OR EXISTS (SELECT 1 FROM contrast_occupations WHERE run_id = $run_id)) "
             "AND (EXISTS (SELECT 1 FROM instance_metrics WHERE run_id = $run_id) "

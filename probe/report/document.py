@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from probe.analysis.metric_registry import BIAS, CONSISTENCY
 from probe.common.vocabulary import CONDITIONS, DECISIONS_BACKEND
@@ -27,14 +28,29 @@ from probe.report.data import (
 )
 from probe.report.decisions import decisions_summary
 from probe.report.findings import headline, occupation_testability, testability
-from probe.report.formatting import in_sets
+from probe.report.formatting import in_sets, set_words
 from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
 from probe.report.robustness import robustness_section, wording_claims
 from probe.report.set_testability import set_testability
 from probe.report.workforce import workforce_section
 
-PAIR_FIGURE_METRICS = (CONSISTENCY, BIAS)  # per name pair, for the consistency-bias figure
+PAIR_FIGURE_METRICS = (CONSISTENCY, BIAS)  # per name pair (a run over name sets: per set), for the figure
+
+
+def _tests(
+    findings: list[dict[str, Any]],
+    occupations: dict[str, Any],
+    settings: dict[str, Any],
+    metrics: pd.DataFrame,
+    over_sets: bool,
+) -> list[dict[str, Any]]:
+    """The headline's tests with their testability; a run over name sets' count its sets (the correlation's too)."""
+    if not over_sets:
+        return testability(findings, occupations, settings)
+    sets = metrics.loc[metrics["scope"] == "set", "key"].nunique()
+    tests = testability(findings, occupations, settings | {"pairs": sets})
+    return [test | {key: set_words(test[key]) for key in ("test", "sentence")} for test in tests]
 
 
 def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -71,7 +87,7 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         "decision_margins": decision_margins(con, run_id),
         "headline": findings,
         "testability": [
-            *testability(findings, occupation_testability(preferences), settings),
+            *_tests(findings, occupation_testability(preferences), settings, metrics, groups is not None),
             *set_testability(con, run_id),
         ],
         "overall": overall,
@@ -83,7 +99,12 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         },
         "stage1_rates": records(stage1_rates(metrics)),
         "occupation_preference": records(preferences),
-        "pair_values": records(metrics[(metrics["scope"] == "pair") & metrics["metric"].isin(PAIR_FIGURE_METRICS)]),
+        "pair_values": records(  # the units the consistency-bias correlation is across: a run over name sets' sets
+            metrics[
+                (metrics["scope"] == ("pair" if groups is None else "set"))
+                & metrics["metric"].isin(PAIR_FIGURE_METRICS)
+            ]
+        ),
         "items": drilldown(con, run_id),
         "robustness": robustness,
         "workforce": workforce_section(con, run_id),  # None for a run analysed before the comparison existed

@@ -192,13 +192,15 @@ def figure_stage1(stage1: pd.DataFrame) -> str | None:
 
 
 def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]]) -> str | None:
-    """Consistency against bias per name pair, one colour per condition (the paper's correlation finding)."""
+    """Consistency against bias per name pair (a run over name sets: per set, its set rows), one colour per condition
+    (the paper's correlation finding, across the same units)."""
+    unit = "set" if (metrics["scope"] == "set").any() else "pair"
     pearson = {
         row["condition"]: row["r"]
         for row in correlations
-        if (row["across"], row["x"], row["y"], row["method"]) == ("pair", CONSISTENCY, BIAS, "pearson")
+        if (row["across"], row["x"], row["y"], row["method"]) == (unit, CONSISTENCY, BIAS, "pearson")
     }
-    pairs = metrics[(metrics["scope"] == "pair") & metrics["metric"].isin([CONSISTENCY, BIAS])]
+    pairs = metrics[(metrics["scope"] == unit) & metrics["metric"].isin([CONSISTENCY, BIAS])]
     wide = pairs.pivot_table(index=["condition", "key"], columns="metric", values="value").dropna()
     if wide.empty or not {CONSISTENCY, BIAS} <= set(wide.columns):
         return None
@@ -217,8 +219,8 @@ def figure_pairs(metrics: pd.DataFrame, correlations: Sequence[Mapping[str, Any]
         )
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("consistency (per name pair)")
-    ax.set_ylabel("bias (per name pair)")
+    ax.set_xlabel(f"consistency (per name {unit})")
+    ax.set_ylabel(f"bias (per name {unit})")
     ax.legend(frameon=False)
     _style_axes(ax)
     return _figure_uri(fig)

@@ -208,14 +208,14 @@ def _correlation_finding(correlations: Sequence[Mapping[str, Any]], condition: s
         (
             c
             for c in correlations
-            if (c["condition"], c["across"], c["x"], c["y"]) == (condition, "pair", CONSISTENCY, BIAS)
+            if (c["condition"], c["x"], c["y"]) == (condition, CONSISTENCY, BIAS)  # across pairs, or a set run's sets
         ),
         None,
     )
     if row is None:
         return None
     base = {
-        "metric": "pearson_r(consistency, bias) across pairs",
+        "metric": f"pearson_r(consistency, bias) across {row['across']}s",
         "kind": "correlation",
         "condition": condition,
         "n": {"pairs": row["n"], "instances": None},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,24 +107,16 @@ def fmt_duration(seconds: Any) -> str:
     return f"{hours} h {minutes} min"
 
 
-# A run over name sets: its overall rows have the set as their unit (probe/analysis/metrics.py), so its findings
-# count sets, not pairs (the consistency-bias correlation aside: it is across contests)
-_SET_UNITS = (
-    ("name pairs", "name sets"),
-    ("name pair", "name set"),
-    ("pairs' worth", "sets' worth"),
-    ("pairs", "sets"),
-)
+# A run over name sets: its overall rows, occupation rows and consistency-bias correlation have the set as their unit
+# (probe/analysis/metrics.py), so its findings and methods count sets where a run over name pairs counts pairs
+_PAIR_WORD = re.compile(r"\bpair(s?)\b")  # pair, pairs, pair's, pairs' (never "paired")
+
+
+def set_words(text: str | None) -> str | None:
+    """A method or sentence about name pairs, worded for a run over name sets (its unit: the set)."""
+    return None if text is None else _PAIR_WORD.sub(r"set\1", text)
 
 
 def in_sets(finding: dict[str, Any]) -> dict[str, Any]:
     """A headline finding of a run over name sets, its sentence and method naming sets where they named pairs."""
-    if finding["kind"] == "correlation":
-        return finding
-    worded = {}
-    for key in ("finding", "method", "method_label"):
-        text = finding.get(key)
-        for pairs, sets in _SET_UNITS if text else ():
-            text = text.replace(pairs, sets)
-        worded[key] = text
-    return finding | worded
+    return finding | {key: set_words(finding.get(key)) for key in ("finding", "method", "method_label")}

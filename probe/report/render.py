@@ -56,6 +56,7 @@ from probe.report.formatting import (
     fmt_pct,
     fmt_show,
     fmt_signed,
+    set_words,
 )
 from probe.report.impact import findings as impact_findings
 from probe.report.impact import fmt_ratio_ci
@@ -102,6 +103,7 @@ METHODS = {
     "regression": CLUSTERED_METHOD,
     "paired": INTERVAL_METHODS["paired_t"],
 }
+SET_METHODS = {key: set_words(text) for key, text in METHODS.items()}  # a run over name sets: the set is the unit
 GLOSSARY = (*TABLE_METRICS[:2], ATTR_YES_F, ATTR_YES_M, ATTR_YES_DIFF, *TABLE_METRICS[2:])
 
 
@@ -251,8 +253,7 @@ def other_findings(data: Mapping[str, Any]) -> list[str]:
 
 
 def occupation_levels(preferences: Sequence[Mapping[str, Any]]) -> str:
-    """The level of the occupation intervals as the figure's caption names it: one level, or one per condition
-    (the decision's level, 1 - R x 0.05 / occupations: 99.4% for 8 occupations and at most one preferred)."""
+    """The occupation intervals' level in the figure's caption: one, or one per condition (1 - R x 0.05 / m)."""
     levels = {row["condition"]: row["ci_level"] for row in preferences if row.get("ci_level") is not None}
     if len(set(levels.values())) == 1:
         return fmt_pct(next(iter(levels.values())))
@@ -289,7 +290,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "status_warning": _status_warning(data["run"]),
         "limitations": LIMITATIONS,
         "attribution": ONET_ATTRIBUTION,
-        "methods": METHODS,
+        "methods": SET_METHODS if data.get("groups") else METHODS,
         "glossary": [
             METRICS[name] for name in GLOSSARY if name in METRICS and not (data.get("groups") and name in SLOT_METRICS)
         ],
@@ -322,8 +323,7 @@ def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.Data
 
 
 def write_report(con: duckdb.DuckDBPyConnection, run_id: str, html_path: Path | None = None) -> ReportFiles:
-    """Write report.json, and report.html and report.md rendered from it (`html_path`: a .html page, or a .md
-    summary; the other files beside it)."""
+    """Write report.json, and report.html and report.md rendered from it (`html_path`: .html or .md; both beside)."""
     files = output_files(html_path or Path("runs") / run_id / "report.html")
     document = summary(con, run_id)
     return write_files(files, *render_report(document), document)
@@ -352,16 +352,17 @@ def write_files(files: ReportFiles, html: str, markdown: str, data: Mapping[str,
 def render_comparison(data: Mapping[str, Any]) -> tuple[str, str]:
     """HTML page and Markdown summary of a comparison, rendered from its compare.json document alone."""
     metrics = list(dict.fromkeys(metric for row in data["leaderboard"] for metric in row["metrics"]))
+    over_sets = any(run.get("name_sets") for run in data["runs"])  # its differences and ranks are over name sets
     context = {
         **data,
         "women_and_men": data.get("women_and_men", True),  # a comparison written before the key: pairs runs only
-        "unit": "contests" if any(run.get("name_sets") for run in data["runs"]) else "name pairs",
+        "unit": "name sets" if over_sets else "name pairs",
         "leaderboard_metrics": metrics,
         "rank_rows": _rank_table(data),
         "side_by_side": _side_by_side_rows(data),
         "differences": _difference_rows(data["paired_differences"]),
         "attribution": ONET_ATTRIBUTION,
-        "methods": METHODS,
+        "methods": SET_METHODS if over_sets else METHODS,
     }
     figures = {"leaderboard": figure_leaderboard(data), "differences": figure_differences(data)}
     html = _TEMPLATES.get_template("compare.html.j2").render(**context, figures=figures, css=_STYLE)
@@ -381,8 +382,7 @@ def _side_by_side_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _rank_table(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The lead condition's ranks and stage 1's grant gap: one row per run, one `rank (low-high)` cell per
-    compared metric."""
+    """The lead condition's ranks and stage 1's grant gap: a row per run, a `rank (low-high)` cell per metric."""
     lead = data["leaderboard"][0]["condition"]
     ranks = [row for row in data["ranks"] if row["condition"] in (lead, STAGE1_CONDITION)]
     compared = dict.fromkeys((*COMPARED_METRICS, *STAGE1_METRICS))

@@ -278,9 +278,10 @@ class SettingDifference(_Open):
 
 
 class Shared(_Open):
-    """What the paired differences are computed on."""
+    """What the paired differences are computed on (`pairs`: a run over name sets' contests, `name_sets` its sets)."""
 
     pairs: int | None
+    name_sets: int | None = None
     occupations: int | None
     conditions: list[str]
     instances: int | None
@@ -296,7 +297,7 @@ class LeaderboardRow(_Open):
 
 
 class PairedDifference(_Open):
-    """run_b minus run_a (the reference) over the name pairs both share."""
+    """run_b minus run_a (the reference) over the name pairs both share (runs over name sets: the sets, `n_pairs`)."""
 
     condition: str
     metric: str
@@ -314,7 +315,7 @@ class PairedDifference(_Open):
 
 
 class Rank(_Open):
-    """A run's rank on one metric and the central 95% of its ranks under the shared name-pair resamples."""
+    """A run's rank on one metric and the central 95% of its ranks under the shared name-pair (or set) resamples."""
 
     condition: str
     metric: str

@@ -146,6 +146,11 @@ def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) ->
         f"{_text(row['ci90'])}, {adjusted:.1%} CI {_text(row['ci_adjusted'])}), {k} contrasts over "
         f"{estimate.pairs} name sets; {CONTRAST_METHOD}"
     )
+    level, read = (f"{adjusted:.1%}", row["ci_adjusted"]) if verdict == FAIL else ("90%", row["ci90"])
+    summary = (  # the terminal's line: it printed none
+        f"{_label(shown)} {estimate.value:.3f}, {level} CI {_text(read)} over {estimate.pairs} name sets: {said} "
+        f"{gate.kind.requirement(gate)}"
+    )
     needed = _sets_needed(estimate, band, k)
     if verdict == INCONCLUSIVE and needed.pairs is not None:
         sentence += f"; about {needed.pairs} name sets would decide it with 80% power, if the truth is this estimate"
@@ -162,6 +167,7 @@ def contrast_verdict(con: duckdb.DuckDBPyConnection, run_id: str, gate: Gate) ->
         instances=estimate.instances,
         method="contrast",
         needed=needed,
+        summary=summary,
         details={
             "contrasts": {
                 _label(key): {"estimate": chosen[key].value, "ci90": row["ci90"], "p_fail": row["p_fail"]}
