@@ -5,16 +5,25 @@
 Worlds of bench/impact.py (set and name effects, sd 0.5 each; 10 binary questions a person, 90% usable): category 0
 at a population ratio of exactly 0.8 to the others, which sit at the top rate. The runs of a cell are drawn at once
 and every pairwise Fieller interval of RatioEstimate is solved for all runs and pairs together (bisection on the
-same test: the spread between sets as A - 2rB + r^2 C, the binomial floor of `constrained_rates`, Bell-McCaffrey
-df); `check` compares them with the product's `group_ratios` on runs of every K. Methods for the low category:
-- `now`: the product (lower ends at 95%, upper ends at Bonferroni, the binomial Miettinen-Nurminen floor);
-- `scaled` (tried): the same with the spread moved to the null's rates by (floor / the binomial variance at the
-  observed rates)^1.5 (the gate then holds 0.05 here, but rows of 2-4 answers a set widen up to 15x: not adopted);
+same test: the spread between sets as moments A, B, C (Var, Cov, Var), the binomial constrained MLE of
+`constrained_rates`, Bell-McCaffrey df); `check` compares `product` with the product's `group_ratios` on runs of
+every K. Methods for the low category (lower ends at 95%, upper ends at Bonferroni but for `before`):
+- `product`: the variance read at the null (`null_variance`: each rate's binomial part at its null rate, the part
+  beyond it x (null p(1-p) / observed p(1-p))^2, capped at every set all one answer; the covariance x the geometric
+  mean of the two ratios), at least the binomial variance under the null;
+- `observed`: the spread A - 2rB + r^2 C read at the observed rates, at least that binomial floor (issue 48's code
+  until stats5);
+- `correlated` (tried): `product` with the two sides' correlation kept (B / sqrt(AC)) instead of the covariance
+  scaled: stricter on contest rates, whose binomial floor then doubles at r = 1;
+- `split` (tried): `product` without the cap; `deff` (tried): each side's whole spread x its ratio (power 1, a
+  constant design effect);
+- `scaled` (tried): the whole spread x (floor / the binomial variance at the observed rates)^1.5;
 - `before`: both ends at Bonferroni and the Poisson floor (the code before issue 48);
 - `katz`: the log ratio's delta-method interval with the same spread (CR2) and df, no floor (an alternative).
 Per cell: truth below / above each method's interval, median width, and for K = 2 the impact_ratio gate's pass rate
-at its limit (90% lower end, one comparison, above 0.8; <= 0.05 promised), scaled and now.
-`--counts 2 --runs 40000` gives the K = 2 cells alone at a Monte Carlo error of +-0.0011 on the gate.
+at its limit (90% lower end, one comparison, above 0.8; <= 0.05 promised). `--methods` picks methods, `--sets` and
+`--tops` cells; `--counts 2 --runs 40000` gives the K = 2 cells alone at a Monte Carlo error of +-0.0011 on the gate;
+`--contests` the contest-rate worlds (`contest_cell`).
 """
 
 from __future__ import annotations
@@ -212,6 +221,40 @@ def cell(
     return figures
 
 
+def contest_cell(rng: np.random.Generator, sets: int, contests: int, sd: float, rate: float, runs: int) -> dict:
+    """Contest rates: two categories whose wins are complementary within a set (one won = the other lost), `contests`
+    a set, a set effect of sd `sd` on the logit scale; per method the tails and median width of the 95% interval of
+    the first category's ratio to the second (truth: the population rates' ratio, capped at 1)."""
+    chance = special.expit(special.logit(rate) + rng.normal(0, sd, 400_000)).mean()
+    truth = min(chance / (1 - chance), 1.0)
+    won = rng.binomial(contests, special.expit(special.logit(rate) + rng.normal(0, sd, (runs, sets)))).astype(float)
+    pairs = Pairs(np.stack([won, contests - won], axis=1), np.full((runs, 2, sets), float(contests)), *pair_indices(2))
+    figures = {}
+    for method in ("product", "observed", "correlated"):
+        low, high = low_category(pairs, 2, method)
+        shown = ~np.isnan(low)
+        figures[method] = {
+            "below": float(np.mean(shown & (low > truth + 1e-12))),
+            "above": float(np.mean(shown & (high < truth - 1e-12))),
+            "width": float(np.median((high - low)[shown])) if shown.any() else math.nan,
+        }
+    return figures
+
+
+def contests(runs: int, seed: int) -> None:
+    """`--contests`: contest_cell over 6/12/20 sets x 2/6 contests a set x set sd 0.5/1.5 x rates 0.15/0.35/0.5."""
+    rng = np.random.default_rng(seed)
+    print("| sets | contests a set | set sd | rate | runs | product | observed (before) | correlated (tried) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for sets in (6, 12, 20):
+        for per_set in (2, 6):
+            for sd in (0.5, 1.5):
+                for rate in (0.15, 0.35, 0.5):
+                    f = contest_cell(rng, sets, per_set, sd, rate, runs)
+                    parts = [f"{f[m]['below']:.3f} / {f[m]['above']:.3f}, {f[m]['width']:.3f}" for m in f]
+                    print(f"| {sets} | {per_set} | {sd} | {rate} | {runs} | {' | '.join(parts)} |", flush=True)
+
+
 def check(runs: int = 20) -> float:
     """The largest difference between these intervals and the product's group_ratios on the same runs."""
     rng = np.random.default_rng(7)
@@ -245,8 +288,13 @@ def main() -> None:
     parser.add_argument("--tops", type=float, nargs="+", default=[0.05, 0.2, 0.5, 0.9], help="the top rates")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seed", type=int, default=4848)
+    parser.add_argument("--contests", action="store_true", help="the contest-rate worlds instead (contest_cell)")
     args = parser.parse_args()
     started = time.process_time()
+    if args.contests:
+        contests(args.runs, args.seed)
+        print(f"\nCPU {time.process_time() - started:.0f} s")
+        return
     print(f"largest difference from the product's intervals (60 runs): {check():.2e}\n")
     rng = np.random.default_rng(args.seed)
     draws = rng.normal(0, math.hypot(SET_SD, NAME_SD), 200_000)
