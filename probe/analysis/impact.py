@@ -8,11 +8,12 @@ single-subject question) is this probe's own decision.
 
 The impact ratio of category c is its rate over the highest rate, min over k of rate_c / rate_k. Each pairwise ratio
 has one procedure for its interval and p-value (`RatioEstimate`): Fieller's test of ratio = r as the linear contrast
-rate_c - r rate_k = 0, with the contrast's variance the larger of the spread between sets (the sets' influences,
-CR2-style leverage correction) and the binomial variance under the null (the two rates' maximum likelihood under
-rate_c = r rate_k, as the Miettinen-Nurminen score interval); t with Bell-McCaffrey degrees of freedom; the interval
-is every r the test keeps. The impact ratio's interval (`GroupRatios.interval`) takes the minimum of the pairwise
-bounds, the upper ones at 1 - 0.05 / (K - 1) (Bonferroni over the other categories), the lower ones at 95% (the
+rate_c - r rate_k = 0, with the contrast's variance read at the null (the two rates' binomial maximum likelihood
+under rate_c = r rate_k, as the Miettinen-Nurminen score interval): the spread between sets (the sets' influences,
+CR2-style leverage correction) moved to those rates (`RatioEstimate._variance`), never below the binomial variance
+there; t with Bell-McCaffrey degrees of freedom; the interval is every r the test keeps. The impact ratio's
+interval (`GroupRatios.interval`) takes the minimum of the pairwise bounds, the upper ones at 1 - 0.05 / (K - 1)
+(Bonferroni over the other categories), the lower ones at 95% (the
 ratio lies below the minimum of the lower ends only if it lies below its pair's with the highest population
 category, issue 48): it covers the ratio to the highest population rate whichever category that is, where an
 interval to the observed highest category alone undercovers (the observed highest is the luckiest of several:
@@ -41,6 +42,7 @@ from statsmodels.stats.multitest import multipletests
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
 from probe.analysis.freedom import cluster_effect_traces
+from probe.analysis.null_variance import null_variance
 from probe.analysis.statistics import MIN_PAIRS, bell_mccaffrey_df, t_quantile
 
 FOUR_FIFTHS = 0.8  # 29 CFR 1607.4(D): a selection rate under four-fifths of the highest one is adverse impact
@@ -66,9 +68,11 @@ IMPACT_COLUMNS = [
 ]
 IMPACT_METHOD = (
     "ratio to the highest rate over name sets: the minimum over the other categories of Fieller intervals of the two "
-    "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance the larger of the "
-    "spread between sets (CR2) and the binomial variance under that null, both rates at their binomial maximum "
-    "likelihood under it (Miettinen-Nurminen); Bell-McCaffrey degrees of freedom), the lower ends at 95%, the upper "
+    "rates' ratio (the test of ratio = r: the t test of rate - r x other rate = 0, its variance read at that null, "
+    "both rates at their binomial maximum likelihood under it (Miettinen-Nurminen): the spread between sets (CR2) "
+    "moved to those rates (binomial part at the null, the part beyond it x the squared ratio of p(1 - p), the "
+    "covariance x that ratio's geometric mean), at least the binomial variance; Bell-McCaffrey degrees of freedom), "
+    "the lower ends at 95%, the upper "
     "ends at 1 - 0.05 / (categories - 1) (Bonferroni: only the upper end needs it); the p-value is the same "
     "Bonferroni test of ratio = 1; the four-fifths verdict reads the interval (shown below 0.8, shown at or above "
     "0.8, or undecided); q: Benjamini-Hochberg over the categories below the highest-rate one of a condition, "
@@ -82,21 +86,6 @@ PER_KEY_SCOPES = ("occupation", "job")  # a probed run's occupations, imported d
 _BESIDE = 1e-9  # relative step beside an estimate without variance
 _LARGEST_RATIO = 1e6  # an upper end beyond this is unbounded (the reference rate is not shown above 0)
 NAMES_BIND = 0.25  # the names' share of a ratio's variance from which their degrees of freedom bind
-
-
-def constrained_rates(
-    ratio: float, hits: float, n: float, reference_hits: float, reference_n: float
-) -> tuple[float, float]:
-    """Both rates' binomial maximum likelihood under rate = ratio x reference rate (Miettinen & Nurminen 1985;
-    Farrington & Manning 1990): the reference rate is the smaller root p of
-    ratio (n + reference_n) p^2 - (ratio n + hits + reference_n + ratio reference_hits) p + hits + reference_hits,
-    taken in the form without cancellation, 2c / (b + sqrt(b^2 - 4ac)). (The pooled (hits + reference_hits) /
-    (ratio n + reference_n) is the Poisson one: 18% too small a variance at 90/100 vs 95/100, ratio 0.8.)"""
-    a = ratio * (n + reference_n)
-    b = ratio * n + hits + reference_n + ratio * reference_hits
-    c = hits + reference_hits
-    reference = min(2 * c / (b + math.sqrt(max(b * b - 4 * a * c, 0.0))), 1.0) if c > 0 else 0.0
-    return min(ratio * reference, 1.0), reference
 
 
 @dataclass(frozen=True)
@@ -168,17 +157,26 @@ class RatioEstimate:
         other = ((self.reference_hits - reference * self.reference_n) / self.reference_n.sum())[used]
         return own, other, 1 / (1 - self._combined[used] / self._combined[used].sum())
 
-    def _variance(self, ratio: float) -> float:
-        """Var(rate - ratio x reference rate): the spread between sets (plus, two-way, that between recurring
-        names: V_set + V_name - V_answer, Cameron, Gelbach & Miller 2011), at least the binomial variance under the
-        null rate = ratio x reference rate."""
+    @cached_property
+    def _moments(self) -> tuple[float, float, float, float, float]:
+        """The spread between sets (CR2): Var(rate), Cov(both rates), Var(reference rate); and each side's sum of
+        (set's share of answers)^2 / (1 - leverage): its variance over p(1 - p) were every set all one answer."""
         own, other, inflation = self._influences
-        spread = float(((own - ratio * other) ** 2 * inflation).sum()) if self.sets >= 2 else math.nan
-        spread += self.name_excess[0] + ratio**2 * self.name_excess[1]
-        hits, total, reference_hits, reference_total = self._totals
-        null_rate, null_reference = constrained_rates(ratio, hits, total, reference_hits, reference_total)
-        floor = null_rate * (1 - null_rate) / total + ratio**2 * null_reference * (1 - null_reference) / reference_total
-        return max(spread, floor)
+        used = self._used
+        return (
+            float((own**2 * inflation).sum()),
+            float((own * other * inflation).sum()),
+            float((other**2 * inflation).sum()),
+            float(((self.n[used] / self.n.sum()) ** 2 * inflation).sum()),
+            float(((self.reference_n[used] / self.reference_n.sum()) ** 2 * inflation).sum()),
+        )
+
+    def _variance(self, ratio: float) -> float:
+        """Var(rate - ratio x reference rate) read at the null (`null_variance`); two-way (recurring names): plus the
+        spread between names beyond that between single answers (V_set + V_name - V_answer, Cameron, Gelbach &
+        Miller 2011), as observed."""
+        names = self.name_excess[0] + ratio**2 * self.name_excess[1]
+        return null_variance(ratio, self.rates, self._totals, self._moments, names)
 
     def _statistic(self, ratio: float) -> float:
         """|rate - ratio x reference rate| / its standard error: 0 where the rates agree exactly, inf where they

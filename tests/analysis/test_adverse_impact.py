@@ -24,11 +24,11 @@ from probe.analysis.impact import (
     IMPACT_COLUMNS,
     UNDECIDED,
     RatioEstimate,
-    constrained_rates,
     group_ratios,
     impact_rows,
 )
 from probe.analysis.metrics import analyze
+from probe.analysis.null_variance import constrained_rates, variance_at
 from probe.store.config import RunConfig
 from tests.interval_checks import interval_problems
 from tests.support import FakeBackend, RunBuilder, query, unknown_answers
@@ -270,6 +270,32 @@ def test_the_variance_floor_takes_both_rates_binomial_mle_under_the_null() -> No
     poisson = 0.8 * 0.2 / 100  # the pooled (90 + 95) / (0.8 x 100 + 100) capped at 1: the previous floor
     assert poisson / binomial == pytest.approx(0.8219, abs=1e-4)  # 18% too small
     assert constrained_rates(0.0, 0, 100, 0, 100) == (0.0, 0.0)
+
+
+def test_each_rates_spread_between_sets_is_read_at_the_null_rate() -> None:
+    # 0.7 -> 0.6 over 100 answers, spread 0.004: the binomial 0.24 / 100 at the null, plus the part beyond the
+    # observed binomial (0.004 - 0.0021) times (0.24 / 0.21)^2
+    assert variance_at(0.6, 0.7, 0.004, 100, 0.1) == pytest.approx(0.0024 + 0.0019 * (0.24 / 0.21) ** 2, rel=1e-12)
+    # 0.125 -> 0.5 over 12 sets of 2 answers: 0.25 / 24 + (0.008 - 0.109375 / 24) x (0.25 / 0.109375)^2 = 0.0284
+    # is more than every set all one answer could give, 0.25 x 1 / 12
+    assert variance_at(0.5, 0.125, 0.008, 24, 1 / 12) == pytest.approx(0.25 / 12, rel=1e-12)
+    assert variance_at(0.5, 0.125, 0.001, 24, 1 / 12) == pytest.approx(0.25 / 24, rel=1e-12)  # under-dispersed
+    assert variance_at(0.3, 0.0, 0.0, 24, 1 / 12) == pytest.approx(0.21 / 24, rel=1e-12)  # never selected
+
+
+def test_the_ratio_interval_reads_the_spread_at_each_null() -> None:
+    """68/100 against 89/100 over 10 sets, the low category's sets spread beyond the binomial: the ends move to
+    [0.5468, 0.9639] from [0.5673, 0.9723] (the spread at the observed rates): a ratio below the estimate has a low
+    rate nearer 0.5, with more spread; the test and the interval stay one procedure."""
+    hits = np.array([9, 4, 8, 5, 10, 6, 9, 3, 7, 7], dtype=float)
+    reference = np.array([9, 9, 8, 10, 8, 9, 10, 9, 8, 9], dtype=float)
+    estimate = RatioEstimate(hits, np.full(10, 10.0), reference, np.full(10, 10.0))
+    low, high = estimate.interval()
+    assert (round(low, 7), round(high, 7)) == (0.5467517, 0.9638529)
+    assert tuple(round(end, 7) for end in estimate.interval(0.90)) == (0.5876716, 0.9247535)
+    for edge in (low, high):
+        assert estimate.p_value(edge) == pytest.approx(0.05, abs=1e-9)
+    assert round(estimate.p_value(1.0), 6) == 0.026913
 
 
 def three_categories() -> pd.DataFrame:

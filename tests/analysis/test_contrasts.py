@@ -224,10 +224,10 @@ def test_the_report_of_a_run_over_sets_states_the_planted_findings_by_group(plan
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# Bias audit by sex and race_ethnicity of ")
     assert sentences[-2:] == [  # the overall adverse-impact findings close it (per occupation: the section)
-        "taxonomy: Black names won the single-subject question at 0.82 the rate of White names [0.72, 0.92]: lower; "
-        "four-fifths neither shown nor ruled out, q = 0.003",
-        "taxonomy: Black men won the single-subject question at 0.76 the rate of White men [0.65, 0.94]: lower; "
-        "four-fifths neither shown nor ruled out, q = 0.023",
+        "taxonomy: Black names won the single-subject question at 0.82 the rate of White names [0.71, 0.94]: lower; "
+        "four-fifths neither shown nor ruled out, q = 0.009",
+        "taxonomy: Black men won the single-subject question at 0.76 the rate of White men [0.64, 0.96]: lower; "
+        "four-fifths neither shown nor ruled out, q = 0.044",
     ]
     assert [entry["attribute"] for entry in document["ranking"]] == ["sex", "race_ethnicity", "sex x race_ethnicity"]
     assert document["bottom_line"]["pairs"] is None and "Names (woman / man)" not in markdown
