@@ -1,0 +1,28 @@
+"""analyze()'s reads (probe/analysis/run_counts.py): the impact counts come through Arrow (issue 49) as the frame
+`.df()` gave, column types included, so every statistic computed from them is the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from bench.synthetic import create_synthetic_run
+from probe.analysis.metrics import metric_queries
+from probe.analysis.run_counts import read_counts
+from probe.store import db
+
+
+def test_the_impact_counts_read_through_arrow_are_the_frame_of_df(tmp_path: Path) -> None:
+    con = db.connect(tmp_path / "counts.duckdb")
+    try:
+        create_synthetic_run(con, "small", pairs=3, occupations=4)
+        queries = metric_queries()
+        con.execute(queries["instances"], {"run_id": "small"})
+        counts = read_counts(con, "small", queries, "bls-cps-2022")
+        expected = con.execute(queries["impact_counts"], {"run_id": "small"}).df()
+    finally:
+        con.close()
+    assert len(expected) == 3 * 3 * 2 * 2 * (4 + 1)  # conditions x sets x categories x rate kinds x (occupations + 1)
+    assert counts.impact_counts["name"].dtype == object and not counts.name_sets
+    pd.testing.assert_frame_equal(counts.impact_counts, expected, check_exact=True)
