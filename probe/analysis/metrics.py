@@ -43,7 +43,7 @@ from probe.analysis.metric_registry import (
     STAGE2_METRICS,
 )
 from probe.analysis.metric_sql import expand
-from probe.analysis.pairs import heterogeneity, pair_shares
+from probe.analysis.pairs import pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
 from probe.analysis.run_counts import RunCounts, read_counts
@@ -125,8 +125,8 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": run_id})
     try:
-        counts = read_counts(con, run_id, queries, workforce_source or shipped_workforce()["source"])
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            counts = read_counts(con, run_id, queries, workforce_source or shipped_workforce()["source"], pool)
             statistics = pool.submit(result_frames, counts)
             findings = contrast_findings(con, run_id, queries, counts.contest_cells) if counts.name_sets else {}
             _replace_run_rows(con, run_id, queries, lambda: statistics.result() | findings, counts.name_sets)
@@ -155,7 +155,7 @@ def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
         "adverse_impact": impact_rows(impact_counts),
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
-        "pair_heterogeneity": heterogeneity(by_sex),
+        "pair_heterogeneity": counts.heterogeneity.result(),
         "impact_counts": impact_counts[impact_counts["scope"] == "overall"],  # the gates' counts (stored.py)
         "contrast_counts": contests,
         "grant_counts": grants,

@@ -5,6 +5,7 @@ interpreter lock while it works, so the two use both cores: issue 49).
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 import duckdb
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
+from probe.analysis.pairs import heterogeneity
 from probe.analysis.robustness import analyze_wordings
 
 
@@ -23,6 +25,7 @@ class RunCounts:
     pooled_counts: list[tuple]  # pooled_scope_counts: (condition, scope, key, metric, hits, n), hits and n arrays
     cells: pd.DataFrame  # female_choice_cells
     by_wording: pd.DataFrame  # wording_cells
+    heterogeneity: Future[pd.DataFrame]  # pairs.heterogeneity of the wording cells by sex (none over name sets)
     impact_counts: pd.DataFrame
     sets: pd.DataFrame  # each contest's pair_id and set_id (a run over name pairs: none)
     workforce: pd.DataFrame  # workforce_shares of `source`
@@ -34,16 +37,23 @@ class RunCounts:
     contest_cells: pd.DataFrame | None = None  # contrast_choice_cells (runs over name sets)
 
 
-def read_counts(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str], source: str) -> RunCounts:
+def read_counts(
+    con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str], source: str, pool: Executor
+) -> RunCounts:
     """The run's counts (metric_instances must exist: analyze() builds and drops it), its robustness rows replaced
-    on the way (probe/analysis/robustness.py: a table of its own, written in its own transaction as before)."""
+    on the way (probe/analysis/robustness.py: a table of its own, written in its own transaction as before). The
+    heterogeneity test between pairs (seconds of numpy's shuffles at 1M answers) starts on `pool` as soon as its
+    cells are read, while DuckDB counts the rest."""
     params = {"run_id": run_id}
+    name_sets = over_name_sets(con, run_id)
+    by_wording = con.execute(queries["wording_cells"]).df()
+    by_sex = by_wording.iloc[0:0] if name_sets else by_wording  # a run over name sets' slots are no sexes
+    pairs_differ = pool.submit(heterogeneity, by_sex)
     con.execute(queries["scope_counts"], params)
     pooled = con.execute(queries["pooled_scope_counts"]).fetchnumpy()  # lists as arrays: 2x faster than tuples
     columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
     pooled_counts = list(zip(*columns, strict=True))
     analyze_wordings(con, run_id, queries)
-    name_sets = over_name_sets(con, run_id)
     if name_sets:  # the wordings' findings by slot are not findings by sex either
         slots = ", ".join("?" * len(SLOT_METRICS))
         con.execute(f"DELETE FROM robustness WHERE run_id = ? AND metric IN ({slots})", [run_id, *SLOT_METRICS])
@@ -52,7 +62,8 @@ def read_counts(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, 
         pair_counts=con.execute(queries["pair_counts"]).df(),
         pooled_counts=pooled_counts,
         cells=con.execute(queries["female_choice_cells"]).df(),
-        by_wording=con.execute(queries["wording_cells"]).df(),
+        by_wording=by_wording,
+        heterogeneity=pairs_differ,
         impact_counts=_impact_counts(con, queries["impact_counts"], params),
         sets=sets,
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),

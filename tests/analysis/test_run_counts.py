@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -19,10 +20,12 @@ def test_the_impact_counts_read_through_arrow_are_the_frame_of_df(tmp_path: Path
         create_synthetic_run(con, "small", pairs=3, occupations=4)
         queries = metric_queries()
         con.execute(queries["instances"], {"run_id": "small"})
-        counts = read_counts(con, "small", queries, "bls-cps-2022")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counts = read_counts(con, "small", queries, "bls-cps-2022", pool)
         expected = con.execute(queries["impact_counts"], {"run_id": "small"}).df()
     finally:
         con.close()
     assert len(expected) == 3 * 3 * 2 * 2 * (4 + 1)  # conditions x sets x categories x rate kinds x (occupations + 1)
     assert counts.impact_counts["name"].dtype == object and not counts.name_sets
+    assert counts.heterogeneity.result()["pairs"].tolist() == [3, 3, 3]  # the test between pairs, started early
     pd.testing.assert_frame_equal(counts.impact_counts, expected, check_exact=True)
