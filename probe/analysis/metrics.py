@@ -42,7 +42,7 @@ from probe.analysis.metric_registry import (
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
-from probe.analysis.metric_sql import expand
+from probe.analysis.metric_sql import expand, include
 from probe.analysis.pairs import pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
@@ -100,9 +100,10 @@ _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
 @cache
 def _sql_file_queries() -> dict[str, str]:
-    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line)."""
+    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line), with the parts
+    they include (`metric_sql.include`)."""
     parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return include({name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)})
 
 
 def metric_queries() -> dict[str, str]:
