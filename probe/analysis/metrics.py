@@ -29,7 +29,6 @@ from probe.analysis.contrasts import (
     without_slots,
 )
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
-from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
     ATTR_YES_DIFF,
     ATTR_YES_F,
@@ -153,7 +152,7 @@ def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
         "regression": regression_rows(counts.cells),
         "workforce_fit": fit,
         "workforce_occupations": occupations,
-        "adverse_impact": impact_rows(impact_counts),
+        "adverse_impact": counts.adverse_impact.result(),
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
         "pair_heterogeneity": counts.heterogeneity.result(),

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
+from probe.analysis.impact import impact_rows
 from probe.analysis.pairs import heterogeneity
 from probe.analysis.robustness import analyze_wordings
 
@@ -27,6 +28,7 @@ class RunCounts:
     by_wording: pd.DataFrame  # wording_cells
     heterogeneity: Future[pd.DataFrame]  # pairs.heterogeneity of the wording cells by sex (none over name sets)
     impact_counts: pd.DataFrame
+    adverse_impact: Future[pd.DataFrame]  # impact_rows of impact_counts
     sets: pd.DataFrame  # each contest's pair_id and set_id (a run over name pairs: none)
     workforce: pd.DataFrame  # workforce_shares of `source`
     source: str
@@ -42,13 +44,15 @@ def read_counts(
 ) -> RunCounts:
     """The run's counts (metric_instances must exist: analyze() builds and drops it), its robustness rows replaced
     on the way (probe/analysis/robustness.py: a table of its own, written in its own transaction as before). The
-    heterogeneity test between pairs (seconds of numpy's shuffles at 1M answers) starts on `pool` as soon as its
-    cells are read, while DuckDB counts the rest."""
+    heterogeneity test between pairs (seconds of numpy's shuffles at 1M answers) and the adverse-impact table (a
+    second of root searches) start on `pool` as soon as their counts are read, while DuckDB counts the rest."""
     params = {"run_id": run_id}
     name_sets = over_name_sets(con, run_id)
     by_wording = con.execute(queries["wording_cells"]).df()
     by_sex = by_wording.iloc[0:0] if name_sets else by_wording  # a run over name sets' slots are no sexes
     pairs_differ = pool.submit(heterogeneity, by_sex)
+    impact_counts = _impact_counts(con, queries["impact_counts"], params)
+    adverse_impact = pool.submit(impact_rows, impact_counts)
     con.execute(queries["scope_counts"], params)
     pooled = con.execute(queries["pooled_scope_counts"]).fetchnumpy()  # lists as arrays: 2x faster than tuples
     columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
@@ -64,7 +68,8 @@ def read_counts(
         cells=con.execute(queries["female_choice_cells"]).df(),
         by_wording=by_wording,
         heterogeneity=pairs_differ,
-        impact_counts=_impact_counts(con, queries["impact_counts"], params),
+        impact_counts=impact_counts,
+        adverse_impact=adverse_impact,
         sets=sets,
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),
         source=source,
