@@ -1,6 +1,10 @@
 """Time `probe analyze` on a synthetic run of a given size (default 1M answers).
 
 .venv/bin/python -m bench.analyze_speed --answers 1000000
+.venv/bin/python -m bench.analyze_speed --answers 1000000 --identity /tmp/tables  # and check every stored row
+
+With --identity FOLDER the first call writes every result table of the run there (one parquet file each) and later
+calls (another branch, a change meant to leave the numbers alone) compare theirs with them exactly.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from bench.synthetic import answers_per_pair, create_synthetic_run
-from probe.analysis.metrics import analyze
+from probe.analysis.metrics import RESULT_TABLES, analyze
 from probe.common.vocabulary import CONDITIONS
 from probe.store import db
 
@@ -50,10 +56,34 @@ def in_process_analyze_seconds(path: Path) -> float:
         con.close()
 
 
+def check_identity(path: Path, folder: Path) -> list[str]:
+    """The result tables whose rows differ from those frozen in `folder` (written there, none differing, where the
+    folder has none yet): every value exact, rows sorted on every column."""
+    con = db.connect(path)
+    try:
+        tables = {table: con.execute(f"SELECT * FROM {table}").df() for table in RESULT_TABLES}
+    finally:
+        con.close()
+    folder.mkdir(parents=True, exist_ok=True)
+    differing = []
+    for table, frame in tables.items():
+        frame = frame.sort_values(list(frame.columns), ignore_index=True)
+        frozen = folder / f"{table}.parquet"
+        if not frozen.exists():
+            frame.to_parquet(frozen, index=False)
+            continue
+        try:
+            pd.testing.assert_frame_equal(frame, pd.read_parquet(frozen), check_exact=True, check_dtype=False)
+        except AssertionError:
+            differing.append(table)
+    return differing
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3, help="analyses to time")
+    parser.add_argument("--identity", type=Path, help="a folder of frozen result tables to write or compare with")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bench.duckdb"
@@ -63,6 +93,9 @@ def main() -> None:
         for attempt in range(1, args.repeat + 1):
             print(f"probe analyze #{attempt}: {cli_analyze_seconds(path):.2f} s")
             print(f"metrics.analyze #{attempt}: {in_process_analyze_seconds(path):.2f} s")
+        if args.identity is not None:
+            differing = check_identity(path, args.identity)
+            print(f"result tables differing from {args.identity}: {', '.join(differing) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from probe.analysis import metric_registry
 from probe.analysis.metric_registry import ALL_INSTANCES, FEMALE_SHARE, WORDING_METRICS, Metric
 
 _MARKER = re.compile(r"/\* metric_registry: (\w+) \*/")
+_INCLUDED = re.compile(r"/\* query: (\w+) \*/")
 # the columns of a unit of two instances: the first instance's key and the other's condition and name order
 UNIT_KEYS = "condition, pair_id, occupation, wording, name_order, other_condition, other_name_order"
 
@@ -99,3 +100,14 @@ def expand(sql: str) -> str:
     """`sql` with every registry marker replaced by its part, written from the registry's current entries."""
     metrics = list(metric_registry.METRICS.values())
     return _MARKER.sub(lambda marker: PARTS[marker.group(1)](metrics), sql)
+
+
+def include(queries: dict[str, str]) -> dict[str, str]:
+    """metrics.sql's named queries with each marker `/* query: <name> */` replaced by that query, without its comment
+    lines and semicolon: a part several queries share (the contests' sides) is written once."""
+
+    def body(name: str) -> str:
+        lines = (line for line in queries[name].splitlines() if not line.startswith("--"))
+        return "\n".join(lines).strip().rstrip(";")
+
+    return {name: _INCLUDED.sub(lambda marker: body(marker.group(1)), query) for name, query in queries.items()}

@@ -8,7 +8,8 @@ every count. This module only does what SQL is the wrong tool for: intervals and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -26,11 +27,9 @@ from probe.analysis.contrasts import (
     category_rows,
     contrast_rows,
     kway_counts,
-    over_name_sets,
     without_slots,
 )
 from probe.analysis.differences import DifferenceEstimate, difference_estimate
-from probe.analysis.impact import impact_rows
 from probe.analysis.metric_registry import (
     ATTR_YES_DIFF,
     ATTR_YES_F,
@@ -43,11 +42,11 @@ from probe.analysis.metric_registry import (
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
-from probe.analysis.metric_sql import expand
-from probe.analysis.pairs import heterogeneity, pair_shares
+from probe.analysis.metric_sql import expand, include
+from probe.analysis.pairs import pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
-from probe.analysis.robustness import analyze_wordings
+from probe.analysis.run_counts import RunCounts, read_counts
 from probe.analysis.statistics import ShareEstimate, pair_terms, prepare_betting_intervals, rate, share_estimate
 from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
 from probe.common.errors import UserError
@@ -55,7 +54,6 @@ from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 from probe.store.snapshot import shipped_workforce
 
-IN_DUCKDB = {"instance_metrics": "instance_metric_rows"}  # result table: the temp table metrics.sql fills
 RESULT_TABLES = (
     "metrics",
     "robustness",
@@ -97,9 +95,10 @@ _SQL_FILE = Path(__file__).with_name("metrics.sql")
 
 @cache
 def _sql_file_queries() -> dict[str, str]:
-    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line)."""
+    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line), with the parts
+    they include (`metric_sql.include`)."""
     parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return include({name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)})
 
 
 def metric_queries() -> dict[str, str]:
@@ -117,59 +116,48 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     """Compute every metric of a run and replace the run's rows in the result tables atomically; the workforce
     comparison against `workforce_source` (a source in table `workforce`; default the shipped one). The tables hold
     everything the report and compare read (pair shares, the heterogeneity test, per-instance counts): no later step
-    computes a statistic."""
+    computes a statistic. The statistics run on a second thread while DuckDB stores the per-instance rows."""
     require_run(con, run_id)
     queries = metric_queries()
-    params = {"run_id": run_id}
-    con.execute(queries["instances"], params)
-    name_sets = over_name_sets(con, run_id)
+    con.execute(queries["instances"], {"run_id": run_id})
     try:
-        con.execute(queries["scope_counts"], params)
-        pair_counts = con.execute(queries["pair_counts"]).df()
-        query, args = (queries["pooled_set_counts"], params) if name_sets else (queries["pooled_scope_counts"], None)
-        pooled = con.execute(query, args).fetchnumpy()  # lists as arrays: 2x faster than tuples
-        columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
-        pooled_counts = list(zip(*columns, strict=True))
-        cells = con.execute(queries["female_choice_cells"]).df()
-        by_wording = con.execute(queries["wording_cells"]).df()
-        con.execute(queries["instance_units"])  # temp table instance_metric_rows, stored by _replace_run_rows
-        robustness = analyze_wordings(con, run_id, queries)
-        if name_sets:  # the per-instance counts by slot are not findings by sex either (the wordings': without_slots)
-            slots = ", ".join("?" * len(SLOT_METRICS))
-            con.execute(f"DELETE FROM instance_metric_rows WHERE metric IN ({slots})", list(SLOT_METRICS))
-        impact_counts = con.execute(queries["impact_counts"], params).df()
-        instances = con.execute(queries["contrast_instances"], params).df() if name_sets else None
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            counts = read_counts(con, run_id, queries, workforce_source or shipped_workforce()["source"], pool)
+            statistics = pool.submit(result_frames, counts)
+            findings = contrast_findings(con, run_id, queries, counts.contest_cells) if counts.name_sets else {}
+            _replace_run_rows(con, run_id, queries, lambda: statistics.result() | findings, counts.name_sets)
     finally:
         con.execute(queries["drop_instances"])
-    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
-    metrics = metric_rows(pair_counts, pooled_counts, cells, sets if name_sets else None)
+
+
+def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
+    """The result tables analyze() stores as frames (all but instance_metrics), from the run's counts alone."""
+    name_sets = counts.name_sets
+    metrics = metric_rows(counts.pair_counts, counts.pooled_counts, counts.cells, counts.sets if name_sets else None)
     occupation_shares = metrics[(metrics["scope"] == "occupation") & (metrics["metric"] == FEMALE_SHARE)]
-    source = workforce_source or shipped_workforce()["source"]
-    workforce = con.execute(queries["workforce_shares"], {**params, "source": source}).df()
-    contests = con.execute(queries["contrast_counts"], params).df()
-    grants = con.execute(queries["grant_counts"], params).df()
+    impact_counts, contests, grants = counts.impact_counts, counts.contests, counts.grants
     kway = kway_counts(impact_counts)
-    workforce = workforce.assign(share=workforce["pct_women"] / 100)
-    fit, occupations = workforce_rows(order_pair_shares(cells), occupation_shares, workforce)
-    fit = fit.assign(source=source)
-    by_sex = by_wording.iloc[0:0] if name_sets else by_wording
+    workforce = counts.workforce.assign(share=counts.workforce["pct_women"] / 100)
+    fit, occupations = workforce_rows(order_pair_shares(counts.cells), occupation_shares, workforce)
+    fit = fit.assign(source=counts.source)
+    by_sex = counts.by_wording.iloc[0:0] if name_sets else counts.by_wording
     results = {
         "metrics": metrics,
-        "robustness": robustness,
-        "occupation_preference": occupation_preference_rows(cells),
+        "robustness": counts.robustness,
+        "occupation_preference": occupation_preference_rows(counts.cells),
         "correlations": correlation_rows(metrics),  # across the pairs, or a run over name sets' sets
-        "regression": regression_rows(cells),
+        "regression": regression_rows(counts.cells),
         "workforce_fit": fit,
         "workforce_occupations": occupations,
-        "adverse_impact": impact_rows(impact_counts),
+        "adverse_impact": counts.adverse_impact.result(),
         # what carries the woman's share: none for a run over name sets (its slots are no sexes)
         "pair_shares": pair_shares(by_sex),
-        "pair_heterogeneity": heterogeneity(by_sex),
+        "pair_heterogeneity": counts.heterogeneity.result(),
         "impact_counts": impact_counts[impact_counts["scope"] == "overall"],  # the gates' counts (stored.py)
         "contrast_counts": contests,
         "grant_counts": grants,
         # runs over name sets only (a run over name pairs has no run_contests: these stay empty)
-        "contrast_metrics": contrast_rows(contests, grants, kway, instances)
+        "contrast_metrics": contrast_rows(contests, grants, kway, counts.instances)
         if name_sets
         else pd.DataFrame(columns=CONTRAST_COLUMNS),
         "category_metrics": category_rows(contests, grants, kway)
@@ -178,11 +166,9 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
     }
     if name_sets:  # the workforce comparison by the people's own categories, per contrast
         results = without_slots(results)
-        contest_cells = con.execute(queries["contrast_choice_cells"], params).df()
-        fit, occupations = contrast_workforce_rows(contest_cells, workforce)
-        results |= {"workforce_fit": fit.assign(source=source), "workforce_occupations": occupations}
-        results |= contrast_findings(con, run_id, queries, contest_cells)  # occupation lists, robustness
-    _replace_run_rows(con, run_id, results)
+        fit, occupations = contrast_workforce_rows(counts.contest_cells, workforce)
+        results |= {"workforce_fit": fit.assign(source=counts.source), "workforce_occupations": occupations}
+    return results
 
 
 def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -205,26 +191,31 @@ def contrast_workforce_rows(cells: pd.DataFrame, workforce: pd.DataFrame) -> tup
     return pd.concat(fits, ignore_index=True), pd.concat(occupations, ignore_index=True)
 
 
-def _replace_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, results: dict[str, pd.DataFrame]) -> None:
-    """Delete the run's old analysis and insert the new one in one transaction (never duplicates): the frames in
-    `results`, and the tables computed and kept in DuckDB (IN_DUCKDB: temp tables, dropped here)."""
-    views = {table: f"new_{table}_rows" for table in results}
-    for table, view in views.items():
-        con.register(view, results[table])
-    try:
-        with db.transaction(con):
-            for table in RESULT_TABLES:
-                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            for table, view in views.items():
-                if not results[table].empty:
-                    con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id])
-            for table, temp in IN_DUCKDB.items():
-                con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {temp}", [run_id])
-    finally:
-        for view in views.values():
-            con.unregister(view)
-        for temp in IN_DUCKDB.values():
-            con.execute(f"DROP TABLE IF EXISTS {temp}")
+def _replace_run_rows(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    queries: dict[str, str],
+    results: Callable[[], dict[str, pd.DataFrame]],
+    name_sets: bool,
+) -> None:
+    """Delete the run's old analysis and insert the new one in one transaction (never duplicates): first the
+    per-instance rows, straight from metric_instances in DuckDB (metrics.sql `instance_units`, a run over name sets'
+    slot metrics left out: seconds at 1M answers, while `results` computes the statistics on another thread), then
+    the frames `results()` returns."""
+    with db.transaction(con):
+        for table in RESULT_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        without = list(SLOT_METRICS) if name_sets else []
+        con.execute(queries["instance_units"], {"run_id": run_id, "without": without})
+        for table, frame in results().items():
+            if frame.empty:
+                continue
+            view = f"new_{table}_rows"
+            con.register(view, frame)
+            try:
+                con.execute(f"INSERT INTO {table} BY NAME SELECT ?::VARCHAR AS run_id, * FROM {view}", [run_id])
+            finally:
+                con.unregister(view)
 
 
 def metric_rows(

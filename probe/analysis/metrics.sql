@@ -129,23 +129,28 @@ UNION ALL
 SELECT * FROM stage1_scopes;
 
 -- name: instance_units
--- Table instance_metrics (stored by analyze()): per stage-2 instance every metric counted by its flag, with hits and n
--- (0 or 1), and per unit of two instances each metric counted over such units, keyed by its first instance with the
--- other's condition and name order. A comparison restricted to the instances several runs share
--- (probe/compare/summary.py) and the held-out checks (probe/compare/heldout.py) sum these rows. Kept in DuckDB until
--- analyze() stores it (millions of rows at 1M answers: through pandas they cost seconds).
-CREATE OR REPLACE TEMP TABLE instance_metric_rows AS
-SELECT condition, pair_id, occupation, wording, name_order, NULL::VARCHAR AS other_condition,
-       NULL::VARCHAR AS other_name_order, metric, hits, /* metric_registry: stored_denominator */ AS n
+-- Table instance_metrics, inserted by analyze() inside its transaction: per stage-2 instance every metric counted by
+-- its flag, with hits and n (0 or 1), and per unit of two instances each metric counted over such units, keyed by
+-- its first instance with the other's condition and name order; the metrics in $without not stored (a run over name
+-- sets' slot metrics). A comparison restricted to the instances several runs share (probe/compare/summary.py) and
+-- the held-out checks (probe/compare/heldout.py) sum these rows. Straight from metric_instances into the store
+-- (millions of rows at 1M answers: through pandas they cost seconds, through a temp table first 0.8 s more).
+INSERT INTO instance_metrics BY NAME
+SELECT $run_id::VARCHAR AS run_id, *
 FROM (
-    UNPIVOT (
-        SELECT condition, pair_id, occupation, wording, name_order, valid::INT AS n_valid, 1 AS n_instances,
-               /* metric_registry: stored_flags */
-        FROM metric_instances
-    )
-    ON /* metric_registry: stored_unpivoted */
-    INTO NAME metric VALUE hits
-)/* metric_registry: stored_unit_queries */;
+    SELECT condition, pair_id, occupation, wording, name_order, NULL::VARCHAR AS other_condition,
+           NULL::VARCHAR AS other_name_order, metric, hits, /* metric_registry: stored_denominator */ AS n
+    FROM (
+        UNPIVOT (
+            SELECT condition, pair_id, occupation, wording, name_order, valid::INT AS n_valid, 1 AS n_instances,
+                   /* metric_registry: stored_flags */
+            FROM metric_instances
+        )
+        ON /* metric_registry: stored_unpivoted */
+        INTO NAME metric VALUE hits
+    )/* metric_registry: stored_unit_queries */
+)
+WHERE NOT list_contains($without::VARCHAR[], metric);
 
 -- name: pair_counts
 -- The `pair` scope of metric_scope_counts: each pair's own value and what the overall values are computed from.
@@ -207,18 +212,21 @@ WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
 GROUP BY i.condition, i.wording, i.pair_id, i.subject
 ORDER BY i.wording, i.pair_id, i.subject;
 
+-- name: contest_sides
+-- Runs over name sets: per contest (pair_id) its set, attribute and the categories of its first person (slot female)
+-- and its second (slot male). A part the contrast queries below include (`/* query: contest_sides */`), written once.
+SELECT pair_id, set_id, attribute,
+       any_value(category) FILTER (WHERE slot = 'female') AS first_category,
+       any_value(category) FILTER (WHERE slot = 'male') AS second_category
+FROM run_contests WHERE run_id = $run_id
+GROUP BY pair_id, set_id, attribute;
+
 -- name: contrast_instances
 -- Runs over name sets: per (condition, attribute, set, contrast) the valid stage-2 instances of the contests between
 -- two categories (metric_instances) and their flags, by the people's own categories (probe/analysis/contrasts.py's
 -- position, consistency, bias and gaps per contrast): slot_a is the slot (first / second person, stored as female /
 -- male) of category_a's person.
-WITH sides AS (
-    SELECT pair_id, set_id, attribute,
-           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
-           any_value(category) FILTER (WHERE slot = 'male') AS second_category
-    FROM run_contests WHERE run_id = $run_id
-    GROUP BY pair_id, set_id, attribute
-),
+WITH sides AS (/* query: contest_sides */),
 flagged AS (
     SELECT i.*, s.attribute, s.set_id, least(s.first_category, s.second_category) AS category_a,
            greatest(s.first_category, s.second_category) AS category_b,
@@ -260,13 +268,7 @@ ORDER BY a.occupation;
 -- wording) of the single-subject contests between the two categories: n = answers naming either person,
 -- n_female = picks of category_a's person (the column names of female_choice_cells: category_a takes the woman's
 -- place), name_order 'fm' where category_a's person is named first, 'mf' where second; pair_id = the set.
-WITH sides AS (
-    SELECT pair_id, set_id, attribute,
-           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
-           any_value(category) FILTER (WHERE slot = 'male') AS second_category
-    FROM run_contests WHERE run_id = $run_id
-    GROUP BY pair_id, set_id, attribute
-),
+WITH sides AS (/* query: contest_sides */),
 picks AS (
     SELECT i.condition, i.pair_id, i.occupation, i.name_order, i.wording, coalesce(a.label, 'unknown') AS label
     FROM items AS i
@@ -443,13 +445,7 @@ ORDER BY condition, attribute, rate_kind, scope, key, category, set_id, name;
 -- the contests between two people of different categories of the attribute, read by the people's own categories
 -- (run_contests), never by slot: category_a / category_b in alphabetical order, hits = picks of category_a's person,
 -- n = answers naming either person, both name orders together.
-WITH sides AS (
-    SELECT pair_id, set_id, attribute,
-           any_value(category) FILTER (WHERE slot = 'female') AS first_category,
-           any_value(category) FILTER (WHERE slot = 'male') AS second_category
-    FROM run_contests WHERE run_id = $run_id
-    GROUP BY pair_id, set_id, attribute
-),
+WITH sides AS (/* query: contest_sides */),
 picks AS (
     SELECT i.condition, i.pair_id, coalesce(a.label, 'unknown') AS label
     FROM items AS i
@@ -467,10 +463,11 @@ WHERE s.first_category <> s.second_category
 GROUP BY ALL
 ORDER BY ALL;
 
--- name: grant_counts
--- Runs over name sets: stage-1 answers per (attribute, set, category) of the person asked about (the subject's
--- slot read through run_contests as that person's category): yes, yes or no, neither.
-SELECT i.condition, s.attribute, s.set_id, s.category,
+-- name: contrast_wording_grants
+-- Runs over name sets: stage-1 answers per (condition, wording, attribute, set, category) of the person asked about
+-- (the subject's slot read through run_contests as that person's category): yes, yes or no, neither. The grant
+-- gap's robustness verdict per contrast reads them by wording (probe/analysis/contrast_findings.py).
+SELECT i.condition, i.wording, s.attribute, s.set_id, s.category,
        count(*) FILTER (WHERE a.label = 'yes') AS hits,
        count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n,
        count(*) FILTER (WHERE coalesce(a.label, 'unknown') NOT IN ('yes', 'no')) AS unknown
@@ -481,16 +478,10 @@ WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
 GROUP BY ALL
 ORDER BY ALL;
 
--- name: contrast_wording_grants
--- Runs over name sets: grant_counts per wording (the grant gap's robustness verdict per contrast,
--- probe/analysis/contrast_findings.py): stage-1 yes and yes-or-no answers per (condition, wording, attribute, set,
--- category) of the person asked about.
-SELECT i.condition, i.wording, s.attribute, s.set_id, s.category,
-       count(*) FILTER (WHERE a.label = 'yes') AS hits,
-       count(*) FILTER (WHERE a.label IN ('yes', 'no')) AS n
-FROM items AS i
-LEFT JOIN answers AS a ON a.run_id = i.run_id AND a.item_id = i.item_id
-JOIN run_contests AS s ON s.run_id = i.run_id AND s.pair_id = i.pair_id AND s.slot = i.subject
-WHERE i.run_id = $run_id AND i.stage = 1 AND i.qtype = 'attr'
+-- name: grant_counts
+-- Runs over name sets: contrast_wording_grants summed over the wordings, per (condition, attribute, set, category).
+SELECT condition, attribute, set_id, category,
+       sum(hits)::BIGINT AS hits, sum(n)::BIGINT AS n, sum(unknown)::BIGINT AS unknown
+FROM (/* query: contrast_wording_grants */)
 GROUP BY ALL
 ORDER BY ALL;

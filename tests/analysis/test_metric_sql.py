@@ -43,3 +43,8 @@ def test_expand_replaces_each_marker_with_its_part_from_the_current_registry(mon
         f"{METRICS[FEMALE_SHARE].flag}))) AS n_female"
     )
     assert metric_sql.expand("SELECT 1") == "SELECT 1"
+
+
+def test_a_shared_part_is_included_without_its_comments_and_semicolon() -> None:
+    queries = {"sides": "-- who is on each side\nSELECT 1 AS side;", "both": "WITH s AS (/* query: sides */) FROM s;"}
+    assert metric_sql.include(queries) == queries | {"both": "WITH s AS (SELECT 1 AS side) FROM s;"}
