@@ -20,7 +20,6 @@ QUOTING_HELPERS = {"sql_identifier", "sql_string"}
 # Reviewed interpolations, per module: what each is (none carries a user's text).
 REVIEWED = {
     "analysis/metrics.py": {"table", "view"},  # the analyzers' own result tables and views
-    "analysis/run_counts.py": {"slots"},  # '?, ?'
     "analysis/stored.py": {"table", "order"},  # a stored count table and its order: COUNT_TABLES' constants
     # metrics.sql's per-metric parts: the metric registry's own names, flags and unit queries (code constants)
     # (and columns: UNIT_KEYS or the scope's key columns)
