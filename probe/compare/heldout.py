@@ -95,9 +95,10 @@ CELL_KEYS = ["condition", "wording", "pair_id", "occupation", "name_order"]
 def _cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str] | None = None) -> pd.DataFrame:
     """Per (condition, wording, pair, occupation, name order) of one run: the valid instances (n), the hits of each
     measured metric and the occupation's SOC major group (the first two digits of its O*NET-SOC code). From the
-    stored per-instance counts (instance_metrics); with `contrast`, a run over name sets' cells of that contrast
-    from metrics.sql `contrast_choice_cells` (the set as pair_id, category_a's picks as female_share's hits; any
-    attribute whose categories the two are: a marginal contrast pools every contest between them)."""
+    stored per-instance counts (instance_metrics; over name sets, each set's contests summed as pair_id); with
+    `contrast`, a run over name sets' cells of that contrast from metrics.sql `contrast_choice_cells` (the set as
+    pair_id, category_a's picks as female_share's hits; any attribute whose categories the two are: a marginal
+    contrast pools every contest between them)."""
     keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
     if contrast is None:
         placeholders = ", ".join("?" for _ in MEASURES)
@@ -106,6 +107,9 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str] 
             f"WHERE run_id = ? AND other_condition IS NULL AND metric IN ({placeholders})",
             [run_id, *MEASURES],
         ).df()
+        if over_name_sets(con, run_id):  # the set is the unit (its contests summed), as the headline's
+            sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+            units = units.merge(sets, on="pair_id").drop(columns="pair_id").rename(columns={"set_id": "pair_id"})
         hits = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
         # every measure counts valid instances; position_first is stored for every run (female_share not for sets)
         counts = hits.assign(n=units[units["metric"] == POSITION_FIRST].groupby(keys)["n"].sum())

@@ -84,7 +84,7 @@ def test_too_few_sets_for_an_interval_says_sets() -> None:
 
 def test_the_slot_free_metrics_are_measured_per_set_of_a_run_over_name_sets(runs: Path) -> None:
     """position_first, bias and consistency count each set's valid instances from position_first's n (a run over
-    name sets stores no female_share rows): 24 sets in every part, not 0."""
+    name sets stores no female_share rows), the set as the unit: its two contests summed, 12 sets in every part."""
     con = db.connect(runs)
     try:
         position = heldout_section(con, "base", "mitigated", 7, "position_first")
@@ -92,11 +92,12 @@ def test_the_slot_free_metrics_are_measured_per_set_of_a_run_over_name_sets(runs
     finally:
         con.close()
     assert position["unit"] == bias["unit"] == "name sets"
-    assert [row["pairs"] for row in position["parts"]] == [24, 24, 24, 24]
-    # mitigated: the first named everywhere (share 1, distance 0.5); base: a set with a Black-White contest picks the
-    # White person in both orders (share 0.5, distance 0: -0.5 worse), the others the first named (no change): 17 of
-    # the 24 tuning sets have such a contest, 15 of the 24 held-out ones (32 of the 48: 768 of 1,152 instances)
-    assert [row["effect"] for row in position["parts"]] == pytest.approx([-17 / 48, -17 / 48, -15 / 48, -17 / 48])
+    assert position["split"]["pairs"]["tuning"] == [1, 4, 5, 10, 13, 14, 15, 18, 19, 20, 22, 23]  # set ids
+    assert [row["pairs"] for row in position["parts"]] == [12, 12, 12, 12]
+    # mitigated: the first named everywhere (share 1, distance 0.5); base: the 16 sets whose two contests are
+    # between a Black and a White person pick the White person in both orders (share 0.5, distance 0: -0.5 worse),
+    # the other 8 the first named (no change): 10 of the 12 tuning sets are such sets, 6 of the 12 held-out ones
+    assert [row["effect"] for row in position["parts"]] == pytest.approx([-10 / 24, -10 / 24, -6 / 24, -10 / 24])
     assert [row.get("verdict") for row in position["parts"]] == [None] + ["no tuning effect to generalize"] * 3
     # neither run picks the same person in S and M: no effect, an interval around 0
     assert [row["effect"] for row in bias["parts"]] == [0.0, 0.0, 0.0, 0.0]
@@ -127,8 +128,10 @@ def test_one_reader_gives_a_runs_cells_and_a_contrasts_in_the_same_keys(runs: Pa
     keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
     assert list(every) == [*keys, "bias", "consistency", "position_first", "n", "major_group"]
     assert list(contrast) == [*keys, "n", "female_share", "major_group"]
-    # one instance per cell: 48 contests (pair_id: the contest) x 6 occupations x 2 orders x 2 wordings; the base
-    # picks the first named outside the Black-White contests (768 of the 1,152), never the same person in S and M
+    # one instance per contest and cell: 48 contests in 24 sets (pair_id: the set, its two contests summed) x 6
+    # occupations x 2 orders x 2 wordings; the base picks the first named outside the Black-White contests (768 of
+    # the 1,152), never the same person in S and M
+    assert (len(every), every["pair_id"].nunique()) == (576, 24)
     assert every[["n", "position_first", "bias", "consistency"]].sum().tolist() == [1152, 768, 0, 1152]
     # pair_id: the set; the 16 sets with Black-White contests, two per cell (pooled), the Black person never picked
     assert (len(contrast), contrast["pair_id"].nunique()) == (384, 16)
