@@ -127,13 +127,16 @@ SLOWEST_FIRST = (
     "tests/backends/test_engine_agreement.py",
     "tests/backends/test_cached_runs.py",
     "tests/integrations/test_lm_eval_roundtrip.py",
+    "tests/backends/test_served_llamacpp.py",
     "tests/backends/test_backend_hf_causal.py",
     "tests/answering/test_reliability_kill.py",
+    "tests/integrations/test_inspect_roundtrip.py",
     "tests/answering/test_plan.py",
     "tests/store/test_bad_files.py",
     "tests/backends/test_gemma.py",
     "tests/backends/test_failing_servers.py",
     "tests/backends/test_backend_llamacpp.py",
+    "tests/backends/test_hostile_replies.py",
 )
 
 
