@@ -132,6 +132,8 @@ SLOWEST_FIRST = (
     "tests/cli/test_bad_input.py",
     "tests/answering/test_reliability_kill.py",
     "tests/integrations/test_inspect_roundtrip.py",
+    "tests/report/test_report_pages.py",
+    "tests/store/test_study.py",
     "tests/report/test_report.py",
     "tests/report/test_findings.py",
     "tests/answering/test_plan.py",
