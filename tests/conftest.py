@@ -118,3 +118,38 @@ def broken_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     prompts._environment.cache_clear()
     prompts.attribute_sentence.cache_clear()
     prompts._context.cache_clear()
+
+
+# The slowest test files (CPU seconds, each measured alone: BENCHMARKS.md, "make test: the slowest files first"),
+# handed out first to `make test`'s two processes (xdist with --no-loadscope-reorder keeps this order; its default
+# would start the files with the fewest tests last, and a long one of them would leave the other process idle).
+SLOWEST_FIRST = (
+    "tests/backends/test_engine_agreement.py",
+    "tests/backends/test_cached_runs.py",
+    "tests/integrations/test_lm_eval_roundtrip.py",
+    "tests/backends/test_served_llamacpp.py",
+    "tests/backends/test_backend_hf_causal.py",
+    "tests/cli/test_bad_input.py",
+    "tests/answering/test_reliability_kill.py",
+    "tests/integrations/test_inspect_roundtrip.py",
+    "tests/report/test_report_pages.py",
+    "tests/store/test_study.py",
+    "tests/report/test_report.py",
+    "tests/report/test_findings.py",
+    "tests/answering/test_plan.py",
+    "tests/store/test_bad_files.py",
+    "tests/backends/test_gemma.py",
+    "tests/gates/test_gate_example.py",
+    "tests/backends/test_failing_servers.py",
+    "tests/backends/test_backend_llamacpp.py",
+    "tests/cli/test_refused_input.py",
+    "tests/cli/test_runs_cli.py",
+    "tests/cli/test_hostile_input.py",
+    "tests/backends/test_hostile_replies.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of SLOWEST_FIRST first, in its order; every other file after them, in collection order."""
+    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))

@@ -293,3 +293,10 @@ def test_every_module_is_imported_by_a_test() -> None:
     """Each module of probe/ has a test that imports it by name, not only a path through the CLI."""
     modules = _modules()
     assert set(modules) - _imported_by_tests(modules) == set()
+
+
+def test_the_slowest_first_files_exist() -> None:
+    """tests/conftest.py hands these files out first under `make test`: a file renamed or removed leaves the list."""
+    from tests.conftest import SLOWEST_FIRST
+
+    assert [path for path in SLOWEST_FIRST if not (TESTS.parent / path).is_file()] == []

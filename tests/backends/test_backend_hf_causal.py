@@ -3,6 +3,7 @@ device/dtype, greedy generation."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -21,7 +22,7 @@ from probe.backends.prefix_tree import TokenTree
 from probe.backends.torch_device import Placement, resolve_placement
 from probe.cli import app
 from probe.common.errors import UserError
-from tests.support import MULTIPLE, YES_NO, query, seeded_copy
+from tests.support import MULTIPLE, YES_NO, query
 from tests.tiny_models import build_causal_model, write_gguf
 
 PROMPTS = {
@@ -48,9 +49,15 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@functools.cache
+def reference_model(folder: Path) -> torch.nn.Module:
+    """The saved model loaded once a folder (the tests never write to it)."""
+    return AutoModelForCausalLM.from_pretrained(folder).eval()
+
+
 def reference_loglikelihood(folder: Path, prompt_ids: list[int], option_ids: list[int]) -> float:
     """log p(option | prompt) from one unpadded forward pass, written out independently of the backend."""
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    model = reference_model(folder)
     ids = torch.tensor([prompt_ids + option_ids])
     with torch.no_grad():
         logprobs = torch.log_softmax(model(ids).logits[0].float(), -1)
@@ -299,8 +306,7 @@ def test_device_and_dtype_resolve_and_join_the_identity(models: dict[str, Path])
         assert one.scores == pytest.approx(other.scores, abs=0.1)  # bfloat16 keeps ~3 significant digits
 
 
-def test_cli_run_records_device_and_dtype(models: dict[str, Path], tmp_path: Path) -> None:
-    db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
+def test_cli_run_records_device_and_dtype(models: dict[str, Path], db_file: Path) -> None:
     args = [
         "run",
         "--backend",
@@ -335,9 +341,10 @@ def test_cli_run_records_device_and_dtype(models: dict[str, Path], tmp_path: Pat
     assert answers.iloc[0].tolist() == [20, 20]  # 12 stage-1 items (3 attributes) and 8 stage-2 ones, all scored
 
 
-def test_the_run_card_of_a_local_folder_names_its_weights(models: dict[str, Path], tmp_path: Path) -> None:
+def test_the_run_card_of_a_local_folder_names_its_weights(
+    models: dict[str, Path], db_file: Path, tmp_path: Path
+) -> None:
     """A folder has no hub revision: the report's run card shows each weight file's sha256 instead."""
-    db_file = seeded_copy(tmp_path / "seed.duckdb", tmp_path / "probe.duckdb")
     args = [
         "run",
         "--backend",

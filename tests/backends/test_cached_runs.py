@@ -3,6 +3,7 @@ imports neither torch nor transformers, and answers exactly as the first; a cach
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -26,12 +27,18 @@ SLICE = [
     "--yes",
     "--quiet",
 ]
-# `probe run` in a fresh interpreter, printing afterwards whether torch or transformers were imported.
+# `probe` commands one after another in one fresh interpreter (each command's arguments as a JSON list), printing
+# after each its exit code and whether torch or transformers had been imported by then: a command that imports
+# them shows it on its own line, as no command before it had.
 RUN = (
-    "import sys; from probe.cli import app\n"
-    "try:\n    app(sys.argv[1:], prog_name='probe')\nexcept SystemExit as done:\n    code = done.code\n"
-    "print('imported:', sorted(m for m in ('torch', 'transformers') if m in sys.modules)); sys.exit(code)"
+    "import json, sys; from probe.cli import app\n"
+    "for args in map(json.loads, sys.argv[1:]):\n"
+    "    code = 0\n"
+    "    try:\n        app(args, prog_name='probe')\n    except SystemExit as done:\n        code = done.code\n"
+    "    print('exit', code, 'imported:', sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
 )
+NO_MODEL = "exit 0 imported: []"
+MODEL_BUILT = "exit 0 imported: ['torch', 'transformers']"
 
 
 @pytest.fixture(scope="module")
@@ -39,25 +46,20 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_causal_model(tmp_path_factory.mktemp("tiny") / "model", chat=True)
 
 
-def _run(tmp_path: Path, model: Path, run_id: str, *extra: str) -> subprocess.CompletedProcess:
+def _run_args(tmp_path: Path, model: Path, run_id: str, *extra: str) -> list[str]:
+    db_args = ["--db", str(tmp_path / "probe.duckdb")]
+    return ["run", "--backend", "hf-causal", "--model", str(model), *db_args, "--run-id", run_id, *SLICE, *extra]
+
+
+def _probe(tmp_path: Path, *commands: list[str]) -> list[str]:
+    """The lines RUN prints for `commands`, run in a fresh interpreter with its own model cache."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    command = [
-        sys.executable,
-        "-c",
-        RUN,
-        "run",
-        "--backend",
-        "hf-causal",
-        "--model",
-        str(model),
-        "--db",
-        str(tmp_path / "probe.duckdb"),
-        "--run-id",
-        run_id,
-        *SLICE,
-        *extra,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    arguments = [json.dumps(command) for command in commands]
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, *arguments], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line.startswith("exit ")]
 
 
 def _labels(db_file: Path, run_id: str) -> list[tuple]:
@@ -75,30 +77,21 @@ def _labels(db_file: Path, run_id: str) -> list[tuple]:
 
 
 def test_a_fully_cached_run_imports_no_torch_and_answers_the_same(model: Path, tmp_path: Path) -> None:
-    first = _run(tmp_path, model, "first")
-    assert first.returncode == 0, first.stderr
-    assert "imported: ['torch', 'transformers']" in first.stdout
-    second = _run(tmp_path, model, "second")
-    assert second.returncode == 0, second.stderr
-    assert "imported: []" in second.stdout  # every answer from the cache: no model built
-    assert _labels(tmp_path / "probe.duckdb", "second") == _labels(tmp_path / "probe.duckdb", "first")
-    # reading what was stored needs no model either: analyze, report, compare, and `probe run` of a finished run
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert _probe(tmp_path, _run_args(tmp_path, model, "first")) == [MODEL_BUILT]
     db_args = ["--db", str(tmp_path / "probe.duckdb")]
-    for args in (
-        ["analyze", "first"],
-        ["report", "first", "-o", str(tmp_path / "r.html")],
-        ["compare", "first", "second", "-o", str(tmp_path / "c.html")],
-        ["run", "--run-id", "first", "--yes", "--quiet"],
-    ):
-        done = subprocess.run(
-            [sys.executable, "-c", RUN, *args, *db_args], capture_output=True, text=True, env=env, timeout=600
-        )
-        assert done.returncode == 0 and "imported: []" in done.stdout, (args, done.stdout, done.stderr)
-    # a design with a question the cache lacks builds the model on that miss
-    wider = _run(tmp_path, model, "wider", "--occupations", "nurse,pilot,dancer,plumber")
-    assert wider.returncode == 0, wider.stderr
-    assert "imported: ['torch', 'transformers']" in wider.stdout
+    commands = {
+        "second": _run_args(tmp_path, model, "second"),  # every answer from the cache: no model built
+        # reading what was stored needs no model either: analyze, report, compare, `probe run` of a finished run
+        "analyze": ["analyze", "first", *db_args],
+        "report": ["report", "first", "-o", str(tmp_path / "r.html"), *db_args],
+        "compare": ["compare", "first", "second", "-o", str(tmp_path / "c.html"), *db_args],
+        "finished": ["run", "--run-id", "first", "--yes", "--quiet", *db_args],
+        # a design with a question the cache lacks builds the model on that miss
+        "wider": _run_args(tmp_path, model, "wider", "--occupations", "nurse,pilot,dancer,plumber"),
+    }
+    printed = dict(zip(commands, _probe(tmp_path, *commands.values()), strict=True))
+    assert printed == {**dict.fromkeys(commands, NO_MODEL), "wider": MODEL_BUILT}
+    assert _labels(tmp_path / "probe.duckdb", "second") == _labels(tmp_path / "probe.duckdb", "first")
 
 
 def test_the_remembered_identity_is_keyed_by_the_model_bytes_and_settings(
