@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.special import expit
 
 from probe.analysis.metrics import metric_queries
-from probe.analysis.robustness import analyze_wordings
+from probe.analysis.robustness import asked_wordings, wording_rows
 from probe.common.vocabulary import WORDINGS
 from probe.store.config import QUICK_OCCUPATIONS
 from probe.store.db import SCHEMA
@@ -124,7 +124,9 @@ def analysed(con: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> pd.DataFra
     queries = metric_queries()
     con.execute(queries["instances"], {"run_id": "sim"})
     try:
-        rows = analyze_wordings(con, "sim", queries)
+        cells = con.execute(queries["wording_cells"]).df()
+        grants = con.execute(queries["wording_grants"], {"run_id": "sim"}).df()
+        rows = wording_rows(cells, grants, asked_wordings(con, "sim"))
     finally:
         con.execute(queries["drop_instances"])
     crossed = rows[(rows["scope"] == "crossed") & (rows["condition"] == "taxonomy")].sort_values("metric")

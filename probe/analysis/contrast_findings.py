@@ -24,13 +24,12 @@ from __future__ import annotations
 
 from itertools import combinations
 
-import duckdb
 import pandas as pd
 
 from probe.analysis.metric_registry import ATTR_YES_DIFF, FEMALE_SHARE
 from probe.analysis.preference import PREFERENCE_COLUMNS, occupation_preference_rows
 from probe.analysis.robustness import COLUMNS as ROBUSTNESS_COLUMNS
-from probe.analysis.robustness import asked_wordings, cell_values, robustness_rows
+from probe.analysis.robustness import cell_values, robustness_rows
 
 CONTRAST_KEYS = ["attribute", "category_a", "category_b"]
 # occupation_preference's columns by the contrast's categories (a in the woman's place, b in the man's)
@@ -55,15 +54,12 @@ ROBUSTNESS_TABLE_COLUMNS = [
 ]
 
 
-def contrast_findings(
-    con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str], cells: pd.DataFrame
-) -> dict[str, pd.DataFrame]:
+def contrast_findings(cells: pd.DataFrame, grants: pd.DataFrame | None, wordings: list[str]) -> dict[str, pd.DataFrame]:
     """analyze()'s contrast_occupations and contrast_robustness rows of a run over name sets, from its
-    `contrast_choice_cells` and metrics.sql's `contrast_wording_grants` (`queries`)."""
-    grants = con.execute(queries["contrast_wording_grants"], {"run_id": run_id}).df()
+    `contrast_choice_cells` and metrics.sql's `contrast_wording_grants` (none for a run in one wording)."""
     return {
         "contrast_occupations": contrast_occupation_rows(cells),
-        "contrast_robustness": contrast_robustness_rows(cells, grants, asked_wordings(con, run_id)),
+        "contrast_robustness": contrast_robustness_rows(cells, grants, wordings),
     }
 
 

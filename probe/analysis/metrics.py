@@ -46,6 +46,7 @@ from probe.analysis.metric_sql import expand, include
 from probe.analysis.pairs import pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
+from probe.analysis.robustness import wording_rows
 from probe.analysis.run_counts import RunCounts, read_counts
 from probe.analysis.statistics import ShareEstimate, pair_terms, prepare_betting_intervals, rate, share_estimate
 from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
@@ -124,8 +125,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str |
         with ThreadPoolExecutor(max_workers=2) as pool:
             counts = read_counts(con, run_id, queries, workforce_source or shipped_workforce()["source"], pool)
             statistics = pool.submit(result_frames, counts)
-            findings = contrast_findings(con, run_id, queries, counts.contest_cells) if counts.name_sets else {}
-            _replace_run_rows(con, run_id, queries, lambda: statistics.result() | findings, counts.name_sets)
+            _replace_run_rows(con, run_id, queries, statistics.result, counts.name_sets)
     finally:
         con.execute(queries["drop_instances"])
 
@@ -143,7 +143,7 @@ def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
     by_sex = counts.by_wording.iloc[0:0] if name_sets else counts.by_wording
     results = {
         "metrics": metrics,
-        "robustness": counts.robustness,
+        "robustness": wording_rows(counts.by_wording, counts.wording_grants, counts.wordings),
         "occupation_preference": occupation_preference_rows(counts.cells),
         "correlations": correlation_rows(metrics),  # across the pairs, or a run over name sets' sets
         "regression": regression_rows(counts.cells),
@@ -164,8 +164,9 @@ def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
         if name_sets
         else pd.DataFrame(columns=CATEGORY_COLUMNS),
     }
-    if name_sets:  # the workforce comparison by the people's own categories, per contrast
+    if name_sets:  # the contrasts' findings, and the workforce comparison by the people's own categories
         results = without_slots(results)
+        results |= contrast_findings(counts.contest_cells, counts.contest_grants, counts.wordings)
         fit, occupations = contrast_workforce_rows(counts.contest_cells, workforce)
         results |= {"workforce_fit": fit.assign(source=counts.source), "workforce_occupations": occupations}
     return results

@@ -332,13 +332,9 @@ def asked_wordings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return [row[0] for row in con.execute(query, [run_id]).fetchall()]
 
 
-def analyze_wordings(con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str]) -> pd.DataFrame:
-    """The run's `robustness` rows: computed when it asked more than one wording, else none (metrics.analyze stores
-    them with the other result tables). `queries`: metrics.sql's named queries (metric_instances must exist: the
-    caller builds and drops it)."""
-    wordings = asked_wordings(con, run_id)
+def wording_rows(cells: pd.DataFrame, grants: pd.DataFrame | None, wordings: list[str]) -> pd.DataFrame:
+    """The run's `robustness` rows from metrics.sql's `wording_cells` and `wording_grants` (read by
+    probe/analysis/run_counts.py): computed when it asked more than one wording, else none."""
     if len(wordings) < 2:
         return pd.DataFrame(columns=COLUMNS)
-    cells = con.execute(queries["wording_cells"]).df()
-    grants = con.execute(queries["wording_grants"], {"run_id": run_id}).df()
     return robustness_rows(cell_values(cells, grants), wordings)

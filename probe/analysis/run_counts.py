@@ -15,7 +15,7 @@ import pandas as pd
 from probe.analysis.contrasts import over_name_sets
 from probe.analysis.impact import impact_rows
 from probe.analysis.pairs import heterogeneity
-from probe.analysis.robustness import analyze_wordings
+from probe.analysis.robustness import asked_wordings
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class RunCounts:
     impact_counts: pd.DataFrame
     adverse_impact: Future[pd.DataFrame]  # impact_rows of impact_counts
     sets: pd.DataFrame  # each contest's pair_id and set_id (a run over name pairs: none)
-    robustness: pd.DataFrame  # robustness.analyze_wordings' rows (none for a run in one wording)
+    wordings: list[str]  # the run's wordings in the order asked
+    wording_grants: pd.DataFrame | None  # wording_grants (a run asked in two or more wordings)
     workforce: pd.DataFrame  # workforce_shares of `source`
     source: str
     contests: pd.DataFrame  # contrast_counts
@@ -39,12 +40,13 @@ class RunCounts:
     name_sets: bool  # the run asked name sets (its contests' people in run_contests), not name pairs
     instances: pd.DataFrame | None = None  # contrast_instances (runs over name sets)
     contest_cells: pd.DataFrame | None = None  # contrast_choice_cells (runs over name sets)
+    contest_grants: pd.DataFrame | None = None  # contrast_wording_grants (runs over name sets in two or more wordings)
 
 
 def read_counts(
     con: duckdb.DuckDBPyConnection, run_id: str, queries: dict[str, str], source: str, pool: Executor
 ) -> RunCounts:
-    """The run's counts (metric_instances must exist: analyze() builds and drops it) and its robustness rows. The
+    """The run's counts (metric_instances must exist: analyze() builds and drops it). The
     heterogeneity test between pairs (seconds of numpy's shuffles at 1M answers) and the adverse-impact table (a
     second of root searches) start on `pool` as soon as their counts are read, while DuckDB counts the rest."""
     params = {"run_id": run_id}
@@ -59,6 +61,8 @@ def read_counts(
     pooled = con.execute(query, args).fetchnumpy()  # lists as arrays: 2x faster than tuples
     columns = (pooled[column] for column in ("condition", "scope", "key", "metric", "hits", "n"))
     pooled_counts = list(zip(*columns, strict=True))
+    wordings = asked_wordings(con, run_id)
+    several = len(wordings) > 1
     sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
     return RunCounts(
         pair_counts=con.execute(queries["pair_counts"]).df(),
@@ -69,7 +73,8 @@ def read_counts(
         impact_counts=impact_counts,
         adverse_impact=adverse_impact,
         sets=sets,
-        robustness=analyze_wordings(con, run_id, queries),
+        wordings=wordings,
+        wording_grants=con.execute(queries["wording_grants"], params).df() if several else None,
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),
         source=source,
         contests=con.execute(queries["contrast_counts"], params).df(),
@@ -77,6 +82,7 @@ def read_counts(
         name_sets=name_sets,
         instances=con.execute(queries["contrast_instances"], params).df() if name_sets else None,
         contest_cells=con.execute(queries["contrast_choice_cells"], params).df() if name_sets else None,
+        contest_grants=con.execute(queries["contrast_wording_grants"], params).df() if name_sets and several else None,
     )
 
 
