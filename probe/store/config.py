@@ -225,8 +225,8 @@ def _parse_base_url(value: object) -> str | None:
     for number, url in enumerate(urls, start=1):
         try:
             urllib.parse.urlsplit(url)
-        except ValueError as error:
-            raise ValueError(f"URL {number} of {len(urls)} cannot be read ({error})") from None
+        except ValueError:  # its message may quote the URL's host and key
+            raise ValueError(f"URL {number} of {len(urls)} is not a valid URL") from None
     return text
 
 

@@ -39,8 +39,15 @@ def test_the_ids_keep_their_canonical_order() -> None:
     assert (spec.design.conditions, spec.design.wordings) == (("taxonomy", "control"), ("paper", "synonym"))
 
 
-def test_a_base_url_that_does_not_parse_is_refused_without_echoing_it() -> None:
+@pytest.mark.parametrize(
+    "urls",
+    [
+        "http://user:sk-secret@127.0.0.1:1/v1,http://[::1",
+        "http://127.0.0.1:1/v1,http://user:sk-secret@exa\u2100mple.com/v1",  # urlsplit's own message quotes the host
+    ],
+)
+def test_a_base_url_that_does_not_parse_is_refused_without_echoing_it(urls: str) -> None:
     """The URL may carry a key (user:key@host), so the message counts it and never repeats it."""
     with pytest.raises(UserError) as refused:
-        load_config({"base_url": "http://user:sk-secret@127.0.0.1:1/v1,http://[::1"})
-    assert str(refused.value) == "--base-url: URL 2 of 2 cannot be read (Invalid IPv6 URL)"
+        load_config({"base_url": urls})
+    assert str(refused.value) == "--base-url: URL 2 of 2 is not a valid URL"
