@@ -7,6 +7,7 @@ import urllib.parse
 
 import pytest
 
+from probe.common import redact
 from probe.common.redact import host_port, register_secret, register_url_secrets, safe_url, scrub
 
 
@@ -18,7 +19,11 @@ def test_known_keys_are_scrubbed_wherever_they_appear(monkeypatch: pytest.Monkey
     assert scrub(text) == "echo *** *** *** *** ***; me, v=2"  # not the user name, not a short value
 
 
-def test_credential_shapes_are_scrubbed_without_known_keys() -> None:
+def test_credential_shapes_are_scrubbed_without_known_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key known: the shapes alone (keys an earlier test in the process registered, such as one ending
+    0123456789, would mask this test's digits as pieces of a key first)."""
+    monkeypatch.setattr(redact, "_known_secrets", set())
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert scrub('{"Authorization": "Bearer abc.def-123456789"}') == '{"Authorization": "***"}'
     assert scrub("x-api-key: s3cr3t-value; next") == "x-api-key: ***; next"
     assert scrub("sent Bearer abcdef123456789 to") == "sent Bearer *** to"
