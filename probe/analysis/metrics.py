@@ -143,7 +143,9 @@ def result_frames(counts: RunCounts) -> dict[str, pd.DataFrame]:
     by_sex = counts.by_wording.iloc[0:0] if name_sets else counts.by_wording
     results = {
         "metrics": metrics,
-        "robustness": wording_rows(counts.by_wording, counts.wording_grants, counts.wordings),
+        "robustness": wording_rows(
+            counts.by_wording, counts.wording_grants, counts.wordings, counts.sets if name_sets else None
+        ),
         "occupation_preference": occupation_preference_rows(counts.cells),
         "correlations": correlation_rows(metrics),  # across the pairs, or a run over name sets' sets
         "regression": regression_rows(counts.cells),

@@ -332,9 +332,16 @@ def asked_wordings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return [row[0] for row in con.execute(query, [run_id]).fetchall()]
 
 
-def wording_rows(cells: pd.DataFrame, grants: pd.DataFrame | None, wordings: list[str]) -> pd.DataFrame:
+def wording_rows(
+    cells: pd.DataFrame, grants: pd.DataFrame | None, wordings: list[str], sets: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The run's `robustness` rows from metrics.sql's `wording_cells` and `wording_grants` (read by
-    probe/analysis/run_counts.py): computed when it asked more than one wording, else none."""
+    probe/analysis/run_counts.py): computed when it asked more than one wording, else none. `sets` (a run over name
+    sets: each contest's pair_id and set_id): each set's contests summed, the set the unit; its grants by slot are
+    no finding (analysis/contrasts.py `without_slots`) and are left out."""
     if len(wordings) < 2:
         return pd.DataFrame(columns=COLUMNS)
-    return robustness_rows(cell_values(cells, grants), wordings)
+    if sets is None:
+        return robustness_rows(cell_values(cells, grants), wordings)
+    per_set = cells.assign(pair_id=cells["pair_id"].map(sets.set_index("pair_id")["set_id"]))
+    return robustness_rows(cell_values(per_set, grants.iloc[0:0]), wordings, unit="set")

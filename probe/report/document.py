@@ -31,7 +31,7 @@ from probe.report.findings import headline, occupation_testability, testability
 from probe.report.formatting import in_sets, set_words
 from probe.report.impact import adverse_impact_section
 from probe.report.items import drilldown
-from probe.report.robustness import robustness_section, wording_claims
+from probe.report.robustness import robustness_in_sets, robustness_section, wording_claims
 from probe.report.set_testability import set_testability
 from probe.report.workforce import workforce_section
 
@@ -74,9 +74,10 @@ def summary(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
     correlation_records = records(correlations)
     settings = run_settings(con, run_id)
     preferences = preference_frame(con, run_id)
-    robustness = robustness_section(con, run_id, overall)  # None unless the run asked more than one wording
-    claims = wording_claims(robustness)
     groups = groups_sections(con, run_id)  # a run over name sets: its findings by the people's own categories
+    robustness = robustness_section(con, run_id, overall)  # None unless the run asked more than one wording
+    robustness = robustness if groups is None else robustness_in_sets(robustness)
+    claims = wording_claims(robustness)
     findings = headline(overall, correlation_records, claims, over_name_sets=groups is not None)
     findings = findings if groups is None else [in_sets(finding) for finding in findings]
     document = {

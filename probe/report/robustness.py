@@ -11,12 +11,12 @@ import duckdb
 
 from probe.analysis.binomial import SIGNIFICANCE
 from probe.analysis.metric_registry import FEMALE_SHARE, METRICS, POSITION_FIRST, WORDING_METRICS
-from probe.analysis.robustness import METHODS, WORDING_DIFFERENCES
+from probe.analysis.robustness import METHODS, WORDING_DIFFERENCES, robustness_methods
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import CONDITIONS, STAGE1_CONDITION
 from probe.report.data import clean, order_index
 from probe.report.findings import DIRECTIONS, TESTS
-from probe.report.formatting import fmt_p, p_phrase
+from probe.report.formatting import fmt_p, p_phrase, set_words
 
 ORDER = (FEMALE_SHARE, POSITION_FIRST, *WORDING_DIFFERENCES, *WORDING_METRICS[2:])  # direct measures first
 TOGETHER_TEST = "the crossed pair x wording test"
@@ -50,7 +50,8 @@ def _wording_claim(row: Mapping[str, Any], quoted: bool) -> str:
     shown = [entry for entry in per_wording if _rejects(entry["p_value"])]
     if verdict == "holds":
         worst = max(entry["p_value"] for entry in shown)
-        tests = f"each wording's own test over name pairs, p <= {fmt_p(worst)}" if quoted else "each wording's test"
+        bound = p_phrase(worst) if fmt_p(worst).startswith("<") else f"p <= {fmt_p(worst)}"  # not "p <= <0.001"
+        tests = f"each wording's own test over name pairs, {bound}" if quoted else "each wording's test"
         direction = _direction(metric, shown[0]["estimate"])
         return f"holds under every wording: {direction} under each of the {count} ({tests})"
     lead = f"depends on wording ({moves})" if verdict == "depends" else ""
@@ -187,6 +188,26 @@ def robustness_section(
         "pairs_only_method": METHODS["pairs"],
         "wording_test": METHODS["wording_test"],
         "min_pairs": MIN_PAIRS,
+        "findings": findings,
+    }
+
+
+def robustness_in_sets(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run over name sets' section: its methods and sentences name sets where they named pairs (its rows' unit is
+    the set: analysis/robustness.py `wording_rows`)."""
+    if section is None:
+        return None
+    methods = robustness_methods("set")
+    sentences = ("claim", "finding", "together_clause")
+    findings = [
+        finding | {key: set_words(finding[key]) for key in sentences if key in finding}
+        for finding in section["findings"]
+    ]
+    return section | {
+        "method": methods["crossed"],
+        "per_wording_method": methods["wording"],
+        "pairs_only_method": methods["pairs"],
+        "wording_test": methods["wording_test"],
         "findings": findings,
     }
 

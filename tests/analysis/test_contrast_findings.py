@@ -17,6 +17,7 @@ import probe
 from probe import pipeline
 from probe.analysis.contrast_findings import contrast_occupation_rows
 from probe.analysis.preference import occupation_preference_rows
+from probe.analysis.robustness import robustness_methods
 from probe.store.config import RunConfig
 from probe.taxonomy.name_sets import contests, read_name_sets
 from tests.support import query, unknown_answers
@@ -244,3 +245,27 @@ def test_the_report_api_and_export_give_them(planted, tmp_path: Path) -> None:
     assert "none preferred (0 occupations with a leaning set)" in html.read_text()
     written = {path.name for path in run.export("csv", tmp_path / "export")}
     assert {"contrast_occupations.csv", "contrast_robustness.csv"} <= written
+
+
+def test_the_runs_own_wording_rows_count_sets_and_say_so(planted, tmp_path: Path) -> None:
+    """The slot-free metrics' robustness rows of a run over name sets (position, consistency, bias): each set's two
+    contests summed, the 24 sets the unit of their intervals (they were the 48 contests), their methods and the
+    report's section naming sets."""
+    db_file, run_id = planted
+    crossed = query(
+        db_file, "SELECT metric, pairs, method FROM robustness WHERE run_id = ? AND scope = 'crossed'", [run_id]
+    )
+    assert crossed["metric"].tolist() == ["bias", "consistency", "position_first"]
+    assert set(crossed["pairs"]) == {24}
+    assert set(crossed["method"]) == {robustness_methods("set")["crossed"]}
+    html = probe.open_run(run_id, db=str(db_file)).report(tmp_path / "report.html")
+    section = json.loads(html.with_name("report.json").read_text())["robustness"]
+    methods = [section[key] for key in ("method", "per_wording_method", "pairs_only_method", "wording_test")]
+    assert methods == [robustness_methods("set")[key] for key in ("crossed", "wording", "pairs", "wording_test")]
+    assert section["findings"][0]["finding"] == (
+        "first-named picked (taxonomy): holds under every wording: the first-named person is favoured under each of "
+        "the 2 (each wording's own test over name sets, p < 0.001); over all wordings together the first-named "
+        "person is favoured (score test over name sets, every wording pooled: p < 0.001; the crossed set x wording "
+        "test: p = 0.039; both reject); it moves 0.0 points between wordings."
+    )
+    assert '<th class="num">Sets only</th>' in html.read_text()
