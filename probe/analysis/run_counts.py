@@ -1,6 +1,7 @@
-"""Everything analyze() reads from DuckDB for one run, read before any statistic is computed: the statistics then run
-on a second thread while DuckDB stores the per-instance rows (probe/analysis/metrics.py; DuckDB leaves the
-interpreter lock while it works, so the two use both cores: issue 49).
+"""Everything analyze() reads from DuckDB for one run, read on the calling thread (the connection's only user): two
+statistics start on a second thread as soon as their counts are read, the others once all are, while DuckDB stores
+the per-instance rows (probe/analysis/metrics.py; DuckDB leaves the interpreter lock while it works, so the two use
+both cores: issue 49).
 """
 
 from __future__ import annotations

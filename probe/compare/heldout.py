@@ -99,7 +99,7 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str] 
     `contrast`, a run over name sets' cells of that contrast from metrics.sql `contrast_choice_cells` (the set as
     pair_id, category_a's picks as female_share's hits; any attribute whose categories the two are: a marginal
     contrast pools every contest between them)."""
-    keys = ["condition", "wording", "pair_id", "occupation", "name_order"]
+    keys = CELL_KEYS
     if contrast is None:
         placeholders = ", ".join("?" for _ in MEASURES)
         units = con.execute(
@@ -161,6 +161,12 @@ def heldout_section(
     """compare.json's `heldout`: the split and, per part, the mitigation's effect with its interval and verdict.
     `contrast` (two categories, with metric preference): the check of two runs over name sets on that contrast."""
     over_sets = [run_id for run_id in (base, mitigated) if over_name_sets(con, run_id)]
+    if len(over_sets) == 1:
+        pairs = mitigated if over_sets == [base] else base
+        raise UserError(
+            f"--heldout-seed: run {over_sets[0]} asked name sets and run {pairs} name pairs; the held-out check "
+            "pairs the same people in both runs"
+        )
     base_cells, mitigated_cells = _measured_cells(con, (base, mitigated), over_sets, metric, contrast)
     unit = SETS if over_sets else PAIRS
     shared = [c for c in CONDITIONS if c in set(base_cells["condition"]) & set(mitigated_cells["condition"])]

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from probe.analysis.metric_registry import COMPARED_METRICS, FEMALE_SHARE
@@ -15,6 +14,7 @@ from probe.analysis.metrics import order_balanced_shares
 from probe.analysis.statistics import OVERALL_METHOD
 from probe.common.errors import UserError
 from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
+from probe.compare.agreement import preference_agreement
 from probe.compare.contrasts import contrast_comparison, set_counts, sets_of
 from probe.compare.leaderboard import (
     CONTRASTS,
@@ -166,43 +166,6 @@ def stage1_paired(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str], shared
     return everywhere > 0 and total == everywhere
 
 
-def cohens_kappa(labels_a: Sequence[str], labels_b: Sequence[str]) -> float | None:
-    """Cohen's kappa of two raters' labels; None where chance agreement is already 1 (one shared label)."""
-    a, b = np.asarray(labels_a), np.asarray(labels_b)
-    if len(a) == 0:
-        return None
-    observed = float(np.mean(a == b))
-    expected = sum(float(np.mean(a == label)) * float(np.mean(b == label)) for label in set(a) | set(b))
-    return None if expected >= 1 else (observed - expected) / (1 - expected)
-
-
-def preference_agreement(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> list[dict[str, Any]]:
-    """How often two runs name the same preferred gender (female/male/none) for an occupation."""
-    both = con.execute(
-        """
-        SELECT a.condition, a.occupation, a.preferred AS preferred_a, b.preferred AS preferred_b
-        FROM occupation_preference AS a
-        JOIN occupation_preference AS b USING (condition, occupation)
-        WHERE a.run_id = ? AND b.run_id = ? AND a.n > 0 AND b.n > 0
-        """,
-        [run_a, run_b],
-    ).df()
-    rows = []
-    for condition in sorted(set(both["condition"]), key=lambda c: order_index(CONDITIONS, c)):
-        part = both[both["condition"] == condition]
-        rows.append(
-            {
-                "condition": condition,
-                "run_a": run_a,
-                "run_b": run_b,
-                "occupations": len(part),
-                "same_preferred": clean(float(np.mean(part["preferred_a"] == part["preferred_b"]))),
-                "kappa": cohens_kappa(part["preferred_a"].tolist(), part["preferred_b"].tolist()),
-            }
-        )
-    return rows
-
-
 def _distinct(con: duckdb.DuckDBPyConnection, column: str, run_id: str) -> set:
     return {
         value
@@ -278,6 +241,10 @@ def settings_differences(
     return differences, unpaired
 
 
+MIXED_UNITS = (
+    "The runs {sets} asked name sets and {pairs} name pairs: their contests and pairs are different people, so "
+    "each run is shown on its own, side by side; no paired differences or ranks are computed."
+)
 NOTHING_SHARED = (
     "The runs {runs} share no stage-2 instance (no occupation, name pair, condition and wording in common): each "
     "run is shown on its own instances, side by side; no paired differences or ranks are computed."
@@ -338,7 +305,12 @@ def compare_summary(
     lead = (in_common or conditions or [STAGE1_CONDITION])[0]
     preferred = {run_id: preferred_lists(preference_frame(con, run_id)) for run_id in run_ids}
     differences, unpaired = settings_differences(con, runs)
-    if shared.empty:  # no occupation (or pair, condition, wording) in common: each run on its own instances
+    if len({bool(run["name_sets"]) for run in runs}) > 1:  # a contest's pair_id is no name pair: nothing to pair
+        by_kind = {kind: [run["run_id"] for run in runs if bool(run["name_sets"]) == kind] for kind in (True, False)}
+        unpaired.append(MIXED_UNITS.format(sets=", ".join(by_kind[True]), pairs=", ".join(by_kind[False])))
+        values = {run["run_id"]: "name sets" if run["name_sets"] else "name pairs" for run in runs}
+        differences.append({"setting": "names", "values": values, "effect": "unpaired", "sentence": unpaired[-1]})
+    elif shared.empty:  # no occupation (or pair, condition, wording) in common: each run on its own instances
         unpaired.append(NOTHING_SHARED.format(runs=", ".join(run_ids)))
         differences.append(
             {
