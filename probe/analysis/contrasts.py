@@ -127,6 +127,11 @@ def over_name_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return con.execute("SELECT count(*) FROM run_contests WHERE run_id = ?", [run_id]).fetchone()[0] > 0
 
 
+def contest_sets(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """Each contest's pair_id and set_id of a run over name sets (none for a run over name pairs)."""
+    return con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+
+
 def by_set(pair_counts: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
     """Each set's counts summed over its contests, keyed by the set (a run over name sets' unit): `pair_counts` has
     condition, pair_id, metric, hits and n; `sets` each contest's pair_id and set_id."""

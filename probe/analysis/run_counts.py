@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from probe.analysis.contrasts import over_name_sets
+from probe.analysis.contrasts import contest_sets, over_name_sets
 from probe.analysis.impact import impact_rows
 from probe.analysis.pairs import heterogeneity
 from probe.analysis.robustness import asked_wordings
@@ -64,7 +64,7 @@ def read_counts(
     pooled_counts = list(zip(*columns, strict=True))
     wordings = asked_wordings(con, run_id)
     several = len(wordings) > 1
-    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
+    sets = contest_sets(con, run_id)
     return RunCounts(
         pair_counts=con.execute(queries["pair_counts"]).df(),
         pooled_counts=pooled_counts,

@@ -29,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from probe.analysis.binomial import CONFIDENCE, SIGNIFICANCE, binomial_min_p
-from probe.analysis.contrasts import by_set, over_name_sets
+from probe.analysis.contrasts import by_set, contest_sets, over_name_sets
 from probe.analysis.differences import DifferenceEstimate, contrast_estimate, difference_estimate, p_beside
 from probe.analysis.metrics import metric_queries
 from probe.analysis.statistics import METHODS
@@ -52,8 +52,7 @@ STAGE1_OTHER_ATTRIBUTES = (
 def set_counts(con: duckdb.DuckDBPyConnection, run_id: str, counts: pd.DataFrame) -> pd.DataFrame:
     """A run over name sets' pair-scope counts (compare's paired differences and ranks) with the set as the unit, as
     its overall rows: each set's contests summed, keyed by the set."""
-    sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
-    return by_set(counts.assign(pair_id=counts["key"].astype(int)), sets)
+    return by_set(counts.assign(pair_id=counts["key"].astype(int)), contest_sets(con, run_id))
 
 
 def sets_of(con: duckdb.DuckDBPyConnection, run_id: str, pairs: Sequence[int]) -> int:

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import stats
 
 from probe.analysis.binomial import SIGNIFICANCE
-from probe.analysis.contrasts import SLOT_METRICS, over_name_sets
+from probe.analysis.contrasts import SLOT_METRICS, contest_sets, over_name_sets
 from probe.analysis.differences import difference_estimate, no_spread
 from probe.analysis.metric_registry import BIAS, CONSISTENCY, FEMALE_SHARE, POSITION_FIRST
 from probe.analysis.metrics import metric_queries
@@ -108,8 +108,11 @@ def _cells(con: duckdb.DuckDBPyConnection, run_id: str, contrast: Sequence[str] 
             [run_id, *MEASURES],
         ).df()
         if over_name_sets(con, run_id):  # the set is the unit (its contests summed), as the headline's
-            sets = con.execute("SELECT DISTINCT pair_id, set_id FROM run_contests WHERE run_id = ?", [run_id]).df()
-            units = units.merge(sets, on="pair_id").drop(columns="pair_id").rename(columns={"set_id": "pair_id"})
+            units = (
+                units.merge(contest_sets(con, run_id), on="pair_id")
+                .drop(columns="pair_id")
+                .rename(columns={"set_id": "pair_id"})
+            )
         hits = units.pivot_table(index=keys, columns="metric", values="hits", aggfunc="sum")
         # every measure counts valid instances; position_first is stored for every run (female_share not for sets)
         counts = hits.assign(n=units[units["metric"] == POSITION_FIRST].groupby(keys)["n"].sum())
