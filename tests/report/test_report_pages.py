@@ -1,5 +1,5 @@
-"""The report's pages in headless Chromium, user strings escaped in HTML, kappa's worked example, and an analysis
-stored before the report's tables redone once."""
+"""The report's pages in headless Chromium, user strings escaped in HTML, and an analysis stored before the report's
+tables redone once (kappa's worked example: tests/compare/test_agreement.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,9 @@ import pandas as pd
 import pytest
 
 from probe import compare, report
-from probe.compare import summary as compare_summary_module
 from probe.pipeline.analysed import ensure_analysed
 from probe.store import db
 from tests.report.test_report import CHROMIUM, CONDITIONS, PAIRS
-
-
-def test_cohens_kappa_worked_example() -> None:
-    # 4 items: agree on 3; p_o = 0.75, p_e = 0.5*0.25 + 0.5*0.75 = 0.5 -> kappa = 0.5.
-    assert compare_summary_module.cohens_kappa(["f", "f", "m", "m"], ["f", "m", "m", "m"]) == 0.5
-    assert compare_summary_module.cohens_kappa(["none", "none"], ["none", "none"]) is None
 
 
 def _chromium(html: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
