@@ -4,14 +4,13 @@ read (`probe runs`, `probe report`) from a snapshot."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import resource
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -21,7 +20,7 @@ from typer.testing import CliRunner
 import probe
 from probe.cli import app
 from probe.store import db
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.fake_openai_server import FakeOpenAIServer, Step
 from tests.support import ROOT, assert_one_line_error, fingerprint, query, seeded_copy
 
 CLI = [sys.executable, "-c", "from probe.cli import app; app(prog_name='probe')"]
@@ -126,41 +125,35 @@ def test_a_full_disk_is_one_line_and_the_run_resumes(seed: Path, tmp_path: Path)
             timeout=120,
             check=False,
         )
-        resumed = CliRunner().invoke(app, openai_run(server, db_file))  # the same command, in this process
+        resumed = subprocess.run(
+            [*CLI, *openai_run(server, db_file)], capture_output=True, text=True, env=ENV, timeout=120, check=False
+        )
     assert (full.returncode, full.stdout) == (1, "")
     assert full.stderr == (
         f"error: {db_file}.wal: cannot write the database (File too large); what was answered before is saved: "
         "make room, then run the same command again to resume\n"
     )
-    assert (resumed.exit_code, resumed.stdout, resumed.stderr) == (0, "r\n", "")
+    assert (resumed.returncode, resumed.stdout, resumed.stderr) == (0, "r\n", "")
     assert query(db_file, "SELECT status FROM runs").values.tolist() == [["complete"]]
 
 
 def test_a_database_being_written_is_read_from_a_snapshot(seed: Path, tmp_path: Path) -> None:
-    """The server holds the run's 61st question (stage 2 begins at the 49th) until the reads are done: the run is
-    mid-write however slowly the machine starts it, and no clock decides when to read."""
     db_file = seeded_copy(seed, tmp_path / "probe.duckdb")
-    asked, held, release = itertools.count(1), threading.Event(), threading.Event()
-
-    def hold_from_the_61st(prompt: str, attempt: int) -> None:
-        if next(asked) > 60:
-            held.set()
-            release.wait()
-
-    with FakeOpenAIServer(answer_by_hash=True, fault_plan=hold_from_the_61st) as server:
+    with FakeOpenAIServer(answer_by_hash=True, fault_plan=lambda prompt, attempt: Step.ok(delay_s=0.5)) as server:
         writer = subprocess.Popen(
             [*CLI, *openai_run(server, db_file, "live")], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            while not held.wait(0.05):
-                assert writer.poll() is None, "the run ended before its 61st question"
+            deadline = time.monotonic() + 60
+            while len(server.served) < 60:  # stage 2 (from 48 on) has begun
+                assert time.monotonic() < deadline and writer.poll() is None
+                time.sleep(0.05)
             listed = CliRunner().invoke(app, ["runs", "--db", str(db_file)])
             reported = CliRunner().invoke(app, ["report", "live", "--db", str(db_file), "-o", str(tmp_path / "r.md")])
             answered = len(probe.open_run("live", db=db_file).answers())  # the API reads a snapshot too
             still_running = writer.poll() is None
         finally:
             writer.send_signal(signal.SIGTERM)
-            release.set()
             writer.wait(30)
     assert still_running
     assert listed.exit_code == 0 and " live " in listed.output and "running" in listed.output
