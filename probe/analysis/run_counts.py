@@ -65,6 +65,7 @@ def read_counts(
     wordings = asked_wordings(con, run_id)
     several = len(wordings) > 1
     sets = contest_sets(con, run_id)
+    by_wording_grants = con.execute(queries["contrast_wording_grants"], params).df() if name_sets else None
     return RunCounts(
         pair_counts=con.execute(queries["pair_counts"]).df(),
         pooled_counts=pooled_counts,
@@ -79,12 +80,21 @@ def read_counts(
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),
         source=source,
         contests=con.execute(queries["contrast_counts"], params).df(),
-        grants=con.execute(queries["grant_counts"], params).df(),
+        grants=con.execute(queries["grant_counts"], params).df() if not name_sets else over_wordings(by_wording_grants),
         name_sets=name_sets,
         instances=con.execute(queries["contrast_instances"], params).df() if name_sets else None,
         contest_cells=con.execute(queries["contrast_choice_cells"], params).df() if name_sets else None,
-        contest_grants=con.execute(queries["contrast_wording_grants"], params).df() if name_sets and several else None,
+        contest_grants=by_wording_grants if several else None,
     )
+
+
+def over_wordings(grants: pd.DataFrame) -> pd.DataFrame:
+    """metrics.sql `grant_counts` from `contrast_wording_grants`' frame (the same rows, read once): hits, n and
+    unknown summed over the wordings per (condition, attribute, set, category), in its order."""
+    keys = ["condition", "attribute", "set_id", "category"]
+    if grants.empty:
+        return grants.drop(columns="wording")
+    return grants.groupby(keys, sort=True, dropna=False)[["hits", "n", "unknown"]].sum().reset_index()
 
 
 def _impact_counts(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, str]) -> pd.DataFrame:
