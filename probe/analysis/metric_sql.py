@@ -1,4 +1,6 @@
-"""metrics.sql's per-metric parts, written from the metric registry (probe/analysis/metric_registry.py).
+"""metrics.sql's queries by name, with their per-metric parts written from the metric registry
+(probe/analysis/metric_registry.py), and analyze()'s first step, which needs nothing else: the run's instances built
+in DuckDB (`build_instances`; no statistics stack imported, so `probe analyze` builds them while it imports one).
 
 metrics.sql marks each place a list of metrics goes with a comment `/* metric_registry: <part> */`; `expand`
 replaces it with that part, written from the registry's entries as they are when it is called. The SQL comes from
@@ -9,14 +11,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+
+import duckdb
 
 from probe.analysis import metric_registry
 from probe.analysis.metric_registry import ALL_INSTANCES, FEMALE_SHARE, WORDING_METRICS, Metric
+from probe.common.errors import UserError
 
 _MARKER = re.compile(r"/\* metric_registry: (\w+) \*/")
 _INCLUDED = re.compile(r"/\* query: (\w+) \*/")
 # the columns of a unit of two instances: the first instance's key and the other's condition and name order
 UNIT_KEYS = "condition, pair_id, occupation, wording, name_order, other_condition, other_name_order"
+_SQL_FILE = Path(__file__).with_name("metrics.sql")
+
+
+@cache
+def _sql_file_queries() -> dict[str, str]:
+    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line), with the parts
+    they include (`include`)."""
+    parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
+    return include({name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)})
+
+
+def metric_queries() -> dict[str, str]:
+    """The named queries of metrics.sql with their per-metric parts written from the metric registry as it is now."""
+    return {name: expand(query) for name, query in _sql_file_queries().items()}
+
+
+def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """A UserError naming `run_id` where the database has no such run."""
+    if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
+        raise UserError(f"run {run_id!r}: no such run in the database")
+
+
+def build_instances(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """analyze()'s first step (a UserError where there is no such run): the temp table metric_instances of the
+    run (metrics.sql `instances`), which analyze() reads and drops."""
+    require_run(con, run_id)
+    con.execute(metric_queries()["instances"], {"run_id": run_id})
 
 
 def flagged(metrics: Sequence[Metric]) -> list[Metric]:

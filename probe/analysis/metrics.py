@@ -7,11 +7,8 @@ every count. This module only does what SQL is the wrong tool for: intervals and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -42,7 +39,7 @@ from probe.analysis.metric_registry import (
     STAGE1_METRICS,
     STAGE2_METRICS,
 )
-from probe.analysis.metric_sql import expand, include
+from probe.analysis.metric_sql import build_instances, metric_queries
 from probe.analysis.pairs import pair_shares
 from probe.analysis.preference import correlation_rows, occupation_preference_rows
 from probe.analysis.regression import regression_rows
@@ -50,7 +47,6 @@ from probe.analysis.robustness import wording_rows
 from probe.analysis.run_counts import RunCounts, read_counts
 from probe.analysis.statistics import ShareEstimate, pair_terms, prepare_betting_intervals, rate, share_estimate
 from probe.analysis.workforce import FIT_COLUMNS, OCCUPATION_COLUMNS, contrast_shares, workforce_rows
-from probe.common.errors import UserError
 from probe.common.vocabulary import STAGE1_CONDITION
 from probe.store import db
 from probe.store.snapshot import shipped_workforce
@@ -91,36 +87,19 @@ METRIC_COLUMNS = [
     "method",
 ]
 
-_SQL_FILE = Path(__file__).with_name("metrics.sql")
 
-
-@cache
-def _sql_file_queries() -> dict[str, str]:
-    """The named queries of metrics.sql as written (each introduced by a `-- name: <query>` line), with the parts
-    they include (`metric_sql.include`)."""
-    parts = re.split(r"^-- name: (\w+)\s*$", _SQL_FILE.read_text(), flags=re.MULTILINE)
-    return include({name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)})
-
-
-def metric_queries() -> dict[str, str]:
-    """The named queries of metrics.sql with their per-metric parts written from the metric registry as it is now."""
-    return {name: expand(query) for name, query in _sql_file_queries().items()}
-
-
-def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """A UserError naming `run_id` where the database has no such run."""
-    if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
-        raise UserError(f"run {run_id!r}: no such run in the database")
-
-
-def analyze(con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str | None = None) -> None:
+def analyze(
+    con: duckdb.DuckDBPyConnection, run_id: str, workforce_source: str | None = None, built: bool = False
+) -> None:
     """Compute every metric of a run and replace the run's rows in the result tables atomically; the workforce
     comparison against `workforce_source` (a source in table `workforce`; default the shipped one). The tables hold
     everything the report and compare read (pair shares, the heterogeneity test, per-instance counts): no later step
-    computes a statistic. The statistics run on a second thread while DuckDB stores the per-instance rows."""
-    require_run(con, run_id)
+    computes a statistic. The statistics run on a second thread while DuckDB stores the per-instance rows. `built`:
+    the run's instances are built already (metric_sql.build_instances, which pipeline.analyze runs while it imports
+    this module)."""
+    if not built:
+        build_instances(con, run_id)
     queries = metric_queries()
-    con.execute(queries["instances"], {"run_id": run_id})
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             counts = read_counts(con, run_id, queries, workforce_source or shipped_workforce()["source"], pool)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from probe.analysis.metric_sql import build_instances
 from probe.answering import runner, runs
 from probe.backends import create_backend
 from probe.backends.system_prompt import with_system_prompt
@@ -178,16 +180,19 @@ def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) ->
     """Compute a run's metrics into the database (replacing earlier ones), in one transaction; returns the run's
     outcome (what the terminal shows). `workforce`: a CSV of labour statistics to compare the run with, checked
     and stored as a source first (probe/taxonomy/workforce_sources.py); default the shipped source."""
-    from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
-    from probe.analysis.metrics import require_run
-
     if not Path(db).exists():
         raise UserError(f"{db}: no such database")
     con = connect(db)
     try:
-        require_run(con, run_id)  # before a --workforce file is stored
+        # DuckDB builds the run's instances (and finds it exists, before a --workforce file is stored) while the
+        # statistics stack loads: it leaves the interpreter lock, the imports take a second of the other core
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            instances = pool.submit(build_instances, con, run_id)
+            from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
+
+            instances.result()
         source = None if workforce is None else load_workforce_file(con, Path(workforce))
-        analyze_run(con, run_id, source)
+        analyze_run(con, run_id, source, built=True)
         return read_outcome(con, run_id, str(db))
     finally:
         con.close()
