@@ -80,7 +80,7 @@ def read_counts(
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),
         source=source,
         contests=con.execute(queries["contrast_counts"], params).df(),
-        grants=con.execute(queries["grant_counts"], params).df() if not name_sets else over_wordings(by_wording_grants),
+        grants=over_wordings(by_wording_grants) if name_sets else con.execute(queries["grant_counts"], params).df(),
         name_sets=name_sets,
         instances=con.execute(queries["contrast_instances"], params).df() if name_sets else None,
         contest_cells=con.execute(queries["contrast_choice_cells"], params).df() if name_sets else None,
