@@ -5,9 +5,11 @@ analyze() computed them: the mean over name pairs of the pair's order-balanced s
 (table `workforce`). Across occupations:
 
 - `spearman` and `pearson`: the rank and linear correlations of model share and workforce share, with Fisher z
-  intervals over the occupations (Pearson: standard error 1/sqrt(n - 3); Spearman: Bonett and Wright's
-  sqrt((1 + r^2/2)/(n - 3)), centred at most half a rank step from +-1). They are those of shares measured with the
-  run's number of pairs: pair noise lowers them (more pairs, higher correlations);
+  intervals over the occupations read through the jackknife (each occupation left out in turn): centred at the
+  bias-corrected z, standard error the larger of the jackknife's and the formula's (Pearson 1/sqrt(n - 3); Spearman
+  Bonett and Wright's sqrt((1 + r^2/2)/(n - 3)), r centred at most half a rank step from +-1). They estimate the
+  population correlations of shares measured with the run's number of pairs: pair noise lowers them (more pairs,
+  higher correlations);
 - `slope`: the amplification slope, b of logit(model share) = a + b logit(workforce share), fitted by quasi-binomial
   regression (logit link, one weight per occupation): 1 mirrors the workforce, above 1 exaggerates its
   segregation, 0 ignores it, below 0 reverses it. Its estimand is population-averaged: the slope of the shares
@@ -66,9 +68,10 @@ ADJUSTED_METHOD = (
     "(occupations and name pairs), Student's t with occupations - 3 df"
 )
 CORRELATION_METHODS = {
-    "spearman": "rank correlation; Fisher z interval over occupations, standard error sqrt((1 + r^2/2)/(n - 3)) "
-    "(Bonett-Wright)",
-    "pearson": "linear correlation; Fisher z interval over occupations, standard error 1/sqrt(n - 3)",
+    "spearman": "rank correlation; Fisher z interval over occupations through their jackknife: centred at the "
+    "bias-corrected z, standard error the larger of the jackknife's and sqrt((1 + r^2/2)/(n - 3)) (Bonett-Wright)",
+    "pearson": "linear correlation; Fisher z interval over occupations through their jackknife: centred at the "
+    "bias-corrected z, standard error the larger of the jackknife's and 1/sqrt(n - 3)",
 }
 METHODS = {**CORRELATION_METHODS, "slope": SLOPE_METHOD, "adjusted_slope": ADJUSTED_METHOD}
 # Runs over name sets: the source's column for each category it has shares of (the shipped spellings). A contrast of
