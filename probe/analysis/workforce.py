@@ -6,8 +6,9 @@ analyze() computed them: the mean over name pairs of the pair's order-balanced s
 
 - `spearman` and `pearson`: the rank and linear correlations of model share and workforce share, with Fisher z
   intervals over the occupations read through the jackknife (each occupation left out in turn): centred at the
-  bias-corrected z, standard error the larger of the jackknife's and the formula's (Pearson 1/sqrt(n - 3); Spearman
-  Bonett and Wright's sqrt((1 + r^2/2)/(n - 3)), r centred at most half a rank step from +-1). They estimate the
+  bias-corrected z, standard error the jackknife's held between 1 and 1.5 times the formula's (Pearson
+  1/sqrt(n - 3); Spearman Bonett and Wright's sqrt((1 + r^2/2)/(n - 3)), r centred at most half a rank step from
+  +-1). They estimate the
   population correlations of shares measured with the run's number of pairs: pair noise lowers them (more pairs,
   higher correlations);
 - `slope`: the amplification slope, b of logit(model share) = a + b logit(workforce share), fitted by quasi-binomial
@@ -69,9 +70,10 @@ ADJUSTED_METHOD = (
 )
 CORRELATION_METHODS = {
     "spearman": "rank correlation; Fisher z interval over occupations through their jackknife: centred at the "
-    "bias-corrected z, standard error the larger of the jackknife's and sqrt((1 + r^2/2)/(n - 3)) (Bonett-Wright)",
+    "bias-corrected z, standard error the jackknife's held between 1 and 1.5 times sqrt((1 + r^2/2)/(n - 3)) "
+    "(Bonett-Wright)",
     "pearson": "linear correlation; Fisher z interval over occupations through their jackknife: centred at the "
-    "bias-corrected z, standard error the larger of the jackknife's and 1/sqrt(n - 3)",
+    "bias-corrected z, standard error the jackknife's held between 1 and 1.5 times 1/sqrt(n - 3)",
 }
 METHODS = {**CORRELATION_METHODS, "slope": SLOPE_METHOD, "adjusted_slope": ADJUSTED_METHOD}
 # Runs over name sets: the source's column for each category it has shares of (the shipped spellings). A contrast of
@@ -89,6 +91,9 @@ _NEWTON_STEPS = 30
 # The correlations' jackknife holds occupations^2 values a run: beyond this many occupations (a bias of O(1/n) is
 # then a few percent of the interval's half-width) the formula alone
 JACKKNIFE_OCCUPATIONS = 2000
+# The jackknife's standard error is read up to this many times the formula's: over 8 occupations it is itself noisy
+# (uncapped, 0.3-3.3% of the intervals were all of [-1, 1] at a true 0.91-0.98; BENCHMARKS.md)
+JACKKNIFE_CAP = 1.5
 
 
 def workforce_rows(
@@ -285,9 +290,10 @@ def correlation_interval(
     """r with its Fisher z interval over n occupations. Without `left_out` (R x occupations, `leave_one_out`): at
     z(r), standard error 1/sqrt(n - 3) (Spearman: Bonett-Wright's sqrt((1 + r^2/2)/(n - 3)), r first moved at most
     half its smallest step from +-1, `spearman_centre`). With it, the jackknife over occupations: centred at the
-    bias-corrected n z(r) - (n - 1) mean(z(r without one)), standard error the larger of that one and the
-    jackknife's (n - 1)/n sum (z(r without one) - their mean)^2 (every z read at most half a rank step from +-1 for
-    Spearman); the formula alone where a correlation without one occupation is undefined. Why: the shares are not
+    bias-corrected n z(r) - (n - 1) mean(z(r without one)), standard error the jackknife's sqrt((n - 1)/n
+    sum (z(r without one) - their mean)^2) held between that one and JACKKNIFE_CAP times it (every z read at most
+    half a rank step from +-1 for Spearman); the formula alone where a correlation without one occupation is
+    undefined. Why: the shares are not
     bivariate normal; at a true 0.95-0.98 a rank correlation is biased low by O(1/n) and a linear one high, and the
     formula's intervals missed on one side in up to 7.6% of runs (BENCHMARKS.md)."""
     centre = spearman_centre(r, n) if name == "spearman" else np.clip(r, -1 + 1e-12, 1 - 1e-12)
@@ -303,7 +309,7 @@ def correlation_interval(
         squares = np.where(present, parts - mean[:, None], 0.0) ** 2
         jackknife = np.sqrt((m - 1) / np.maximum(m, 1) * squares.sum(axis=1))
         z = np.where(known, m * z - (m - 1) * mean, z)
-        spread = np.where(known, np.maximum(spread, jackknife), spread)
+        spread = np.where(known, np.clip(jackknife, spread, JACKKNIFE_CAP * spread), spread)
     half = stats.norm.isf((1 - CONFIDENCE) / 2) * spread
     return r, np.tanh(z - half), np.tanh(z + half)
 

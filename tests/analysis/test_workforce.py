@@ -131,9 +131,16 @@ def test_the_correlations_are_read_through_their_jackknife_over_occupations():
     ):
         z = np.arctanh(np.array(parts))
         centre = 6 * np.arctanh(rows[name]["estimate"]) - 5 * z.mean()  # bias-corrected
-        spread = max(formula / np.sqrt(3), np.sqrt(5 / 6 * ((z - z.mean()) ** 2).sum()))
+        spread = np.clip(np.sqrt(5 / 6 * ((z - z.mean()) ** 2).sum()), formula / np.sqrt(3), 1.5 * formula / np.sqrt(3))
         expected = np.tanh(centre + np.array([-1, 1]) * stats.norm.isf(0.025) * spread)
         assert [rows[name]["ci_low"], rows[name]["ci_high"]] == pytest.approx(expected, abs=1e-12)
+    # a jackknife beyond 1.5 times the formula's standard error is read at 1.5 times it: r = 0.8 over 6 occupations
+    left_out = np.array([[0.99, 0.1, 0.8, 0.8, 0.8, 0.8]])
+    centre = 6 * np.arctanh(0.8) - 5 * np.arctanh(left_out).mean()
+    _, low, high = correlation_interval("pearson", np.array([0.8]), np.array([6]), left_out)
+    half = stats.norm.isf(0.025) * 1.5 / np.sqrt(3)
+    assert (low[0], high[0]) == pytest.approx((np.tanh(centre - half), np.tanh(centre + half)), abs=1e-12)
+    assert (low[0], high[0]) == pytest.approx((-0.7844753797805244, 0.981534264193465), abs=1e-9)
     # an occupation without a share is left out of every correlation; where one without it is undefined (the rest
     # all equal), the formula alone
     values, logits = np.array([0.2, np.nan, 0.5, 0.9, 0.4, 0.1]), np.array([-1.0, 0.0, 0.5, 0.1, 2.0, -2.0])
