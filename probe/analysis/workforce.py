@@ -292,10 +292,10 @@ def correlation_interval(
     half its smallest step from +-1, `spearman_centre`). With it, the jackknife over occupations: centred at the
     bias-corrected n z(r) - (n - 1) mean(z(r without one)), standard error the jackknife's sqrt((n - 1)/n
     sum (z(r without one) - their mean)^2) held between that one and JACKKNIFE_CAP times it (every z read at most
-    half a rank step from +-1 for Spearman); the formula alone where a correlation without one occupation is
-    undefined. Why: the shares are not
-    bivariate normal; at a true 0.95-0.98 a rank correlation is biased low by O(1/n) and a linear one high, and the
-    formula's intervals missed on one side in up to 7.6% of runs (BENCHMARKS.md)."""
+    half a rank step from +-1 for Spearman), and stretched to hold r where the correction moves past it (every
+    interval holds its estimate); the formula alone where a correlation without one occupation is undefined. Why:
+    the shares are not bivariate normal; at a true 0.95-0.98 a rank correlation is biased low by O(1/n) and a linear
+    one high, and the formula's intervals missed on one side in up to 7.6% of runs (BENCHMARKS.md)."""
     centre = spearman_centre(r, n) if name == "spearman" else np.clip(r, -1 + 1e-12, 1 - 1e-12)
     spread = np.sqrt((1 + centre**2 / 2) if name == "spearman" else 1.0) / np.sqrt(np.maximum(n - 3, 1))
     z = np.arctanh(centre)
@@ -311,7 +311,10 @@ def correlation_interval(
         z = np.where(known, m * z - (m - 1) * mean, z)
         spread = np.where(known, np.clip(jackknife, spread, JACKKNIFE_CAP * spread), spread)
     half = stats.norm.isf((1 - CONFIDENCE) / 2) * spread
-    return r, np.tanh(z - half), np.tanh(z + half)
+    low, high = np.tanh(z - half), np.tanh(z + half)
+    if left_out is None:
+        return r, low, high
+    return r, np.where(known, np.minimum(low, r), low), np.where(known, np.maximum(high, r), high)
 
 
 def slope_df(occupations: np.ndarray | int, parameters: int = 2) -> np.ndarray | int:

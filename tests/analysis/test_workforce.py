@@ -141,6 +141,11 @@ def test_the_correlations_are_read_through_their_jackknife_over_occupations():
     half = stats.norm.isf(0.025) * 1.5 / np.sqrt(3)
     assert (low[0], high[0]) == pytest.approx((np.tanh(centre - half), np.tanh(centre + half)), abs=1e-12)
     assert (low[0], high[0]) == pytest.approx((-0.7844753797805244, 0.981534264193465), abs=1e-9)
+    # a correction that moves the interval past r is stretched back to hold it (every interval holds its estimate)
+    centre = 6 * np.arctanh(0.8) - 5 * np.arctanh(0.7)
+    _, low, high = correlation_interval("pearson", np.array([0.8]), np.array([6]), np.full((1, 6), 0.7))
+    assert np.tanh(centre - stats.norm.isf(0.025) / np.sqrt(3)) > 0.8 and low[0] == 0.8
+    assert high[0] == pytest.approx(np.tanh(centre + stats.norm.isf(0.025) / np.sqrt(3)), abs=1e-12)
     # an occupation without a share is left out of every correlation; where one without it is undefined (the rest
     # all equal), the formula alone
     values, logits = np.array([0.2, np.nan, 0.5, 0.9, 0.4, 0.1]), np.array([-1.0, 0.0, 0.5, 0.1, 2.0, -2.0])
