@@ -18,12 +18,14 @@ every K. Methods for the low category (lower ends at 95%, upper ends at Bonferro
 - `split` (tried): `product` without the cap; `deff` (tried): each side's whole spread x its ratio (power 1, a
   constant design effect);
 - `scaled` (tried): the whole spread x (floor / the binomial variance at the observed rates)^1.5;
+- `power2` (tried): `product` with the covariance x both ratios (power 2, as set effects alone would scale it) and
+  at most sqrt(V1 V2) of the two moved sides; `capped` (tried): `product` with that cap alone;
 - `before`: both ends at Bonferroni and the Poisson floor (the code before issue 48);
 - `katz`: the log ratio's delta-method interval with the same spread (CR2) and df, no floor (an alternative).
 Per cell: truth below / above each method's interval, median width, and for K = 2 the impact_ratio gate's pass rate
 at its limit (90% lower end, one comparison, above 0.8; <= 0.05 promised). `--methods` picks methods, `--sets` and
 `--tops` cells; `--counts 2 --runs 40000` gives the K = 2 cells alone at a Monte Carlo error of +-0.0011 on the gate;
-`--contests` the contest-rate worlds (`contest_cell`).
+`--contests` the contest-rate worlds (`contest_cell`: product, observed, correlated, power2, capped).
 """
 
 from __future__ import annotations
