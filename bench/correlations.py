@@ -4,9 +4,11 @@ mirror world (slope 1) and strong world (slope 2, occupation sd 0.1: correlation
 
     .venv/bin/python -m bench.correlations --runs 1000
 
-"Before": the same Fisher z interval centred at r itself (commit f142620), where a Spearman of exactly 1 (every
-rank agrees: frequent over 8 occupations) gave z = inf and the interval [1, 1]. Truth: bench/workforce.py's
-(the correlations of shares measured with the run's number of pairs, over 80,000 occupations).
+"Now": the product's interval (`fits`: the jackknife over occupations, `leave_one_out`); "before": the formula alone
+(Fisher z at r, Bonett-Wright for Spearman, centred at most half a rank step from +-1: the product until issue 48's
+second pass). Truth: bench/workforce.py's (the correlations of shares measured with the run's number of pairs, over
+80,000 occupations: the population correlation the report describes). Per cell also the runs whose interval is
+all of [-1, 1] (wider than 1.9) and whose estimate lies outside its (bias-corrected) interval.
 """
 
 from __future__ import annotations
@@ -16,21 +18,11 @@ import itertools
 import time
 
 import numpy as np
-from scipy import stats
 
 from bench.workforce import OCCUPATION_SD, OCCUPATIONS, PAIRS, STRONG, correlation_truth, draw, world_b
-from probe.analysis.binomial import CONFIDENCE
-from probe.analysis.workforce import correlation_interval, correlations
+from probe.analysis.workforce import correlation_interval, correlations, leave_one_out
 
 WORLDS = {"mirror": (1.0, OCCUPATION_SD), "strong": STRONG}
-
-
-def before(name: str, r: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """f142620's interval: Fisher z at r itself (clipped 1e-12 from +-1)."""
-    spread = np.sqrt((1 + r**2 / 2) if name == "spearman" else 1.0) / np.sqrt(np.maximum(n - 3, 1))
-    z = np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12))
-    half = stats.norm.isf((1 - CONFIDENCE) / 2) * spread
-    return np.tanh(z - half), np.tanh(z + half)
 
 
 def _tails(truth: float, low: np.ndarray, high: np.ndarray) -> str:
@@ -45,20 +37,25 @@ def main() -> None:
     started = time.process_time()
     print(
         "| world | occupations x pairs | statistic | truth | runs | now: coverage, truth below / above, median width | "
-        "before: the same | runs with r = +-1 |"
+        "before: the same | now / before width | [-1, 1] now, before | estimate outside now |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for (label, (target, spread)), occupations, pairs in itertools.product(WORLDS.items(), OCCUPATIONS, PAIRS):
         b = world_b(target, spread)
         truths = correlation_truth(b, pairs, spread, 0.0)
         picks, x = draw(np.random.default_rng(occupations * 100 + pairs), b, runs, occupations, pairs, spread)
         n = np.full(runs, occupations)
-        for name, r in correlations(picks.mean(axis=(2, 3)), x).items():
-            _, low, high = correlation_interval(name, r, n)
+        share = picks.mean(axis=(2, 3))
+        left_out = leave_one_out(share, x)
+        for name, r in correlations(share, x).items():
+            _, low, high = correlation_interval(name, r, n, left_out[name])
+            _, old_low, old_high = correlation_interval(name, r, n)
+            ratio = np.median(high - low) / np.median(old_high - old_low)
             print(
                 f"| {label} | {occupations} x {pairs} | {name} | {truths[name]:.3f} | {runs} | "
-                f"{_tails(truths[name], low, high)} | {_tails(truths[name], *before(name, r, n))} | "
-                f"{np.mean(np.abs(r) == 1):.3f} |",
+                f"{_tails(truths[name], low, high)} | {_tails(truths[name], old_low, old_high)} | {ratio:.2f} | "
+                f"{np.mean(high - low > 1.9):.3f}, {np.mean(old_high - old_low > 1.9):.3f} | "
+                f"{np.mean((r < low) | (r > high)):.3f} |",
                 flush=True,
             )
     print(f"\nCPU {time.process_time() - started:.0f} s")

@@ -18,12 +18,14 @@ every K. Methods for the low category (lower ends at 95%, upper ends at Bonferro
 - `split` (tried): `product` without the cap; `deff` (tried): each side's whole spread x its ratio (power 1, a
   constant design effect);
 - `scaled` (tried): the whole spread x (floor / the binomial variance at the observed rates)^1.5;
+- `power2` (tried): `product` with the covariance x both ratios (power 2, as set effects alone would scale it) and
+  at most sqrt(V1 V2) of the two moved sides; `capped` (tried): `product` with that cap alone;
 - `before`: both ends at Bonferroni and the Poisson floor (the code before issue 48);
 - `katz`: the log ratio's delta-method interval with the same spread (CR2) and df, no floor (an alternative).
 Per cell: truth below / above each method's interval, median width, and for K = 2 the impact_ratio gate's pass rate
 at its limit (90% lower end, one comparison, above 0.8; <= 0.05 promised). `--methods` picks methods, `--sets` and
 `--tops` cells; `--counts 2 --runs 40000` gives the K = 2 cells alone at a Monte Carlo error of +-0.0011 on the gate;
-`--contests` the contest-rate worlds (`contest_cell`).
+`--contests` the contest-rate worlds (`contest_cell`: product, observed, correlated, power2, capped).
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ from probe.analysis.binomial import CONFIDENCE
 from probe.analysis.impact import FOUR_FIFTHS, MIN_PAIRS, group_ratios
 
 BISECTIONS = 60
-METHODS = ("product", "observed", "correlated", "split", "deff", "scaled", "before", "katz")
+METHODS = ("product", "observed", "correlated", "split", "deff", "scaled", "before", "katz", "power2", "capped")
 # `scaled` (tried, not the product): the spread moved to the null's rates by (floor / the binomial variance at the
 # observed rates)^SPREAD_POWER, the score interval's variance function of statistics.py
 SPREAD_POWER = 1.5
+CONTEST_METHODS = ("product", "observed", "correlated", "power2", "capped")
 LARGEST = 1e6
 
 
@@ -128,6 +131,11 @@ class Pairs:
                 if method == "correlated":  # the two sides' correlation kept instead
                     correlation = np.where(self.A * self.C > 0, self.B / np.sqrt(self.A * self.C), 0.0)
                     covariance = correlation * np.sqrt(own_side * other_side)
+                if method == "power2":  # set effects' covariance: x both ratios (power 2), at most sqrt(V1 V2)
+                    covariance = self.B * g_own * g_other
+                if method in ("power2", "capped"):
+                    bound = np.sqrt(own_side * other_side)
+                    covariance = np.clip(covariance, -bound, bound)
         return np.maximum(own_side - 2 * ratio * covariance + ratio**2 * other_side, floor)
 
     def _excess(self, ratio: np.ndarray, critical: np.ndarray, method: str) -> np.ndarray:
@@ -230,7 +238,7 @@ def contest_cell(rng: np.random.Generator, sets: int, contests: int, sd: float, 
     won = rng.binomial(contests, special.expit(special.logit(rate) + rng.normal(0, sd, (runs, sets)))).astype(float)
     pairs = Pairs(np.stack([won, contests - won], axis=1), np.full((runs, 2, sets), float(contests)), *pair_indices(2))
     figures = {}
-    for method in ("product", "observed", "correlated"):
+    for method in CONTEST_METHODS:
         low, high = low_category(pairs, 2, method)
         shown = ~np.isnan(low)
         figures[method] = {
@@ -244,8 +252,8 @@ def contest_cell(rng: np.random.Generator, sets: int, contests: int, sd: float, 
 def contests(runs: int, seed: int) -> None:
     """`--contests`: contest_cell over 6/12/20 sets x 2/6 contests a set x set sd 0.5/1.5 x rates 0.15/0.35/0.5."""
     rng = np.random.default_rng(seed)
-    print("| sets | contests a set | set sd | rate | runs | product | observed (before) | correlated (tried) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| sets | contests a set | set sd | rate | runs | {' | '.join(CONTEST_METHODS)} |")
+    print("|---:|---:|---:|---:|---:|" + "---:|" * len(CONTEST_METHODS))
     for sets in (6, 12, 20):
         for per_set in (2, 6):
             for sd in (0.5, 1.5):
