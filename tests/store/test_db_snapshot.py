@@ -18,14 +18,15 @@ from probe.cli import app
 from probe.store import db
 from tests.support import assert_one_line_error, seeded_copy
 
-# Holds the database (DuckDB's write lock) with 10 rows of `scratch` in its WAL; on "checkpoint" adds 5 rows and
-# checkpoints them into the file; answers each line with "done".
+# Holds the database (DuckDB's write lock) with 10 rows of `scratch` and a run `live` with no answers in its WAL; on
+# "checkpoint" adds 5 rows and checkpoints them into the file; answers each line with "done".
 WRITER = """
 import duckdb, sys
 con = duckdb.connect(sys.argv[1])
 con.execute("CREATE TABLE scratch (i INTEGER)")
 con.execute("CHECKPOINT")
 con.execute("INSERT INTO scratch SELECT * FROM range(10)")
+con.execute("INSERT INTO runs (run_id, backend, status) VALUES ('live', 'openai', 'running')")
 print("ready", flush=True)
 for line in sys.stdin:
     con.execute("INSERT INTO scratch SELECT * FROM range(5)")
@@ -129,3 +130,17 @@ def test_copies_that_never_open_end_in_one_line_saying_what_to_do(
         "file!); run the command again, or when that process has finished\n",
     )
     assert copied == ["probe.duckdb.wal", "probe.duckdb"] * 5
+
+
+def test_a_run_being_written_before_it_saved_an_answer_is_reported_again_later(
+    writer: tuple[Path, Callable[[], None]],
+) -> None:
+    """Its report is one line that says to come back, not only to finish the run (it may be running)."""
+    db_file, _ = writer
+    result = CliRunner().invoke(app, ["report", "live", "--db", str(db_file)])
+    assert_one_line_error(
+        result.exit_code,
+        result.output,
+        "run 'live': has no answers yet; a probe process is writing the database (read from a copy as of now): if it "
+        "is this run, run the command again once it has saved answers, else finish it with `probe run --run-id live`\n",
+    )
