@@ -91,14 +91,15 @@ def test_a_database_being_written_is_read_from_a_copy_of_its_wal_and_file(
     assert (snapshot, rows(con), copied) == (True, 10, ["probe.duckdb.wal", "probe.duckdb"])
 
 
+@pytest.mark.parametrize("read_only", [True, False])  # `probe report` analyses into its copy
 def test_a_checkpoint_between_the_copies_leaves_the_file_that_holds_it_all(
-    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch, read_only: bool
 ) -> None:
     """The copied WAL (10 rows) is older than the file copied after the checkpoint (15 rows): DuckDB refuses the
     pair, and the file alone is the snapshot (main's version copied the file first, then a WAL it did not fit)."""
     db_file, checkpoint = writer
     copied = copies(monkeypatch, lambda source, target: checkpoint() if source.suffix == ".wal" else None)
-    con, snapshot = db.connect_or_snapshot(db_file)
+    con, snapshot = db.connect_or_snapshot(db_file, read_only=read_only)
     assert (snapshot, rows(con), copied) == (True, 15, ["probe.duckdb.wal", "probe.duckdb"])
 
 
