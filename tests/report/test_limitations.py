@@ -1,6 +1,6 @@
 """The report's limitations say what is true of the run: a run over name sets speaks of sets, and of the coverage
-simulated over sets (a pair run's coverage figures were simulated over pairs); a run over name pairs reads as before. A set
-run whose every answer is unknown is reported (its contrasts have no estimate)."""
+simulated over sets (a pair run's coverage figures were simulated over pairs); a run over name pairs reads as
+before. A set run whose every answer is unknown is reported (its contrasts have no estimate)."""
 
 from __future__ import annotations
 
