@@ -25,7 +25,7 @@ import duckdb
 from probe.backends import backend_info
 from probe.common.vocabulary import KWAY
 from probe.dataset.items import Item
-from probe.dataset.wordings import stage_items
+from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.store.spec import RunSpec
 from probe.taxonomy.selection import select
@@ -82,8 +82,8 @@ def plan(config: RunSpec) -> Plan:
     try:
         selection = select(con, config.design)
         prompt_format = backend_info(config.backend.kind).preview_format
-        stage1 = stage_items(selection, 1, prompt_format)
-        stage2 = stage_items(selection, 2, prompt_format, half_granted(stage1), config.design.conditions)
+        stage1 = stage1_items(selection, prompt_format)
+        stage2 = stage2_items(selection, prompt_format, half_granted(stage1), config.design.conditions)
         answered = _answered(con, config.options.run_id) if existing and config.options.run_id else 0
         stage1_calls, stage2_calls = distinct_calls(stage1), distinct_calls(stage2)
         kway_calls = distinct_calls([item for item in stage2 if item.qtype == KWAY])

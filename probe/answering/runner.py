@@ -38,7 +38,7 @@ from probe.common.redact import scrub
 from probe.common.vocabulary import UNKNOWN
 from probe.dataset.items import Item, item_from_row, items_frame
 from probe.dataset.kway import rebuilt_keys
-from probe.dataset.wordings import stage_items
+from probe.dataset.wordings import stage1_items, stage2_items
 from probe.store import db
 from probe.taxonomy.selection import Selection
 
@@ -115,7 +115,11 @@ def ensure_stage(
     granted = set() if stage == 1 else _granted_attributes(con, run_id)
     if built and granted == granted_before:
         return
-    items = stage_items(selection, stage, prompt_format, granted, conditions)
+    items = (
+        stage1_items(selection, prompt_format)
+        if stage == 1
+        else stage2_items(selection, prompt_format, granted, conditions)
+    )
     rebuilt = None
     if built:
         rebuilt = {(pair_id, name_order) for pair_id, name_order, *_ in granted ^ granted_before}

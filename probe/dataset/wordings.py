@@ -9,7 +9,7 @@ ids and prompts, so the same cache keys).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from probe.common.vocabulary import PAIR_QUESTIONS, PAPER_WORDING
@@ -22,38 +22,44 @@ from probe.taxonomy.selection import Selection
 GrantedByWording = Collection[tuple[int, str, str, str, str, str]]
 
 
-def stage_items(
-    selection: Selection,
-    stage: int,
-    prompt_format: str,
-    granted: GrantedByWording = (),
-    conditions: Sequence[str] = (),
-) -> list[Item]:
-    """A stage's items in every wording, wording by wording (the paper's first when chosen). Stage 2 in each wording is
-    built from the attributes stage 1 granted in that wording (`granted`): the two-person questions where the
-    selection asks them, then the K-way choice over its set members where it asks that (the paper's wording alone)."""
+def stage1_items(selection: Selection, prompt_format: str) -> list[Item]:
+    """Stage 1's items in every wording, wording by wording (the paper's first when chosen)."""
     pairs, attributes = selection.pairs, selection.attributes
-    if stage == 1:
-        return [
-            item for wording in selection.wordings for item in build_stage1(pairs, attributes, prompt_format, wording)
-        ]
-    by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in selection.wordings}
-    for *key, wording in granted:
-        if wording in by_wording:
-            by_wording[wording].add((key[0], key[1], key[2], key[3], key[4]))
-    items = (
-        []
-        if PAIR_QUESTIONS not in selection.questions
-        else [
-            item
-            for wording in selection.wordings
-            for item in build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format, wording)
-        ]
-    )
+    return _in_every_wording(selection, lambda wording: build_stage1(pairs, attributes, prompt_format, wording))
+
+
+def stage2_items(
+    selection: Selection, prompt_format: str, granted: GrantedByWording, conditions: Sequence[str]
+) -> list[Item]:
+    """Stage 2's items: in each wording, built from the attributes stage 1 granted in that wording (`granted`), the
+    two-person questions where the selection asks them; then the K-way choice over its set members where it asks
+    that (the paper's wording alone)."""
+    by_wording = _by_wording(granted, selection.wordings)
+    items: list[Item] = []
+    if PAIR_QUESTIONS in selection.questions:
+        pairs, attributes = selection.pairs, selection.attributes
+        items = _in_every_wording(
+            selection,
+            lambda wording: build_stage2(pairs, attributes, by_wording[wording], conditions, prompt_format, wording),
+        )
     if selection.set_members is not None:
         paper_granted = by_wording.get(PAPER_WORDING, set())
-        items += build_kway(selection.set_members, attributes, paper_granted, conditions, prompt_format)
+        items += build_kway(selection.set_members, selection.attributes, paper_granted, conditions, prompt_format)
     return items
+
+
+def _by_wording(granted: GrantedByWording, wordings: Sequence[str]) -> dict[str, set[tuple[int, str, str, str, str]]]:
+    """What stage 1 granted in each chosen wording (pair_id, name_order, subject, category, attribute)."""
+    by_wording: dict[str, set[tuple[int, str, str, str, str]]] = {wording: set() for wording in wordings}
+    for pair_id, name_order, subject, category, attribute, wording in granted:
+        if wording in by_wording:
+            by_wording[wording].add((pair_id, name_order, subject, category, attribute))
+    return by_wording
+
+
+def _in_every_wording(selection: Selection, build: Callable[[str], list[Item]]) -> list[Item]:
+    """`build(wording)`'s items for each chosen wording, wording by wording (the paper's first when chosen)."""
+    return [item for wording in selection.wordings for item in build(wording)]
 
 
 def check_templates(selection: Selection, conditions: Sequence[str], prompt_format: str) -> None:
@@ -70,9 +76,8 @@ def check_templates(selection: Selection, conditions: Sequence[str], prompt_form
         attributes=attributes[attributes["occupation"].isin(attributes["occupation"].head(1))],
         set_members=None if members is None else members[members["set_id"] == members["set_id"].min()],
     )
-    granted: set[tuple[int, str, str, str, str, str]] = set()
-    for stage in (1, 2):  # stage 2 as if stage 1 had granted every attribute it asked
-        items = stage_items(first, stage, prompt_format, granted, conditions)
-        granted = {
-            (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording) for item in items
-        }
+    stage1 = stage1_items(first, prompt_format)
+    granted = {
+        (item.pair_id, item.name_order, item.subject, item.category, item.attribute, item.wording) for item in stage1
+    }
+    stage2_items(first, prompt_format, granted, conditions)  # as if stage 1 had granted every attribute it asked

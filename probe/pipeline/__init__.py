@@ -286,9 +286,12 @@ def _analysed(db: Path | str, run_ids: Sequence[str | None]) -> Iterator[tuple[d
     db = Path(db)
     if not db.exists():
         raise UserError(f"{db}: no such database")
-    con, _ = connect_or_snapshot(db, read_only=False)  # a run writing it: read as of now, from a copy
+    con, snapshot = connect_or_snapshot(db, read_only=False)  # a run writing it: read as of now, from a copy
     try:
-        yield con, [run_id for run_id in run_ids if run_id is not None and ensure_analysed(con, run_id)]
+        analysed = [
+            run_id for run_id in run_ids if run_id is not None and ensure_analysed(con, run_id, being_written=snapshot)
+        ]
+        yield con, analysed
     finally:
         con.close()
 

@@ -11,8 +11,9 @@ from probe.common.vocabulary import DECISIONS_BACKEND, STAGE1_CONDITION
 from probe.report.data import run_row
 
 
-def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
-    """Analyse the run first when it has answers but no metrics; returns True when it did.
+def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str, *, being_written: bool = False) -> bool:
+    """Analyse the run first when it has answers but no metrics; returns True when it did. `being_written`: `con` is
+    a copy of a database a probe process is writing (the run may be that process's, its answers not saved yet).
 
     A report of an unanalysed run would be empty, and `probe analyze` is deterministic, so running it here
     saves the user a step without changing what the report says. An analysis stored before intervals and
@@ -47,6 +48,12 @@ def ensure_analysed(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
         if stored and current:
             return False
         if not con.execute("SELECT count(*) FROM answers WHERE run_id = ?", [run_id]).fetchone()[0]:
-            raise UserError(f"run {run_id!r}: has no answers yet; finish it with `probe run --run-id {run_id}`")
+            finish = f"finish it with `probe run --run-id {run_id}`"
+            if being_written:
+                finish = (
+                    "a probe process is writing the database (read from a copy as of now): if it is this run, run "
+                    f"the command again once it has saved answers, else {finish}"
+                )
+            raise UserError(f"run {run_id!r}: has no answers yet; {finish}")
     analyze(con, run_id)
     return True

@@ -300,7 +300,8 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
     preference = row["metric"] != "grant_gap"
     where = f"{row['condition']}, K-way choice" if row["metric"] == "kway_preference" else row["condition"]
     null = 0.5 if preference else 0.0
-    if preference:
+    estimated = not pd.isna(row["estimate"])  # none where no contest of it has a usable answer
+    if preference or not estimated:
         value = fmt_pct(row["estimate"])
         interval = "" if pd.isna(row["ci_low"]) else f" [{fmt_pct(row['ci_low'])}, {fmt_pct(row['ci_high'])}]"
     else:
@@ -308,8 +309,11 @@ def _verdict(row: Mapping[str, Any]) -> dict[str, Any]:
         interval = "" if pd.isna(row["ci_low"]) else f" [{100 * row['ci_low']:+.1f}, {100 * row['ci_high']:+.1f}]"
     adjusted = " (Bonferroni)" if row["comparisons"] > 1 else ""
     evidence = f"{value}{interval}, {p_phrase(row['p_value'])}{adjusted}, over {row['sets']} name sets"
-    above = row["estimate"] > null
-    if row["flagged"]:
+    above = estimated and row["estimate"] > null
+    if not estimated:
+        what = "The preference between" if preference else "The grant gap between"
+        sentence = f"{what} {a} and {b} ({where}) has no estimate: no contest of it has a usable answer."
+    elif row["flagged"]:
         winner, loser = (a, b) if above else (b, a)
         claim = (
             f"{winner} are picked over {loser}"

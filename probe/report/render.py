@@ -62,6 +62,7 @@ from probe.report.impact import findings as impact_findings
 from probe.report.impact import fmt_ratio_ci
 from probe.report.impact import overall_rows as impact_rows
 from probe.report.items import ITEMS_SHOWN
+from probe.report.limitations import limitations
 from probe.report.workforce import figure_workforce, workforce_words
 
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -137,26 +138,6 @@ _TEMPLATES.filters.update(
     contrast_value=fmt_contrast_value,
     difference=fmt_difference,
     duration=fmt_duration,
-)
-
-LIMITATIONS = (
-    "Gender is treated as binary and is signalled only by first names; names also carry ethnicity, age "
-    "and class, which this design does not separate from gender.",
-    "The taxonomy (O*NET) and the name lists are US-centred; occupations, their attributes and the "
-    "names' gender associations differ across countries and languages.",
-    "A model's answers depend on the prompt wording, the answer format and decoding; another template "
-    "may give other numbers. The template hash on the run card identifies the wording used here.",
-    "Small models answer many questions near chance or not at all; read high unknown rates and wide "
-    "intervals as 'not measured', not as 'unbiased'.",
-    "Intervals generalise from the name pairs asked to pairs like them: a behaviour that only a few pairs "
-    "in the population show (say 1 in 12) is missed by a run that draws none of them, and no interval can "
-    "cover it then; more pairs make that rarer (BENCHMARKS.md, coverage).",
-    "What coverage remains, by simulation on worlds the methods were not tuned on (BENCHMARKS.md, "
-    '"Statistics"): shares and rates covered 0.967 on average at 12 pairs and more (worst ordinary cell '
-    "0.928), estimates of exactly 0 or 100% 1.00, events carried by one pair in K 0.954 (worst 0.89); the "
-    "difference of two rare grant rates 0.92-0.94. Rare events pay for it with wider intervals.",
-    "The questions are hypothetical hiring-style decisions between two people; they do not measure "
-    "harms in any deployed use of the model.",
 )
 
 
@@ -288,7 +269,7 @@ def render_report(data: Mapping[str, Any]) -> tuple[str, str]:
         "findings": other_findings(data),
         "method_legend": method_legend(data["headline"]),
         "status_warning": _status_warning(data["run"]),
-        "limitations": LIMITATIONS,
+        "limitations": limitations(data),
         "attribution": ONET_ATTRIBUTION,
         "methods": SET_METHODS if data.get("groups") else METHODS,
         "glossary": [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import re
 import shutil
 import tempfile
@@ -52,6 +53,8 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
 _NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _ADDED_LATER = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)")
 SNAPSHOT_TRIES = 5
+SNAPSHOT_WAIT_S = 0.2  # between copies, for the writer to finish its checkpoint
+_HEADERS_SIZE = 3 * 4096  # a DuckDB file's main header and its two database headers, one per checkpoint
 _WRITE_FAILED = re.compile(r'Could not write (?:all bytes to )?file "(?P<file>[^"]+)": (?P<cause>[^\n]+)')
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -113,27 +116,63 @@ def connect_or_snapshot(db_path: Path | str, *, read_only: bool = True) -> tuple
 
     DuckDB lets no other process open a database that one writes, not even to read, so `probe runs` and
     `probe report` read a copy: a running run's progress is shown without waiting for it, and nothing is
-    written to the real file. A copy taken in the middle of a write may not open: copied again, a few times.
-    Returns the connection and whether it is a snapshot.
+    written to the real file. Returns the connection and whether it is a snapshot.
     """
     try:
         return connect(db_path, read_only=read_only), False
-    except DatabaseBusy as busy:
-        path = Path(db_path)
-        folder = Path(tempfile.mkdtemp(prefix="probe-snapshot-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        copy = folder / path.name
-        for _ in range(SNAPSHOT_TRIES):
-            for suffix in ("", ".wal"):
-                source, target = path.with_name(path.name + suffix), copy.with_name(copy.name + suffix)
-                target.unlink(missing_ok=True)
-                if source.exists():
-                    shutil.copyfile(source, target)
+    except DatabaseBusy:
+        return _snapshot(Path(db_path), read_only=read_only), True
+
+
+def _snapshot(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection to a consistent copy of `path`, which another process is writing.
+
+    The WAL is copied before the database file: the file changes only when the writer checkpoints, and a
+    checkpoint between the two copies leaves a file that holds all the copied WAL had (DuckDB refuses the
+    pair): that file alone is the snapshot. A copy that still will not open (a checkpoint while the file was
+    copied) is taken again, a few times; then one line says why and what to do.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="probe-snapshot-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    copy = folder / path.name
+    wal, copied_wal = path.with_name(path.name + ".wal"), copy.with_name(copy.name + ".wal")
+    for attempt in range(SNAPSHOT_TRIES):
+        if attempt:
+            time.sleep(SNAPSHOT_WAIT_S)
+        before = _checkpoint_state(path)
+        copied_wal.unlink(missing_ok=True)
+        _copy_wal(wal, copied_wal)
+        shutil.copyfile(path, copy)
+        try:
+            return connect(copy, read_only=read_only)
+        except UserError as refused:
+            failure = refused
+        if copied_wal.exists() and _checkpoint_state(path) != before:
+            copied_wal.unlink()
             try:
-                return connect(copy, read_only=read_only), True
-            except UserError:
-                time.sleep(0.2)
-        raise busy
+                return connect(copy, read_only=read_only)
+            except UserError as refused:
+                failure = refused
+    cause = _first_line(failure.__cause__ or failure).replace(str(folder), "<copy>")
+    raise UserError(
+        f"{path}: a probe process is writing the database, and none of {SNAPSHOT_TRIES} copies of it taken "
+        f"meanwhile would open (the last: {cause}); run the command again, or when that process has finished"
+    )
+
+
+def _checkpoint_state(path: Path) -> tuple[int, int, bytes]:
+    """What a checkpoint changes in a DuckDB file: its size, time and headers (the first 12 KiB)."""
+    with path.open("rb") as handle:
+        status = os.fstat(handle.fileno())
+        return status.st_size, status.st_mtime_ns, handle.read(_HEADERS_SIZE)
+
+
+def _copy_wal(wal: Path, target: Path) -> None:
+    """Copy the WAL if there is one (a checkpoint may remove it at any moment)."""
+    try:
+        shutil.copyfile(wal, target)
+    except FileNotFoundError:
+        target.unlink(missing_ok=True)
 
 
 def _first_line(error: BaseException) -> str:

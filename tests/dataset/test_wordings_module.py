@@ -21,7 +21,7 @@ PAPER = build_stage1(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, "chat")
 
 
 def test_the_papers_wording_keeps_the_items_the_builder_made() -> None:
-    assert wordings.stage_items(Selection(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES), 1, "chat") == PAPER
+    assert wordings.stage1_items(Selection(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES), "chat") == PAPER
 
 
 def test_another_wording_asks_the_same_item_in_other_words() -> None:
@@ -36,8 +36,8 @@ def test_another_wording_asks_the_same_item_in_other_words() -> None:
 
 
 def test_stage_1_is_asked_once_per_wording_the_papers_first() -> None:
-    items = wordings.stage_items(
-        Selection(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, wordings=(PAPER_WORDING, "synonym")), 1, "chat"
+    items = wordings.stage1_items(
+        Selection(HAND_MADE_PAIRS, HAND_MADE_ATTRIBUTES, wordings=(PAPER_WORDING, "synonym")), "chat"
     )
     assert len(items) == 2 * len(PAPER) == 112
     assert items[: len(PAPER)] == PAPER and {item.wording for item in items[len(PAPER) :]} == {"synonym"}

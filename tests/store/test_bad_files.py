@@ -156,8 +156,8 @@ def test_a_database_being_written_is_read_from_a_snapshot(seed: Path, tmp_path: 
             writer.send_signal(signal.SIGTERM)
             writer.wait(30)
     assert still_running
-    assert listed.exit_code == 0 and " live " in listed.output and "running" in listed.output
+    assert listed.exit_code == 0 and " live " in listed.output and "running" in listed.output, listed.output
     assert listed.output.endswith(f"(a probe process is writing {db_file}: shown as of now)\n")
-    assert reported.exit_code == 0 and (tmp_path / "r.md").exists()
+    assert (reported.exit_code, (tmp_path / "r.md").exists()) == (0, True), reported.output  # the message, if any
     assert answered >= 48  # stage 1's items at least, read while the run wrote
     assert query(db_file, "SELECT count(*) FROM metrics").values.tolist() == [[0]]  # analysed in the copy only
