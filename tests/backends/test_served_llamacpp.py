@@ -1,5 +1,6 @@
 """`--backend openai` pointed at a llama.cpp server started as its own process scores exactly as `--backend
-llamacpp` does on the same GGUF: the same labels, scores within 1e-6 (one occupation: both stages, every question type)."""
+llamacpp` does on the same GGUF: the same labels, scores within 1e-6 (one occupation: both stages, every
+question type)."""
 
 from __future__ import annotations
 
