@@ -31,13 +31,16 @@ NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (
 
 # The tests on two processes (pytest-xdist; `make test` stays under 12 minutes on a 2-core machine), then the ones
 # marked `serial` (they time a server's window of seconds) alone in one process. The files go out in collection
-# order, the slowest first (tests/conftest.py SLOWEST_FIRST), so that no long file starts last.
+# order, the slowest first (tests/conftest.py SLOWEST_FIRST), so that no long file starts last. The serial phase
+# collects only the files that hold serial tests (collecting every file to find them by marker costs ~20 s of
+# CPU); tests/test_structure.py checks that SERIAL_FILES names exactly those files.
+SERIAL_FILES := tests/answering/test_stop_signals.py tests/backends/test_unusable_servers.py
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder -m 'not serial' 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
-	$(VENV)/bin/pytest -m serial 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
+	$(VENV)/bin/pytest -m serial $(SERIAL_FILES) 2>&1 | { grep -v -E '$(NANOBIND_EXIT_REPORT)' || true; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -300,3 +300,16 @@ def test_the_slowest_first_files_exist() -> None:
     from tests.conftest import SLOWEST_FIRST
 
     assert [path for path in SLOWEST_FIRST if not (TESTS.parent / path).is_file()] == []
+
+
+def test_the_serial_phase_names_every_file_with_serial_tests() -> None:
+    """`make test` runs the `serial` tests from the Makefile's SERIAL_FILES only: a serial test elsewhere would run
+    in neither phase (the parallel one deselects it)."""
+    makefile = (TESTS.parent / "Makefile").read_text()
+    named = next(line for line in makefile.splitlines() if line.startswith("SERIAL_FILES := "))
+    marked = {
+        path.relative_to(TESTS.parent).as_posix()
+        for path in TESTS.rglob("*.py")
+        if path.name != "test_structure.py" and "mark.serial" in path.read_text()
+    }
+    assert sorted(named.removeprefix("SERIAL_FILES := ").split()) == sorted(marked)

@@ -1,5 +1,6 @@
 """`--backend openai` pointed at a llama.cpp server started as its own process scores exactly as `--backend
-llamacpp` does on the same GGUF: the same labels, scores within 1e-6."""
+llamacpp` does on the same GGUF: the same labels, scores within 1e-6 (one occupation: both stages, every
+question type)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from probe.cli import app
 from tests.support import ROOT, query, seeded_copy
 
-SLICE = ["--pairs", "1", "--occupations", "nurse,pilot", "--top-k", "1", "--conditions", "taxonomy", "--quiet"]
+SLICE = ["--pairs", "1", "--occupations", "nurse", "--top-k", "1", "--conditions", "taxonomy", "--quiet"]
 
 
 @pytest.mark.slow

@@ -16,12 +16,14 @@ from probe.store.config import RunConfig
 from tests.support import FakeBackend, invoke, query
 from tests.tiny_models import build_causal_model
 
-inspect_ai = pytest.importorskip("inspect_ai", reason="the inspect extra is not installed: pip install '.[inspect]'")
-
 
 def test_inspect_answers_come_back_as_a_run_equal_to_the_projects_generate_decoding(
     db_file: Path, tmp_path: Path, use_backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # imported here, not at collection: the other `make test` process, which never runs this file, saves ~5 s of CPU
+    inspect_ai = pytest.importorskip(
+        "inspect_ai", reason="the inspect extra is not installed: pip install '.[inspect]'"
+    )
     use_backend(FakeBackend())
     settings = {"pairs": 2, "occupations": ("nurse", "pilot"), "top_k": 1, "conditions": ("baseline",)}
     pipeline.run(RunConfig(**settings, db=str(db_file), run_id="src", quiet=True))
