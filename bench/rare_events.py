@@ -10,7 +10,11 @@ interval forced), `betting` (the betting interval forced; for a difference, on e
 difference), and for a share `half_event` (betting only where events < pairs / 2, the threshold issue 40 measured at
 400 runs), `pair_wilson` (pair_score forced), `deff_exact` (Clopper-Pearson on the pooled counts shrunk by the design
 effect) and `half_deff` / `half_score` (the product's choice with pair_score replaced by deff_exact / score where
-events reach half the pairs). The `carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
+events reach half the pairs), `no_score` / `score_power1` (the product's choice with its score intervals replaced by
+pair_score / by the score interval of variance power 1). The table's last columns: the narrowest method valid in
+the cell, and the narrowest valid in every cell of its kind (share or difference: a per-run rule valid whatever
+world a run comes from, issue 48 item 4 as the lead read it) with the product's median width over it. The
+`carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
 may not draw: their runs without one are draws of the men's 2% cell (BENCHMARKS.md, issue 48 items 1 and 4).
 Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as numpy arrays at
 once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
@@ -309,6 +313,10 @@ def _valid(row: dict[str, float]) -> bool:
     return max(row["below"], row["above"]) <= VALID_TAIL
 
 
+def _cell(row: dict[str, float]) -> str:
+    return f"{row['below']:.3f} / {row['above']:.3f}, {row['width']:.3f}" + ("" if _valid(row) else " (not valid)")
+
+
 def print_tables(tables: dict[str, dict[str, dict[str, float]]]) -> None:
     """Per cell and method: below / above, median width; the narrowest method valid in that cell, and the
     narrowest valid in every cell of its kind (share or difference: a per-run rule valid whatever world a run is
@@ -320,12 +328,7 @@ def print_tables(tables: dict[str, dict[str, dict[str, float]]]) -> None:
     print("| cell | " + " | ".join(methods) + " | narrowest valid here | narrowest valid in all cells | chosen / it |")
     print("|---|" + "---:|" * (len(methods) + 3))
     for name, table in tables.items():
-        cells = [
-            f"{row['below']:.3f} / {row['above']:.3f}, {row['width']:.3f}" + ("" if _valid(row) else " (not valid)")
-            for row in (table.get(method) for method in methods)
-            if row is not None
-        ]
-        cells += ["-"] * (len(methods) - len(cells))
+        cells = [_cell(table[method]) if method in table else "-" for method in methods]
         here = min((m for m in table if _valid(table[m])), key=lambda m: table[m]["width"], default="none")
         best = min((m for m in table if everywhere[m]), key=lambda m: table[m]["width"])
         ratio = table["chosen"]["width"] / table[best]["width"]
@@ -333,7 +336,10 @@ def print_tables(tables: dict[str, dict[str, dict[str, float]]]) -> None:
     print()
     for method in methods:
         kind = [table[method] for table in tables.values() if method in table]
-        print(f"- {method}: not valid in {sum(not _valid(row) for row in kind)} of {len(kind)} cells")
+        invalid, disagree = sum(not _valid(row) for row in kind), sum(row["disagree"] for row in kind)
+        print(
+            f"- {method}: not valid in {invalid} of {len(kind)} cells; p disagrees with the interval in {disagree} runs"
+        )
 
 
 def main() -> None:
