@@ -1,7 +1,8 @@
 """Differences of rates over the same name pairs (and contrasts of several: a difference of two differences), with
 the name pair as the unit: the paired cluster t (CR2 variance, Bell-McCaffrey or Satterthwaite degrees of freedom,
-a binomial floor where both rates are rare), the rates' own intervals combined where every pair differs alike, and
-a betting interval over the pairs' differences where the events are fewer than the pairs (issue 40)."""
+a binomial floor where both rates are rare, and then the spread read at the rates each null implies), the rates'
+own intervals combined where every pair differs alike, and a betting interval over the pairs' differences where
+the events are fewer than the pairs (issue 40)."""
 
 from __future__ import annotations
 
