@@ -62,8 +62,9 @@ class DifferenceEstimate:
         return no_spread(self.variance, self.value)
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-        """value -+ t * se; where every pair differs alike (no spread), MOVER over the two rates' own intervals
-        (Newcombe), which count pairs at 0 or 1. None with < MIN_PAIRS pairs."""
+        """value -+ t * se; for rare rates the values whose test (`_variance_at`) does not reject; where every pair
+        differs alike (no spread), MOVER over the two rates' own intervals (Newcombe), which count pairs at 0 or 1.
+        None with < MIN_PAIRS pairs."""
         if not self.estimable or self.pairs < MIN_PAIRS:
             return None
         if self.mapped is not None:
