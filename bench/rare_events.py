@@ -10,7 +10,11 @@ interval forced), `betting` (the betting interval forced; for a difference, on e
 difference), and for a share `half_event` (betting only where events < pairs / 2, the threshold issue 40 measured at
 400 runs), `pair_wilson` (pair_score forced), `deff_exact` (Clopper-Pearson on the pooled counts shrunk by the design
 effect) and `half_deff` / `half_score` (the product's choice with pair_score replaced by deff_exact / score where
-events reach half the pairs). The `carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
+events reach half the pairs), `no_score` / `score_power1` (the product's choice with its score intervals replaced by
+pair_score / by the score interval of variance power 1). The table's last columns: the narrowest method valid in
+the cell, and the narrowest valid in every cell of its kind (share or difference: a per-run rule valid whatever
+world a run comes from, issue 48 item 4 as the lead read it) with the product's median width over it. The
+`carried_grants` cells are the men's rare grants with a carrier pair a 12-pair run
 may not draw: their runs without one are draws of the men's 2% cell (BENCHMARKS.md, issue 48 items 1 and 4).
 Valid: each tail <= 0.035 (0.025 + Monte Carlo error at 1,000 runs). The runs of a cell are drawn as numpy arrays at
 once; each run's estimate is the product's estimator on its arrays. Run it under the previous code
@@ -34,6 +38,7 @@ from probe.analysis.differences import DifferenceEstimate, difference_estimate
 from probe.analysis.statistics import ShareEstimate, events, prepare_betting_intervals, share_estimate
 
 SIZES = np.array([2.0, 40.0])
+VALID_TAIL = 0.035  # 0.025 + Monte Carlo error at 1,000 runs: a method above it on either tail is not valid
 Sides = list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (numerator, denominator, sizes) per side, one run
 Draw = Callable[[np.random.Generator, int], list[Sides]]
 
@@ -186,13 +191,41 @@ class DesignEffectExact:
         return float(min(1.0, 2 * min(below, above)))
 
 
-SHARE_METHODS = ("chosen", "score", "betting", "half_event", "pair_wilson", "deff_exact", "half_deff", "half_score")
+SHARE_METHODS = (
+    "chosen",
+    "score",
+    "betting",
+    "half_event",
+    "pair_wilson",
+    "deff_exact",
+    "half_deff",
+    "half_score",
+    "no_score",
+    "score_power1",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerOneScore(ShareEstimate):
+    """The score interval with the binomial's variance function p(1-p) (power 1, not 1.5) scaled to the spread
+    between pairs, floored at the binomial variance: its test and interval are the same (`_variance_at`)."""
+
+    def _variance_at(self, share: float) -> float:
+        binomial = share * (1 - share)
+        spread = self.variance / max(self.value * (1 - self.value), 1e-300)
+        return max(spread * binomial, binomial * self.floor_scale)
+
+
+def _power_one(estimate: ShareEstimate) -> ShareEstimate:
+    fields = {field.name: getattr(estimate, field.name) for field in dataclasses.fields(estimate)}
+    return PowerOneScore(**{**fields, "method": "score", "betting_bounds": {}})
 
 
 def _share_methods(sides: Sides) -> dict[str, ShareEstimate | DesignEffectExact]:
     """The product's choice, the intervals it chooses between forced, and the alternatives tried: the design-effect
-    exact interval forced, and today's choice with pair_score replaced (by it or by the score interval) wherever
-    events reach half the pairs."""
+    exact interval forced; today's choice with pair_score replaced (by it or by the score interval) wherever events
+    reach half the pairs; today's choice with the score interval replaced by pair_score (`no_score`) or by the score
+    interval of variance power 1 (`score_power1`) wherever it chooses score."""
     side = sides[0]
     chosen = share_estimate(*side)
     if chosen.method == "no_events":
@@ -209,6 +242,8 @@ def _share_methods(sides: Sides) -> dict[str, ShareEstimate | DesignEffectExact]
         "deff_exact": exact,
         "half_deff": exact if replaced else chosen,
         "half_score": forced["score"] if replaced else chosen,
+        "no_score": _pair_wilson(chosen, side) if chosen.method == "score" else chosen,
+        "score_power1": _power_one(chosen) if chosen.method == "score" else chosen,
     }
 
 
@@ -274,6 +309,39 @@ def cell_table(draw: Draw, truth: float, runs: int, seed: int, only_chosen: bool
     return table
 
 
+def _valid(row: dict[str, float]) -> bool:
+    return max(row["below"], row["above"]) <= VALID_TAIL
+
+
+def _cell(row: dict[str, float]) -> str:
+    return f"{row['below']:.3f} / {row['above']:.3f}, {row['width']:.3f}" + ("" if _valid(row) else " (not valid)")
+
+
+def print_tables(tables: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Per cell and method: below / above, median width; the narrowest method valid in that cell, and the
+    narrowest valid in every cell of its kind (share or difference: a per-run rule valid whatever world a run is
+    from), with the product's width over it."""
+    methods = list(dict.fromkeys(method for table in tables.values() for method in table))
+    everywhere = {
+        method: all(_valid(table[method]) for table in tables.values() if method in table) for method in methods
+    }
+    print("| cell | " + " | ".join(methods) + " | narrowest valid here | narrowest valid in all cells | chosen / it |")
+    print("|---|" + "---:|" * (len(methods) + 3))
+    for name, table in tables.items():
+        cells = [_cell(table[method]) if method in table else "-" for method in methods]
+        here = min((m for m in table if _valid(table[m])), key=lambda m: table[m]["width"], default="none")
+        best = min((m for m in table if everywhere[m]), key=lambda m: table[m]["width"])
+        ratio = table["chosen"]["width"] / table[best]["width"]
+        print(f"| {name} | " + " | ".join(cells) + f" | {here} | {best} ({table[best]['width']:.3f}) | {ratio:.2f} |")
+    print()
+    for method in methods:
+        kind = [table[method] for table in tables.values() if method in table]
+        invalid, disagree = sum(not _valid(row) for row in kind), sum(row["disagree"] for row in kind)
+        print(
+            f"- {method}: not valid in {invalid} of {len(kind)} cells; p disagrees with the interval in {disagree} runs"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -281,20 +349,12 @@ def main() -> None:
     parser.add_argument("--only", default="", help="only the cells whose name contains this text")
     args = parser.parse_args()
     started = time.process_time()
-    print("| cell | method | runs | below / above | coverage | mean / median width | / narrowest valid | p disagrees |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for name, (draw, truth) in CELLS.items():
-        if args.only not in name:
-            continue
-        table = cell_table(draw, truth, args.runs, zlib.crc32(name.encode()), args.chosen)
-        valid = [row["mean_width"] for row in table.values() if max(row["below"], row["above"]) <= 0.035]
-        narrowest = min(valid) if valid else float("nan")
-        for method, row in table.items():
-            print(
-                f"| {name} | {method} | {args.runs} | {row['below']:.3f} / {row['above']:.3f} | {row['coverage']:.3f} "
-                f"| {row['mean_width']:.4f} / {row['width']:.4f} | {row['mean_width'] / narrowest:.2f} "
-                f"| {row['disagree']} |"
-            )
+    tables = {
+        name: cell_table(draw, truth, args.runs, zlib.crc32(name.encode()), args.chosen)
+        for name, (draw, truth) in CELLS.items()
+        if args.only in name
+    }
+    print_tables(tables)
     print(f"\nCPU {time.process_time() - started:.0f} s")
 
 

@@ -15,8 +15,9 @@ method for a share or rate from what the pairs show:
   from so few events or carriers is reliable, so none is made: the score interval with the largest variance a
   pair's value in [0, 1] of mean p can have, p(1-p) (Bhatia-Davis), over the pairs' effective number (Kish, of
   their weights): each pair counts as one trial, however many answers it has (issue 48: valid in every rare cell of
-  issues 29 and 40 and 0.79-0.96 times the betting interval's width).
-- `betting`: a rare event carried by fewer than FEW_CARRIERS (3) pairs' worth: too few for the normal
+  issues 29 and 40 and 0.79-0.96 times the betting interval's width). Also a rate of any size concentrated in a
+  few pairs: carried by fewer than CONCENTRATED (half) the pairs' worth its events would show spread binomially.
+- `betting`: a rare (or concentrated) event carried by fewer than FEW_CARRIERS (3) pairs' worth: too few for the normal
   approximation of the pairs' trials (one all-yes pair in 100, 70 pairs: the truth below pair_score's interval in
   4.2% of runs, 0.8% with this rule); the distribution-free betting interval (sequential.py).
 - `score`: otherwise, the score interval with a variance function [p(1-p)]^1.5 scaled to the spread between
@@ -58,6 +59,12 @@ RARE = 0.2
 # A rare event carried by fewer pairs' worth than this gets the betting interval, not pair_score's normal
 # approximation over pairs (bench/rare_events.py).
 FEW_CARRIERS = 3
+# A rate carried by fewer pairs' worth than this share of the pairs' worth its events would have if spread over
+# the pairs (binomially, at the pooled rate: `_spread_carriers`) is concentrated in a few pairs, at any rate: its
+# size in a run is then mostly how many carrier pairs the run drew, which the spread between pairs cannot show (the
+# score interval missed in 4.2-6.0% of runs), so pair_score (or betting) takes over. bench/rare_events.py: the
+# score runs of worlds whose events a few pairs carry read 0.18-0.34 (0.49 once), those of spread worlds >= 0.54.
+CONCENTRATED = 0.5
 _SMALLEST_BASE = 1e-300
 _INNER = 1e-12  # at 0 or 1 the estimate's own variance is 0: root searches start just inside the range
 
@@ -260,25 +267,38 @@ def share_estimate(numerator: np.ndarray, denominator: np.ndarray, sizes: np.nda
 def _share_method(value: float, residual: np.ndarray, denominator: np.ndarray, sizes: np.ndarray, df: float) -> str:
     """no_events at 0 or 1; pair_score for a rare event - a rate within RARE of an end of the range with fewer events
     than pairs, or carried by fewer than MIN_PAIRS pairs' worth and by at most half the pairs the estimate
-    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare) - and betting where fewer than
-    FEW_CARRIERS pairs' worth carry it; else score. A rate of 0.7 from
-    pairs at 1 and a few below is no rare event: the score interval's variance function holds it.
+    effectively rests on (df + 1: 6 large pairs beside 6 small ones are not rare) - and for a rate of any size
+    concentrated in a few pairs (below); betting where fewer than FEW_CARRIERS pairs' worth carry it; else score. A
+    rate of 0.7 from pairs at 1 and a few below is no rare event: the score interval's variance function holds it.
     Fewer events than pairs: a run cannot tell a rate spread thinly over every pair from one carried by a few pairs
     it did not draw (one pair in 24 at 0.3, 0.01 elsewhere, 70 pairs: the score interval missed in 21% of runs).
     Pairs' worth: the participation ratio (sum d)^2 / sum d^2 of the pairs' distances d from the near end, in the
     estimate's own weighting: k pairs carrying the events alike count k, one pair carrying most of them about 1.
+    Concentrated: fewer pairs' worth than CONCENTRATED of what the same events spread binomially would show.
     """
     if value in (0.0, 1.0):
         return "no_events"
-    if RARE <= value <= 1 - RARE:
-        return "score"
     near = 0.0 if value < 0.5 else 1.0
     distance = np.abs(residual + (value - near) * denominator)
     carriers = distance.sum() ** 2 / np.sum(distance**2)
-    few = events(value, residual + value * denominator, denominator, sizes) < len(distance)
-    if not few and carriers >= min(MIN_PAIRS, (df + 1) / 2):
-        return "score"
+    if carriers >= CONCENTRATED * _spread_carriers(value, denominator, sizes):
+        if RARE <= value <= 1 - RARE:
+            return "score"
+        few = events(value, residual + value * denominator, denominator, sizes) < len(distance)
+        if not few and carriers >= min(MIN_PAIRS, (df + 1) / 2):
+            return "score"
     return "betting" if carriers < FEW_CARRIERS else "pair_score"
+
+
+def _spread_carriers(value: float, denominator: np.ndarray, sizes: np.ndarray) -> float:
+    """The pairs' worth (participation ratio) events at rate q = min(value, 1 - value) would show if spread over the
+    pairs binomially, every instance alike: (q sum w)^2 / sum(q^2 w^2 + q(1 - q) w^2 / n) for pair weights w (the
+    denominators) and instances n - the pairs' effective number where events are many, fewer where they are sparse
+    (about 1 / (1 / pairs + (1 - q) / events) for pairs of equal size), so sparse events are not read as
+    concentrated ones."""
+    q = min(value, 1 - value)
+    squares = denominator**2
+    return (q * denominator.sum()) ** 2 / np.sum(q * q * squares + q * (1 - q) * squares / np.maximum(sizes, 1))
 
 
 def events(value: float, numerator: np.ndarray, denominator: np.ndarray, sizes: np.ndarray) -> float:

@@ -247,3 +247,40 @@ def test_a_difference_with_fewer_events_than_pairs_is_the_betting_interval_of_th
     assert estimate.interval() == pytest.approx((2 * low[0] - 1, 2 * high[0] - 1))
     assert estimate.p_value(estimate.interval()[1]) == pytest.approx(0.05, abs=1e-6)
     assert estimate.p_value(0.0) > 0.05 and estimate.p_value(0.5) < 0.05
+
+
+def test_a_rate_a_few_pairs_carry_gets_the_pair_score_interval_at_any_size() -> None:
+    # 20 pairs of 10 answers, 5 of them always yes: 0.25 carried by 5 pairs' worth, where the same 50 events spread
+    # binomially over the pairs would show (0.25 x 200)^2 / (20 x (0.25^2 x 100 + 0.25 x 0.75 x 100 / 10)) = 15.38;
+    # 5 < half of that: concentrated, so each pair is one trial (Wilson over 20 at t(19)), not the score interval.
+    n = np.full(20, 10.0)
+    assert statistics._spread_carriers(0.25, n, n) == pytest.approx(2500 / 162.5, abs=1e-12)
+    estimate = share_estimate(np.array([10.0] * 5 + [0.0] * 15), n, n)
+    assert (estimate.method, estimate.value) == ("pair_score", 0.25)
+    t, trials, p = stats.t.ppf(0.975, 19), 20, 0.25
+    centre, half = (
+        (p + t**2 / (2 * trials)) / (1 + t**2 / trials),
+        t / (1 + t**2 / trials) * math.sqrt(p * (1 - p) / trials + t**2 / (4 * trials**2)),
+    )
+    assert estimate.interval() == pytest.approx((centre - half, centre + half), abs=1e-9)
+    assert estimate.interval() == pytest.approx((0.10595469904285963, 0.4838856411356384), abs=1e-9)
+    assert [estimate.p_value(end) for end in estimate.interval()] == pytest.approx([0.05, 0.05], abs=1e-9)
+    # the same 50 events spread over every pair (2 or 3 of 10: 19.2 pairs' worth): the score interval, as before
+    spread = share_estimate(np.array([2.0, 3.0] * 10), n, n)
+    assert spread.method == "score"
+    assert spread.interval() == pytest.approx((0.19173751792161828, 0.3189796110128003), abs=1e-9)
+
+
+def test_sparse_events_are_not_read_as_concentrated_and_a_rare_rate_of_few_carriers_is() -> None:
+    # 12 pairs of 2 answers, 6 events over 5 pairs: 4.5 pairs' worth, fewer than half the pairs' 12, but spread
+    # binomially 6 events would show only 0.25^2 x 24^2 / (12 x (0.25^2 x 4 + 0.25 x 0.75 x 2)) = 4.8: score.
+    two = np.full(12, 2.0)
+    assert statistics._spread_carriers(0.25, two, two) == pytest.approx(4.8, abs=1e-12)
+    assert share_estimate(np.array([2.0, 1, 1, 1, 1] + [0] * 7), two, two).method == "score"
+    # 70 pairs of 40: 8 pairs at 20 of 40, 14 at 1, the rest 0: 174 events (more than the pairs) over 9.42 pairs'
+    # worth (at least 6), which the score interval took, (0.0363, 0.1218); spread they would show 50.8: pair_score.
+    forty = np.full(70, 40.0)
+    estimate = share_estimate(np.array([20.0] * 8 + [1.0] * 14 + [0.0] * 48), forty, forty)
+    assert statistics._spread_carriers(estimate.value, forty, forty) == pytest.approx(50.82411850615478, abs=1e-9)
+    assert (estimate.method, estimate.value) == ("pair_score", pytest.approx(174 / 2800, abs=1e-15))
+    assert estimate.interval() == pytest.approx((0.02495143007140808, 0.14644408564535552), abs=1e-9)
