@@ -73,9 +73,9 @@ def paired_t_method(unit: str = "pair") -> str:
     """The paired cluster t's method in words, over name pairs or (`unit` "set") the name sets of a run over sets."""
     return (
         f"paired cluster t over name {unit}s: the difference's spread between {unit}s (CR2; for two rare rates at "
-        f"least their binomial variance), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of "
-        f"{unit}s of unequal size); the p-value is the same test (where every {unit} differs alike, the rates' own "
-        "intervals combined)"
+        "least their binomial variance, read at the rates the tested difference implies), t with Bell-McCaffrey "
+        f"degrees of freedom (Satterthwaite's for means of {unit}s of unequal size); the p-value is the same test "
+        f"(where every {unit} differs alike, the rates' own intervals combined)"
     )
 
 
@@ -85,9 +85,9 @@ METHODS = {
     "no_events": "no-event bound over name pairs: no pair showed the event (or every pair always did), so the "
     "bound counts pairs, valid whatever the correlation within a pair: 1 - (0.025)^(1/pairs); p = 2 (1 - p0)^pairs",
     "pair_score": "score interval over name pairs with each pair as one trial: fewer events than pairs, or events "
-    "carried by fewer than 6 pairs' worth, too few for a variance estimate, so the variance is the largest a pair's "
-    "value can have, p(1-p), over the pairs' effective number (Kish); t with Bell-McCaffrey degrees of freedom; the "
-    "p-value is the same test",
+    "carried by fewer than 6 pairs' worth or by under half the pairs' worth the same events spread over the pairs "
+    "would show, too few for a variance estimate, so the variance is the largest a pair's value can have, p(1-p), "
+    "over the pairs' effective number (Kish); t with Bell-McCaffrey degrees of freedom; the p-value is the same test",
     "betting": "betting interval over name pairs (distribution-free; Waudby-Smith & Ramdas 2023): a rare event "
     "carried by fewer than 3 pairs' worth (for a difference: fewer events than pairs, each pair's part of the pooled "
     "difference); the p-value is 1 / the betting capital",
