@@ -33,7 +33,8 @@ NANOBIND_EXIT_REPORT := ^(nanobind: |See https://nanobind\.readthedocs\.io/| - (
 # marked `serial` (they time a server's window of seconds) alone in one process. The files go out in collection
 # order, the slowest first (tests/conftest.py SLOWEST_FIRST), so that no long file starts last. The serial phase
 # collects only the files that hold serial tests (collecting every file to find them by marker costs ~20 s of
-# CPU); tests/test_structure.py checks that SERIAL_FILES names exactly those files.
+# CPU); tests/test_structure.py checks that SERIAL_FILES names exactly those files, and tests/conftest.py fails
+# any run that collects a serial test outside them (it reads this line).
 SERIAL_FILES := tests/answering/test_stop_signals.py tests/backends/test_unusable_servers.py
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -149,7 +149,30 @@ SLOWEST_FIRST = (
 )
 
 
+def serial_files() -> list[str]:
+    """The Makefile's SERIAL_FILES: the only files `make test`'s serial phase collects (its parallel phase
+    deselects every `serial` test)."""
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    return next(line for line in makefile.splitlines() if line.startswith("SERIAL_FILES := ")).split()[2:]
+
+
+def serial_tests_outside_the_serial_files(items: list[pytest.Item]) -> list[str]:
+    """The `serial` tests among `items` that no file of SERIAL_FILES holds: `make test` would run them in neither
+    phase."""
+    serial = [item.nodeid for item in items if item.get_closest_marker("serial") is not None]
+    named = set(serial_files()) if serial else set()
+    return [nodeid for nodeid in serial if nodeid.partition("::")[0] not in named]
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m 'not serial'` deselects them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files of SLOWEST_FIRST first, in its order; every other file after them, in collection order."""
+    """A `serial` test outside SERIAL_FILES fails the run; then the files of SLOWEST_FIRST first, in its order, and
+    every other file after them, in collection order."""
+    stray = serial_tests_outside_the_serial_files(items)
+    if stray:
+        raise pytest.UsageError(
+            f"{stray[0]}: marked serial, but its file is not in the Makefile's SERIAL_FILES (`make test` would run "
+            "it in neither phase); add the file there"
+        )
     rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))

@@ -8,7 +8,10 @@ lazy import counts too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 from probe.analysis.metric_registry import METRICS
 from probe.common import vocabulary
@@ -103,8 +106,10 @@ def test_the_dataset_imports_no_backend() -> None:
 
 
 def test_the_store_imports_no_pipeline_step() -> None:
-    """db.py opens the store; it needs only the error type, the tables' DDL and the seed data, never a step."""
-    assert _graph()["probe.store.db"] <= {"probe.common.errors", "probe.store.snapshot", "probe.store.tables"}
+    """db.py opens the store; it needs only the error type, identifier quoting, the tables' DDL and the seed data,
+    never a step."""
+    common = {"probe.common.errors", "probe.common.staging"}
+    assert _graph()["probe.store.db"] <= common | {"probe.store.snapshot", "probe.store.tables"}
     assert _graph()["probe.store.tables"] <= {"probe.store.snapshot"}
     assert "probe.store.db" not in _graph()["probe.store.snapshot"]
 
@@ -305,11 +310,36 @@ def test_the_slowest_first_files_exist() -> None:
 def test_the_serial_phase_names_every_file_with_serial_tests() -> None:
     """`make test` runs the `serial` tests from the Makefile's SERIAL_FILES only: a serial test elsewhere would run
     in neither phase (the parallel one deselects it)."""
-    makefile = (TESTS.parent / "Makefile").read_text()
-    named = next(line for line in makefile.splitlines() if line.startswith("SERIAL_FILES := "))
+    from tests.conftest import serial_files
+
     marked = {
         path.relative_to(TESTS.parent).as_posix()
         for path in TESTS.rglob("*.py")
         if path.name != "test_structure.py" and "mark.serial" in path.read_text()
     }
-    assert sorted(named.removeprefix("SERIAL_FILES := ").split()) == sorted(marked)
+    assert sorted(serial_files()) == sorted(marked)
+
+
+def test_a_serial_test_outside_the_serial_files_fails_the_run() -> None:
+    """tests/conftest.py checks every collected item's marker (the scan above reads the files' text)."""
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, nodeid: str, serial: bool) -> None:
+            self.nodeid, self.serial = nodeid, serial
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return pytest.mark.serial.mark if name == "serial" and self.serial else None
+
+    items = [
+        Item("tests/answering/test_stop_signals.py::test_a", serial=True),
+        Item("tests/answering/test_runner.py::test_b", serial=True),
+        Item("tests/answering/test_runner.py::test_c", serial=False),
+    ]
+    message = (
+        "tests/answering/test_runner.py::test_b: marked serial, but its file is not in the Makefile's SERIAL_FILES "
+        "(`make test` would run it in neither phase); add the file there"
+    )
+    with pytest.raises(pytest.UsageError, match=f"^{re.escape(message)}$"):
+        pytest_collection_modifyitems(items)
+    pytest_collection_modifyitems(items[:1] + items[2:])  # the serial test in SERIAL_FILES, the other unmarked

@@ -18,6 +18,7 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 CONVERTED = "gguf-converted"
 MAX_CACHED_BYTES = 2 << 30  # float32 weights: models up to ~500M parameters (SmolLM2-135M: 540 MB)
+_CONVERTING = threading.Lock()  # held by `_parsed_once`, which patches the gguf package for the whole process
 
 
 def load_gguf(path: Path, sha256: str, dtype: torch.dtype) -> tuple[PreTrainedTokenizerBase, PreTrainedModel]:
@@ -63,20 +65,21 @@ def _parsed_once() -> Iterator[None]:
     """
     import gguf
 
-    read, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    readers: dict[tuple, gguf.GGUFReader] = {}
+    with _CONVERTING:  # one conversion at a time: two overlapping ones could restore the patch in the wrong order
+        read, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+        readers: dict[tuple, gguf.GGUFReader] = {}
 
-    def shared_reader(path: str | os.PathLike[str], *args: object, **kwargs: object) -> gguf.GGUFReader:
-        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
-        if key not in readers:
-            readers[key] = read(path, *args, **kwargs)
-        return readers[key]
+        def shared_reader(path: str | os.PathLike[str], *args: object, **kwargs: object) -> gguf.GGUFReader:
+            key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+            if key not in readers:
+                readers[key] = read(path, *args, **kwargs)
+            return readers[key]
 
-    gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.cache(name_map)
-    try:
-        yield
-    finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = read, name_map
+        gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.cache(name_map)
+        try:
+            yield
+        finally:
+            gguf.GGUFReader, gguf.get_tensor_name_map = read, name_map
 
 
 def _save(folder: Path, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> None:

@@ -188,9 +188,13 @@ def analyze(db: Path | str, run_id: str, workforce: Path | str | None = None) ->
         # statistics stack loads: it leaves the interpreter lock, the imports take a second of the other core
         with ThreadPoolExecutor(max_workers=1) as pool:
             instances = pool.submit(build_instances, con, run_id)
-            from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
+            try:
+                from probe.analysis.metrics import analyze as analyze_run  # statistics stack: load on use
 
-            instances.result()
+                instances.result()
+            except BaseException:  # Ctrl-C reaches this thread only: stop the build, which leaving the pool awaits
+                con.interrupt()
+                raise
         source = None if workforce is None else load_workforce_file(con, Path(workforce))
         analyze_run(con, run_id, source, built=True)
         return read_outcome(con, run_id, str(db))

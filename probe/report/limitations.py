@@ -54,7 +54,7 @@ SET_LIMITATIONS = (
     "rare events 0.954) were simulated with the name pair as the unit and are not claimed for this run. "
     "Simulated over name sets, on worlds the methods were not tuned on (BENCHMARKS.md): the intervals of a "
     "family of contrasts covered together in 0.952-0.974 of runs (4 categories, 12 and 24 sets), the category "
-    "ranking's intervals 0.946-0.957 per category (4 and 8 categories, 7 to 12 sets).",
+    "ranking's intervals 0.946-0.957 per category (4 categories over 7, 8 and 12 sets; 8 over 8 and 12).",
     f"The questions are hypothetical hiring-style decisions between the people of a set; {_NOT_DEPLOYED}",
 )
 

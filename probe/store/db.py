@@ -5,13 +5,13 @@ Column sets of the contract tables follow DESIGN.md section 4; extra columns are
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import re
 import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 
 from probe.common.errors import UserError
+from probe.common.staging import sql_identifier
 from probe.store.snapshot import seed_if_empty  # imports nothing that imports db
 from probe.store.tables import SCHEMA
 
@@ -83,13 +84,13 @@ def connect(db_path: Path | str = DEFAULT_DB, *, read_only: bool = False) -> duc
         raise UserError(f"{path}: cannot open database ({_first_line(exc)})") from exc
     try:
         _check_schema(con, path)
+        if not read_only:
+            con.execute(SCHEMA)
+            with transaction(con):
+                seed_if_empty(con)
     except BaseException:
         con.close()
         raise
-    if not read_only:
-        con.execute(SCHEMA)
-        with transaction(con):
-            seed_if_empty(con)
     return con
 
 
@@ -127,13 +128,13 @@ def connect_or_snapshot(db_path: Path | str, *, read_only: bool = True) -> tuple
 def _snapshot(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A connection to a consistent copy of `path`, which another process is writing.
 
-    The WAL is copied before the database file: the file changes only when the writer checkpoints, and a
-    checkpoint between the two copies leaves a file that holds all the copied WAL had (DuckDB refuses the
-    pair): that file alone is the snapshot. A copy that still will not open (a checkpoint while the file was
-    copied) is taken again, a few times; then one line says why and what to do.
+    The WAL is copied before the database file, and the file changes only when the writer checkpoints. A checkpoint
+    between the two copies leaves a file that holds all the copied WAL had: that file alone is the snapshot (the
+    pair would replay the WAL twice, duplicating rows, which DuckDB before 1.4 did not refuse). A checkpoint while
+    the file was copied may have torn it: that copy is taken again, as is one that will not open or read every
+    table, a few times; then one line says why and what to do.
     """
     folder = Path(tempfile.mkdtemp(prefix="probe-snapshot-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     copy = folder / path.name
     wal, copied_wal = path.with_name(path.name + ".wal"), copy.with_name(copy.name + ".wal")
     for attempt in range(SNAPSHOT_TRIES):
@@ -142,22 +143,39 @@ def _snapshot(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         before = _checkpoint_state(path)
         copied_wal.unlink(missing_ok=True)
         _copy_wal(wal, copied_wal)
+        between = _checkpoint_state(path)
         shutil.copyfile(path, copy)
+        if _checkpoint_state(path) != between:
+            failure = "the file changed while it was copied"
+            continue
+        if between != before:
+            copied_wal.unlink(missing_ok=True)
         try:
-            return connect(copy, read_only=read_only)
-        except UserError as refused:
-            failure = refused
-        if copied_wal.exists() and _checkpoint_state(path) != before:
-            copied_wal.unlink()
-            try:
-                return connect(copy, read_only=read_only)
-            except UserError as refused:
-                failure = refused
-    cause = _first_line(failure.__cause__ or failure).replace(str(folder), "<copy>")
+            con = _read_through(copy, read_only=read_only)
+        except (UserError, duckdb.Error) as refused:
+            failure = _first_line(refused.__cause__ or refused).replace(str(folder), "<copy>")
+        else:
+            weakref.finalize(con, shutil.rmtree, folder, ignore_errors=True)  # the copy goes with its connection
+            return con
+    shutil.rmtree(folder, ignore_errors=True)
     raise UserError(
         f"{path}: a probe process is writing the database, and none of {SNAPSHOT_TRIES} copies of it taken "
-        f"meanwhile would open (the last: {cause}); run the command again, or when that process has finished"
+        f"meanwhile would open (the last: {failure}); run the command again, or when that process has finished"
     )
+
+
+def _read_through(copy: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """`copy` opened, every row of every table read first: a torn copy can open and fail only when a query reads
+    the torn part (hashing each row reads every column; a few milliseconds per 100,000 rows)."""
+    con = connect(copy, read_only=read_only)
+    try:
+        tables = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
+        for schema, table in tables:
+            con.execute(f"SELECT max(hash(r)) FROM {sql_identifier(schema)}.{sql_identifier(table)} AS r").fetchall()
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _checkpoint_state(path: Path) -> tuple[int, int, bytes]:

@@ -2,10 +2,11 @@
 
 Both answer the same small run through the real CLI; every label where llama.cpp's top two option
 scores are >= 0.5 nats apart must agree, and >= 85% overall (bench/engines.py measures the same on a
-larger slice). The comparison needs llama.cpp's exact option log-likelihoods (decided by score). The run
-asks stage 2 in the baseline condition only: its prompts state no attribute, so both engines answer the same
-60 prompts (a taxonomy prompt states the attributes each engine granted in stage 1, and differs where they
-differ), and it gives more clear labels than the taxonomy run of 112 items did (14 of 60, there 9 of 92).
+larger slice). The comparison needs llama.cpp's exact option log-likelihoods (decided by score). Only
+baseline-condition stage-2 prompts are compared (the run asks no other condition): they state no attribute, so
+they do not depend on either engine's stage-1 answers and both engines answer the same 60 prompts (a taxonomy
+prompt states the attributes each engine granted in stage 1, and differs where they differ); they also give more
+clear labels than the taxonomy run of 112 items did (14 of 60, there 9 of 92).
 """
 
 from __future__ import annotations

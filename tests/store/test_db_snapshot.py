@@ -103,6 +103,101 @@ def test_a_checkpoint_between_the_copies_leaves_the_file_that_holds_it_all(
     assert (snapshot, rows(con), copied) == (True, 15, ["probe.duckdb.wal", "probe.duckdb"])
 
 
+BLOCK = 256 * 1024  # DuckDB's block size
+BUSY = (True, "refused")  # the database being written, opened first
+
+
+def opens(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, str]]:
+    """Every database opened, first the one being written (refused: busy), then each copy: whether a WAL was beside
+    it, and whether it opened or was refused."""
+    opened: list[tuple[bool, str]] = []
+    real = db.connect
+
+    def connect_and_note(path: Path, *, read_only: bool = False) -> db.duckdb.DuckDBPyConnection:
+        with_wal = Path(f"{path}.wal").exists()
+        try:
+            con = real(path, read_only=read_only)
+        except db.UserError:
+            opened.append((with_wal, "refused"))
+            raise
+        opened.append((with_wal, "opened"))
+        return con
+
+    monkeypatch.setattr(db, "connect", connect_and_note)
+    return opened
+
+
+def test_a_wal_copied_before_a_checkpoint_is_never_opened_with_the_file(
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pair is not left to DuckDB to refuse: before 1.4 it opened, replaying the WAL into a file that holds it
+    (20 rows for 15, rows of tables without a key duplicated)."""
+    db_file, checkpoint = writer
+    copied = copies(monkeypatch, lambda source, target: checkpoint() if source.suffix == ".wal" else None)
+    opened = opens(monkeypatch)
+    con, _ = db.connect_or_snapshot(db_file)
+    assert (rows(con), copied, opened) == (15, ["probe.duckdb.wal", "probe.duckdb"], [BUSY, (False, "opened")])
+
+
+def test_a_checkpoint_while_the_file_is_copied_has_it_copied_again(
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file changed during its copy: that copy may be torn, and is not opened."""
+    db_file, checkpoint = writer
+    checkpointed: list[Path] = []
+
+    def checkpoint_after_the_first_file(source: Path, target: Path) -> None:
+        if source.suffix != ".wal" and not checkpointed:
+            checkpointed.append(target)
+            checkpoint()
+
+    copied = copies(monkeypatch, checkpoint_after_the_first_file)
+    opened = opens(monkeypatch)
+    con, _ = db.connect_or_snapshot(db_file)
+    assert (rows(con), copied, opened) == (
+        15,
+        ["probe.duckdb.wal", "probe.duckdb", "probe.duckdb"],  # the checkpoint took the WAL
+        [BUSY, (False, "opened")],
+    )
+
+
+def test_a_copy_that_opens_but_cannot_be_read_is_taken_again(
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first file copy has a block of rows garbled: DuckDB opens it and fails only on reading that block (a
+    checksum), which the snapshot does before it hands the copy out."""
+    db_file, _ = writer
+    garbled: list[Path] = []
+
+    def garble_the_first_file(source: Path, target: Path) -> None:
+        if source.suffix != ".wal" and not garbled:
+            garbled.append(target)
+            with target.open("r+b") as handle:
+                handle.seek(db._HEADERS_SIZE + BLOCK + 100)  # the second block: rows of the seeded taxonomy
+                handle.write(b"x" * 100)
+
+    copied = copies(monkeypatch, garble_the_first_file)
+    opened = opens(monkeypatch)
+    con, _ = db.connect_or_snapshot(db_file)
+    assert (rows(con), copied, opened) == (
+        10,
+        ["probe.duckdb.wal", "probe.duckdb"] * 2,
+        [BUSY, (True, "opened"), (True, "opened")],
+    )
+
+
+def test_the_copy_is_deleted_with_its_connection(writer: tuple[Path, Callable[[], None]]) -> None:
+    db_file, _ = writer
+    con, _ = db.connect_or_snapshot(db_file)
+    folder = Path(
+        con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    )
+    assert (folder.name, folder.parent.is_dir()) == ("probe.duckdb", True)
+    con.close()
+    del con
+    assert not folder.parent.exists()
+
+
 def test_a_torn_copy_is_taken_again(writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch) -> None:
     db_file, _ = writer
     torn: list[Path] = []
