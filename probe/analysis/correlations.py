@@ -6,9 +6,10 @@ Over fewer than MIN_JACKKNIFE_OCCUPATIONS occupations the formula's interval: at
 same interval read through the jackknife over occupations (each left out in turn): centred at the bias-corrected z,
 moved at most one formula standard error from z(r), standard error the jackknife's held between 1 and JACKKNIFE_CAP
 times the formula's. Why: the shares are not bivariate normal; at a true 0.95-0.98 a rank correlation is biased low by
-O(1/n) and a linear one high, and the formula's intervals missed on one side in up to 7.6% of runs from 20
-occupations; below 12 the jackknife's correction is itself too noisy (10 occupations: the truth above the interval in
-6.9% of runs). Each row's method names what was applied (BENCHMARKS.md "Issue 48 item 2").
+O(1/n) and a linear one high, and the formula's intervals missed on one side in up to 8.2% of runs from 12
+occupations; below 12 the jackknife's correction is itself too noisy (over 8 occupations it missed in 8 of 12
+simulated cells, the truth below Pearson's interval in up to 10.7% of runs). Each row's method names what was applied
+(BENCHMARKS.md "Issue 48 item 2").
 """
 
 from __future__ import annotations
