@@ -110,7 +110,7 @@ def world(
     frames = []
     for start in range(0, runs, CHUNK):
         picks, x = draw(rng, b, min(CHUNK, runs - start), occupations, pairs, spread, position)
-        for name, (estimate, low, high) in fits(picks, x).items():
+        for name, (estimate, low, high, _) in fits(picks, x).items():
             frames.append(
                 pd.DataFrame(
                     {"statistic": name, "estimate": estimate, "ci_low": low, "ci_high": high, "truth": truth[name]}

@@ -5,12 +5,9 @@ analyze() computed them: the mean over name pairs of the pair's order-balanced s
 (table `workforce`). Across occupations:
 
 - `spearman` and `pearson`: the rank and linear correlations of model share and workforce share, with Fisher z
-  intervals over the occupations read through the jackknife (each occupation left out in turn): centred at the
-  bias-corrected z, standard error the jackknife's held between 1 and 1.5 times the formula's (Pearson
-  1/sqrt(n - 3); Spearman Bonett and Wright's sqrt((1 + r^2/2)/(n - 3)), r centred at most half a rank step from
-  +-1). They estimate the
-  population correlations of shares measured with the run's number of pairs: pair noise lowers them (more pairs,
-  higher correlations);
+  intervals over the occupations (probe/analysis/correlations.py: the formula's, read through the jackknife from 12
+  occupations). They estimate the population correlations of shares measured with the run's number of pairs: pair
+  noise lowers them (more pairs, higher correlations);
 - `slope`: the amplification slope, b of logit(model share) = a + b logit(workforce share), fitted by quasi-binomial
   regression (logit link, one weight per occupation): 1 mirrors the workforce, above 1 exaggerates its
   segregation, 0 ignores it, below 0 reverses it. Its estimand is population-averaged: the slope of the shares
@@ -38,6 +35,7 @@ import pandas as pd
 from scipy import special, stats
 
 from probe.analysis.binomial import CONFIDENCE
+from probe.analysis.correlations import FORMULA_METHODS, correlation_fits, correlations
 from probe.analysis.statistics import MIN_PAIRS
 from probe.common.vocabulary import NAME_ORDERS  # woman named first, second: position +1, -1 in the adjusted slope
 
@@ -68,14 +66,7 @@ ADJUSTED_METHOD = (
     "(+1 woman named first, -1 second): the slope without position bias; two-way cluster-robust interval "
     "(occupations and name pairs), Student's t with occupations - 3 df"
 )
-CORRELATION_METHODS = {
-    "spearman": "rank correlation; Fisher z interval over occupations through their jackknife: centred at the "
-    "bias-corrected z, standard error the jackknife's held between 1 and 1.5 times sqrt((1 + r^2/2)/(n - 3)) "
-    "(Bonett-Wright)",
-    "pearson": "linear correlation; Fisher z interval over occupations through their jackknife: centred at the "
-    "bias-corrected z, standard error the jackknife's held between 1 and 1.5 times 1/sqrt(n - 3)",
-}
-METHODS = {**CORRELATION_METHODS, "slope": SLOPE_METHOD, "adjusted_slope": ADJUSTED_METHOD}
+METHODS = {**FORMULA_METHODS, "slope": SLOPE_METHOD, "adjusted_slope": ADJUSTED_METHOD}
 # Runs over name sets: the source's column for each category it has shares of (the shipped spellings). A contrast of
 # two categories is set against the first's share of the two categories' workers, pct_a / (pct_a + pct_b) (BLS
 # reports race of any ethnicity, and Hispanic or Latino of any race: the shares overlap, as published).
@@ -88,12 +79,6 @@ CATEGORY_SHARES = {
     ("race_ethnicity", "White"): "pct_white",
 }
 _NEWTON_STEPS = 30
-# The correlations' jackknife holds occupations^2 values a run: beyond this many occupations (a bias of O(1/n) is
-# then a few percent of the interval's half-width) the formula alone
-JACKKNIFE_OCCUPATIONS = 2000
-# The jackknife's standard error is read up to this many times the formula's: over 8 occupations it is itself noisy
-# (uncapped, 0.3-3.3% of the intervals were all of [-1, 1] at a true 0.91-0.98; BENCHMARKS.md)
-JACKKNIFE_CAP = 1.5
 
 
 def workforce_rows(
@@ -187,7 +172,7 @@ def fit_rows(condition: str, values: np.ndarray, workforce_share: np.ndarray) ->
     found = fits(values[None], x[None])
     rows = []
     for name in names:
-        estimate, low, high = (float(part[0]) for part in found[name])
+        estimate, low, high = (float(part[0]) for part in found[name][:3])
         if pairs < MIN_PAIRS:  # the project's one minimum of pairs for an interval: the estimates alone
             low = high = np.nan
         rows.append(
@@ -197,7 +182,7 @@ def fit_rows(condition: str, values: np.ndarray, workforce_share: np.ndarray) ->
                 "estimate": estimate,
                 "ci_low": low,
                 "ci_high": high,
-                "method": METHODS[name],
+                "method": str(found[name][3][0]),
                 "verdict": verdict(name, low, high, occupations),
             }
         )
@@ -218,8 +203,9 @@ def verdict(name: str, low: float, high: float, occupations: int) -> str | None:
     return "inconclusive"
 
 
-def fits(values: np.ndarray, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(estimate, ci_low, ci_high) of each statistic for each of R runs at once (the bench draws thousands).
+def fits(values: np.ndarray, x: np.ndarray) -> dict[str, tuple[np.ndarray, ...]]:
+    """(estimate, ci_low, ci_high, method) of each statistic for each of R runs at once (the bench draws thousands):
+    a correlation's method says per run whether its interval went through the jackknife.
 
     `values`: R x occupations x pairs (order-balanced shares) or R x occupations x pairs x name orders; `x`: R x
     occupations, the logit workforce shares. Every occupation has at least one share.
@@ -228,16 +214,13 @@ def fits(values: np.ndarray, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.nd
     balanced = _mean_present(values, axis=3) if orders is not None else values
     share = _mean_present(balanced, axis=2)
     n = np.isfinite(share).sum(axis=1)
-    left_out = leave_one_out(share, x) if share.shape[1] <= JACKKNIFE_OCCUPATIONS else {}
-    found = {
-        name: correlation_interval(name, value, n, left_out.get(name)) for name, value in correlations(share, x).items()
-    }
+    found = correlation_fits(share, x)
     design = np.stack([np.ones_like(x), x], axis=-1)[:, :, None, :]
-    found["slope"] = slope_interval(balanced[..., None], design, n)
+    found["slope"] = (*slope_interval(balanced[..., None], design, n), np.full(len(n), SLOPE_METHOD))
     if orders is not None:
         position = np.broadcast_to(np.array([1.0, -1.0])[None, None, :, None], (*x.shape, 2, 1))
         design = np.concatenate([np.broadcast_to(design, (*x.shape, 2, 2)), position], axis=-1)
-        found["adjusted_slope"] = slope_interval(orders, design, n)
+        found["adjusted_slope"] = (*slope_interval(orders, design, n), np.full(len(n), ADJUSTED_METHOD))
     return found
 
 
@@ -247,88 +230,10 @@ def _mean_present(values: np.ndarray, axis: int) -> np.ndarray:
     return np.where(count > 0, np.nansum(values, axis=axis) / np.maximum(count, 1), np.nan)
 
 
-def correlations(share: np.ndarray, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Spearman and Pearson of each row (occupations with a NaN share left out)."""
-    used = ~np.isnan(share)
-    return {
-        "spearman": _pearson(
-            stats.rankdata(share, axis=1, nan_policy="omit"),
-            stats.rankdata(np.where(used, x, np.nan), axis=1, nan_policy="omit"),
-            used,
-        ),
-        "pearson": _pearson(share, special.expit(x), used),
-    }
-
-
-def leave_one_out(share: np.ndarray, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Spearman and Pearson of each row with each occupation left out in turn: R x occupations (NaN where that
-    occupation has no share). A rank left out moves the others' ranks: those above it by 1, those tied with it by
-    1/2 (mid-ranks)."""
-    used = ~np.isnan(share)
-    occupations = share.shape[1]
-    others = used[:, None, :] & ~np.eye(occupations, dtype=bool)[None]  # R x left out x kept
-    ranks = {}
-    for label, values in (("share", share), ("x", np.where(used, x, np.nan))):
-        rank = stats.rankdata(values, axis=1, nan_policy="omit")
-        above = (values[:, :, None] < values[:, None, :]) + 0.5 * (values[:, :, None] == values[:, None, :])
-        ranks[label] = rank[:, None, :] - above
-    wide = (len(share) * occupations, occupations)
-    found = {
-        "spearman": _pearson(ranks["share"].reshape(wide), ranks["x"].reshape(wide), others.reshape(wide)),
-        "pearson": _pearson(
-            np.broadcast_to(share[:, None, :], others.shape).reshape(wide),
-            np.broadcast_to(special.expit(x)[:, None, :], others.shape).reshape(wide),
-            others.reshape(wide),
-        ),
-    }
-    return {name: np.where(used, value.reshape(share.shape), np.nan) for name, value in found.items()}
-
-
-def correlation_interval(
-    name: str, r: np.ndarray, n: np.ndarray, left_out: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """r with its Fisher z interval over n occupations. Without `left_out` (R x occupations, `leave_one_out`): at
-    z(r), standard error 1/sqrt(n - 3) (Spearman: Bonett-Wright's sqrt((1 + r^2/2)/(n - 3)), r first moved at most
-    half its smallest step from +-1, `spearman_centre`). With it, the jackknife over occupations: centred at the
-    bias-corrected n z(r) - (n - 1) mean(z(r without one)), standard error the jackknife's sqrt((n - 1)/n
-    sum (z(r without one) - their mean)^2) held between that one and JACKKNIFE_CAP times it (every z read at most
-    half a rank step from +-1 for Spearman), and stretched to hold r where the correction moves past it (every
-    interval holds its estimate); the formula alone where a correlation without one occupation is undefined. Why:
-    the shares are not bivariate normal; at a true 0.95-0.98 a rank correlation is biased low by O(1/n) and a linear
-    one high, and the formula's intervals missed on one side in up to 7.6% of runs (BENCHMARKS.md)."""
-    centre = spearman_centre(r, n) if name == "spearman" else np.clip(r, -1 + 1e-12, 1 - 1e-12)
-    spread = np.sqrt((1 + centre**2 / 2) if name == "spearman" else 1.0) / np.sqrt(np.maximum(n - 3, 1))
-    z = np.arctanh(centre)
-    if left_out is not None:
-        edge = spearman_centre(np.ones_like(r), n) if name == "spearman" else np.full_like(r, 1 - 1e-12)
-        parts = np.arctanh(np.clip(left_out, -edge[:, None], edge[:, None]))
-        present = ~np.isnan(left_out)
-        m = present.sum(axis=1)
-        known = np.isfinite(z) & (m == n) & np.all(np.isfinite(parts) | ~present, axis=1) & (m > 1)
-        mean = np.where(present, parts, 0.0).sum(axis=1) / np.maximum(m, 1)
-        squares = np.where(present, parts - mean[:, None], 0.0) ** 2
-        jackknife = np.sqrt((m - 1) / np.maximum(m, 1) * squares.sum(axis=1))
-        z = np.where(known, m * z - (m - 1) * mean, z)
-        spread = np.where(known, np.clip(jackknife, spread, JACKKNIFE_CAP * spread), spread)
-    half = stats.norm.isf((1 - CONFIDENCE) / 2) * spread
-    low, high = np.tanh(z - half), np.tanh(z + half)
-    if left_out is None:
-        return r, low, high
-    return r, np.where(known, np.minimum(low, r), low), np.where(known, np.maximum(high, r), high)
-
-
 def slope_df(occupations: np.ndarray | int, parameters: int = 2) -> np.ndarray | int:
     """The degrees of freedom of a slope's t interval: occupations - the fit's parameters (2 for the slope, 3 for
     the position-adjusted one), at least 1; a reader of the stored interval rescales it with the same t."""
     return np.maximum(occupations - parameters, 1)
-
-
-def spearman_centre(r: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """r moved at most to 1 - 6 / (n (n^2 - 1)) from +-1: half the smallest step of a rank correlation (the sum of
-    squared rank differences moves by 2). Over 8 occupations every rank agrees in many runs (r = 1: z infinite, the
-    interval [1, 1]); that half step gives them a real interval (coverage 0.899-0.920 -> 0.969, BENCHMARKS.md)."""
-    edge = 1 - 6 / np.maximum(n * (n**2 - 1), 6.000001)
-    return np.clip(r, -edge, edge)
 
 
 def slope_interval(values: np.ndarray, design: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -381,13 +286,3 @@ def statistics(share: np.ndarray, x: np.ndarray) -> dict[str, np.ndarray]:
     """Spearman, Pearson and the amplification slope of each row of shares (R x occupations), no interval."""
     design = np.stack([np.ones_like(x), x], axis=-1)[:, :, None, :]
     return {**correlations(share, x), "slope": logit_fit(share[:, :, None, None], design)[0][:, 1]}
-
-
-def _pearson(a: np.ndarray, b: np.ndarray, used: np.ndarray) -> np.ndarray:
-    weight = used.astype(float)
-    a, b = np.where(used, a, 0.0), np.where(used, b, 0.0)
-    n = weight.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):  # a row without occupations: NaN
-        ac = (a - (a * weight).sum(axis=1, keepdims=True) / n) * weight
-        bc = (b - (b * weight).sum(axis=1, keepdims=True) / n) * weight
-        return (ac * bc).sum(axis=1) / np.sqrt((ac**2).sum(axis=1) * (bc**2).sum(axis=1))
