@@ -1,6 +1,7 @@
 """Shared fixtures."""
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,8 +153,11 @@ SLOWEST_FIRST = (
 def serial_files() -> list[str]:
     """The Makefile's SERIAL_FILES: the only files `make test`'s serial phase collects (its parallel phase
     deselects every `serial` test)."""
-    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
-    return next(line for line in makefile.splitlines() if line.startswith("SERIAL_FILES := ")).split()[2:]
+    makefile = Path(__file__).resolve().parents[1] / "Makefile"
+    assignment = re.search(r"^SERIAL_FILES\s*[:?]?=((?:.*\\\n)*.*)$", makefile.read_text(), re.MULTILINE)
+    if assignment is None:
+        raise pytest.UsageError(f"{makefile}: no SERIAL_FILES = line (the files of `make test`'s serial phase)")
+    return assignment.group(1).replace("\\\n", " ").split()
 
 
 def serial_tests_outside_the_serial_files(items: list[pytest.Item]) -> list[str]:

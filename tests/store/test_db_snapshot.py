@@ -240,3 +240,44 @@ def test_a_run_being_written_before_it_saved_an_answer_is_reported_again_later(
         "run 'live': has no answers yet; a probe process is writing the database (read from a copy as of now): if it "
         "is this run, run the command again once it has saved answers, else finish it with `probe run --run-id live`\n",
     )
+
+
+def test_a_checkpoint_under_way_between_the_copies_has_both_copied_again(
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's size or time moved between the copies but not its headers: a checkpoint's blocks written, its
+    headers not yet, so the WAL still holds rows the copied file's headers do not reach: both are copied again."""
+    db_file, _ = writer
+    copied = copies(monkeypatch, lambda source, target: None)
+    real_state = db._checkpoint_state
+    reads: list[int] = []
+
+    def moving_once(path: Path) -> tuple[int, int, bytes]:
+        size, mtime, headers = real_state(path)
+        reads.append(1)
+        return (size + 1 if len(reads) == 2 else size), mtime, headers  # the second read: between the first copies
+
+    monkeypatch.setattr(db, "_checkpoint_state", moving_once)
+    con, snapshot = db.connect_or_snapshot(db_file)
+    assert (snapshot, rows(con), copied, len(reads)) == (True, 10, ["probe.duckdb.wal", "probe.duckdb"] * 2, 6)
+
+
+def test_a_copy_that_fails_leaves_no_folder_behind(
+    writer: tuple[Path, Callable[[], None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db_file, _ = writer
+    folders: list[Path] = []
+    real_mkdtemp = db.tempfile.mkdtemp
+
+    def noted_mkdtemp(prefix: str) -> str:
+        folders.append(Path(real_mkdtemp(prefix=prefix)))
+        return str(folders[-1])
+
+    def full_disk(source: Path, target: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(db.tempfile, "mkdtemp", noted_mkdtemp)
+    monkeypatch.setattr(db.shutil, "copyfile", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        db.connect_or_snapshot(db_file)
+    assert len(folders) == 1 and not folders[0].exists()
