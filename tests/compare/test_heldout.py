@@ -133,13 +133,13 @@ def test_held_out_parts_of_fewer_than_six_pairs_decide_nothing(db_file: Path, tm
 
 
 PAIRS_METHOD = (
-    "distance in the base run - distance in the mitigated run, each pair's two runs paired: the paired cluster t over "
-    "name pairs: the difference's spread between pairs (CR2; for two rare rates at least their binomial variance), t "
-    "with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of pairs of unequal size); the p-value is the "
-    "same test (where every pair differs alike, the rates' own intervals combined); generalizes: the held-out "
-    "interval lies above 0 and the held-out effect is not significantly smaller than the tuning one (one-sided 0.05: "
-    "paired t over the shared pairs, Welch for held-out names); undecided below 6 name pairs or where the tuning part "
-    "shows no improvement"
+    "distance in the base run - distance in the mitigated run, each pair's two runs paired: the paired cluster t "
+    "over name pairs: the difference's spread between pairs (CR2; for two rare rates at least their binomial "
+    "variance, read at the rates the tested difference implies), t with Bell-McCaffrey degrees of freedom "
+    "(Satterthwaite's for means of pairs of unequal size); the p-value is the same test (where every pair differs "
+    "alike, the rates' own intervals combined); generalizes: the held-out interval lies above 0 and the held-out "
+    "effect is not significantly smaller than the tuning one (one-sided 0.05: paired t over the shared pairs, Welch "
+    "for held-out names); undecided below 6 name pairs or where the tuning part shows no improvement"
 )
 
 

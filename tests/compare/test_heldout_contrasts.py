@@ -66,12 +66,12 @@ def test_the_mitigation_of_a_planted_race_preference_generalizes_to_held_out_set
 
 SETS_METHOD = (
     "distance in the base run - distance in the mitigated run, each set's two runs paired: the paired cluster t over "
-    "name sets: the difference's spread between sets (CR2; for two rare rates at least their binomial variance), t "
-    "with Bell-McCaffrey degrees of freedom (Satterthwaite's for means of sets of unequal size); the p-value is the "
-    "same test (where every set differs alike, the rates' own intervals combined); generalizes: the held-out "
-    "interval lies above 0 and the held-out effect is not significantly smaller than the tuning one (one-sided 0.05: "
-    "paired t over the shared sets, Welch for held-out names); undecided below 6 name sets or where the tuning part "
-    "shows no improvement"
+    "name sets: the difference's spread between sets (CR2; for two rare rates at least their binomial variance, read "
+    "at the rates the tested difference implies), t with Bell-McCaffrey degrees of freedom (Satterthwaite's for "
+    "means of sets of unequal size); the p-value is the same test (where every set differs alike, the rates' own "
+    "intervals combined); generalizes: the held-out interval lies above 0 and the held-out effect is not "
+    "significantly smaller than the tuning one (one-sided 0.05: paired t over the shared sets, Welch for held-out "
+    "names); undecided below 6 name sets or where the tuning part shows no improvement"
 )
 
 
