@@ -129,9 +129,9 @@ class DifferenceEstimate:
         low has the small spread of low rates and the t at its own estimate left the truth above it in 3.1% of runs,
         rare grants 5% - 2% at 20 pairs); each rate moves by its share of the binomial variance, so the signed sum
         moves to `null`. Never below `_floored`: a rate at exactly 0 or 1 has no binomial variance and would not move,
-        so a null that moves the other rate onto the same end read no spread at all and rejected at the floor (a
-        grant gap of -0.065 between a category granted 100% and one 93.5%, 7 sets: p 0.016, where the spread at the
-        estimate gives 1.0 after adjustment); the score test only widens the side where the rates grow. Elsewhere the
+        so a null that moves the other rate onto the same end read no spread at all and rejected at the floor (7 sets,
+        one side granted every time, the other 14-16 of 16: p 0.016 where the spread at the estimate gives 0.034;
+        test_differences); the score test only widens the side where the rates grow apart. Elsewhere the
         spread between pairs itself."""
         if not self._rare or self._binomial <= 0:
             return self._floored
