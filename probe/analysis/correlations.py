@@ -47,7 +47,9 @@ def correlation_fits(share: np.ndarray, x: np.ndarray) -> dict[str, tuple[np.nda
     """(r, ci_low, ci_high, method) of Spearman and Pearson of each row of shares (R x occupations; x the logit
     workforce shares): the jackknife where `jackknifed`, the formula elsewhere, each row's method saying which."""
     n = np.isfinite(share).sum(axis=1)
-    left_out = leave_one_out(share, x) if share.shape[1] <= MAX_JACKKNIFE_OCCUPATIONS else {}
+    # fewer occupations than the jackknife needs, or more than it can hold: the formula for every row
+    jackknife = MIN_JACKKNIFE_OCCUPATIONS <= share.shape[1] <= MAX_JACKKNIFE_OCCUPATIONS
+    left_out = leave_one_out(share, x) if jackknife else {}
     found = {}
     for name, r in correlations(share, x).items():
         parts = left_out.get(name)

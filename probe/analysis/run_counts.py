@@ -65,7 +65,7 @@ def read_counts(
     wordings = asked_wordings(con, run_id)
     several = len(wordings) > 1
     sets = contest_sets(con, run_id)
-    by_wording_grants = con.execute(queries["contrast_wording_grants"], params).df() if name_sets else None
+    by_wording_grants = con.execute(queries["contrast_wording_grants"], params).df()  # a run over name pairs: none
     return RunCounts(
         pair_counts=con.execute(queries["pair_counts"]).df(),
         pooled_counts=pooled_counts,
@@ -80,11 +80,11 @@ def read_counts(
         workforce=con.execute(queries["workforce_shares"], {**params, "source": source}).df(),
         source=source,
         contests=con.execute(queries["contrast_counts"], params).df(),
-        grants=over_wordings(by_wording_grants) if name_sets else con.execute(queries["grant_counts"], params).df(),
+        grants=over_wordings(by_wording_grants),
         name_sets=name_sets,
         instances=con.execute(queries["contrast_instances"], params).df() if name_sets else None,
         contest_cells=con.execute(queries["contrast_choice_cells"], params).df() if name_sets else None,
-        contest_grants=by_wording_grants if several else None,
+        contest_grants=by_wording_grants if name_sets and several else None,
     )
 
 
